@@ -1,0 +1,73 @@
+"""The ``initlab`` console script: ``initlab GROUP COMMAND [options]``.
+
+Each command is a thin ``main(argv) -> int`` in the library module named below, imported only when
+the command runs (so ``initlab --help`` stays fast and a missing optional extra only affects the
+commands that need it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Sequence
+
+# (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
+COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
+    ("reproduce", None): ("initlab.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head scale) and write a report"),
+    ("theory", "verify"): ("initlab.theory.verify:main", "check the attention-gradient theorems T1-T5 on fresh random cases"),
+    ("theory", "score-scale"): ("initlab.theory.score_scale:main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
+    ("synthetic", "run"): ("initlab.synthetic.spt:main", "synthetic length-100 self-pretraining experiments"),
+    ("synthetic", "splade"): ("initlab.synthetic.splade:main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),
+    ("mlmhead", "inspect"): ("initlab.theory.mlm_head:inspect_main", "MLM-head scale report for a Hugging Face masked-LM checkpoint"),
+    ("mlmhead", "rescale"): ("initlab.theory.mlm_head:rescale_main", "divide a checkpoint's MLM-head projection by k and save it"),
+    ("splade", "train"): ("initlab.realdata.splade.cli:train_main", "train one SPLADE model (backbone x k) on MS MARCO"),
+    ("splade", "eval"): ("initlab.realdata.splade.cli:eval_main", "evaluate a SPLADE checkpoint (MS MARCO dev, TREC DL 2019, BEIR, NanoBEIR)"),
+    ("splade", "sweep"): ("initlab.realdata.splade.cli:sweep_main", "train and evaluate the backbone x k grid, resumable"),
+    ("lra", "pretrain"): ("initlab.realdata.lra.cli:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
+    ("lra", "finetune"): ("initlab.realdata.lra.cli:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
+    ("lra", "sweep"): ("initlab.realdata.lra.cli:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: initlab COMMAND [options]    (initlab COMMAND --help for its options)", "", "commands:"]
+    for (group, cmd), (_, help_) in COMMANDS.items():
+        name = group if cmd is None else f"{group} {cmd}"
+        lines.append(f"  {name:<22} {help_}")
+    return "\n".join(lines)
+
+
+def _resolve(argv: Sequence[str]) -> tuple[str, list[str], str]:
+    if not argv:
+        raise SystemExit(_usage())
+    group = argv[0]
+    if (group, None) in COMMANDS:
+        return COMMANDS[(group, None)][0], list(argv[1:]), group
+    cmds = [c for (g, c) in COMMANDS if g == group]
+    if not cmds:
+        raise SystemExit(f"initlab: unknown command {group!r}\n\n{_usage()}")
+    if len(argv) < 2 or (group, argv[1]) not in COMMANDS:
+        got = repr(argv[1]) if len(argv) > 1 else "nothing"
+        raise SystemExit(f"initlab {group}: expected one of {', '.join(cmds)}; got {got}\n\n{_usage()}")
+    return COMMANDS[(group, argv[1])][0], list(argv[2:]), f"{group} {argv[1]}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help", "help"):
+        print(_usage())
+        return 0
+    if argv and argv[0] == "--version":
+        from initlab import __version__
+
+        print(f"initlab {__version__}")
+        return 0
+    target, rest, prog = _resolve(argv)
+    module_name, func_name = target.split(":")
+    module = importlib.import_module(module_name)
+    func = getattr(module, func_name)
+    return int(func(rest, prog=f"initlab {prog}") or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""Frozen-dataclass configs: strict loading, presets as small diffs, JSON round trips.
+
+Every experiment config in initlab is a ``@dataclass(frozen=True)``. This module gives the three
+operations all of them need:
+
+* :func:`from_dict` -- build a config from a mapping, raising ``ValueError`` on unknown keys and
+  ``TypeError`` on values of the wrong type (naming the key and the expected type);
+* :func:`derive` -- a preset written as a small diff of a base (``derive(BASE, epochs=3)``), with the
+  same checks;
+* :func:`to_dict` / :func:`save_config` -- the resolved config as plain JSON, written next to results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, Mapping, TypeVar
+
+C = TypeVar("C")
+
+__all__ = ["from_dict", "derive", "to_dict", "save_config", "load_config", "check_type"]
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def check_type(value: Any, tp: Any, name: str) -> Any:
+    """Check ``value`` against the annotation ``tp`` and return it, converted where lossless.
+
+    Supported annotations: ``bool``, ``int``, ``float`` (ints are accepted and converted), ``str``,
+    ``None``, ``Optional``/unions, ``Literal``, ``tuple[X, ...]``, ``tuple[X, Y]``, ``list[X]``,
+    ``dict[K, V]`` and nested frozen dataclasses (given as mappings).
+
+    Raises:
+        TypeError: naming ``name`` and the expected type when ``value`` does not fit.
+        ValueError: for a ``Literal`` value outside the allowed set, or unknown nested keys.
+    """
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin is typing.Literal:
+        if value not in args:
+            raise ValueError(f"{name}: expected one of {list(args)}, got {value!r}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        errors = []
+        for arm in args:
+            try:
+                return check_type(value, arm, name)
+            except (TypeError, ValueError) as err:  # try the next arm
+                errors.append(str(err))
+        raise TypeError(f"{name}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    if tp is type(None):
+        if value is not None:
+            raise TypeError(f"{name}: expected None, got {value!r}")
+        return None
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if isinstance(value, tp):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{name}: expected a mapping for {tp.__name__}, got {type(value).__name__}")
+        return from_dict(tp, value, _prefix=f"{name}.")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{name}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(value) != len(args):
+                raise TypeError(f"{name}: expected {len(args)} items, got {len(value)}")
+            items = [check_type(v, a, f"{name}[{i}]") for i, (v, a) in enumerate(zip(value, args))]
+        else:
+            arm = args[0] if args else Any
+            items = [check_type(v, arm, f"{name}[{i}]") for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else list(items)
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{name}: expected a mapping, got {type(value).__name__}")
+        kt, vt = args if args else (Any, Any)
+        return {check_type(k, kt, f"{name} key"): check_type(v, vt, f"{name}[{k!r}]") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name}: expected bool, got {type(value).__name__} {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}: expected int, got {type(value).__name__} {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name}: expected float, got {type(value).__name__} {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise TypeError(f"{name}: expected str, got {type(value).__name__} {value!r}")
+        return value
+    if isinstance(tp, type):
+        if not isinstance(value, tp):
+            raise TypeError(f"{name}: expected {tp.__name__}, got {type(value).__name__} {value!r}")
+        return value
+    return value
+
+
+def from_dict(cls: type[C], data: Mapping[str, Any], _prefix: str = "") -> C:
+    """Build the frozen dataclass ``cls`` from ``data``, strictly.
+
+    Raises:
+        ValueError: ``data`` has keys that are not fields of ``cls`` (all unknown keys are named).
+        TypeError: a value does not match its field's annotation.
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    if not isinstance(data, Mapping):
+        raise TypeError(f"config for {cls.__name__}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(
+            f"unknown config key(s) {', '.join(_prefix + k for k in unknown)} for {cls.__name__}; "
+            f"known keys: {', '.join(sorted(fields))}"
+        )
+    kwargs = {k: check_type(v, hints[k], _prefix + k) for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def derive(base: C, **changes: Any) -> C:
+    """A preset as a small diff of ``base``: ``derive(BASE, lr=1e-3)``. Same checks as :func:`from_dict`."""
+    merged = to_dict(base)
+    for key, value in changes.items():
+        merged[key] = to_dict(value) if dataclasses.is_dataclass(value) else value
+    return from_dict(type(base), merged)
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """The config as JSON-ready plain data (tuples become lists)."""
+    def plain(v: Any) -> Any:
+        if dataclasses.is_dataclass(v):
+            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+    return plain(cfg)
+
+
+def save_config(cfg: Any, path: str | Path) -> Path:
+    """Write the resolved config as JSON (atomically) and return the path."""
+    from initlab.runs import atomic_write_json
+
+    return atomic_write_json(path, {"config_class": type(cfg).__name__, "config": to_dict(cfg)})
+
+
+def load_config(cls: type[C], path: str | Path) -> C:
+    """Read a config written by :func:`save_config` (or a plain mapping of fields) strictly.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: the file is not JSON, or has unknown keys.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if isinstance(data, dict) and "config" in data and "config_class" in data:
+        data = data["config"]
+    return from_dict(cls, data)
