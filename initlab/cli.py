@@ -26,6 +26,7 @@ COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("lra", "pretrain"): ("initlab.realdata.lra.cli:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
     ("lra", "finetune"): ("initlab.realdata.lra.cli:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
     ("lra", "sweep"): ("initlab.realdata.lra.cli:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
+    ("lra", "listops-generate"): ("initlab.realdata.lra.cli:listops_main", "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv"),
 }
 
 

@@ -1,0 +1,97 @@
+"""Figures of the theory stage, drawn only from saved results (no computation of gradients here).
+
+``python -m initlab.paper_figs.theory_figures RESULTS_DIR`` reads ``RESULTS_DIR/t2_curve.json`` and
+``RESULTS_DIR/t4_curve.json`` (written by :func:`initlab.theory.verify.reproduce_stage`) and writes
+
+* ``t2_band_ratio.png``: |<grad_S L, P^(w)>| / ||grad_S L||_F against T (log-log), measured mean and max
+  with the data-free bound ||d||_2 / sqrt(T) of T2, for band widths w;
+* ``t4_projection_vs_p.png``: E<-grad_S L, band> against the Markov repeat probability p, closed form
+  kappa(C) Psi(P) of T4 against Monte Carlo (linearised loss, and cross-entropy at beta = 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+__all__ = ["plot_t2", "plot_t4", "draw_all", "main"]
+
+
+def _load(path: Path):
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: missing; run `initlab reproduce --only theory` first")
+    return json.loads(path.read_text())
+
+
+def plot_t2(rows: list[dict], out: Path) -> Path:
+    """Band-derivative / gradient-norm ratio vs T, one colour per width w."""
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    for k, w in enumerate(sorted({r["w"] for r in rows})):
+        sub = sorted((r for r in rows if r["w"] == w), key=lambda r: r["T"])
+        Ts = [r["T"] for r in sub]
+        col = f"C{k}"
+        ax.plot(Ts, [r["mean_ratio"] for r in sub], "o-", color=col, label=f"measured mean, w={w}")
+        ax.plot(Ts, [r["max_ratio"] for r in sub], "x:", color=col, alpha=0.7)
+        ax.plot(Ts, [r["bound"] for r in sub], "--", color=col, alpha=0.8, label=f"bound ||d||/sqrt(T), w={w}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length T")
+    ax.set_ylabel("|<grad_S L, band>| / ||grad_S L||_F")
+    ax.set_title("T2: band derivative at uniform attention")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out
+
+
+def plot_t4(rows: list[dict], out: Path) -> Path:
+    """Expected descent projection on the off-diagonal band vs p: closed form and Monte Carlo."""
+    rows = sorted(rows, key=lambda r: r["p"])
+    ps = [r["p"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    ax.plot(ps, [r["closed_form"] for r in rows], "-", color="k", label="closed form kappa(C) Psi(P)")
+    ax.errorbar(ps, [r["mc_linear"] for r in rows], yerr=[2 * r["mc_linear_se"] for r in rows], fmt="o", label="Monte Carlo, linearised loss (±2 SE)")
+    ax.errorbar(ps, [r["mc_ce"] for r in rows], yerr=[2 * r["mc_ce_se"] for r in rows], fmt="s", mfc="none", label="Monte Carlo, cross-entropy (±2 SE)")
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.set_xlabel("Markov repeat probability p")
+    ax.set_ylabel("E <-grad_S L, band>")
+    ax.set_title("T4: masked reconstruction, copy path")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out
+
+
+def draw_all(results_dir: Path) -> list[Path]:
+    """Draw both figures into ``results_dir`` from its saved JSON; returns the paths.
+
+    Raises:
+        FileNotFoundError: a results file is missing.
+    """
+    results_dir = Path(results_dir)
+    return [
+        plot_t2(_load(results_dir / "t2_curve.json"), results_dir / "t2_band_ratio.png"),
+        plot_t4(_load(results_dir / "t4_curve.json"), results_dir / "t4_projection_vs_p.png"),
+    ]
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.theory_figures", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", type=Path, help="folder written by the theory stage of initlab reproduce")
+    args = parser.parse_args(argv)
+    for p in draw_all(args.results_dir):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

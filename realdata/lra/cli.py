@@ -1,0 +1,146 @@
+"""``initlab lra pretrain|finetune|sweep|listops-generate``: thin argparse layers over the library.
+
+Configs: ``--preset`` picks a frozen :class:`~initlab.realdata.lra.config.LRAConfig` (a task's
+Amos et al. 2024 sizes, ``cpu-listops`` or ``toy``); ``--set KEY=VALUE`` (repeatable; VALUE parsed as
+JSON, else a string) and the named flags are applied as a diff with strict checks. Multi-GPU: launch
+the same command with ``accelerate launch -m initlab.cli lra ...`` or ``torchrun --nproc_per_node N -m
+initlab.cli lra ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+from initlab.config import derive
+
+__all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main"]
+
+
+def _parse_set(items: Sequence[str]) -> dict:
+    out = {}
+    for it in items:
+        if "=" not in it:
+            raise ValueError(f"--set: expected KEY=VALUE, got {it!r}")
+        k, v = it.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k.strip()] = v
+    return out
+
+
+def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
+    from initlab.realdata.lra.config import PRESETS
+
+    parser.add_argument("--preset", default="cpu-listops", choices=sorted(PRESETS), help="base config (default: cpu-listops)")
+    parser.add_argument("--data-dir", default=None, help="task data in its standard layout (ListOps: folder of basic_*.tsv; "
+                        "text: aclImdb; retrieval: folder of new_aan_pairs.*.tsv; image: cifar-10-batches-py; pathfinder: "
+                        "lra_release or pathfinder32/curv_contour_length_14). Default: generated ListOps / datasets library")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--limit", type=int, default=None, help="cap examples per split (quick runs)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any LRAConfig field")
+    parser.add_argument("--out", type=Path, default=Path(default_out), help=f"output folder (default: {default_out})")
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm bars")
+
+
+def _config(args, extra: dict):
+    from initlab.realdata.lra.config import get_preset
+
+    diff = {k: v for k, v in {"data_dir": args.data_dir, "seed": args.seed, "limit": args.limit}.items() if v is not None}
+    diff.update({k: v for k, v in extra.items() if v is not None})
+    diff.update(_parse_set(args.set))
+    return derive(get_preset(args.preset), **diff)
+
+
+def pretrain_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Self-pretrain (masked or causal) on a task's training inputs and keep the best-validation checkpoint."""
+    from initlab.realdata.lra.train import pretrain
+
+    p = argparse.ArgumentParser(prog=prog or "initlab lra pretrain", description=pretrain_main.__doc__)
+    _common(p, "results/lra/pretrain")
+    p.add_argument("--objective", choices=("masked", "causal"), default=None)
+    p.add_argument("--spt-epochs", type=int, default=None)
+    p.add_argument("--spt-task", default=None, help="use another task's inputs for SPT (cross-task ablation)")
+    p.add_argument("--spt-data-dir", default=None, help="data folder of --spt-task")
+    p.add_argument("--milestones", default="", help="comma-separated epochs at which to keep the best-so-far checkpoint")
+    args = p.parse_args(argv)
+    try:
+        cfg = _config(args, {"spt_objective": args.objective, "spt_epochs": args.spt_epochs, "spt_task": args.spt_task,
+                             "spt_data_dir": args.spt_data_dir})
+        ms = [int(x) for x in args.milestones.split(",") if x.strip()]
+        res = pretrain(cfg, args.out, overwrite=args.overwrite, milestones=ms, progress=not args.no_progress)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        p.error(str(err))
+    print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=2))
+    return 0
+
+
+def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Fine-tune on labels from scratch or from an SPT checkpoint; report test accuracy at the best validation epoch."""
+    from initlab.realdata.lra.train import finetune
+
+    p = argparse.ArgumentParser(prog=prog or "initlab lra finetune", description=finetune_main.__doc__)
+    _common(p, "results/lra/finetune")
+    p.add_argument("--spt", type=Path, default=None, help="SPT checkpoint: a .safetensors file or a pretrain run folder "
+                   "(its spt_best.safetensors). Without it: from scratch")
+    p.add_argument("--init-groups", choices=("all", "qk", "qkvo", "ffn"), default=None,
+                   help="hybrid init: copy only these SPT weights (default all)")
+    p.add_argument("--freeze", default=None, help="comma-separated parameter groups kept at init, e.g. attention")
+    p.add_argument("--epochs", type=int, default=None)
+    args = p.parse_args(argv)
+    try:
+        ckpt = args.spt
+        if ckpt is not None and ckpt.is_dir():
+            ckpt = ckpt / "spt_best.safetensors"
+        freeze = None if args.freeze is None else tuple(x.strip() for x in args.freeze.split(",") if x.strip())
+        cfg = _config(args, {"init": "spt" if ckpt is not None else "scratch", "init_groups": args.init_groups,
+                             "freeze": freeze, "epochs": args.epochs})
+        res = finetune(cfg, args.out, ckpt, overwrite=args.overwrite, progress=not args.no_progress)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        p.error(str(err))
+    print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=2))
+    return 0
+
+
+def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run an ablation (spt-epochs, depth, cross-task, frozen-attention, hybrid) over seeds, resumably."""
+    from initlab.realdata.lra.config import ABLATIONS
+    from initlab.realdata.lra.sweep import run_sweep
+
+    p = argparse.ArgumentParser(prog=prog or "initlab lra sweep", description=sweep_main.__doc__)
+    _common(p, "results/lra/sweep")
+    p.add_argument("--ablation", required=True, choices=sorted(ABLATIONS))
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    args = p.parse_args(argv)
+    try:
+        cfg = _config(args, {})
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        rows = run_sweep(args.ablation, cfg, args.out, seeds, overwrite=args.overwrite, progress=not args.no_progress)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        p.error(str(err))
+    for r in rows:
+        print(f"{r['condition']:<22} seed {r['seed']}: test acc {r['test_acc']:.4f} (val {r['val_acc']:.4f} @ epoch {r['best_epoch']})")
+    print(f"results: {args.out / 'results.csv'}")
+    return 0
+
+
+def listops_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Generate ListOps with LRA's generator into basic_{train,val,test}.tsv."""
+    from initlab.realdata.lra.config import get_preset
+    from initlab.realdata.lra.listops import ListOpsGenConfig, write_listops_tsv
+
+    p = argparse.ArgumentParser(prog=prog or "initlab lra listops-generate", description=listops_main.__doc__)
+    p.add_argument("--out", type=Path, required=True, help="folder for basic_*.tsv")
+    p.add_argument("--size", choices=("lra", "cpu-listops", "toy"), default="lra",
+                   help="lra: 96k/2k/2k, lengths 500-2000 (the LRA release); cpu-listops/toy: short generated sets")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    gen = ListOpsGenConfig(seed=args.seed) if args.size == "lra" else derive(get_preset(args.size).listops_gen, seed=args.seed)
+    paths = write_listops_tsv(args.out, gen)
+    for k, v in paths.items():
+        print(f"{k}: {v}")
+    return 0

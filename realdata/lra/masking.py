@@ -1,0 +1,63 @@
+"""Self-pretraining objectives on token sequences: i.i.d. masked denoising and causal next-token.
+
+Masked denoising (Amos et al., ICLR 2024, §3; BERT-style without the 80/10/10 rule): every real token
+is independently replaced by ``MASK_ID`` with probability ``ratio``; the loss is the cross-entropy of
+the reconstruction head at the masked positions only. Task ratios: 10 % ListOps, 15 % Text and
+Retrieval, 50 % Image and Pathfinder (issue 6, following Amos et al.).
+
+Causal: the encoder runs with a causal attention mask and position t predicts token t + 1, over real
+targets only (Amos et al.'s autoregressive SPT).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from initlab.realdata.lra.data import MASK_ID
+
+__all__ = ["MASK_RATIO", "mask_tokens", "masked_loss", "causal_targets"]
+
+MASK_RATIO = {"listops": 0.10, "text": 0.15, "retrieval": 0.15, "image": 0.50, "pathfinder": 0.50}
+
+
+def mask_tokens(tokens: torch.Tensor, pad_mask: torch.Tensor, ratio: float, generator: torch.Generator | None = None,
+                mask_id: int = MASK_ID) -> tuple[torch.Tensor, torch.Tensor]:
+    """I.i.d. masking of real tokens.
+
+    Args:
+        tokens: ``(B, T)`` long ids. pad_mask: ``(B, T)`` bool, True = real token.
+        ratio: masking probability in (0, 1). generator: CPU generator for reproducible masks.
+    Returns:
+        ``(corrupted (B, T), masked (B, T) bool)``; ``masked`` is False on padding.
+    Raises:
+        ValueError: ``ratio`` outside (0, 1) or shape mismatch.
+    """
+    if not 0.0 < ratio < 1.0:
+        raise ValueError(f"ratio: expected a float in (0, 1), got {ratio!r}")
+    if tokens.shape != pad_mask.shape:
+        raise ValueError(f"tokens/pad_mask: shapes differ {tuple(tokens.shape)} vs {tuple(pad_mask.shape)}")
+    u = torch.rand(tokens.shape, generator=generator).to(tokens.device)
+    masked = (u < ratio) & pad_mask
+    return tokens.masked_fill(masked, mask_id), masked
+
+
+def masked_loss(logits: torch.Tensor, targets: torch.Tensor, masked: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Mean cross-entropy over masked positions: ``logits (B, T, V)``, ``targets (B, T)``, ``masked (B, T)``.
+
+    Returns ``(loss, n_masked)``; with no masked position the loss is ``0 * logits.sum()`` (keeps the
+    graph, so every DDP rank still runs backward).
+    """
+    n = int(masked.sum())
+    if n == 0:
+        return logits.sum() * 0.0, 0
+    return F.cross_entropy(logits[masked].float(), targets[masked]), n
+
+
+def causal_targets(tokens: torch.Tensor, pad_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Next-token targets: ``targets[:, t] = tokens[:, t + 1]``; ``valid (B, T)`` marks t where t + 1 is real."""
+    targets = torch.zeros_like(tokens)
+    targets[:, :-1] = tokens[:, 1:]
+    valid = torch.zeros_like(pad_mask)
+    valid[:, :-1] = pad_mask[:, 1:]
+    return targets, valid

@@ -1,0 +1,127 @@
+"""LRA models on top of :class:`initlab.synthetic.model.SequenceTransformer`.
+
+:class:`LRAModel` wraps the synthetic encoder (multi-layer, pre-norm, additive sinusoidal positions,
+length-aware mean pooling) and adds
+
+* the Retrieval two-tower head: both documents go through the same encoder, are mean-pooled to
+  ``x1, x2`` (B, d) and classified from ``[x1, x2, x1 * x2, x1 - x2]`` (B, 4d) by an MLP
+  (Tay et al., LRA, §3.3, following the dual-encoder setup of the AAN task);
+* a causal encoder pass (:func:`causal_encode`) for the autoregressive SPT option, built from the same
+  blocks with a causal mask (the synthetic ``Attention`` has no causal switch; we reuse its
+  ``W_Q/W_K/W_V/W_O`` and the block's LayerNorms and residuals).
+
+Everything goes through ``forward(tokens, pad_mask, mode)`` so DDP's gradient hooks see every call.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from initlab.synthetic.model import ModelConfig, SequenceTransformer
+
+__all__ = ["LRAModel", "causal_encode", "flops_per_sequence", "backbone_config"]
+
+
+def backbone_config(vocab_size: int, max_len: int, n_classes: int, *, n_layers: int, d_model: int, n_heads: int, d_ff: int,
+                    dropout: float = 0.0) -> ModelConfig:
+    """The synthetic ``ModelConfig`` for an LRA task (pre-norm, LayerNorm, FFN, sinusoidal positions)."""
+    return ModelConfig(vocab_size=vocab_size, max_len=max_len, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                       d_ff=d_ff, dropout=dropout, pre_norm=True, n_classes=n_classes)
+
+
+def _causal_attention(attn, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    B, T, d = x.shape
+    q, k, v = attn._heads(attn.W_Q(x)), attn._heads(attn.W_K(x)), attn._heads(attn.W_V(x))
+    p = attn.dropout if attn.training else 0.0
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p)
+    return attn.W_O(o.transpose(1, 2).reshape(B, T, d))
+
+
+def causal_encode(model: SequenceTransformer, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None,
+                  causal: bool = True) -> torch.Tensor:
+    """Encoder pass where query t attends to keys ``s <= t`` (and never to padding).
+
+    Args: ``tokens (B, T)`` long, ``pad_mask (B, T)`` bool True = real. ``causal=False`` gives the
+    bidirectional pass (used by the float64 test against ``model.encode``).
+    Returns: ``H (B, T, d)``. Padding query rows attend to the real prefix (their outputs are unused).
+    """
+    real = model._check(tokens, pad_mask)
+    B, T = tokens.shape
+    keep = real[:, None, None, :]  # (B, 1, 1, T) key may be attended
+    if causal:
+        keep = keep & torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril()[None, None]
+    x = model.drop(model.tok_emb(tokens) + model.pos[:T])
+    for blk in model.blocks:
+        x = blk._sub(x, lambda z, blk=blk: _causal_attention(blk.attn, z, keep), blk.ln1)
+        if blk.cfg.use_ffn:
+            x = blk._sub(x, blk.ffn, blk.ln2)
+    return model.ln_f(x)
+
+
+class LRAModel(nn.Module):
+    """Classifier / SPT model for one LRA task.
+
+    Args:
+        cfg: backbone :class:`ModelConfig`. pair: Retrieval (two documents per example).
+    Attributes: ``backbone`` (SequenceTransformer), ``pair_head`` (Retrieval only: 4d -> d -> n_classes).
+    """
+
+    def __init__(self, cfg: ModelConfig, pair: bool = False):
+        super().__init__()
+        self.backbone = SequenceTransformer(cfg)
+        self.pair = pair
+        if pair:
+            d = cfg.d_model
+            self.pair_head = nn.Sequential(nn.Linear(4 * d, d), nn.GELU(), nn.Linear(d, cfg.n_classes))
+
+    def set_stage(self, stage: str) -> None:
+        """Switch off gradients of heads a stage does not use (so DDP never sees unused parameters):
+        ``spt`` trains ``mlm_head`` only among heads, ``finetune`` the classifier head(s) only."""
+        if stage not in ("spt", "finetune"):
+            raise ValueError(f"stage: expected 'spt' or 'finetune', got {stage!r}")
+        bb = self.backbone
+        bb.mlm_head.requires_grad_(stage == "spt")
+        bb.cls_head.requires_grad_(stage == "finetune" and not self.pair)
+        if self.pair:
+            self.pair_head.requires_grad_(stage == "finetune")
+
+    def classify(self, tokens: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, n_classes)`` from ``tokens (B, T)`` or, for Retrieval, ``(B, 2, T)`` (with masks alike)."""
+        bb = self.backbone
+        if not self.pair:
+            return bb.cls_head(bb.pool(bb.encode(tokens, pad_mask), pad_mask))
+        if tokens.dim() != 3 or tokens.shape[1] != 2:
+            raise ValueError(f"tokens: Retrieval expects (B, 2, T), got {tuple(tokens.shape)}")
+        B, _, T = tokens.shape
+        flat_t, flat_m = tokens.reshape(2 * B, T), pad_mask.reshape(2 * B, T)
+        pooled = bb.pool(bb.encode(flat_t, flat_m), flat_m).view(B, 2, -1)
+        x1, x2 = pooled[:, 0], pooled[:, 1]
+        return self.pair_head(torch.cat([x1, x2, x1 * x2, x1 - x2], dim=-1))
+
+    def forward(self, tokens: torch.Tensor, pad_mask: torch.Tensor, mode: str = "classify") -> torch.Tensor:
+        """``mode``: ``classify`` -> (B, n_classes); ``masked`` -> reconstruction logits (B, T, V) of the
+        bidirectional encoder; ``causal`` -> next-token logits (B, T, V) of the causal encoder."""
+        if mode == "classify":
+            return self.classify(tokens, pad_mask)
+        if mode == "masked":
+            return self.backbone.mlm_head(self.backbone.encode(tokens, pad_mask))
+        if mode == "causal":
+            return self.backbone.mlm_head(causal_encode(self.backbone, tokens, pad_mask))
+        raise ValueError(f"mode: expected 'classify', 'masked' or 'causal', got {mode!r}")
+
+
+def flops_per_sequence(cfg: ModelConfig, T: int, head: str = "classify", training: bool = True) -> float:
+    """Analytic matmul FLOPs for one sequence of length T (2 FLOPs per multiply-add).
+
+    Per layer and token: ``W_Q, W_K, W_V, W_O``: ``4 * 2 d^2``; scores ``S = Q K^T`` and ``A V``:
+    ``2 * 2 T d``; FFN ``2 * 2 d d_ff``. Heads: ``2 d V`` per token for reconstruction, ``2 d n_classes``
+    per sequence for classification. Training = 3 x forward (backward ~ 2 x forward; Kaplan et al.
+    2020, §2.1). Embedding lookups, softmax, LayerNorm are ignored (standard MFU convention,
+    Chowdhery et al. 2022, App. B).
+    """
+    d, f, L = cfg.d_model, cfg.d_ff, cfg.n_layers
+    per_tok = L * (8 * d * d + 4 * T * d + (4 * d * f if cfg.use_ffn else 0))
+    fwd = T * per_tok + (T * 2 * d * cfg.vocab_size if head in ("masked", "causal") else 2 * d * cfg.n_classes)
+    return float(fwd * (3 if training else 1))

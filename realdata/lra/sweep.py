@@ -1,0 +1,121 @@
+"""Ablation sweeps (issue 6, item 5): SPT epochs, depth, cross-task SPT data, frozen attention, hybrid init.
+
+``run_sweep(ablation, base, out, seeds)`` runs every condition of ``config.ABLATIONS[ablation]`` on
+top of the task preset ``base``, for each seed, as resumable cells of one :class:`RunDir`:
+
+* an SPT stage is shared by all conditions that need the same pretraining (its folder name is a hash
+  of the pretraining-relevant fields), under ``out/pretrain/<key>/``;
+* the SPT-epochs ablation runs one pretraining of ``max(E)`` epochs and freezes the best-so-far
+  checkpoint after each E (``milestones``): with the constant schedule of the presets this equals
+  separate E-epoch runs (with a cosine schedule each E gets its own run);
+* each fine-tune goes to ``out/finetune/<condition>-seed<S>/``; a finished cell is not redone.
+
+Outputs: ``results.json`` / ``results.csv`` (one row per condition and seed: test accuracy at the
+best validation epoch, attention metrics of the first and last layer), ``config.json``, a bar chart
+(:mod:`initlab.paper_figs.lra_figures`), ``DONE``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+from initlab.config import derive, to_dict
+from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
+from initlab.runs import RunDir
+
+__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep"]
+
+_FT_ONLY = ("init", "init_groups", "freeze", "epochs", "metrics_examples")
+
+
+def expand_conditions(ablation: str, base: LRAConfig, seed: int) -> list[tuple[str, LRAConfig, int | None]]:
+    """``[(condition, config, spt_milestone_or_None)]`` for one seed.
+
+    Raises:
+        ValueError: unknown ablation, or cross-task on a task without a same-vocabulary partner.
+    """
+    if ablation not in ABLATIONS:
+        raise ValueError(f"ablation: expected one of {sorted(ABLATIONS)}, got {ablation!r}")
+    out = []
+    for name, fields in ABLATIONS[ablation]:
+        fields = dict(fields)
+        if fields.get("n_layers", 0) is None:
+            fields["n_layers"] = base.n_layers
+            name = name.replace("LNone", f"L{base.n_layers}")
+        if fields.get("spt_task") == "__other__":
+            partner = CROSS_TASK.get(base.task)
+            if partner is None:
+                raise ValueError(f"cross-task: task {base.task!r} has no partner with the same vocabulary "
+                                 f"(available: {[k for k, v in CROSS_TASK.items() if v]})")
+            fields["spt_task"] = partner
+        milestone = None
+        if ablation == "spt-epochs":
+            milestone = fields["spt_epochs"] or None
+            if base.schedule == "constant":
+                fields["spt_epochs"] = max(e for _, f in ABLATIONS["spt-epochs"] for e in [f["spt_epochs"]])
+            else:
+                milestone = None
+        out.append((name, derive(base, seed=seed, **fields), milestone))
+    return out
+
+
+def pretrain_config(cfg: LRAConfig) -> LRAConfig:
+    """``cfg`` with fine-tune-only fields reset to :data:`BASE` (what an SPT stage is run with)."""
+    return replace(cfg, **{k: getattr(BASE, k) for k in _FT_ONLY})
+
+
+def pretrain_key(cfg: LRAConfig) -> str:
+    """Short hash of the fields that determine the SPT stage (fine-tune-only fields ignored)."""
+    d = to_dict(pretrain_config(cfg))
+    return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[int] = (0,), *, overwrite: bool = False,
+              progress: bool = True, figure: bool = True) -> list[dict]:
+    """Run (or resume) the sweep; returns the result rows (see module doc)."""
+    from initlab.realdata.lra.train import finetune, pretrain
+
+    run = RunDir(out, overwrite=overwrite, resume=True)
+    if run.done:
+        return json.loads((run.root / "results.json").read_text())["rows"]
+    run.write_json("config.json", {"config_class": "LRAConfig", "kind": "sweep", "ablation": ablation,
+                                    "seeds": list(seeds), "config": to_dict(base)})
+    conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]
+    milestones: dict[str, set[int]] = {}
+    for _, _, cfg, ms in conds:
+        if cfg.init == "spt" and ms is not None:
+            milestones.setdefault(pretrain_key(cfg), set()).add(ms)
+    rows = []
+    for seed, name, cfg, ms in conds:
+        cell = f"{name}-seed{seed}"
+        if not run.has_cell(cell):
+            ckpt = None
+            if cfg.init == "spt":
+                key = pretrain_key(cfg)
+                pdir = run.root / "pretrain" / key
+                pretrain(pretrain_config(cfg), pdir, milestones=sorted(milestones.get(key, ())), progress=progress, reuse_finished=True)
+                ckpt = pdir / (f"spt_best_e{ms}.safetensors" if ms is not None else "spt_best.safetensors")
+            res = finetune(cfg, run.root / "finetune" / cell, ckpt, progress=progress, reuse_finished=True)
+            layers = res.get("attention_metrics", {}).get("layers", [])
+            row = {"ablation": ablation, "condition": name, "seed": seed, "task": cfg.task, "n_layers": cfg.n_layers,
+                   "init": cfg.init, "init_groups": cfg.init_groups, "freeze": "+".join(cfg.freeze),
+                   "spt_epochs": (ms if ms is not None else cfg.spt_epochs) if cfg.init == "spt" else 0,
+                   "spt_task": (cfg.spt_task or cfg.task) if cfg.init == "spt" else "", "test_acc": res["test_acc"],
+                   "val_acc": res["val_acc"], "best_epoch": res["best_epoch"]}
+            if layers:
+                row.update({"prox_first": layers[0]["proximity_mass"], "rps_first": layers[0]["relative_position_score"],
+                            "prox_last": layers[-1]["proximity_mass"], "rps_last": layers[-1]["relative_position_score"]})
+            run.save_cell(cell, row)
+        rows.append(run.load_cell(cell))
+    run.write_json("results.json", {"ablation": ablation, "rows": rows})
+    run.write_csv("results.csv", rows)
+    if figure:
+        from initlab.paper_figs.lra_figures import plot_sweep
+
+        plot_sweep(rows, run.root / f"{ablation}.png", title=f"{base.task}: {ablation}")
+    run.mark_done()
+    return rows

@@ -1,0 +1,148 @@
+"""``initlab splade train|eval|sweep``: thin argparse layers over :mod:`.train`, :mod:`.sweep`.
+
+Any config field can be overridden with ``--set FIELD=VALUE`` (VALUE parsed as JSON, else a string),
+on top of ``--preset`` (``toy``, ``default``, ``full``; see :mod:`.config`).
+Multi-GPU: ``torchrun --nproc_per_node N -m initlab.cli splade train ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from initlab.config import derive
+
+from .config import BACKBONES, K_VALUES, PRESETS, SpladeTrainConfig, cell_config, cell_name, get_preset
+
+__all__ = ["train_main", "eval_main", "sweep_main", "parse_overrides"]
+
+
+def parse_overrides(items: Sequence[str]) -> dict:
+    """``["max_steps=10", "eval_sets=[\\"msmarco-dev\\"]"]`` -> dict. Raises ValueError for a missing '='."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE")
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", choices=sorted(PRESETS), default="full", help="recipe preset (default: full, the paper recipe)")
+    p.add_argument("--train-source", default=None, help="ir_datasets:<id> or a local triples TSV (text or id triples)")
+    p.add_argument("--train-collection", default=None, help="collection.tsv for id triples")
+    p.add_argument("--train-queries", default=None, help="queries.train.tsv for id triples")
+    p.add_argument("--data-root", default=None, help="local data folder (msmarco/, beir/<name>/, nanobeir/<Name>/) instead of downloads")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for Alibaba-NLP/gte-en-mlm-base)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
+    p.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _base_config(args) -> SpladeTrainConfig:
+    diff = parse_overrides(args.overrides)
+    for field, val in (("train_source", args.train_source), ("train_collection", args.train_collection),
+                       ("train_queries", args.train_queries), ("data_root", args.data_root)):
+        if val is not None:
+            diff[field] = val
+    if args.trust_remote_code:
+        diff["trust_remote_code"] = True
+    return derive(get_preset(args.preset), **diff)
+
+
+def _ks(text: str) -> list[float]:
+    try:
+        ks = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not ks or any(k <= 0 for k in ks):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return ks
+
+
+def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog or "initlab splade train",
+                                description="Train one SPLADE model (backbone x k) and save a safetensors checkpoint; resumable.")
+    p.add_argument("--backbone", default="bert", help=f"short name ({', '.join(BACKBONES)}) or hub id / folder")
+    p.add_argument("--k", type=float, default=1.0, help="MLM-head rescaling factor (W_head / k before training)")
+    p.add_argument("--out", type=Path, required=True, help="output folder of the run")
+    p.add_argument("--eval", action="store_true", help="evaluate after training (the config's eval sets)")
+    _common(p)
+    args = p.parse_args(argv)
+    from .sweep import run_cell
+    from .train import train_splade
+
+    try:
+        cfg = cell_config(_base_config(args), args.backbone, args.k)
+        if args.eval:
+            res = run_cell(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
+        else:
+            res = train_splade(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
+            res = {k: v for k, v in res.items() if k != "config"}
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        p.error(str(err))
+    if res:
+        print(json.dumps(res, indent=2, default=str))
+    return 0
+
+
+def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog or "initlab splade eval",
+                                description="Evaluate a SPLADE safetensors checkpoint (exact top-k, ir_measures, FLOPS).")
+    p.add_argument("--model", type=Path, required=True, help="checkpoint folder (<run>/model)")
+    p.add_argument("--sets", default="msmarco-dev,trec-dl-2019,beir13,nanobeir",
+                   help="comma-separated: msmarco-dev, trec-dl-2019, beir13, nanobeir, a BEIR name, nano:<Name>, "
+                        "ir_datasets:<id>, msmarco:<folder>[:split], beir:<folder>")
+    p.add_argument("--out", type=Path, required=True, help="output folder for results.json|csv")
+    p.add_argument("--data-root", default="", help="local data folder instead of downloads")
+    p.add_argument("--top-k", type=int, default=1000)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--overwrite", action="store_true")
+    args = p.parse_args(argv)
+    from .data import BEIR13, NANOBEIR_NAMES
+    from .sweep import eval_checkpoint
+
+    names: list[str] = []
+    for s in (x.strip() for x in args.sets.split(",") if x.strip()):
+        names += list(BEIR13) if s == "beir13" else [f"nano:{n}" for n in NANOBEIR_NAMES] if s == "nanobeir" else [s]
+    if args.top_k < 1:
+        p.error("--top-k: expected >= 1")
+    try:
+        res = eval_checkpoint(args.model, names, args.out, data_root=args.data_root, top_k=args.top_k,
+                              batch_size=args.batch_size, overwrite=args.overwrite, trust_remote_code=args.trust_remote_code)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        p.error(str(err))
+    print(json.dumps(res["summary"], indent=2, default=str))
+    return 0
+
+
+def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog or "initlab splade sweep",
+                                description="Train + evaluate the backbone x k grid; finished cells are skipped.")
+    p.add_argument("--backbones", default=",".join(BACKBONES), help="comma-separated short names or hub ids")
+    p.add_argument("--ks", type=_ks, default=list(K_VALUES), help="comma-separated rescaling factors (default 1,2,4,8,16,32)")
+    p.add_argument("--out", type=Path, required=True)
+    _common(p)
+    args = p.parse_args(argv)
+    from .sweep import run_sweep
+
+    try:
+        rows = run_sweep(_base_config(args), args.out, backbones=[b.strip() for b in args.backbones.split(",") if b.strip()],
+                         ks=args.ks, overwrite=args.overwrite, progress=not args.no_progress)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        p.error(str(err))
+    for r in rows:
+        print(f"{r['cell']:<40} nano nDCG@10 {r.get('nanobeir_nDCG@10')}  collapsed {r.get('collapsed')}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(train_main())

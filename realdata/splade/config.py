@@ -1,0 +1,123 @@
+"""SPLADE reproduction configs: one recipe fixed across backbones, presets as small diffs.
+
+The recipe (:data:`RECIPE`) is the same for every backbone and every rescaling factor k; only
+``backbone`` and ``k`` change across the grid (7 backbones x k in {1, 2, 4, 8, 16, 32}). Each value's
+source is written beside it:
+
+* [S1] Formal, Piwowarski, Clinchant. "SPLADE: Sparse lexical and expansion model for first stage
+  ranking", SIGIR 2021, §4 (lr 2e-5, batch 124, max length 256, 150k steps, quadratic lambda warm-up
+  over the first 50k steps).
+* [S2] Formal, Lassance, Piwowarski, Clinchant. "SPLADE v2", arXiv 2109.10086, 2021 (SPLADE-max:
+  max pooling; naver/splade SPLADE-max checkpoints list lambda_q = 8e-4, lambda_d = 6e-4 for
+  distilbert-base-uncased, https://europe.naverlabs.com/research/.../splade-models/).
+* [S3] Formal et al. "From distillation to hard negative sampling" (SPLADE++), SIGIR 2022
+  (margin-MSE distillation with cross-encoder scores as the optional loss).
+* [ST] sentence-transformers SparseEncoder training docs (SpladeLoss, SparseMultipleNegativesRankingLoss,
+  SpladeRegularizerWeightSchedulerCallback with quadratic warm-up, warmup_ratio default 1/3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from initlab.config import derive
+
+__all__ = ["SpladeTrainConfig", "RECIPE", "BACKBONES", "K_VALUES", "REMOTE_CODE", "PRESETS", "get_preset", "cell_config", "cell_name"]
+
+BACKBONES: dict[str, str] = {
+    "bert": "bert-base-uncased",
+    "distilbert": "distilbert-base-uncased",
+    "albert": "albert-base-v2",
+    "gte": "Alibaba-NLP/gte-en-mlm-base",
+    "roberta": "roberta-base",
+    "modernbert": "answerdotai/ModernBERT-base",
+    "ettin": "jhu-clsp/ettin-encoder-150m",
+}
+K_VALUES: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+# Backbones whose modelling code lives on the hub: loaded only with an explicit --trust-remote-code.
+REMOTE_CODE = frozenset({"Alibaba-NLP/gte-en-mlm-base"})
+
+
+@dataclass(frozen=True)
+class SpladeTrainConfig:
+    """One SPLADE training + evaluation run (one grid cell).
+
+    Units: learning rate per step, batch in (query, positive, negative) triples per optimizer step
+    summed over all processes (the GLOBAL batch), lengths in tokens, steps in optimizer steps.
+    """
+
+    backbone: str = "bert-base-uncased"        # hub id or local folder of a masked-LM checkpoint
+    k: float = 1.0                             # W_head <- W_head / k before training (MLM-head rescaling)
+    trust_remote_code: bool = False            # needed for Alibaba-NLP/gte-en-mlm-base only
+    loss: Literal["mnrl", "margin_mse"] = "mnrl"  # in-batch negatives ranking loss [S1,S2]; margin-MSE [S3]
+    learning_rate: float = 2e-5                # [S1] §4
+    global_batch_size: int = 128               # [S1] uses 124; 128 divides evenly over 1/2/4/8 GPUs
+    max_steps: int = 150_000                   # [S1] §4 (150k iterations)
+    warmup_steps: int = 6_000                  # [S1] linear LR warm-up (6k steps)
+    query_max_length: int = 64                 # not in [S1]; MS MARCO queries are far shorter than 64 tokens
+    doc_max_length: int = 256                  # [S1] §4
+    lambda_q: float = 8e-4                     # [S2] SPLADE-max distilbert checkpoint (naver/splade README)
+    lambda_d: float = 6e-4                     # [S2] same source
+    regularizer_warmup_ratio: float = 1 / 3    # [S1] quadratic warm-up of lambda over 50k of 150k steps = 1/3; [ST] default
+    global_flops: bool = True                  # FLOPS regulariser on the all-gathered global batch (independent of #GPUs)
+    seed: int = 42
+    bf16: bool = True                          # bf16 autocast on CUDA (ignored on CPU)
+    train_source: str = "ir_datasets:msmarco-passage/train/triples-small"  # or a local triples TSV path
+    train_collection: str = ""                 # collection.tsv for id triples (local files only)
+    train_queries: str = ""                    # queries.train.tsv for id triples (local files only)
+    train_limit: int = 0                       # 0 = all triples (> 0 only for smoke tests)
+    eval_sets: tuple[str, ...] = ("msmarco-dev", "trec-dl-2019")  # see data.load_eval_set
+    beir: bool = True                          # add the BEIR-13 test sets
+    nanobeir: bool = True                      # add the 13 NanoBEIR sets (nDCG@10 vs FLOPS per k)
+    data_root: str = ""                        # local data folder instead of ir_datasets / hub ("" = download)
+    eval_batch_size: int = 128
+    top_k: int = 1000
+    logging_steps: int = 100
+    save_steps: int = 10_000                   # trainer checkpoints (resume) every save_steps
+    save_total_limit: int = 2
+    # Tiny in-process backbone for tests and dry runs: "" = none; "bert" builds a 1-layer BERT MLM with the
+    # tokenizer at tiny_vocab (a WordPiece vocab.txt). Never used by the paper presets.
+    tiny_model: str = ""
+    tiny_vocab: str = ""
+
+
+RECIPE = SpladeTrainConfig()
+
+PRESETS: dict[str, SpladeTrainConfig] = {
+    "full": RECIPE,
+    # A shorter schedule for a first look (same lambdas and lr; 20k steps, eval on dev + DL19 + NanoBEIR).
+    "default": derive(RECIPE, max_steps=20_000, warmup_steps=1_000, save_steps=5_000, beir=False),
+    # Toy: tiny in-process model on local fixture files, a few steps on CPU.
+    "toy": derive(RECIPE, max_steps=4, warmup_steps=0, global_batch_size=4, query_max_length=16, doc_max_length=32,
+                  learning_rate=1e-3, lambda_q=1e-2, lambda_d=1e-2, logging_steps=1, save_steps=2, beir=False,
+                  nanobeir=False, eval_sets=(), eval_batch_size=8, top_k=10, bf16=False, tiny_model="bert"),
+}
+# Preset names per grid cell are "<preset>" + backbone + k, built by cell_config.
+
+
+def get_preset(name: str) -> SpladeTrainConfig:
+    """Return the named preset. Raises ValueError naming the choices."""
+    if name not in PRESETS:
+        raise ValueError(f"preset: expected one of {sorted(PRESETS)}, got {name!r}")
+    return PRESETS[name]
+
+
+def cell_config(base: SpladeTrainConfig, backbone: str, k: float) -> SpladeTrainConfig:
+    """The grid cell ``(backbone, k)`` of ``base``: ``backbone`` is a short name of :data:`BACKBONES` or a
+    hub id / folder. gte-en-mlm-base needs ``trust_remote_code`` (raise ValueError otherwise)."""
+    hub = BACKBONES.get(backbone, backbone)
+    if k <= 0:
+        raise ValueError(f"k: expected > 0, got {k}")
+    if hub in REMOTE_CODE and not base.trust_remote_code:
+        raise ValueError(f"backbone {hub} runs code from the hub: pass --trust-remote-code explicitly")
+    return derive(base, backbone=hub, k=float(k))
+
+
+def cell_name(cfg: SpladeTrainConfig) -> str:
+    """Folder-safe cell name, e.g. ``bert-base-uncased__k16``."""
+    b = cfg.backbone.rstrip("/").split("/")[-1]
+    if cfg.tiny_model:
+        b = f"tiny-{cfg.tiny_model}"
+    k = int(cfg.k) if float(cfg.k).is_integer() else cfg.k
+    return f"{b}__k{k}"

@@ -1,0 +1,357 @@
+"""Retrieval data for SPLADE: ir_datasets ids and local files in the standard layouts.
+
+Two kinds of data, each from two sources:
+
+* evaluation sets (:class:`RetrievalSet`: corpus, queries, qrels) --
+  ``ir_datasets`` ids (``msmarco-passage/dev/small``, ``msmarco-passage/trec-dl-2019/judged``,
+  ``beir/<name>[/test]``), a local MS MARCO folder, a local BEIR folder, or NanoBEIR (Hugging Face
+  dataset ``sentence-transformers/NanoBEIR-en``, or a local BEIR-layout copy of it);
+* training triples ``(query, positive passage, negative passage)`` -- ``ir_datasets``
+  ``msmarco-passage/train/triples-small`` or local MS MARCO triples.
+
+Local layouts (exactly those of the official downloads):
+
+MS MARCO passage (https://microsoft.github.io/msmarco/):
+    ``collection.tsv``            ``pid<TAB>passage``
+    ``queries.<split>.tsv``       ``qid<TAB>query``        (e.g. queries.dev.small.tsv, queries.train.tsv)
+    ``qrels.<split>.tsv``         TREC 4 columns ``qid 0 pid relevance`` (tabs or spaces)
+    triples, either ids           ``qid<TAB>pos_pid<TAB>neg_pid`` (qidpidtriples.train.full.2.tsv)
+                 or text          ``query<TAB>positive<TAB>negative`` (triples.train.small.tsv)
+BEIR (Thakur et al., NeurIPS 2021 datasets track), one folder per dataset:
+    ``corpus.jsonl``   ``{"_id": ..., "title": ..., "text": ...}`` per line
+    ``queries.jsonl``  ``{"_id": ..., "text": ...}`` per line
+    ``qrels/test.tsv`` header ``query-id<TAB>corpus-id<TAB>score``, then one judgement per line
+
+A missing or malformed file raises ``FileNotFoundError`` / ``ValueError`` naming the file, the line and
+the expected layout.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+__all__ = [
+    "RetrievalSet",
+    "MSMARCO_EVAL_IDS",
+    "BEIR13",
+    "BEIR13_IDS",
+    "NANOBEIR_NAMES",
+    "load_msmarco_folder",
+    "load_beir_folder",
+    "load_ir_datasets",
+    "load_nanobeir",
+    "load_eval_set",
+    "read_triples",
+    "iter_ir_datasets_triples",
+]
+
+MSMARCO_TRAIN_ID = "msmarco-passage/train/triples-small"
+MSMARCO_EVAL_IDS = {"msmarco-dev": "msmarco-passage/dev/small", "trec-dl-2019": "msmarco-passage/trec-dl-2019/judged"}
+BEIR13 = ("arguana", "climate-fever", "dbpedia-entity", "fever", "fiqa", "hotpotqa", "nfcorpus", "nq", "quora",
+          "scidocs", "scifact", "trec-covid", "webis-touche2020")
+# ir_datasets ids of the BEIR-13 test sets (the /test subset where the dataset has splits).
+BEIR13_IDS = {
+    "arguana": "beir/arguana", "climate-fever": "beir/climate-fever", "dbpedia-entity": "beir/dbpedia-entity/test",
+    "fever": "beir/fever/test", "fiqa": "beir/fiqa/test", "hotpotqa": "beir/hotpotqa/test",
+    "nfcorpus": "beir/nfcorpus/test", "nq": "beir/nq", "quora": "beir/quora/test", "scidocs": "beir/scidocs",
+    "scifact": "beir/scifact/test", "trec-covid": "beir/trec-covid", "webis-touche2020": "beir/webis-touche2020/v2",
+}
+NANOBEIR_NAMES = ("NanoArguAna", "NanoClimateFEVER", "NanoDBPedia", "NanoFEVER", "NanoFiQA2018", "NanoHotpotQA",
+                  "NanoMSMARCO", "NanoNFCorpus", "NanoNQ", "NanoQuoraRetrieval", "NanoSCIDOCS", "NanoSciFact",
+                  "NanoTouche2020")
+
+MSMARCO_LAYOUT = ("MS MARCO layout: collection.tsv 'pid<TAB>passage'; queries.<split>.tsv 'qid<TAB>query'; "
+                  "qrels.<split>.tsv 'qid 0 pid relevance'")
+BEIR_LAYOUT = ("BEIR layout: corpus.jsonl {\"_id\",\"title\",\"text\"}; queries.jsonl {\"_id\",\"text\"}; "
+               "qrels/<split>.tsv with header 'query-id<TAB>corpus-id<TAB>score'")
+
+
+@dataclass
+class RetrievalSet:
+    """An evaluation set. ``corpus``: doc id -> text; ``queries``: query id -> text;
+    ``qrels``: query id -> {doc id: relevance (int)}. ``name`` labels results; ``ndcg_rel`` is the
+    minimum relevance counted by binary measures (2 for TREC DL 2019 passage, else 1)."""
+
+    name: str
+    corpus: dict[str, str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    binary_rel: int = 1
+    source: str = ""
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.corpus:
+            raise ValueError(f"{self.name}: empty corpus")
+        if not self.queries:
+            raise ValueError(f"{self.name}: no queries")
+        judged = [q for q in self.queries if q in self.qrels]
+        if not judged:
+            raise ValueError(f"{self.name}: no query has relevance judgements (qrels)")
+        # Evaluate judged queries only (as BEIR and ir_measures do).
+        self.queries = {q: self.queries[q] for q in judged}
+
+
+def _need(path: Path, layout: str) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found (expected {layout})")
+    return path
+
+
+def _read_tsv(path: Path, n_cols: int, what: str, layout: str) -> Iterator[list[str]]:
+    with open(_need(path, layout), encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != n_cols:
+                raise ValueError(f"{path}:{lineno}: expected {n_cols} tab-separated columns ({what}), got {len(parts)}; {layout}")
+            yield parts
+
+
+def read_id_text_tsv(path: str | Path, what: str = "id<TAB>text") -> dict[str, str]:
+    """Read ``id<TAB>text`` lines (MS MARCO collection.tsv, queries.*.tsv) into a dict."""
+    out: dict[str, str] = {}
+    for i, t in _read_tsv(Path(path), 2, what, MSMARCO_LAYOUT):
+        out[i.strip()] = t
+    if not out:
+        raise ValueError(f"{path}: no lines (expected {what})")
+    return out
+
+
+def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """Read TREC qrels ``qid 0 docid relevance`` (whitespace separated, 4 columns)."""
+    path = Path(path)
+    qrels: dict[str, dict[str, int]] = {}
+    with open(_need(path, "TREC qrels 'qid 0 docid relevance'"), encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise ValueError(f"{path}:{lineno}: expected TREC qrels with 4 columns 'qid 0 docid relevance', got {len(parts)}")
+            try:
+                rel = int(parts[3])
+            except ValueError:
+                raise ValueError(f"{path}:{lineno}: relevance {parts[3]!r} is not an integer (TREC qrels 'qid 0 docid relevance')") from None
+            qrels.setdefault(parts[0], {})[parts[2]] = rel
+    if not qrels:
+        raise ValueError(f"{path}: no judgements (expected TREC qrels 'qid 0 docid relevance')")
+    return qrels
+
+
+def load_msmarco_folder(folder: str | Path, split: str = "dev.small", *, name: str | None = None,
+                        binary_rel: int | None = None) -> RetrievalSet:
+    """Load ``collection.tsv``, ``queries.<split>.tsv`` and ``qrels.<split>.tsv`` from ``folder``.
+
+    For TREC DL 2019 use ``split="dl19"`` with files ``queries.dl19.tsv`` (msmarco-test2019-queries.tsv
+    renamed) and ``qrels.dl19.tsv`` (2019qrels-pass.txt renamed); relevance >= 2 then counts as relevant
+    for recall (``binary_rel`` defaults to 2 when the split name contains "dl").
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: MS MARCO folder not found ({MSMARCO_LAYOUT})")
+    corpus = read_id_text_tsv(folder / "collection.tsv", "pid<TAB>passage")
+    queries = read_id_text_tsv(folder / f"queries.{split}.tsv", "qid<TAB>query")
+    qrels = read_trec_qrels(folder / f"qrels.{split}.tsv")
+    if binary_rel is None:
+        binary_rel = 2 if "dl" in split else 1
+    return RetrievalSet(name or f"msmarco-{split}", corpus, queries, qrels, binary_rel, source=str(folder))
+
+
+def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[dict]:
+    with open(_need(path, BEIR_LAYOUT), encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{lineno}: not JSON ({err.msg}); {BEIR_LAYOUT}") from None
+            missing = [k for k in keys if not isinstance(obj, dict) or k not in obj]
+            if missing:
+                raise ValueError(f"{path}:{lineno}: missing key(s) {missing}; {BEIR_LAYOUT}")
+            yield obj
+
+
+def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | None = None) -> RetrievalSet:
+    """Load a BEIR dataset folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
+
+    Document text is ``title + " " + text`` when the title is non-empty (as BEIR's evaluation does).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: BEIR folder not found ({BEIR_LAYOUT})")
+    corpus = {}
+    for obj in _read_jsonl(folder / "corpus.jsonl", ("_id", "text")):
+        title = (obj.get("title") or "").strip()
+        corpus[str(obj["_id"])] = f"{title} {obj['text']}".strip() if title else obj["text"]
+    queries = {str(o["_id"]): o["text"] for o in _read_jsonl(folder / "queries.jsonl", ("_id", "text"))}
+    qpath = folder / "qrels" / f"{split}.tsv"
+    rows = _read_tsv(qpath, 3, "query-id<TAB>corpus-id<TAB>score", BEIR_LAYOUT)
+    header = next(rows, None)
+    if header is None or [h.strip() for h in header] != ["query-id", "corpus-id", "score"]:
+        raise ValueError(f"{qpath}: expected header 'query-id<TAB>corpus-id<TAB>score', got {header}; {BEIR_LAYOUT}")
+    qrels: dict[str, dict[str, int]] = {}
+    for lineno, (q, d, s) in enumerate(rows, 2):
+        try:
+            qrels.setdefault(q, {})[d] = int(float(s))
+        except ValueError:
+            raise ValueError(f"{qpath}: score {s!r} is not a number; {BEIR_LAYOUT}") from None
+    return RetrievalSet(name or folder.name, corpus, queries, qrels, 1, source=str(folder))
+
+
+def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int | None = None) -> RetrievalSet:
+    """Load an evaluation set through ``ir_datasets`` (downloads on first use, then cached).
+
+    BEIR documents with a title are encoded as ``title + " " + text``. ``max_docs`` truncates the corpus
+    (for smoke tests only; metrics on a truncated corpus are not comparable).
+    """
+    import ir_datasets
+
+    ds = ir_datasets.load(dataset_id)
+    corpus = {}
+    for i, doc in enumerate(ds.docs_iter()):
+        if max_docs is not None and i >= max_docs:
+            break
+        title = (getattr(doc, "title", "") or "").strip()
+        corpus[doc.doc_id] = f"{title} {doc.text}".strip() if title else doc.text
+    queries = {q.query_id: q.text for q in ds.queries_iter()}
+    qrels: dict[str, dict[str, int]] = {}
+    for r in ds.qrels_iter():
+        qrels.setdefault(r.query_id, {})[r.doc_id] = int(r.relevance)
+    binary_rel = 2 if "trec-dl" in dataset_id else 1
+    return RetrievalSet(name or dataset_id, corpus, queries, qrels, binary_rel, source=f"ir_datasets:{dataset_id}")
+
+
+def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
+                  dataset_id: str = "sentence-transformers/NanoBEIR-en") -> RetrievalSet:
+    """One NanoBEIR set (e.g. ``NanoNFCorpus``): from ``local_folder/<name>`` in BEIR layout if given,
+    else from the Hugging Face dataset ``dataset_id`` (subsets corpus/queries/qrels, split ``name``)."""
+    if name not in NANOBEIR_NAMES:
+        raise ValueError(f"NanoBEIR name: expected one of {NANOBEIR_NAMES}, got {name!r}")
+    if local_folder is not None:
+        return load_beir_folder(Path(local_folder) / name, "test", name=name)
+    from datasets import load_dataset
+
+    corpus = {str(r["_id"]): r["text"] for r in load_dataset(dataset_id, "corpus", split=name)}
+    queries = {str(r["_id"]): r["text"] for r in load_dataset(dataset_id, "queries", split=name)}
+    qrels: dict[str, dict[str, int]] = {}
+    for r in load_dataset(dataset_id, "qrels", split=name):
+        qrels.setdefault(str(r["query-id"]), {})[str(r["corpus-id"])] = int(r.get("score", 1))
+    return RetrievalSet(name, corpus, queries, qrels, 1, source=f"hf:{dataset_id}/{name}")
+
+
+def load_eval_set(spec: str, *, data_root: str | Path | None = None) -> RetrievalSet:
+    """Resolve an evaluation set name.
+
+    ``spec`` is ``msmarco-dev``, ``trec-dl-2019``, a BEIR-13 name, ``nano:<NanoName>``, or an explicit
+    ``ir_datasets:<id>`` / ``msmarco:<folder>[:split]`` / ``beir:<folder>``. With ``data_root`` the named
+    sets are read from local files instead: ``data_root/msmarco`` (splits ``dev.small``, ``dl19``),
+    ``data_root/beir/<name>``, ``data_root/nanobeir/<NanoName>``.
+    """
+    if spec.startswith("ir_datasets:"):
+        return load_ir_datasets(spec.split(":", 1)[1])
+    if spec.startswith("msmarco:"):
+        parts = spec.split(":")
+        return load_msmarco_folder(parts[1], parts[2] if len(parts) > 2 else "dev.small")
+    if spec.startswith("beir:"):
+        return load_beir_folder(spec.split(":", 1)[1])
+    root = Path(data_root) if data_root is not None else None
+    if spec.startswith("nano:"):
+        nm = spec.split(":", 1)[1]
+        return load_nanobeir(nm, local_folder=None if root is None else root / "nanobeir")
+    if spec in MSMARCO_EVAL_IDS:
+        if root is None:
+            return load_ir_datasets(MSMARCO_EVAL_IDS[spec], name=spec)
+        return load_msmarco_folder(root / "msmarco", "dev.small" if spec == "msmarco-dev" else "dl19", name=spec)
+    if spec in BEIR13:
+        if root is None:
+            return load_ir_datasets(BEIR13_IDS[spec], name=spec)
+        return load_beir_folder(root / "beir" / spec, name=spec)
+    raise ValueError(f"evaluation set {spec!r}: expected msmarco-dev, trec-dl-2019, one of {BEIR13}, nano:<name>, "
+                     "ir_datasets:<id>, msmarco:<folder>[:split] or beir:<folder>")
+
+
+def read_triples(path: str | Path, *, collection: str | Path | None = None, queries: str | Path | None = None,
+                 limit: int | None = None) -> list[tuple[str, str, str]]:
+    """Read MS MARCO training triples as ``(query, positive, negative)`` texts.
+
+    Either text triples (``triples.train.small.tsv``: ``query<TAB>positive<TAB>negative``) or id triples
+    (``qidpidtriples.train.full.2.tsv``: ``qid<TAB>pos_pid<TAB>neg_pid``, resolved through ``collection``
+    and ``queries`` TSV files). The kind is detected from the first line (three integers = ids).
+    """
+    path = Path(path)
+    layout = "triples 'query<TAB>positive<TAB>negative' or 'qid<TAB>pos_pid<TAB>neg_pid'"
+    rows = _read_tsv(path, 3, "triple", layout)
+    out: list[tuple[str, str, str]] = []
+    docs = qs = None
+    for lineno, row in enumerate(rows, 1):
+        if limit is not None and len(out) >= limit:
+            break
+        is_ids = all(c.strip().isdigit() for c in row)
+        if lineno == 1 and is_ids:
+            if collection is None or queries is None:
+                raise ValueError(f"{path}: id triples (qid pid pid) need the collection and queries TSV files "
+                                 "(--collection collection.tsv --queries queries.train.tsv)")
+            docs = read_id_text_tsv(collection, "pid<TAB>passage")
+            qs = read_id_text_tsv(queries, "qid<TAB>query")
+        if docs is not None:
+            try:
+                out.append((qs[row[0].strip()], docs[row[1].strip()], docs[row[2].strip()]))
+            except KeyError as err:
+                raise ValueError(f"{path}:{lineno}: id {err.args[0]} not found in {queries} / {collection}") from None
+        else:
+            out.append((row[0], row[1], row[2]))
+    if not out:
+        raise ValueError(f"{path}: no triples ({layout})")
+    return out
+
+
+def iter_ir_datasets_triples(dataset_id: str = MSMARCO_TRAIN_ID, limit: int | None = None) -> list[tuple[str, str, str]]:
+    """``(query, positive, negative)`` texts from an ir_datasets docpairs dataset (ids resolved through
+    its docs store and queries)."""
+    import ir_datasets
+
+    ds = ir_datasets.load(dataset_id)
+    queries = {q.query_id: q.text for q in ds.queries_iter()}
+    store = ds.docs_store()
+    out = []
+    for pair in ds.docpairs_iter():
+        if limit is not None and len(out) >= limit:
+            break
+        out.append((queries[pair.query_id], store.get(pair.doc_id_a).text, store.get(pair.doc_id_b).text))
+    return out
+
+
+def read_margin_triples(path: str | Path, *, collection: str | Path, queries: str | Path,
+                        limit: int | None = None) -> list[tuple[str, str, str, float]]:
+    """Teacher-scored triples for margin-MSE (Hofstätter et al. 2020, "Improving efficient neural ranking
+    models with cross-architecture knowledge distillation", file
+    ``bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv``):
+    ``pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid``. Returns ``(query, positive, negative,
+    pos_score - neg_score)``."""
+    path = Path(path)
+    layout = "margin triples 'pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid'"
+    if not collection or not queries:
+        raise ValueError(f"{path}: margin triples need the collection and queries TSV files")
+    docs = read_id_text_tsv(collection, "pid<TAB>passage")
+    qs = read_id_text_tsv(queries, "qid<TAB>query")
+    out = []
+    for lineno, row in enumerate(_read_tsv(path, 5, "margin triple", layout), 1):
+        if limit is not None and len(out) >= limit:
+            break
+        try:
+            margin = float(row[0]) - float(row[1])
+            out.append((qs[row[2].strip()], docs[row[3].strip()], docs[row[4].strip()], margin))
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: scores must be numbers; {layout}") from None
+        except KeyError as err:
+            raise ValueError(f"{path}:{lineno}: id {err.args[0]} not found in {queries} / {collection}") from None
+    if not out:
+        raise ValueError(f"{path}: no lines ({layout})")
+    return out

@@ -1,0 +1,117 @@
+"""Evaluate a SPLADE model: batched encoding, exact top-k retrieval, ir_measures metrics, FLOPS.
+
+For every evaluation set (:class:`initlab.realdata.splade.data.RetrievalSet`):
+
+1. encode queries (``encode_query``) and documents (``encode_document``) in batches; on CUDA under
+   ``torch.autocast(bfloat16)``;
+2. exact top-``top_k`` retrieval by sparse dot products (:class:`~.retrieval.SparseIndex`, on the
+   model's device);
+3. metrics with ir_measures: RR@10, nDCG@10, R@top_k (relevance >= 2 counts for R on TREC DL 2019);
+4. FLOPS (expected multiplications per query-document pair, :func:`~.retrieval.flops`) and average
+   active dimensions of queries and documents;
+5. collapse check (:func:`~.train.detect_collapse`): NaN vectors, active dims -> 0 or ~V. A collapsed
+   model gets NaN metrics and a warning, not a crash.
+
+The NanoBEIR summary is the mean nDCG@10 and mean FLOPS over the ``Nano*`` sets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .data import RetrievalSet
+from .retrieval import SparseIndex, active_dims, flops
+
+__all__ = ["encode_texts", "evaluate_set", "evaluate_model", "summarise"]
+
+
+def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 128, progress: bool = False) -> torch.Tensor:
+    """Encode ``texts`` as queries (``kind="query"``) or documents (``"document"``): a torch sparse COO
+    tensor ``(n, V)`` float32 on CPU. bf16 autocast on CUDA."""
+    if kind not in ("query", "document"):
+        raise ValueError(f"kind: expected 'query' or 'document', got {kind!r}")
+    fn = model.encode_query if kind == "query" else model.encode_document
+    dev = torch.device(str(model.device))
+    ctx = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else contextlib.nullcontext()
+    with ctx, torch.no_grad():
+        emb = fn(list(texts), batch_size=batch_size, convert_to_tensor=True, convert_to_sparse_tensor=True,
+                 show_progress_bar=progress)
+    return emb.float().cpu().coalesce()
+
+
+def _has_nonfinite(x: torch.Tensor) -> bool:
+    return bool((~torch.isfinite(x.coalesce().values())).any())
+
+
+def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int = 128, progress: bool = False) -> dict[str, Any]:
+    """Metrics of ``model`` on one set (see module docstring). Returns a flat dict."""
+    import ir_measures
+    from ir_measures import R, RR, nDCG
+
+    from .train import detect_collapse
+
+    t0 = time.perf_counter()
+    qids, qtexts = list(ds.queries), list(ds.queries.values())
+    dids, dtexts = list(ds.corpus), list(ds.corpus.values())
+    Q = encode_texts(model, qtexts, kind="query", batch_size=batch_size, progress=progress)
+    D = encode_texts(model, dtexts, kind="document", batch_size=batch_size, progress=progress)
+    t_enc = time.perf_counter() - t0
+    V = int(D.shape[1])
+    row: dict[str, Any] = {"set": ds.name, "n_queries": len(qids), "n_docs": len(dids), "encode_s": t_enc}
+    if _has_nonfinite(Q) or _has_nonfinite(D):
+        verdict = detect_collapse(losses=[], q_active=float("nan"), d_active=float("nan"), vocab_size=V)
+        row.update({"RR@10": math.nan, "nDCG@10": math.nan, f"R@{top_k}": math.nan, "flops": math.nan,
+                    "q_active": math.nan, "d_active": math.nan, **verdict})
+        return row
+    qa, da = active_dims(Q), active_dims(D)
+    verdict = detect_collapse(losses=[], q_active=qa, d_active=da, vocab_size=V)
+    device = model.device if torch.cuda.is_available() else "cpu"
+    index = SparseIndex.build(D, device=device)
+    t1 = time.perf_counter()
+    scores, idx = index.search(Q, k=top_k, progress=progress)
+    t_ret = time.perf_counter() - t1
+    run = {qids[i]: {dids[j]: float(s) for s, j in zip(scores[i].tolist(), idx[i].tolist())} for i in range(len(qids))}
+    measures = [RR @ 10, nDCG @ 10, R(rel=ds.binary_rel) @ top_k]
+    agg = ir_measures.calc_aggregate(measures, ds.qrels, run)
+    row.update({"RR@10": float(agg[RR @ 10]), "nDCG@10": float(agg[nDCG @ 10]),
+                f"R@{top_k}": float(agg[R(rel=ds.binary_rel) @ top_k]),
+                "flops": flops(Q, D), "q_active": qa, "d_active": da, "retrieve_s": t_ret, **verdict})
+    return row
+
+
+def evaluate_model(model, sets: Sequence[RetrievalSet], *, top_k: int = 1000, batch_size: int = 128,
+                   progress: bool = True) -> list[dict[str, Any]]:
+    """:func:`evaluate_set` for every set, with a tqdm bar over sets."""
+    from tqdm.auto import tqdm
+
+    return [evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, progress=False)
+            for ds in tqdm(list(sets), desc="eval sets", disable=not progress)]
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Headline numbers: MS MARCO dev RR@10, DL19 nDCG@10, BEIR-13 mean nDCG@10, NanoBEIR mean nDCG@10 and
+    mean FLOPS (each NaN when its sets were not evaluated), and whether any set collapsed."""
+    from .data import BEIR13
+
+    by = {r["set"]: r for r in rows}
+
+    def mean(names, key):
+        vals = [by[n][key] for n in names if n in by]
+        return float(np.mean(vals)) if vals and len(vals) == len(names) else math.nan
+
+    nano = [n for n in by if n.startswith("Nano")]
+    return {
+        "msmarco_dev_RR@10": by.get("msmarco-dev", {}).get("RR@10", math.nan),
+        "dl19_nDCG@10": by.get("trec-dl-2019", {}).get("nDCG@10", math.nan),
+        "beir13_nDCG@10": mean(list(BEIR13), "nDCG@10"),
+        "nanobeir_nDCG@10": mean(nano, "nDCG@10") if nano else math.nan,
+        "nanobeir_flops": mean(nano, "flops") if nano else math.nan,
+        "collapsed": any(r.get("collapsed") for r in rows),
+        "collapse_reasons": sorted({x for r in rows for x in r.get("reasons", [])}),
+    }

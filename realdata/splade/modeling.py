@@ -1,0 +1,99 @@
+"""SPLADE models on sentence-transformers' SparseEncoder, MLM-head rescaling, safe checkpoints.
+
+The model is ``SparseEncoder([Transformer(backbone, transformer_task="fill-mask"), SpladePooling("max")])``:
+the masked-LM logits ``z = H W_head^T + b`` of every token ``(B, T, V)`` become term weights
+``max_t log(1 + ReLU(z_t))`` ``(B, V)`` (SPLADE-max, SPLADE v2 arXiv:2109.10086 eq. 6). Before training
+``W_head`` is divided by ``k`` with :func:`initlab.theory.mlm_head.rescale_mlm_head` (tied weights stay tied).
+
+Checkpoints are saved as safetensors (``model.safetensors``) and loaded with ``use_safetensors=True`` so
+no pickle is ever unpickled for the weights.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+__all__ = ["build_tiny_backbone", "build_splade", "load_splade", "checkpoint_is_safetensors"]
+
+_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def build_tiny_backbone(folder: str | Path, texts: Sequence[str], *, hidden: int = 32, layers: int = 1, seed: int = 0) -> Path:
+    """Write a tiny randomly initialised BERT masked LM and its WordPiece tokenizer to ``folder``.
+
+    The vocabulary is the five BERT special tokens, the lower-cased words of ``texts`` and single
+    characters. Dropout is 0 so that runs are deterministic across process counts. Offline; for tests
+    and dry runs only. Returns ``folder``.
+    """
+    import re
+
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    folder = Path(folder)
+    if (folder / "config.json").exists() and (folder / "model.safetensors").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    words = sorted(set(re.findall(r"[a-z0-9]+", " ".join(texts).lower())) | set("abcdefghijklmnopqrstuvwxyz0123456789"))
+    vocab = list(_SPECIALS) + words
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tok = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
+                     intermediate_size=2 * hidden, max_position_embeddings=128, hidden_dropout_prob=0.0,
+                     attention_probs_dropout_prob=0.0, pad_token_id=0)
+    torch.manual_seed(seed)
+    model = BertForMaskedLM(cfg)
+    model.save_pretrained(folder, safe_serialization=True)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, doc_max_length: int = 256,
+                 trust_remote_code: bool = False, device: str | None = None):
+    """A SPLADE-max SparseEncoder on the masked-LM ``backbone`` (hub id or folder), head divided by ``k``.
+
+    Raises:
+        ValueError: ``k <= 0`` (from :func:`rescale_mlm_head`), or a backbone without an MLM head.
+    """
+    from sentence_transformers.sparse_encoder import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling, Transformer
+
+    from initlab.theory.mlm_head import rescale_mlm_head
+
+    kw = {"trust_remote_code": True} if trust_remote_code else {}
+    tr = Transformer(str(backbone), transformer_task="fill-mask", max_seq_length=doc_max_length,
+                     query_length=query_max_length, document_length=doc_max_length,
+                     model_kwargs=dict(kw), config_kwargs=dict(kw), processor_kwargs=dict(kw))
+    rescale_mlm_head(tr.auto_model, float(k))
+    model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device=device)
+    return model
+
+
+def checkpoint_is_safetensors(folder: str | Path) -> bool:
+    """True when ``folder`` holds safetensors weights and no pickle weights (``*.bin``/``*.pt``)."""
+    folder = Path(folder)
+    st = list(folder.rglob("*.safetensors"))
+    pickles = [p for p in folder.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".pkl") and "checkpoint-" not in str(p)]
+    return bool(st) and not pickles
+
+
+def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_code: bool = False):
+    """Load a SPLADE checkpoint saved by ``initlab splade train`` (``<cell>/model``) from safetensors only.
+
+    Raises:
+        FileNotFoundError: ``folder`` does not exist or has no ``model.safetensors``.
+        ValueError: ``folder`` holds pickle weights (``*.bin``/``*.pt``), which are refused.
+    """
+    from sentence_transformers.sparse_encoder import SparseEncoder
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: checkpoint folder not found (expected a folder written by 'initlab splade train', with model.safetensors)")
+    if not list(folder.rglob("*.safetensors")):
+        raise FileNotFoundError(f"{folder}: no *.safetensors weights (expected model.safetensors)")
+    if not checkpoint_is_safetensors(folder):
+        raise ValueError(f"{folder}: holds pickle weights (*.bin/*.pt); only safetensors checkpoints are loaded")
+    return SparseEncoder(str(folder), device=device, local_files_only=True, trust_remote_code=trust_remote_code,
+                         model_kwargs={"use_safetensors": True})

@@ -1,0 +1,246 @@
+"""Train one SPLADE model (backbone x k) with sentence-transformers' SparseEncoderTrainer.
+
+Loss (SPLADE, Formal et al. SIGIR 2021, eq. 4-5; SPLADE v2 arXiv:2109.10086 §3):
+
+    L = L_rank + lambda_q(t) FLOPS(Q) + lambda_d(t) FLOPS(D),    FLOPS(X) = sum_j ( mean_{i in batch} x_ij )^2
+
+* ``L_rank``: SparseMultipleNegativesRankingLoss (in-batch negatives + the hard negative, dot product,
+  gathered across processes), or SparseMarginMSELoss (SPLADE++ distillation, SIGIR 2022) with teacher
+  margins;
+* FLOPS regulariser (Paria et al., ICLR 2020, eq. 4) on queries and on documents (positives and
+  negatives), the mean taken over the GLOBAL batch: :class:`GlobalFlopsLoss` all-gathers the batch
+  activations (with gradient) before averaging, so the regulariser - hence sparsity - is the same for
+  1 or 8 GPUs. (sentence-transformers' own FlopsLoss averages over the per-process batch only.)
+* ``lambda(t)`` grows quadratically from 0 to its final value over the first ``regularizer_warmup_ratio``
+  of training (SpladeRegularizerWeightSchedulerCallback, [S1] §4).
+
+Multi-GPU: run the same command under ``torchrun --nproc_per_node N -m initlab.cli splade train ...``;
+the Trainer uses DDP and the per-device batch is ``global_batch_size / N``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from initlab.config import to_dict
+from initlab.runs import RunDir, atomic_write_json, atomic_write_csv
+
+from .config import SpladeTrainConfig
+
+__all__ = ["GlobalFlopsLoss", "make_loss", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
+
+
+def _flops_loss_cls():
+    from sentence_transformers.sparse_encoder.losses import FlopsLoss
+
+    return FlopsLoss
+
+
+class _GlobalFlopsMixin:
+    """FLOPS regulariser on the global batch (see module docstring)."""
+
+    def compute_loss_from_embeddings(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """``embeddings (B_local, V)`` -> scalar ``sum_j (mean over the global batch of x_j)^2``.
+
+        The all-gather keeps the gradient path to every process's activations
+        (``torch.distributed.nn.all_gather``); with DDP's gradient averaging this gives exactly the
+        gradient of the global-batch FLOPS term.
+        """
+        from sentence_transformers.util.distributed import all_gather_with_grad, is_dist_initialized
+
+        if is_dist_initialized():
+            embeddings = all_gather_with_grad(embeddings.contiguous())
+        if self.threshold is not None:
+            l0 = (embeddings != 0).sum(dim=1)
+            embeddings = embeddings * (l0 > self.threshold).float().unsqueeze(1)
+        value = torch.sum(torch.mean(embeddings, dim=0) ** 2)
+        if torch.is_grad_enabled():
+            self.history.append(float(value.detach()))
+        return value
+
+
+def GlobalFlopsLoss(model, threshold: float | None = None):
+    """Build a FLOPS regulariser (a FlopsLoss subclass) averaged over the global batch; ``.history`` holds
+    the unweighted value of every training call."""
+    base = _flops_loss_cls()
+    cls = type("GlobalFlopsLoss", (_GlobalFlopsMixin, base), {})
+    obj = cls(model, threshold=threshold)
+    obj.history = []
+    return obj
+
+
+def make_loss(model, cfg: SpladeTrainConfig):
+    """SpladeLoss(ranking loss, FLOPS on queries and documents) and its quadratic-warm-up callback."""
+    from sentence_transformers.sparse_encoder.callbacks.splade_callbacks import SpladeRegularizerWeightSchedulerCallback
+    from sentence_transformers.sparse_encoder.losses import SparseMarginMSELoss, SparseMultipleNegativesRankingLoss, SpladeLoss
+
+    if cfg.loss == "mnrl":
+        base = SparseMultipleNegativesRankingLoss(model, gather_across_devices=_world_size() > 1)
+    else:
+        base = SparseMarginMSELoss(model)
+    q_reg = GlobalFlopsLoss(model) if cfg.global_flops else None
+    d_reg = GlobalFlopsLoss(model) if cfg.global_flops else None
+    loss = SpladeLoss(model, base, document_regularizer_weight=cfg.lambda_d, query_regularizer_weight=cfg.lambda_q,
+                      document_regularizer=d_reg, query_regularizer=q_reg)
+    cb = SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic", warmup_ratio=cfg.regularizer_warmup_ratio)
+    return loss, cb
+
+
+def load_training_triples(cfg: SpladeTrainConfig) -> dict[str, list]:
+    """Training columns ``query``, ``positive``, ``negative`` (and ``label`` = teacher margin for margin-MSE).
+
+    ``cfg.train_source`` is ``ir_datasets:<id>`` or a local TSV path (see :mod:`.data`).
+    """
+    from . import data
+
+    limit = cfg.train_limit or None
+    if cfg.loss == "margin_mse":
+        if cfg.train_source.startswith("ir_datasets:"):
+            raise ValueError("loss margin_mse needs teacher scores: set train_source to a local scores file "
+                             "'pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid' with train_collection and train_queries")
+        rows = data.read_margin_triples(cfg.train_source, collection=cfg.train_collection, queries=cfg.train_queries, limit=limit)
+        return {"query": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows],
+                "label": [r[3] for r in rows]}
+    if cfg.train_source.startswith("ir_datasets:"):
+        rows = data.iter_ir_datasets_triples(cfg.train_source.split(":", 1)[1], limit=limit)
+    else:
+        rows = data.read_triples(cfg.train_source, collection=cfg.train_collection or None,
+                                 queries=cfg.train_queries or None, limit=limit)
+    return {"query": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
+
+
+def tiny_texts(columns: dict[str, list]) -> list[str]:
+    return [t for col in ("query", "positive", "negative") for t in columns.get(col, [])]
+
+
+def detect_collapse(*, losses: list[float], q_active: float | None, d_active: float | None, vocab_size: int,
+                    near_full: float = 0.9) -> dict[str, Any]:
+    """Collapse verdict: NaN/inf loss, active dims -> 0 (< 1 on average) or to nearly the whole vocabulary
+    (> ``near_full`` V). Returns ``{"collapsed": bool, "reasons": [...]}`` and warns when collapsed."""
+    reasons = []
+    if any(not math.isfinite(x) for x in losses):
+        reasons.append("non-finite training loss")
+    for name, a in (("query", q_active), ("document", d_active)):
+        if a is None:
+            continue
+        if not math.isfinite(a):
+            reasons.append(f"non-finite {name} vectors")
+        elif a < 1.0:
+            reasons.append(f"{name} active dims -> 0 ({a:.3g})")
+        elif a > near_full * vocab_size:
+            reasons.append(f"{name} active dims ~ vocabulary ({a:.0f} of {vocab_size})")
+    if reasons:
+        warnings.warn("SPLADE collapse: " + "; ".join(reasons), RuntimeWarning, stacklevel=2)
+    return {"collapsed": bool(reasons), "reasons": reasons}
+
+
+def _world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Train the cell ``cfg`` into ``out`` (resumable from the Trainer's checkpoints under ``out/checkpoints``).
+
+    Writes (rank 0): ``config.json``, ``model/`` (safetensors), ``loss_curve.csv`` (+ png),
+    ``flops_terms.json`` (unweighted query/document FLOPS term of every step), ``train_results.json``.
+    A finished training (``out/model`` exists with ``train_results.json``) is not redone.
+
+    Raises:
+        ValueError: global batch not divisible by the number of processes; bad config values.
+        RunExistsError: ``out`` holds a finished run and ``overwrite`` is False.
+    """
+    from datasets import Dataset
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainer, SparseEncoderTrainingArguments
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from .modeling import build_splade, build_tiny_backbone
+
+    out = Path(out)
+    world = _world_size()
+    if cfg.global_batch_size % world:
+        raise ValueError(f"global_batch_size {cfg.global_batch_size} is not divisible by the number of processes {world}")
+    rank = int(os.environ.get("RANK", "0"))
+    if rank == 0:
+        run = RunDir(out, overwrite=overwrite)
+        run.write_config(cfg)
+    if (out / "train_results.json").exists() and (out / "model").is_dir():
+        import json
+
+        return json.loads((out / "train_results.json").read_text())
+
+    columns = load_training_triples(cfg)
+    backbone = cfg.backbone
+    if cfg.tiny_model:
+        if cfg.tiny_model != "bert":
+            raise ValueError(f"tiny_model: expected '' or 'bert', got {cfg.tiny_model!r}")
+        backbone = str(build_tiny_backbone(out / "tiny_backbone", tiny_texts(columns), seed=cfg.seed)) if rank == 0 else str(out / "tiny_backbone")
+    use_cuda = torch.cuda.is_available()
+    args = SparseEncoderTrainingArguments(
+        output_dir=str(out / "checkpoints"),
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.global_batch_size // world,
+        learning_rate=cfg.learning_rate,
+        warmup_steps=cfg.warmup_steps,
+        logging_steps=cfg.logging_steps,
+        save_strategy="steps",
+        save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        bf16=bool(cfg.bf16 and use_cuda),
+        use_cpu=not use_cuda,
+        report_to=[],
+        router_mapping={"query": "query", "positive": "document", "negative": "document"},
+        dataloader_drop_last=True,
+        disable_tqdm=not progress,
+        ddp_find_unused_parameters=False,
+    )
+    if world > 1 and torch.distributed.is_initialized():
+        torch.distributed.barrier()  # rank 0 has written the tiny backbone / run folder
+    torch.manual_seed(cfg.seed)
+    model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
+                         trust_remote_code=cfg.trust_remote_code)
+    loss, reg_cb = make_loss(model, cfg)
+    trainer = SparseEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
+                                   callbacks=[reg_cb])
+    last = get_last_checkpoint(str(out / "checkpoints")) if (out / "checkpoints").is_dir() else None
+    trainer.train(resume_from_checkpoint=last)
+
+    if not trainer.is_world_process_zero():
+        return {}
+    model.save(str(out / "model"), safe_serialization=True)
+    log = [dict(r) for r in trainer.state.log_history if "loss" in r]
+    curve = [{"step": r["step"], "loss": float(r["loss"]), "base_loss": r.get("base_loss"),
+              "query_regularizer_loss": r.get("query_regularizer_loss"),
+              "document_regularizer_loss": r.get("document_regularizer_loss"),
+              "query_regularizer_weight": r.get("query_regularizer_weight"),
+              "document_regularizer_weight": r.get("document_regularizer_weight")} for r in log]
+    atomic_write_csv(out / "loss_curve.csv", curve)
+    q_reg, d_reg = loss.query_regularizer, loss.document_regularizer
+    atomic_write_json(out / "flops_terms.json", {
+        "query": list(getattr(q_reg, "history", [])), "document": list(getattr(d_reg, "history", [])),
+        "note": "unweighted FLOPS regulariser of every training call, over the global batch" if cfg.global_flops else
+                "per-process batch (global_flops=False)"})
+    try:
+        from initlab.paper_figs.realsplade_figures import plot_loss_curve
+
+        plot_loss_curve(out / "loss_curve.csv", out / "loss_curve.png", title=Path(out).name)
+    except Exception as err:  # a figure never fails a training run
+        warnings.warn(f"loss-curve figure not drawn: {err}")
+    losses = [c["loss"] for c in curve]
+    res = {
+        "backbone": cfg.backbone if not cfg.tiny_model else f"tiny-{cfg.tiny_model} (in-process, not {cfg.backbone})", "k": cfg.k, "steps": trainer.state.global_step, "world_size": world,
+        "final_loss": losses[-1] if losses else float("nan"),
+        "nan_loss": any(not math.isfinite(x) for x in losses),
+        "train_runtime_s": next((r.get("train_runtime") for r in trainer.state.log_history if "train_runtime" in r), None),
+        "train_samples_per_second": next((r.get("train_samples_per_second") for r in trainer.state.log_history if "train_samples_per_second" in r), None),
+        "config": to_dict(cfg),
+    }
+    atomic_write_json(out / "train_results.json", res)
+    return res

@@ -1,0 +1,185 @@
+"""Attention and gradient measurements for the synthetic SPT experiments.
+
+Letters: B batch, H heads, T length (queries i = rows, keys j = columns).
+
+* :func:`proximity_mass` -- mean attention within ``|i - j| <= w`` (uniform attention gives about
+  ``(2w + 1) / T``);
+* :func:`toeplitz_part` / :func:`relative_position_score` -- the orthogonal projection of a score
+  matrix onto Toeplitz matrices (functions of ``i - j``: each diagonal replaced by its mean) and the share
+  of the row-centred scores it explains (softmax ignores a per-row constant, so rows are centred first);
+* :func:`attention_entropy` -- mean row entropy in nats (uniform attention: ``log T``);
+* :func:`score_gradients_at_init` -- for the label loss and the masked-reconstruction loss, the
+  gradient with respect to the first layer's scores S and its blind-subspace component
+  (:func:`initlab.theory.subspace.blind_component`): the experiment's link to the theorem;
+* :func:`count_classifier_accuracy` -- a linear classifier on token counts (the bag-of-tokens baseline).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from initlab.theory.subspace import blind_component
+
+__all__ = [
+    "proximity_mass",
+    "toeplitz_part",
+    "toeplitz_part_reference",
+    "relative_position_score",
+    "attention_entropy",
+    "score_gradients_at_init",
+    "count_classifier_accuracy",
+    "token_counts",
+]
+
+
+def _check_maps(A: torch.Tensor, name: str) -> None:
+    if not isinstance(A, torch.Tensor) or A.dim() < 2 or A.shape[-1] != A.shape[-2]:
+        got = tuple(A.shape) if isinstance(A, torch.Tensor) else type(A).__name__
+        raise ValueError(f"{name}: expected a tensor of shape (..., T, T), got {got}")
+
+
+def proximity_mass(attn: torch.Tensor, w: int = 2) -> float:
+    """Mean over all leading dims and queries of ``sum_{j : |i-j| <= w} A_ij``.
+
+    Args:
+        attn: ``(..., T, T)`` attention maps (rows sum to 1).
+        w: window half-width, ``w >= 0``.
+    Returns:
+        a float in [0, 1].
+    Raises:
+        ValueError: bad shape or negative ``w``.
+    """
+    _check_maps(attn, "attn")
+    if w < 0:
+        raise ValueError(f"w: expected an int >= 0, got {w}")
+    T = attn.shape[-1]
+    idx = torch.arange(T, device=attn.device)
+    band = ((idx[:, None] - idx[None, :]).abs() <= w).to(attn.dtype)
+    return float((attn * band).sum(-1).mean())
+
+
+def toeplitz_part_reference(S: torch.Tensor) -> torch.Tensor:
+    """Slow, obvious reference of :func:`toeplitz_part` (a Python loop over diagonals)."""
+    _check_maps(S, "S")
+    T = S.shape[-1]
+    out = torch.empty_like(S)
+    for k in range(-(T - 1), T):
+        diag = torch.diagonal(S, offset=k, dim1=-2, dim2=-1)  # (..., T - |k|)
+        m = diag.mean(-1, keepdim=True)
+        torch.diagonal(out, offset=k, dim1=-2, dim2=-1).copy_(m.expand_as(diag))
+    return out
+
+
+def toeplitz_part(S: torch.Tensor) -> torch.Tensor:
+    """Orthogonal (Frobenius) projection of ``S (..., T, T)`` onto Toeplitz matrices.
+
+    Each diagonal ``j - i = k`` is replaced by its mean ``t_k``; the result is a function of ``i - j`` only.
+    Vectorised with a scatter over offsets; equals :func:`toeplitz_part_reference`.
+    """
+    _check_maps(S, "S")
+    T = S.shape[-1]
+    idx = torch.arange(T, device=S.device)
+    off = (idx[None, :] - idx[:, None] + T - 1).reshape(-1)  # (T*T,) offset index in [0, 2T-2]
+    flat = S.reshape(*S.shape[:-2], T * T)
+    sums = torch.zeros(*S.shape[:-2], 2 * T - 1, dtype=S.dtype, device=S.device).index_add_(-1, off, flat)
+    counts = torch.bincount(off, minlength=2 * T - 1).to(S.dtype)
+    means = sums / counts
+    return means[..., off].reshape(S.shape)
+
+
+def relative_position_score(S: torch.Tensor) -> float:
+    """Share of the row-centred score matrix explained by its Toeplitz part.
+
+    ``Sc = S - rowmean(S)``; score ``= ||Toep(Sc)||_F^2 / ||Sc||_F^2`` summed over all leading dims, in
+    [0, 1] (orthogonal projection). A pure relative-position pattern (ALiBi-like, proximity bias) gives 1;
+    a generic random matrix gives about ``2 / T``. Returns 0 for an all-constant-rows input.
+    """
+    _check_maps(S, "S")
+    Sc = S - S.mean(-1, keepdim=True)
+    num = toeplitz_part(Sc).pow(2).sum()
+    den = Sc.pow(2).sum()
+    return float(num / den) if float(den) > 0 else 0.0
+
+
+def attention_entropy(attn: torch.Tensor, eps: float = 1e-12) -> float:
+    """Mean row entropy ``-sum_j A_ij log A_ij`` in nats over all rows of ``attn (..., T, T)``."""
+    _check_maps(attn, "attn")
+    return float(-(attn * (attn + eps).log()).sum(-1).mean())
+
+
+def score_gradients_at_init(
+    model, tokens: torch.Tensor, labels: torch.Tensor, mlm_inputs: torch.Tensor, masked: torch.Tensor
+) -> dict[str, float]:
+    """Gradients of each loss with respect to the first layer's attention scores S, and their blind parts.
+
+    Runs the reference path (explicit scores, ``retain_grad``) twice on the same batch: once with the label
+    loss (cross entropy of ``model.classify``), once with the masked-reconstruction loss (cross entropy of
+    ``model.reconstruct`` on the ``masked`` positions only). For each, ``G = dL/dS (B, H, T, T)``:
+
+    * ``<loss>_grad_norm``   = ``||G||_F`` (over the whole batch);
+    * ``<loss>_blind_norm``  = ``||P_B(G)||_F`` with ``P_B`` = :func:`initlab.theory.subspace.blind_component`;
+    * ``<loss>_blind_frac``  = their ratio.
+
+    ``<loss>`` is ``label`` or ``mlm``. The model's parameters' ``.grad`` are left untouched (zeroed after).
+
+    Args:
+        model: a :class:`initlab.synthetic.model.SequenceTransformer`.
+        tokens: ``(B, T)`` clean inputs; labels ``(B,)``; mlm_inputs ``(B, T)`` with mask tokens;
+        masked: ``(B, T)`` bool, positions of the reconstruction loss.
+    """
+    out: dict[str, float] = {}
+    attn0 = model.blocks[0].attn
+    for loss_name in ("label", "mlm"):
+        model.zero_grad(set_to_none=True)
+        if loss_name == "label":
+            H, _ = model.encode(tokens, return_attn=True)
+            S = attn0.last_scores
+            S.retain_grad()
+            loss = F.cross_entropy(model.cls_head(model.pool(H)), labels)
+        else:
+            H, _ = model.encode(mlm_inputs, return_attn=True)
+            S = attn0.last_scores
+            S.retain_grad()
+            logits = model.mlm_head(H)
+            loss = F.cross_entropy(logits[masked], tokens[masked])
+        loss.backward()
+        G = S.grad.detach().double()
+        gn = float(G.norm())
+        bn = float(blind_component(G).norm())
+        out[f"{loss_name}_grad_norm"] = gn
+        out[f"{loss_name}_blind_norm"] = bn
+        out[f"{loss_name}_blind_frac"] = bn / gn if gn > 0 else 0.0
+    model.zero_grad(set_to_none=True)
+    attn0.last_scores = None
+    return out
+
+
+def token_counts(tokens: torch.Tensor, vocab: int) -> np.ndarray:
+    """Bag of tokens: ``(n, vocab)`` float counts of each id per sequence."""
+    t = tokens.numpy()
+    out = np.zeros((t.shape[0], vocab))
+    np.add.at(out, (np.repeat(np.arange(t.shape[0]), t.shape[1]), t.reshape(-1)), 1.0)
+    return out
+
+
+def count_classifier_accuracy(
+    train_tokens: torch.Tensor, train_labels: torch.Tensor, test_tokens: torch.Tensor, test_labels: torch.Tensor,
+    vocab: int, ridge: float = 1.0,
+) -> float:
+    """Test accuracy of a linear (ridge least-squares) classifier on token counts.
+
+    The bag-of-tokens baseline: it solves a task decidable from counts and must be at chance on a task
+    whose count distribution is the same in both classes.
+    """
+    Xtr = token_counts(train_tokens, vocab)
+    Xte = token_counts(test_tokens, vocab)
+    mu, sd = Xtr.mean(0), Xtr.std(0) + 1e-9
+    Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+    Xtr = np.hstack([Xtr, np.ones((len(Xtr), 1))])
+    Xte = np.hstack([Xte, np.ones((len(Xte), 1))])
+    y = 2.0 * train_labels.numpy() - 1.0
+    w = np.linalg.solve(Xtr.T @ Xtr + ridge * np.eye(Xtr.shape[1]), Xtr.T @ y)
+    pred = (Xte @ w > 0).astype(np.int64)
+    return float((pred == test_labels.numpy()).mean())

@@ -1,0 +1,534 @@
+"""Synthetic SPLADE on CPU: collapse under an inflated MLM head, recovery by rescaling it by k.
+
+The experiment (issue 4, items 4-5):
+
+1. a synthetic retrieval corpus with known relevance (:mod:`initlab.synthetic.splade_data`);
+2. a tiny ``BertForMaskedLM`` (d = 64, 2 layers, a word-level vocabulary of a few hundred words),
+   briefly MLM-pretrained on the corpus documents and cached in the run folder
+   (:mod:`initlab.synthetic.splade_model`);
+3. per cell (inflation, k, seed): the pretrained head projection ``W_head`` is multiplied by the
+   inflation factor (imitating a high-norm backbone; tied input embeddings move with it), then
+   divided by k with :func:`initlab.theory.mlm_head.rescale_mlm_head`, so the logits are
+   ``z = H W_head^T * inflation / k + b``;
+4. scale quantities at initialization are measured (head norm, logit mean/std, active fraction,
+   active dims, FLOPS, score spread, initial ranking loss);
+5. SPLADE training with sentence-transformers' SparseEncoder: ``Transformer(fill-mask)`` +
+   ``SpladePooling("max")`` (term weight ``a_j = max_t log(1 + ReLU(z_tj))``, Formal et al. 2021,
+   SPLADE v2 eq. 1), ``SpladeLoss(SparseMultipleNegativesRankingLoss)`` with query/document FLOPS
+   regulariser weights ``lambda_q``, ``lambda_d`` (Paria et al. 2020: ``sum_j (batch mean of a_j)^2``)
+   and the quadratic regulariser-weight warm-up ``SpladeRegularizerWeightSchedulerCallback``, driven by
+   ``SparseEncoderTrainer`` on CPU;
+6. evaluation on the dev queries: nDCG@10 and MRR@10 (``ir_measures``), mean active dims of queries
+   and documents, FLOPS (expected number of multiplications per query-document pair,
+   ``sum_j p_j(q) p_j(d)``, Formal et al. 2021 sec. 4 / Paria et al. 2020), and the loss curve
+   (ranking and FLOPS parts).
+
+Collapse (non-finite loss or weights, empty vectors, or vectors active on almost the whole vocabulary)
+is recorded in the cell's ``collapse`` field with a warning, never raised.
+
+Outputs in the run folder: ``config.json``, ``cells/*.json`` (one per cell, resumable),
+``backbone/seed=S/`` (cached pretrained backbone), ``metrics.json``, ``metrics.csv``, ``summary.md``,
+figures ``splade_*.png`` (drawn by :mod:`initlab.paper_figs.splade_figures`), ``DONE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import math
+import shutil
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from initlab.config import derive, to_dict
+from initlab.runs import RunDir
+from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_corpus
+from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
+
+__all__ = [
+    "SpladeSweepConfig", "PRESETS", "cell_name", "load_encoder", "splade_vectors", "flops_pairs",
+    "measure_init", "evaluate", "detect_collapse", "train_cell", "run_cell", "run_sweep", "summarize",
+    "main", "reproduce_stage",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SpladeSweepConfig:
+    """The sweep: corpus, backbone, the (inflation x k x seed) grid and the SPLADE recipe.
+
+    ``lambda_q`` / ``lambda_d`` are the maximum FLOPS regulariser weights reached after the quadratic
+    warm-up over ``reg_warmup_ratio`` of the ``steps``; ``lr`` is AdamW's peak learning rate with
+    linear warm-up over ``lr_warmup_ratio`` of the steps, then linear decay (transformers' default).
+    Query/document token limits are ``query_max_len`` / ``doc_max_len`` (T, incl. [CLS] and [SEP]).
+    """
+
+    corpus: CorpusConfig = CorpusConfig()
+    backbone: BackboneConfig = BackboneConfig()
+    inflations: tuple[float, ...] = (1.0, 4.0, 16.0)
+    ks: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    seeds: tuple[int, ...] = (0, 1)
+    steps: int = 250
+    batch_size: int = 32
+    lr: float = 5e-4
+    lr_warmup_ratio: float = 0.1
+    lambda_q: float = 5e-2
+    lambda_d: float = 3e-2
+    reg_warmup_ratio: float = 1 / 3
+    query_max_len: int = 12
+    doc_max_len: int = 32
+    log_every: int = 10
+    init_batch: int = 64
+    dense_fraction: float = 0.9
+
+
+BASE = SpladeSweepConfig()
+PRESETS: dict[str, SpladeSweepConfig] = {
+    "quick": derive(
+        BASE,
+        corpus=derive(BASE.corpus, n_docs=120, n_train_queries=600, n_dev_queries=40),
+        backbone=derive(BASE.backbone, mlm_steps=100),
+        inflations=(1.0, 16.0), ks=(1.0, 16.0), seeds=(0,), steps=60, log_every=5,
+    ),
+    "default": BASE,
+    "full": derive(BASE, seeds=(0, 1, 2, 3, 4), steps=600, corpus=derive(BASE.corpus, n_train_queries=6000)),
+}
+
+
+def vocab_size(c: CorpusConfig) -> int:
+    """V of the corpus: special tokens + background + topic + entity words."""
+    return 5 + c.n_background + c.n_topics * c.topic_words + c.n_entities
+
+
+def cell_name(inflation: float, k: float, seed: int) -> str:
+    """File-safe name of one cell, e.g. ``inf=4_k=16_seed=0``."""
+    return f"inf={inflation:g}_k={k:g}_seed={seed}"
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence transformers / sentence-transformers info logs and known-benign warnings inside a cell."""
+    import transformers
+
+    old = transformers.logging.get_verbosity()
+    st_logger = logging.getLogger("sentence_transformers")
+    old_st = st_logger.level
+    transformers.logging.set_verbosity_error()
+    st_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*deprecated.*")
+            yield
+    finally:
+        transformers.logging.set_verbosity(old)
+        st_logger.setLevel(old_st)
+
+
+# ------------------------------------------------------------------------------------------------
+# model
+# ------------------------------------------------------------------------------------------------
+def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSweepConfig, seed: int):
+    """SparseEncoder = Transformer(fill-mask) + SpladePooling(max) over the cached backbone, with
+    ``W_head <- W_head * inflation / k`` (inflation by :func:`inflate_head`, then
+    :func:`initlab.theory.mlm_head.rescale_mlm_head`).
+
+    Raises:
+        ValueError: inflation or k not finite and > 0.
+    """
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    from initlab.theory.mlm_head import rescale_mlm_head
+
+    torch.manual_seed(seed)
+    with _quiet():
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
+        model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
+    inflate_head(tr.auto_model, inflation)
+    rescale_mlm_head(tr.auto_model, k)
+    return model
+
+
+@torch.no_grad()
+def splade_vectors(model, texts: list[str], max_len: int, batch_size: int = 128) -> torch.Tensor:
+    """SPLADE vectors ``a`` of ``texts``, shape ``(N, V)``, float32, in eval mode (non-finite kept)."""
+    model.eval()
+    old = model.max_seq_length
+    model.max_seq_length = max_len
+    try:
+        with _quiet():
+            out = model.encode(texts, batch_size=batch_size, convert_to_tensor=True, convert_to_sparse_tensor=False,
+                               show_progress_bar=False)
+    finally:
+        model.max_seq_length = old
+    return out.float().cpu()
+
+
+def flops_pairs(q: torch.Tensor, d: torch.Tensor) -> float:
+    """FLOPS: expected multiplications per query-document pair, ``sum_j p_j(q) p_j(d)`` where ``p_j`` is
+    the fraction of queries (documents) with ``a_j > 0`` (Paria et al. 2020; Formal et al. 2021).
+
+    Args:
+        q: ``(Nq, V)`` query vectors; d: ``(Nd, V)`` document vectors.
+    """
+    if q.ndim != 2 or d.ndim != 2 or q.shape[1] != d.shape[1]:
+        raise ValueError(f"flops_pairs: expected (Nq, V) and (Nd, V), got {tuple(q.shape)} and {tuple(d.shape)}")
+    return float(((q > 0).double().mean(0) * (d > 0).double().mean(0)).sum())
+
+
+def _batch_features(model, texts: list[str], max_len: int) -> dict[str, torch.Tensor]:
+    old = model.max_seq_length
+    model.max_seq_length = max_len
+    try:
+        return model.tokenize(texts)
+    finally:
+        model.max_seq_length = old
+
+
+@torch.no_grad()
+def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int) -> dict[str, float]:
+    """Scale quantities at initialization (before any SPLADE step), for comparison with the theory.
+
+    Returns a dict with: ``head_norm`` (Frobenius norm of ``W_head``), ``head_row_norm`` (mean row
+    norm), ``logit_mean`` / ``logit_std`` (mean and std of the token logits ``z`` over non-padding
+    document tokens and all V), ``token_active_fraction`` (``P(z > 0)``), ``active_fraction``
+    (fraction of the V entries of document vectors that are > 0), ``q_active_dims`` /
+    ``d_active_dims`` (mean non-zeros), ``flops`` (:func:`flops_pairs` on dev queries x corpus),
+    ``flops_reg_d`` (the FLOPS regulariser ``sum_j (mean_d a_j)^2`` on the documents),
+    ``mean_a`` / ``mean_a2`` (E[a], E[a^2] over document entries), ``score_pos`` / ``score_neg``
+    (mean score of a dev query with its source document / with other documents), ``score_std``
+    (std of all dev scores) and ``ranking_loss`` (in-batch InfoNCE on the first ``init_batch``
+    train pairs, in nats).
+    """
+    from initlab.theory.mlm_head import head_projection
+
+    hf = model[0].auto_model
+    w = head_projection(hf).detach().double()
+    docs = list(corpus.docs.values())
+    qids = list(corpus.dev_queries)
+    q = splade_vectors(model, [corpus.dev_queries[i] for i in qids], cfg.query_max_len)
+    d = splade_vectors(model, docs, cfg.doc_max_len)
+
+    feats = _batch_features(model, docs[: cfg.init_batch], cfg.doc_max_len)
+    logits = hf(input_ids=feats["input_ids"], attention_mask=feats["attention_mask"]).logits.double()
+    mask = feats["attention_mask"].bool()
+    z = logits[mask]  # (tokens, V)
+
+    doc_index = {did: i for i, did in enumerate(corpus.docs)}
+    scores = q.double() @ d.double().T  # (Nq, Nd)
+    src = torch.tensor([doc_index[corpus.dev_source[i]] for i in qids])
+    pos = scores[torch.arange(len(qids)), src]
+    neg_mask = torch.ones_like(scores, dtype=torch.bool)
+    neg_mask[torch.arange(len(qids)), src] = False
+
+    pairs = corpus.train_pairs[: cfg.init_batch]
+    qa = splade_vectors(model, [p[0] for p in pairs], cfg.query_max_len).double()
+    da = splade_vectors(model, [corpus.docs[p[1]] for p in pairs], cfg.doc_max_len).double()
+    s = qa @ da.T  # similarity_fn of SparseEncoder is the dot product; MNRL scale is 1 for it
+    ranking_loss = float(torch.nn.functional.cross_entropy(s, torch.arange(len(pairs))))
+    return {
+        "head_norm": float(w.norm()),
+        "head_row_norm": float(w.norm(dim=1).mean()),
+        "logit_mean": float(z.mean()),
+        "logit_std": float(z.std()),
+        "token_active_fraction": float((z > 0).double().mean()),
+        "active_fraction": float((d > 0).double().mean()),
+        "q_active_dims": float((q > 0).sum(1).double().mean()),
+        "d_active_dims": float((d > 0).sum(1).double().mean()),
+        "flops": flops_pairs(q, d),
+        "flops_reg_d": float((d.double().mean(0) ** 2).sum()),
+        "mean_a": float(d.double().mean()),
+        "mean_a2": float((d.double() ** 2).mean()),
+        "score_pos": float(pos.mean()),
+        "score_neg": float(scores[neg_mask].mean()),
+        "score_std": float(scores.std()),
+        "ranking_loss": ranking_loss,
+    }
+
+
+def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str, float]:
+    """nDCG@10 and MRR@10 (``ir_measures``, graded qrels) on the dev queries, active dims and FLOPS.
+
+    Non-finite scores (a NaN model) are replaced by 0 so ties rank by document id; such a cell is
+    flagged by :func:`detect_collapse`.
+    """
+    import ir_measures
+    from ir_measures import RR, nDCG
+
+    qids = list(corpus.dev_queries)
+    dids = list(corpus.docs)
+    q = splade_vectors(model, [corpus.dev_queries[i] for i in qids], cfg.query_max_len)
+    d = splade_vectors(model, [corpus.docs[i] for i in dids], cfg.doc_max_len)
+    finite = bool(torch.isfinite(q).all() and torch.isfinite(d).all())
+    scores = torch.nan_to_num(q.double() @ d.double().T, nan=0.0, posinf=0.0, neginf=0.0)
+    top = torch.topk(scores, k=min(10, len(dids)), dim=1)
+    run = [
+        ir_measures.ScoredDoc(qid, dids[j], float(v))
+        for qi, qid in enumerate(qids)
+        for v, j in zip(top.values[qi].tolist(), top.indices[qi].tolist())
+    ]
+    qrels = [ir_measures.Qrel(qid, did, rel) for qid, rels in corpus.qrels.items() for did, rel in rels.items()]
+    agg = ir_measures.calc_aggregate([nDCG @ 10, RR @ 10], qrels, run)
+    return {
+        "ndcg@10": float(agg[nDCG @ 10]),
+        "mrr@10": float(agg[RR @ 10]),
+        "q_active_dims": float((q > 0).sum(1).double().mean()),
+        "d_active_dims": float((d > 0).sum(1).double().mean()),
+        "flops": flops_pairs(q, d),
+        "finite_vectors": finite,
+    }
+
+
+def detect_collapse(loss_curve: list[dict[str, float]], q_active: float, d_active: float, vocab_size: int,
+                    finite_weights: bool = True, dense_fraction: float = 0.9) -> list[str]:
+    """Reasons a trained cell counts as collapsed (empty list: not collapsed).
+
+    Collapse is any of: a non-finite logged loss; non-finite weights; documents or queries with fewer
+    than one active dimension on average (vectors -> 0); documents active on more than
+    ``dense_fraction`` of the vocabulary (vectors -> ~V, near-constant).
+    """
+    reasons = []
+    for row in loss_curve:
+        if any(not math.isfinite(float(row.get(key, 0.0))) for key in ("loss", "ranking", "flops_q", "flops_d")):
+            reasons.append(f"non-finite loss at step {row.get('step')}")
+            break
+    if not finite_weights:
+        reasons.append("non-finite weights")
+    if not (d_active >= 1):
+        reasons.append(f"documents empty (mean active dims {d_active:.3g})")
+    if not (q_active >= 1):
+        reasons.append(f"queries empty (mean active dims {q_active:.3g})")
+    if d_active > dense_fraction * vocab_size:
+        reasons.append(f"documents dense ({d_active:.0f} of {vocab_size} dims active)")
+    return reasons
+
+
+# ------------------------------------------------------------------------------------------------
+# training
+# ------------------------------------------------------------------------------------------------
+def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path) -> list[dict[str, float]]:
+    """SPLADE training of ``model`` with SparseEncoderTrainer; returns the logged loss curve.
+
+    Each row: ``step``, ``loss`` (total), ``ranking`` (InfoNCE part), ``flops_q`` / ``flops_d`` (the
+    weighted FLOPS parts as added to the loss), ``lambda_q`` / ``lambda_d`` (current weights), all
+    averaged over the ``log_every`` steps before ``step`` by the trainer.
+    """
+    from datasets import Dataset
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainer, SparseEncoderTrainingArguments
+    from sentence_transformers.sparse_encoder.callbacks import SpladeRegularizerWeightSchedulerCallback
+    from sentence_transformers.sparse_encoder.losses import SparseMultipleNegativesRankingLoss, SpladeLoss
+
+    model.max_seq_length = cfg.doc_max_len
+    ds = Dataset.from_dict({
+        "query": [q for q, _ in corpus.train_pairs],
+        "document": [corpus.docs[d] for _, d in corpus.train_pairs],
+    })
+    loss = SpladeLoss(model, SparseMultipleNegativesRankingLoss(model),
+                      document_regularizer_weight=cfg.lambda_d, query_regularizer_weight=cfg.lambda_q)
+    args = SparseEncoderTrainingArguments(
+        output_dir=str(work_dir), max_steps=cfg.steps, per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.lr, warmup_steps=max(1, int(round(cfg.lr_warmup_ratio * cfg.steps))),
+        logging_steps=cfg.log_every, logging_nan_inf_filter=False, save_strategy="no", report_to="none",
+        use_cpu=True, seed=seed, data_seed=seed, dataloader_num_workers=0, disable_tqdm=True,
+        batch_sampler="no_duplicates",
+    )
+    with _quiet():
+        trainer = SparseEncoderTrainer(
+            model=model, args=args, train_dataset=ds, loss=loss,
+            callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
+                                                                warmup_ratio=cfg.reg_warmup_ratio)],
+        )
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        trainer.remove_callback(PrinterCallback)  # logs go to the cell's loss curve, not stdout
+        trainer.remove_callback(ProgressCallback)
+        trainer.train()
+    curve = []
+    for row in trainer.state.log_history:
+        if "base_loss" not in row:
+            continue
+        curve.append({
+            "step": int(row["step"]),
+            "loss": float(row.get("loss", float("nan"))),
+            "ranking": float(row["base_loss"]),
+            "flops_q": float(row.get("query_regularizer_loss", 0.0)),
+            "flops_d": float(row.get("document_regularizer_loss", 0.0)),
+            "lambda_q": float(row.get("query_regularizer_weight", 0.0)),
+            "lambda_d": float(row.get("document_regularizer_weight", 0.0)),
+        })
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return curve
+
+
+def run_cell(backbone_dir: Path, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, inflation: float, k: float,
+             seed: int, work_dir: Path) -> dict[str, Any]:
+    """One (inflation, k, seed) cell: load, inflate, rescale, measure at init, train, evaluate.
+
+    Returns a JSON-ready dict: ``inflation``, ``k``, ``seed``, ``init`` (:func:`measure_init`),
+    ``loss_curve`` (:func:`train_cell`), the metrics of :func:`evaluate`, ``collapse`` (list of
+    reasons, see :func:`detect_collapse`) and ``seconds``. A collapsed cell issues a ``RuntimeWarning``.
+    """
+    t0 = time.perf_counter()
+    model = load_encoder(backbone_dir, inflation, k, cfg, seed)
+    init = measure_init(model, corpus, cfg, seed)
+    curve = train_cell(model, corpus, cfg, seed, work_dir)
+    metrics = evaluate(model, corpus, cfg)
+    finite_weights = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+    reasons = detect_collapse(curve, metrics["q_active_dims"], metrics["d_active_dims"], len(corpus.vocab),
+                              finite_weights, cfg.dense_fraction)
+    if reasons:
+        warnings.warn(f"SPLADE cell {cell_name(inflation, k, seed)} collapsed: {'; '.join(reasons)}",
+                      RuntimeWarning, stacklevel=2)
+    return {"inflation": inflation, "k": k, "seed": seed, **metrics, "collapse": reasons, "init": init,
+            "loss_curve": curve, "seconds": time.perf_counter() - t0}
+
+
+# ------------------------------------------------------------------------------------------------
+# sweep, summary, CLI
+# ------------------------------------------------------------------------------------------------
+def run_sweep(out: Path, cfg: SpladeSweepConfig, overwrite: bool = False, progress: bool = True) -> RunDir:
+    """Run (or resume) every cell of ``cfg`` into ``out``; finished cells are not redone.
+
+    Writes ``config.json`` first, each cell as it finishes, then ``metrics.json`` / ``metrics.csv`` /
+    ``summary.md`` and the figures, then ``DONE``.
+
+    Raises:
+        initlab.runs.RunExistsError: ``out`` holds a finished run and ``overwrite`` is False.
+    """
+    from tqdm.auto import tqdm
+
+    rd = RunDir(out, overwrite=overwrite, resume=True)
+    if (rd.root / "config.json").exists():
+        from initlab.config import load_config
+
+        old = load_config(SpladeSweepConfig, rd.root / "config.json")
+        if old != cfg:
+            raise ValueError(f"{rd.root}: holds an unfinished run with a different config; use another --out or --overwrite")
+    rd.write_config(cfg)
+    corpus = make_corpus(cfg.corpus)
+    grid = [(s, i, k) for s in cfg.seeds for i in cfg.inflations for k in cfg.ks]
+    bar = tqdm(grid, desc="synthetic SPLADE cells", disable=not progress)
+    for seed, inflation, k in bar:
+        name = cell_name(inflation, k, seed)
+        bar.set_postfix_str(name)
+        if rd.has_cell(name):
+            continue
+        backbone = prepare_backbone(rd.root / "backbone" / f"seed={seed}", corpus, cfg.backbone, seed, progress=progress)
+        rd.save_cell(name, run_cell(backbone, corpus, cfg, inflation, k, seed, rd.root / "trainer_tmp"))
+    rows = collect_rows(rd)
+    rd.write_json("metrics.json", {"cells": [rd.load_cell(cell_name(i, k, s)) for s, i, k in grid], "table": rows})
+    rd.write_csv("metrics.csv", rows)
+    summary = summarize(rows, cfg)
+    from initlab.runs import atomic_write_text
+
+    atomic_write_text(rd.root / "summary.md", summary)
+    try:
+        from initlab.paper_figs.splade_figures import draw_all
+
+        draw_all(rd.root)
+    except Exception as err:  # a figure must never lose the results; say so loudly
+        warnings.warn(f"synthetic SPLADE figures failed: {type(err).__name__}: {err}", RuntimeWarning)
+    rd.mark_done()
+    return rd
+
+
+def collect_rows(rd: RunDir) -> list[dict[str, Any]]:
+    """Flat per-cell rows (metrics, init scale quantities with an ``init_`` prefix, final losses)."""
+    rows = []
+    for name in rd.cells():
+        c = rd.load_cell(name)
+        last = c["loss_curve"][-1] if c["loss_curve"] else {}
+        row = {key: c[key] for key in ("inflation", "k", "seed", "ndcg@10", "mrr@10", "q_active_dims",
+                                       "d_active_dims", "flops")}
+        row["collapsed"] = bool(c["collapse"])
+        row["collapse"] = "; ".join(c["collapse"])
+        row["final_ranking"] = last.get("ranking")
+        row["final_flops_q"] = last.get("flops_q")
+        row["final_flops_d"] = last.get("flops_d")
+        row.update({f"init_{key}": v for key, v in c["init"].items()})
+        row["seconds"] = c["seconds"]
+        rows.append(row)
+    rows.sort(key=lambda r: (r["inflation"], r["k"], r["seed"]))
+    return rows
+
+
+def _f(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def summarize(rows: list[dict[str, Any]], cfg: SpladeSweepConfig) -> str:
+    """Markdown table: per (inflation, k), seed mean (and min-max) of the metrics, collapsed seeds."""
+    lines = [
+        "## Synthetic SPLADE: collapse and recovery under MLM-head rescaling",
+        "",
+        f"{cfg.corpus.n_docs} documents, {cfg.corpus.n_dev_queries} dev queries, "
+        f"vocabulary V = {vocab_size(cfg.corpus)}; tiny BERT d={cfg.backbone.d}, {cfg.backbone.layers} layers; "
+        f"{cfg.steps} steps, batch {cfg.batch_size}, lr {cfg.lr:g}, lambda_q {cfg.lambda_q:g}, lambda_d {cfg.lambda_d:g} "
+        f"(quadratic warm-up over {cfg.reg_warmup_ratio:.2f} of the steps); seeds {list(cfg.seeds)}.",
+        "Means over seeds (min-max in brackets); `init` columns are measured before training.",
+        "",
+        "| inflation | k | nDCG@10 | MRR@10 | q dims | d dims | FLOPS | init head norm | init d dims | init loss | collapsed |",
+        "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    groups: dict[tuple[float, float], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["inflation"], r["k"]), []).append(r)
+    for (inf, k), rs in sorted(groups.items()):
+        def m(key: str) -> np.ndarray:
+            return np.array([_f(r[key]) for r in rs])
+
+        nd, mr = m("ndcg@10"), m("mrr@10")
+        coll = sum(r["collapsed"] for r in rs)
+        lines.append(
+            f"| {inf:g} | {k:g} | {nd.mean():.3f} [{nd.min():.3f}-{nd.max():.3f}] | {mr.mean():.3f} [{mr.min():.3f}-{mr.max():.3f}] "
+            f"| {m('q_active_dims').mean():.1f} | {m('d_active_dims').mean():.1f} | {m('flops').mean():.1f} "
+            f"| {m('init_head_norm').mean():.1f} | {m('init_d_active_dims').mean():.1f} | {m('init_ranking_loss').mean():.2f} "
+            f"| {coll}/{len(rs)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(PRESETS), default="default", help="sweep size (default: default)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    args = parser.parse_args(argv)
+    out = args.out or Path("results/synthetic_splade") / args.preset
+    t0 = time.perf_counter()
+    try:
+        rd = run_sweep(out, PRESETS[args.preset], overwrite=args.overwrite)
+    except (FileExistsError, ValueError) as err:
+        parser.error(str(err))
+    print((rd.root / "summary.md").read_text())
+    print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """``initlab reproduce`` stage ``splade``: the sweep of ``preset`` into ``out_dir``; markdown summary.
+
+    A finished ``out_dir`` (``DONE``) is not redone unless ``overwrite``; its saved summary is returned.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
+    out_dir = Path(out_dir)
+    if overwrite or not (out_dir / "DONE").exists():
+        run_sweep(out_dir, PRESETS[preset], overwrite=overwrite)
+    figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
+    return (out_dir / "summary.md").read_text() + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"

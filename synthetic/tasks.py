@@ -1,0 +1,158 @@
+"""Synthetic length-100 sequence tasks for the self-pretraining (SPT) experiments, deterministic by seed.
+
+Vocabulary (shared by all tasks, so a model pretrained on one can be fine-tuned on another):
+``PAD_ID = 0``, ``MASK_ID = 1``, content tokens ``2 .. 2 + n_content - 1``. Write ``c(a) = 2 + a`` for the
+content token with index ``a`` in ``0..n_content-1`` and ``succ(a) = (a + 1) mod n_content``.
+
+Generation rules (every sequence has length exactly T; T must be even for the local task):
+
+* ``local`` ("pair order"). The sequence is T/2 blocks of two positions (2m, 2m+1). Each block is, with
+  probability ``signal_frac``, a *signal block*: draw ``a`` uniformly; class 1 writes ``(c(a), c(succ(a)))``,
+  class 0 writes ``(c(succ(a)), c(a))``; otherwise a *noise block* of two independent uniform tokens.
+  The label is the class (balanced). Reversing a block maps class 1 blocks onto class 0 blocks and leaves the
+  multiset of tokens unchanged, so the bag-of-tokens distribution (and every function of the token counts)
+  is *identically distributed* in both classes: a model that ignores order, or attends uniformly, is at
+  chance. The label is decided by the direction of adjacent pairs (a local interaction between positions
+  2m and 2m+1), and a masked token in a signal block is one of two tokens given its neighbour, so the
+  inputs are locally correlated.
+* ``count`` (control). Runs of identical tokens, run lengths geometric on {1, 2, ...} with mean ``mean_run``
+  (the last run is cut at T). Each run's token is drawn from the first half of the content tokens with probability
+  ``0.5 + count_bias`` (class 1) or ``0.5 - count_bias`` (class 0), uniformly within the half. The label is
+  decidable from token counts alone (uniform attention suffices); the runs make the inputs locally
+  correlated too (used as cross-data SPT inputs).
+* ``iid``: i.i.d. uniform content tokens (no structure); labels are fair coin flips carrying no signal.
+  Used only as cross-data SPT inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+__all__ = ["PAD_ID", "MASK_ID", "N_SPECIAL", "TaskConfig", "make_task", "vocab_size", "mask_tokens", "TASKS"]
+
+PAD_ID = 0
+MASK_ID = 1
+N_SPECIAL = 2
+TASKS = ("local", "count", "iid")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """Parameters of the generators (see the module docstring for the rules)."""
+
+    T: int = 100
+    n_content: int = 16
+    signal_frac: float = 0.5  # local: share of signal blocks
+    count_bias: float = 0.2  # count: class shift of the first-half probability
+    mean_run: float = 3.0  # count: mean run length
+
+    def __post_init__(self) -> None:
+        if isinstance(self.T, bool) or not isinstance(self.T, int) or self.T < 2:
+            raise ValueError(f"TaskConfig.T: expected an int >= 2, got {self.T!r}")
+        if isinstance(self.n_content, bool) or not isinstance(self.n_content, int) or self.n_content < 3:
+            raise ValueError(f"TaskConfig.n_content: expected an int >= 3, got {self.n_content!r}")
+        if not 0.0 <= self.signal_frac <= 1.0:
+            raise ValueError(f"TaskConfig.signal_frac: expected a float in [0, 1], got {self.signal_frac!r}")
+        if not 0.0 <= self.count_bias <= 0.5:
+            raise ValueError(f"TaskConfig.count_bias: expected a float in [0, 0.5], got {self.count_bias!r}")
+        if not self.mean_run >= 1.0:
+            raise ValueError(f"TaskConfig.mean_run: expected a float >= 1, got {self.mean_run!r}")
+
+
+def vocab_size(cfg: TaskConfig) -> int:
+    """Number of token ids: the special tokens plus ``cfg.n_content``."""
+    return N_SPECIAL + cfg.n_content
+
+
+def _local(n: int, cfg: TaskConfig, rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
+    if cfg.T % 2:
+        raise ValueError(f"TaskConfig.T: the local task needs an even T, got {cfg.T}")
+    K, M = cfg.n_content, cfg.T // 2
+    a = rng.integers(0, K, size=(n, M))
+    signal = rng.random((n, M)) < cfg.signal_frac
+    noise = rng.integers(0, K, size=(n, M, 2))
+    first = np.where(labels[:, None] == 1, a, (a + 1) % K)
+    second = np.where(labels[:, None] == 1, (a + 1) % K, a)
+    pairs = np.stack([first, second], axis=-1)  # (n, M, 2)
+    pairs = np.where(signal[..., None], pairs, noise)
+    return pairs.reshape(n, cfg.T)
+
+
+def _count(n: int, cfg: TaskConfig, rng: np.random.Generator, labels: np.ndarray) -> np.ndarray:
+    K, T, half = cfg.n_content, cfg.T, cfg.n_content // 2
+    out = np.empty((n, T), dtype=np.int64)
+    p_first = np.where(labels == 1, 0.5 + cfg.count_bias, 0.5 - cfg.count_bias)
+    p_geo = 1.0 / cfg.mean_run  # numpy's geometric has support {1, 2, ...} and mean 1/p
+    for b in range(n):
+        t = 0
+        while t < T:
+            length = int(rng.geometric(p_geo))
+            if rng.random() < p_first[b]:
+                tok = rng.integers(0, half)
+            else:
+                tok = rng.integers(half, K)
+            out[b, t : t + length] = tok
+            t += length
+    return out
+
+
+def make_task(name: str, n: int, seed: int, cfg: TaskConfig = TaskConfig()) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generate ``n`` sequences of task ``name``.
+
+    Args:
+        name: ``"local"``, ``"count"`` or ``"iid"``.
+        n: number of sequences (>= 1).
+        seed: integer seed; the same (name, n, seed, cfg) always gives the same tensors.
+        cfg: :class:`TaskConfig`.
+    Returns:
+        ``tokens (n, T)`` long in ``[N_SPECIAL, vocab_size(cfg))`` and ``labels (n,)`` long in {0, 1}
+        (exactly balanced: the first ``n // 2`` of a random permutation are class 1).
+    Raises:
+        ValueError: unknown ``name``, ``n < 1``, or an odd T for ``local``.
+    """
+    if name not in TASKS:
+        raise ValueError(f"name: expected one of {TASKS}, got {name!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n: expected a positive int, got {n!r}")
+    rng = np.random.default_rng([int(seed), TASKS.index(name)])
+    labels = np.zeros(n, dtype=np.int64)
+    labels[rng.permutation(n)[: n // 2]] = 1
+    if name == "local":
+        idx = _local(n, cfg, rng, labels)
+    elif name == "count":
+        idx = _count(n, cfg, rng, labels)
+    else:
+        idx = rng.integers(0, cfg.n_content, size=(n, cfg.T))
+    return torch.from_numpy(idx + N_SPECIAL).long(), torch.from_numpy(labels).long()
+
+
+def mask_tokens(
+    tokens: torch.Tensor, rate: float, generator: torch.Generator, pad_mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """I.i.d. token masking for masked reconstruction: each real position is replaced by ``MASK_ID`` with
+    probability ``rate`` (at least one position per batch is masked).
+
+    Args:
+        tokens: ``(B, T)`` long.
+        rate: masking probability in (0, 1).
+        generator: a seeded ``torch.Generator`` (determinism).
+        pad_mask: ``(B, T)`` bool, True = real token (padding is never masked), or None.
+    Returns:
+        ``inputs (B, T)`` with masked positions set to ``MASK_ID``, and ``masked (B, T)`` bool (the
+        positions the loss is computed on).
+    Raises:
+        ValueError: ``rate`` outside (0, 1).
+    """
+    if not 0.0 < rate < 1.0:
+        raise ValueError(f"rate: expected a float in (0, 1), got {rate!r}")
+    masked = torch.rand(tokens.shape, generator=generator) < rate
+    if pad_mask is not None:
+        masked &= pad_mask
+    if not masked.any():
+        masked.view(-1)[0] = True
+    inputs = tokens.masked_fill(masked, MASK_ID)
+    return inputs, masked

@@ -1,0 +1,606 @@
+"""``initlab theory verify``: check theorems T1-T5 on fresh random cases.
+
+Every statement is checked three ways in float64 on random cases (T drawn from 2..128, width, heads,
+W_O on/off, position-wise f and loss drawn from the registries of
+:mod:`initlab.theory.attention_gradient`): the closed form against autograd, autograd against central
+differences (entry-wise for T <= 6, along random and pattern directions otherwise), and the structural
+claims (equal rows, blind component zero / non-zero, bounds, Monte Carlo agreement within 5 standard
+errors for T4). The table reports, per statement, the cases tried and the largest absolute and relative
+error over all its checks; a statement passes only if every check is inside its tolerance and every
+"non-zero" claim holds. Exit status 1 if any statement fails.
+
+Also :func:`reproduce_stage`, the ``theory`` stage of ``initlab reproduce`` (verify.json, config.json,
+figures, summary.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from initlab.config import derive, to_dict
+from initlab.runs import RunDir, atomic_write_json, atomic_write_text
+from initlab.theory import attention_gradient as ag
+from initlab.theory import attention_masked as am
+from initlab.theory.subspace import blind_component, blind_fraction
+
+__all__ = ["VerifyConfig", "StatementResult", "run_verify", "format_table", "main", "reproduce_stage", "PRESETS"]
+
+# Test-only hook: a callable ``(statement, gradient) -> gradient`` applied to every autograd gradient
+# before it is compared. Tests set it to inject a wrong gradient and check that verify reports FAIL.
+_TEST_HOOK: Callable[[str, torch.Tensor], torch.Tensor] | None = None
+
+# Relative tolerances (float64): exact identities vs autograd, central differences (h = 1e-5).
+TOL_EXACT = 1e-9
+TOL_FD = 1e-6
+MC_SIGMAS = 5.0
+
+STATEMENTS = {
+    "T1": "mean pooling, uniform attention: grad_S L = 1 g^T, g ⟂ 1 (per head, any f, loss, W_O)",
+    "T2": "<grad_S L, P> = 0 for constant-column-sum P; band |i-j|<=w bounded by edge columns",
+    "T3": "grad_M L = T xbar (C W_V r)^T rank one; grad_WQ, grad_WK closed forms",
+    "T4": "masked reconstruction: blind component != 0; E<D,P> = kappa(C) Psi(P) (Monte Carlo)",
+    "T5": "residual+nonlinear f, CLS pooling, non-uniform A: blind component closed forms",
+}
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """Configuration of one verification run.
+
+    Attributes:
+        seed: base seed (each statement derives its own generator from it).
+        cases: random cases per statement (T4's Monte Carlo runs use ``max(2, cases // 4)``).
+        t_max: largest sequence length drawn (lengths are drawn in [2, t_max]).
+        mc_samples: Monte Carlo sequences per T4 run.
+        symbolic: also run the sympy derivations (:mod:`initlab.theory.attention_symbolic`).
+    """
+
+    seed: int = 0
+    cases: int = 20
+    t_max: int = 128
+    mc_samples: int = 20000
+    symbolic: bool = False
+
+
+BASE = VerifyConfig()
+PRESETS = {
+    "quick": derive(BASE, cases=6, mc_samples=8000, symbolic=False),
+    "default": derive(BASE, cases=20, mc_samples=20000, symbolic=True),
+    "full": derive(BASE, cases=100, mc_samples=100000, symbolic=True),
+}
+
+
+@dataclass
+class StatementResult:
+    """Outcome for one statement: per-check worst errors, failed claims and measured quantities."""
+
+    statement: str
+    description: str
+    cases: int = 0
+    checks: dict[str, dict[str, float]] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    measured: dict[str, Any] = field(default_factory=dict)
+
+    def record(self, name: str, got: torch.Tensor | float, ref: torch.Tensor | float, tol: float, scale: float | None = None) -> None:
+        """Record |got - ref| (max entry) and its ratio to ``scale`` (default max|ref|); fail above ``tol``."""
+        got_t, ref_t = torch.as_tensor(got, dtype=torch.float64), torch.as_tensor(ref, dtype=torch.float64)
+        err = float((got_t - ref_t).abs().max())
+        scale = float(ref_t.abs().max()) if scale is None else float(scale)
+        rel = err / scale if scale > 0 else (0.0 if err == 0 else math.inf)
+        c = self.checks.setdefault(name, {"max_abs_error": 0.0, "max_rel_error": 0.0, "tolerance_rel": tol, "n": 0})
+        c["max_abs_error"] = max(c["max_abs_error"], err)
+        c["max_rel_error"] = max(c["max_rel_error"], rel)
+        c["n"] += 1
+        if not (rel <= tol):
+            self.failures.append(f"{name}: rel error {rel:.3g} > {tol:.1g}")
+
+    def claim(self, name: str, ok: bool, detail: str = "") -> None:
+        """Record a yes/no claim (e.g. "blind component is non-zero")."""
+        c = self.checks.setdefault(name, {"claim_failures": 0, "n": 0})
+        c["n"] += 1
+        if not ok:
+            c["claim_failures"] += 1
+            self.failures.append(f"{name}: claim failed {detail}".rstrip())
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((c.get("max_abs_error", 0.0) for c in self.checks.values()), default=0.0)
+
+    @property
+    def max_rel_error(self) -> float:
+        return max((c.get("max_rel_error", 0.0) for c in self.checks.values()), default=0.0)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and self.cases > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "statement": self.statement,
+            "description": self.description,
+            "cases": self.cases,
+            "max_abs_error": self.max_abs_error,
+            "max_rel_error": self.max_rel_error,
+            "verdict": "PASS" if self.passed else "FAIL",
+            "failures": self.failures[:20],
+            "checks": self.checks,
+            "measured": self.measured,
+        }
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+def _hook(statement: str, G: torch.Tensor) -> torch.Tensor:
+    return G if _TEST_HOOK is None else _TEST_HOOK(statement, G)
+
+
+def _draw_T(gen: torch.Generator, t_max: int) -> int:
+    """Half the cases small (2..8, where entry-wise differences are affordable), half up to t_max."""
+    hi = 8 if float(torch.rand(1, generator=gen)) < 0.5 else t_max
+    return int(torch.randint(2, max(hi, 2) + 1, (1,), generator=gen))
+
+
+def _pick(gen: torch.Generator, options: Sequence[Any]) -> Any:
+    return options[int(torch.randint(len(options), (1,), generator=gen))]
+
+
+def _draw_case(gen: torch.Generator, T: int, **overrides: Any) -> ag.AttentionCase:
+    kw = dict(
+        d=int(torch.randint(1, 7, (1,), generator=gen)),
+        heads=int(torch.randint(1, 4, (1,), generator=gen)),
+        e=int(torch.randint(1, 5, (1,), generator=gen)),
+        use_W_O=bool(torch.rand(1, generator=gen) < 0.5),
+        f=_pick(gen, ag.POSITIONWISE_MAPS),
+        loss=_pick(gen, ag.LOSSES),
+    )
+    kw.update(overrides)
+    return ag.random_case(gen, T, **kw)
+
+
+def _fd_check(res: StatementResult, name: str, case: ag.AttentionCase, G: torch.Tensor, gen: torch.Generator, extra: Sequence[torch.Tensor] = ()) -> None:
+    """Autograd ``G`` against central differences: entry-wise for T <= 6, else along directions."""
+    if case.T <= 6:
+        res.record(name, G, ag.score_gradient_central_difference(case), TOL_FD, scale=float(G.abs().max()) + 1e-12)
+        return
+    dirs = [torch.randn(G.shape, generator=gen, dtype=torch.float64) for _ in range(2)] + [
+        P.expand(G.shape) if P.dim() == 2 else P for P in extra
+    ]
+    for E in dirs:
+        fd = ag.directional_central_difference(case, E)
+        res.record(name, float((G * E).sum()), fd, TOL_FD, scale=float(G.norm() * E.norm()) + 1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# one checker per statement
+# ----------------------------------------------------------------------------------------------
+def check_t1(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
+    res = StatementResult("T1", STATEMENTS["T1"])
+    for _ in range(cfg.cases):
+        case = _draw_case(gen, _draw_T(gen, cfg.t_max))
+        G = _hook("T1", ag.score_gradient(case))
+        g = ag.t1_closed_form(case)
+        scale = float(G.abs().max()) + 1e-300
+        res.record("autograd = 1 g^T (closed form)", G, g[:, None, :].expand_as(G), TOL_EXACT, scale)
+        res.record("g^T 1 = 0", g.sum(-1), 0.0, TOL_EXACT, float(g.abs().sum()) + 1e-300)
+        res.record("rows of autograd equal", G, G[:, :1, :].expand_as(G), TOL_EXACT, scale)
+        res.record("blind component of autograd = 0", blind_component(G), 0.0, TOL_EXACT, scale)
+        _fd_check(res, "central difference = autograd", case, G, gen)
+        res.cases += 1
+    return res
+
+
+def check_t2(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
+    res = StatementResult("T2", STATEMENTS["T2"])
+    ratios = []
+    for _ in range(cfg.cases):
+        T = _draw_T(gen, cfg.t_max)
+        case = _draw_case(gen, T, heads=1)
+        G = _hook("T2", ag.score_gradient(case))[0]
+        nG = float(G.norm()) + 1e-300
+        w = int(torch.randint(1, max(1, T // 2) + 1, (1,), generator=gen))
+        blind = {
+            "identity": torch.eye(T, dtype=torch.float64),
+            "permutation": ag.permutation_pattern(torch.randperm(T, generator=gen)),
+            "circulant band": ag.circulant_band_pattern(T, w),
+        }
+        for name, P in blind.items():
+            res.record(f"<G, {name}> = 0", float((G * P).sum()), 0.0, TOL_EXACT, nG * float(P.norm()))
+        band = ag.band_pattern(T, w)
+        inner = float((G * band).sum())
+        g = G[0]
+        d = ag.band_edge_deficit(T, w)
+        res.record("<G, band> = -sum_E g_j d_j", inner, -float((g * d).sum()), TOL_EXACT, nG * float(band.norm()))
+        bound = ag.band_edge_bound(g, w)
+        res.record("|<G, band>| <= ||g_E|| ||d||", max(0.0, abs(inner) - bound), 0.0, TOL_EXACT, nG * float(band.norm()))
+        rel_bound = ag.band_relative_bound(T, w)
+        res.record("|<G, band>|/||G|| <= ||d||/sqrt(T)", max(0.0, abs(inner) / nG - rel_bound), 0.0, TOL_EXACT, 1.0)
+        ratios.append({"T": T, "w": w, "ratio": abs(inner) / nG, "bound": rel_bound})
+        _fd_check(res, "central difference = autograd", case, G[None], gen, extra=[band[None], blind["circulant band"][None]])
+        res.cases += 1
+    # shrinkage: the data-free bound decreases in T for fixed w
+    for w in (1, 2, 4):
+        seq = [ag.band_relative_bound(T, w) for T in range(2 * w + 2, 2 * w + 200)]
+        res.claim("band bound decreasing in T", all(b > a for a, b in zip(seq[1:], seq[:-1])), f"(w = {w})")
+    res.measured["band_ratio_samples"] = ratios
+    return res
+
+
+def check_t3(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
+    res = StatementResult("T3", STATEMENTS["T3"])
+    for _ in range(cfg.cases):
+        T = _draw_T(gen, cfg.t_max)
+        case = _draw_case(gen, T, d=int(torch.randint(2, 7, (1,), generator=gen)), row_shift=False)
+        H, d = case.H, case.X.shape[1]
+        dk = int(torch.randint(2, 6, (1,), generator=gen))
+        W_Q = torch.randn(H, d, dk, generator=gen, dtype=torch.float64)
+        W_K = torch.randn(H, d, dk, generator=gen, dtype=torch.float64)
+        half = dk // 2
+        W_Q[..., :half] = 0  # W_Q W_K^T = 0: uniform attention with both factors non-zero
+        W_K[..., half:] = 0
+        gM, gQ, gK = ag.bilinear_score_gradient(case, W_Q, W_K)
+        gM = _hook("T3", gM)
+        cM, xbar, b = ag.t3_closed_form(case)
+        cQ, cK = ag.qk_closed_form(case, W_Q, W_K)
+        sc = float(gM.abs().max()) + 1e-300
+        res.record("grad_M autograd = T xbar (C W_V r)^T", gM, cM, TOL_EXACT, sc)
+        res.record("grad_WQ = grad_M W_K / sqrt(d_k)", gQ, cQ, TOL_EXACT, float(gQ.abs().max()) + 1e-300)
+        res.record("grad_WK = grad_M^T W_Q / sqrt(d_k)", gK, cK, TOL_EXACT, float(gK.abs().max()) + 1e-300)
+        sv = torch.linalg.svdvals(gM)
+        res.record("grad_M rank one (s2/s1)", sv[:, 1], 0.0, TOL_EXACT, float(sv[:, 0].max()) + 1e-300)
+        # central difference in M along a random direction
+        E = torch.randn(H, d, d, generator=gen, dtype=torch.float64)
+
+        def L_of_M(M):
+            return float(ag.case_loss(case, torch.einsum("id,hde,je->hij", case.X, M, case.X)))
+
+        M0 = W_Q @ W_K.transpose(-1, -2) / math.sqrt(dk)
+        h = 1e-5
+        fd = (L_of_M(M0 + h * E) - L_of_M(M0 - h * E)) / (2 * h)
+        res.record("central difference = autograd (M)", float((gM * E).sum()), fd, TOL_FD, float(gM.norm() * E.norm()) + 1e-12)
+        res.cases += 1
+    return res
+
+
+def check_t4(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
+    res = StatementResult("T4", STATEMENTS["T4"])
+    fractions = []
+    # (a) generic data: identity (G) vs autograd vs central differences, blind component non-zero
+    for _ in range(cfg.cases):
+        T = _draw_T(gen, cfg.t_max)
+        K, d, H, e, m = int(torch.randint(2, 8, (1,), generator=gen)), 4, int(torch.randint(1, 3, (1,), generator=gen)), 3, 5
+        dt = torch.float64
+        E = torch.randn(K + 1, d, generator=gen, dtype=dt)
+        W_V = torch.randn(H, d, e, generator=gen, dtype=dt) / 2
+        W_O = torch.randn(H * e, m, generator=gen, dtype=dt) / 2
+        W_D = torch.randn(m, K, generator=gen, dtype=dt)
+        x = torch.randint(K, (T,), generator=gen)
+        mask = torch.rand(T, generator=gen) < 0.3
+        mask[int(torch.randint(T, (1,), generator=gen))] = True  # at least one masked position
+        S0 = torch.randn(H, T, 1, generator=gen, dtype=dt).expand(H, T, T).clone()  # uniform attention
+        S = S0.clone().requires_grad_(True)
+        (G,) = torch.autograd.grad(am.generic_masked_loss(S, E, W_V, W_O, W_D, x, mask), S)
+        G = _hook("T4", G)
+        L, O, V = am.generic_masked_loss(S0, E, W_V, W_O, W_D, x, mask, return_O=True)
+        (R,) = torch.autograd.grad(L, O)
+        sc = float(G.abs().max()) + 1e-300
+        res.record("autograd = (1/T) R V^T Pi", G, ag.uniform_score_gradient_from_R(R, V.detach()), TOL_EXACT, sc)
+        res.record("P_B(autograd) = (1/T)(R - 1 rbar^T) V^T Pi", blind_component(G), ag.blind_component_closed_form(R, V.detach()), TOL_EXACT, sc)
+        Dir = torch.randn(H, T, T, generator=gen, dtype=dt)
+        hh = 1e-5
+        with torch.no_grad():
+            fd = float((am.generic_masked_loss(S0 + hh * Dir, E, W_V, W_O, W_D, x, mask) - am.generic_masked_loss(S0 - hh * Dir, E, W_V, W_O, W_D, x, mask)) / (2 * hh))
+        res.record("central difference = autograd", float((G * Dir).sum()), fd, TOL_FD, float(G.norm() * Dir.norm()) + 1e-12)
+        frac = float(blind_fraction(G).min())
+        fractions.append(frac)
+        # generic data: the blind component is non-zero unless the sequence is degenerate (one token value)
+        if len(set(x.tolist())) > 1 and int(mask.sum()) < T:
+            res.claim("blind component != 0 (generic data)", frac > 1e-8, f"(fraction {frac:.3g}, T = {T})")
+        res.cases += 1
+    res.measured["blind_fraction_generic_min"] = min(fractions) if fractions else None
+    res.measured["blind_fraction_generic_median"] = sorted(fractions)[len(fractions) // 2] if fractions else None
+    # (b) Markov chain closed form vs Monte Carlo, (c) a path with kappa = 0
+    mc = []
+    for k in range(max(2, cfg.cases // 4)):
+        T = int(torch.randint(4, 25, (1,), generator=gen))
+        K = int(torch.randint(2, 6, (1,), generator=gen))
+        p = 0.1 + 0.8 * float(torch.rand(1, generator=gen))
+        q = 0.1 + 0.4 * float(torch.rand(1, generator=gen))
+        w = int(torch.randint(1, max(1, T // 3) + 1, (1,), generator=gen))
+        P = ag.band_pattern(T, w, diagonal=False)
+        copy = k % 2 == 0
+        C = torch.eye(K, dtype=torch.float64) if copy else torch.randn(K, K, generator=gen, dtype=torch.float64)
+        exact = am.expected_projection(P, p, q, C)
+        est, se = am.monte_carlo_projection(P, p, q, C, cfg.mc_samples, gen, loss="linear")
+        res.record("Monte Carlo = kappa(C) Psi(P) (within 5 SE)", max(0.0, abs(est - exact) - MC_SIGMAS * se), 0.0, TOL_EXACT, abs(exact) + 1e-300)
+        if copy:
+            res.claim("copy path: E<D, band> > 0", exact > 0, f"(exact {exact:.3g})")
+        mc.append({"T": T, "K": K, "p": p, "q": q, "w": w, "path": "copy" if copy else "random", "closed_form": exact, "monte_carlo": est, "se": se})
+    # (c) kappa(C) = 0: expected projection vanishes, per-sequence blind component does not
+    T, K, p, q = 12, 4, 0.8, 0.3
+    C = torch.randn(K, K, generator=gen, dtype=torch.float64)
+    C0 = C - am.kappa(C) * K / (K - 1) * torch.eye(K, dtype=torch.float64)
+    P = ag.band_pattern(T, 2, diagonal=False)
+    est, se = am.monte_carlo_projection(P, p, q, C0, cfg.mc_samples, gen, loss="linear")
+    res.record("kappa(C) = 0 => E<D, band> = 0 (within 5 SE)", max(0.0, abs(est) - MC_SIGMAS * se), 0.0, TOL_EXACT, 1.0)
+    x = am.markov_tokens(64, T, K, p, gen)
+    msk = torch.rand(64, T, generator=gen) < q
+    Gs = am.masked_score_gradient(x, msk, C0, "linear")
+    nz = Gs.flatten(1).norm(dim=1) > 0
+    med = float(blind_fraction(Gs[nz]).median())
+    res.claim("kappa(C) = 0: per-sequence blind component != 0", med > 1e-3, f"(median fraction {med:.3g})")
+    res.measured["monte_carlo"] = mc
+    res.measured["kappa0_path"] = {"kappa": am.kappa(C0), "monte_carlo": est, "se": se, "median_blind_fraction": med}
+    return res
+
+
+def check_t5(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
+    res = StatementResult("T5", STATEMENTS["T5"])
+    cls_f, res_f, nonuni = [], [], []
+    for _ in range(cfg.cases):
+        T = _draw_T(gen, cfg.t_max)
+        # CLS pooling
+        case = _draw_case(gen, T, pooling="cls")
+        G = _hook("T5", ag.score_gradient(case))
+        R, V = ag.output_gradient(case)
+        sc = float(G.abs().max()) + 1e-300
+        res.record("CLS: P_B(autograd) = closed form", blind_component(G), ag.blind_component_closed_form(R, V), TOL_EXACT, sc)
+        nz = G.flatten(1).norm(dim=1) > 1e-12 * (1 + sc)
+        if bool(nz.any()):
+            bf = blind_fraction(G[nz])
+            res.record("CLS: blind fraction = sqrt(1 - 1/T)", bf, ag.cls_blind_fraction(T), TOL_EXACT)
+            cls_f.append({"T": T, "blind_fraction": float(bf.min())})
+        _fd_check(res, "CLS: central difference = autograd", case, G, gen)
+        # residual before f
+        f_name = _pick(gen, ("tanh", "gelu", "softplus", "mlp"))
+        case = _draw_case(gen, T, residual=True, f=f_name)
+        G = _hook("T5", ag.score_gradient(case))
+        R, V = ag.output_gradient(case)
+        sc = float(G.abs().max()) + 1e-300
+        res.record("residual: P_B(autograd) = closed form", blind_component(G), ag.blind_component_closed_form(R, V), TOL_EXACT, sc)
+        frac = float(blind_fraction(G).min())
+        res.claim("residual + non-linear f: blind component != 0", frac > 1e-8, f"(fraction {frac:.3g}, f = {f_name})")
+        res_f.append({"T": T, "f": f_name, "blind_fraction": frac})
+        _fd_check(res, "residual: central difference = autograd", case, G, gen)
+        lin = _draw_case(gen, T, residual=True, f=_pick(gen, ("identity", "linear")))
+        Gl = ag.score_gradient(lin)
+        res.record("residual + linear f: blind component = 0", blind_component(Gl), 0.0, TOL_EXACT, float(Gl.abs().max()) + 1e-300)
+        # non-uniform attention, affine f: first-order coefficient in eps
+        case = _draw_case(gen, T, f=_pick(gen, ("identity", "linear")), row_shift=False)
+        S1 = torch.randn(case.H, T, T, generator=gen, dtype=torch.float64)
+        first = ag.nonuniform_first_order(case, S1)
+        h = 1e-4
+        case.S = h * S1
+        Gp = blind_component(_hook("T5", ag.score_gradient(case)))
+        case.S = -h * S1
+        Gm = blind_component(_hook("T5", ag.score_gradient(case)))
+        case.S = torch.zeros_like(S1)
+        g0 = float(ag.score_gradient(case).abs().max())
+        res.record("non-uniform: d P_B(grad)/d eps = closed form", (Gp - Gm) / (2 * h), first, TOL_FD, float(first.abs().max()) + g0 + 1e-300)
+        if T >= 3:  # at T = 2 the first-order blind term vanishes identically (affine f)
+            res.claim("non-uniform: first-order blind component != 0", float(first.abs().max()) > 1e-6 * g0, f"(T = {T})")
+        by_eps = {}
+        for eps in (0.1, 1.0):
+            case.S = eps * S1
+            by_eps[str(eps)] = float(blind_fraction(ag.score_gradient(case)).mean())
+        nonuni.append({"T": T, "blind_fraction_by_eps": by_eps})
+        res.cases += 1
+    res.measured.update({"cls": cls_f, "residual": res_f, "nonuniform": nonuni})
+    return res
+
+
+CHECKERS = {"T1": check_t1, "T2": check_t2, "T3": check_t3, "T4": check_t4, "T5": check_t5}
+
+
+def run_symbolic() -> dict[str, Any]:
+    """Run every sympy derivation; returns statement -> {holds, T, residuals (as strings), seconds}."""
+    from initlab.theory.attention_symbolic import DERIVATIONS
+
+    out = {}
+    for name, fn in DERIVATIONS.items():
+        t0 = time.perf_counter()
+        d = fn()
+        out[name] = {
+            "holds": d.holds,
+            "T": d.T,
+            "identities": len(d.zero_residuals),
+            "nonzero_residuals": {k: str(v) for k, v in d.zero_residuals.items() if v != 0},
+            "witnesses": {k: str(v) for k, v in d.nonzero_witnesses.items()},
+            "seconds": time.perf_counter() - t0,
+        }
+    return out
+
+
+def run_verify(cfg: VerifyConfig = BASE, statements: Sequence[str] | None = None, progress: bool = False) -> dict[str, Any]:
+    """Run the checks of ``statements`` (default T1-T5) and return the JSON-ready report.
+
+    Raises:
+        ValueError: unknown statement name, cases < 1, t_max < 2 or mc_samples < 2.
+    """
+    if cfg.cases < 1 or cfg.t_max < 2 or cfg.mc_samples < 2:
+        raise ValueError(f"config: expected cases >= 1, t_max >= 2, mc_samples >= 2, got {cfg}")
+    names = list(CHECKERS) if statements is None else list(statements)
+    bad = [n for n in names if n not in CHECKERS]
+    if bad:
+        raise ValueError(f"statements: unknown {bad}; expected names from {list(CHECKERS)}")
+    t0 = time.perf_counter()
+    results = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: intra-op threads only add synchronisation cost
+    try:
+        return _run(cfg, names, progress, t0, results)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(cfg: VerifyConfig, names: list[str], progress: bool, t0: float, results: list) -> dict[str, Any]:
+    symbolic = run_symbolic() if cfg.symbolic else {}
+    it = names
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(names, desc="verify", unit="statement", file=sys.stderr)
+    for k, name in enumerate(it):
+        gen = torch.Generator().manual_seed(cfg.seed * 1000 + k)
+        r = CHECKERS[name](cfg, gen)
+        if name in symbolic:
+            r.claim("sympy derivation holds", symbolic[name]["holds"], str(symbolic[name]["nonzero_residuals"]))
+            r.measured["symbolic"] = symbolic[name]
+        results.append(r.to_dict())
+    return {
+        "config": to_dict(cfg),
+        "statements": results,
+        "passed": all(r["verdict"] == "PASS" for r in results),
+        "seconds": time.perf_counter() - t0,
+        "torch": torch.__version__,
+    }
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The report as a fixed-width text table (one row per statement)."""
+    head = f"{'statement':<10} {'cases':>6} {'max abs err':>12} {'max rel err':>12}  verdict  description"
+    lines = [head, "-" * len(head)]
+    for r in report["statements"]:
+        lines.append(
+            f"{r['statement']:<10} {r['cases']:>6} {r['max_abs_error']:>12.2e} {r['max_rel_error']:>12.2e}  "
+            f"{r['verdict']:<7}  {r['description']}"
+        )
+        for f in r["failures"][:5]:
+            lines.append(f"{'':<10}   ! {f}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab theory verify [--json PATH] [--seed N] [--cases N] [--t-max N] [--mc-samples N] [--symbolic]``."""
+    parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, default=None, help="also write the full report as JSON to PATH")
+    parser.add_argument("--seed", type=int, default=BASE.seed, help="base seed (default 0)")
+    parser.add_argument("--cases", type=int, default=BASE.cases, help="random cases per statement (default 20)")
+    parser.add_argument("--t-max", type=int, default=BASE.t_max, help="largest sequence length T drawn (default 128)")
+    parser.add_argument("--mc-samples", type=int, default=BASE.mc_samples, help="Monte Carlo sequences per T4 run (default 20000)")
+    parser.add_argument("--symbolic", action="store_true", help="also run the sympy derivations (about 15 s)")
+    args = parser.parse_args(argv)
+    try:
+        cfg = derive(BASE, seed=args.seed, cases=args.cases, t_max=args.t_max, mc_samples=args.mc_samples, symbolic=args.symbolic)
+        report = run_verify(cfg, progress=True)
+    except ValueError as err:
+        parser.error(str(err))
+    print(format_table(report))
+    print(f"\n{'all statements PASS' if report['passed'] else 'SOME STATEMENTS FAIL'} ({report['seconds']:.1f} s)")
+    if args.json is not None:
+        atomic_write_json(args.json, report)
+        print(f"wrote {args.json}")
+    return 0 if report["passed"] else 1
+
+
+# ----------------------------------------------------------------------------------------------
+# reproduce stage
+# ----------------------------------------------------------------------------------------------
+def _t2_curve(seed: int, Ts: Sequence[int], widths: Sequence[int], reps: int) -> list[dict[str, Any]]:
+    """Measured |<grad_S L, P^(w)>| / ||grad_S L||_F (mean and max over ``reps`` random cases) vs T."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    for w in widths:
+        for T in Ts:
+            vals = []
+            for _ in range(reps):
+                case = ag.random_case(gen, T, d=4, heads=1, e=3, f="tanh", loss="mse")
+                G = ag.score_gradient(case)[0]
+                vals.append(abs(float((G * ag.band_pattern(T, w)).sum())) / float(G.norm()))
+            rows.append({"w": w, "T": T, "mean_ratio": sum(vals) / len(vals), "max_ratio": max(vals), "bound": ag.band_relative_bound(T, w)})
+    return rows
+
+
+def _t4_curve(seed: int, ps: Sequence[float], T: int, K: int, q: float, w: int, n: int) -> list[dict[str, Any]]:
+    """Closed form vs Monte Carlo (linearised loss, and cross-entropy at beta = 1) of E<D, band> vs p."""
+    gen = torch.Generator().manual_seed(seed)
+    P = ag.band_pattern(T, w, diagonal=False)
+    C = torch.eye(K, dtype=torch.float64)
+    rows = []
+    for p in ps:
+        lin, lin_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="linear")
+        ce, ce_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="ce")
+        rows.append({"p": p, "closed_form": am.expected_projection(P, p, q, C), "mc_linear": lin, "mc_linear_se": lin_se, "mc_ce": ce, "mc_ce_se": ce_se})
+    return rows
+
+
+def _summary(report: dict[str, Any], preset: str, t2: list[dict], t4: list[dict]) -> str:
+    lines = [
+        "## Theory: attention-gradient theorems T1-T5",
+        "",
+        f"`initlab theory verify` (preset `{preset}`, {report['config']['cases']} cases per statement, "
+        f"seed {report['config']['seed']}, symbolic derivations {'on' if report['config']['symbolic'] else 'off'}): "
+        f"**{'all PASS' if report['passed'] else 'FAIL'}** in {report['seconds']:.1f} s.",
+        "",
+        "| statement | cases | max abs err | max rel err | verdict |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in report["statements"]:
+        lines.append(f"| {r['statement']} | {r['cases']} | {r['max_abs_error']:.2e} | {r['max_rel_error']:.2e} | {r['verdict']} |")
+    for r in report["statements"]:
+        for f in r["failures"][:5]:
+            lines.append(f"\n- {r['statement']} failure: {f}")
+    big = [row for row in t2 if row["T"] == max(x["T"] for x in t2)]
+    small = [row for row in t2 if row["T"] == min(x["T"] for x in t2)]
+    lines += ["", "T2 band derivative relative to the gradient norm (mean over random cases; bound ||d||/sqrt(T)):", ""]
+    for a, b in zip(small, big):
+        lines.append(f"- w = {a['w']}: T = {a['T']}: {a['mean_ratio']:.3g} (bound {a['bound']:.3g}); T = {b['T']}: {b['mean_ratio']:.3g} (bound {b['bound']:.3g})")
+    lines += ["", "T4 expected descent projection on the off-diagonal band, copy path (closed form / MC linearised / MC cross-entropy at beta = 1):", ""]
+    for row in t4:
+        lines.append(f"- p = {row['p']:.2f}: {row['closed_form']:.4g} / {row['mc_linear']:.4g} ± {row['mc_linear_se']:.1g} / {row['mc_ce']:.4g} ± {row['mc_ce_se']:.1g}")
+    lines += ["", "Figures: `t2_band_ratio.png`, `t4_projection_vs_p.png`; full report: `verify.json`."]
+    return "\n".join(lines) + "\n"
+
+
+def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """The ``theory`` stage of ``initlab reproduce``: verify T1-T5, draw two figures, return markdown.
+
+    A finished stage (``out_dir/DONE``) is not recomputed unless ``overwrite``: its saved
+    ``summary.md`` is returned. Otherwise writes ``config.json``, ``verify.json``, ``t2_curve.json``,
+    ``t4_curve.json``, ``t2_band_ratio.png``, ``t4_projection_vs_p.png``, ``summary.md``, then ``DONE``;
+    finished pieces are kept as cells, so an interrupted stage resumes.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
+    out_dir = Path(out_dir)
+    if (out_dir / "DONE").exists() and not overwrite:
+        return (out_dir / "summary.md").read_text()
+    cfg = PRESETS[preset]
+    run = RunDir(out_dir, overwrite=overwrite)
+    run.write_config(cfg)
+    if not run.has_cell("verify"):
+        run.save_cell("verify", run_verify(cfg, progress=True))
+    report = run.load_cell("verify")
+    run.write_json("verify.json", report)
+    big = preset == "full"
+    if not run.has_cell("t2_curve"):
+        Ts = [4, 8, 16, 32, 64, 128, 256] + ([512] if big else [])
+        run.save_cell("t2_curve", _t2_curve(cfg.seed, Ts, (1, 2, 4), 8 if big else 3))
+    if not run.has_cell("t4_curve"):
+        ps = [0.0, 0.2, 0.4, 0.6, 0.8, 0.95]
+        run.save_cell("t4_curve", _t4_curve(cfg.seed + 1, ps, 16, 4, 0.15, 2, max(2000, cfg.mc_samples)))
+    t2, t4 = run.load_cell("t2_curve"), run.load_cell("t4_curve")
+    run.write_json("t2_curve.json", t2)
+    run.write_json("t4_curve.json", t4)
+    from initlab.paper_figs.theory_figures import draw_all
+
+    draw_all(out_dir)
+    md = _summary(report, preset, t2, t4)
+    atomic_write_text(out_dir / "summary.md", md)
+    run.mark_done()
+    return md
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
