@@ -53,7 +53,7 @@ from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_co
 from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
 
 __all__ = [
-    "SpladeSweepConfig", "PRESETS", "cell_name", "load_encoder", "splade_vectors", "flops_pairs",
+    "SpladeSweepConfig", "PRESETS", "cell_name", "load_encoder", "splade_vectors", "splade_pool", "flops_pairs",
     "measure_init", "evaluate", "detect_collapse", "train_cell", "run_cell", "run_sweep", "summarize",
     "main", "reproduce_stage",
 ]
@@ -189,69 +189,114 @@ def _batch_features(model, texts: list[str], max_len: int) -> dict[str, torch.Te
     old = model.max_seq_length
     model.max_seq_length = max_len
     try:
-        return model.tokenize(texts)
+        return model.preprocess(texts)
     finally:
         model.max_seq_length = old
+
+
+def splade_pool(z: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Reference SPLADE max pooling: ``a_j = max_t log(1 + ReLU(z_tj))`` over non-padding tokens.
+
+    Args:
+        z: logits ``(B, T, V)``; mask: attention mask ``(B, T)`` (1 = token, 0 = padding).
+    Returns:
+        ``(B, V)`` term weights (Formal et al. 2021, SPLADE v2 eq. 1, max variant).
+    """
+    return (torch.log1p(torch.relu(z)) * mask[..., None].to(z.dtype)).amax(dim=1)
+
+
+def _rms(g: torch.Tensor) -> float:
+    """Root mean over the batch of the squared per-text gradient norm ``||g_i||^2`` of ``(B, T, V)``."""
+    return float(g.pow(2).sum(dim=(1, 2)).mean().sqrt())
 
 
 @torch.no_grad()
 def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int) -> dict[str, float]:
     """Scale quantities at initialization (before any SPLADE step), for comparison with the theory.
 
-    Returns a dict with: ``head_norm`` (Frobenius norm of ``W_head``), ``head_row_norm`` (mean row
-    norm), ``logit_mean`` / ``logit_std`` (mean and std of the token logits ``z`` over non-padding
-    document tokens and all V), ``token_active_fraction`` (``P(z > 0)``), ``active_fraction``
-    (fraction of the V entries of document vectors that are > 0), ``q_active_dims`` /
-    ``d_active_dims`` (mean non-zeros), ``flops`` (:func:`flops_pairs` on dev queries x corpus),
-    ``flops_reg_d`` (the FLOPS regulariser ``sum_j (mean_d a_j)^2`` on the documents),
-    ``mean_a`` / ``mean_a2`` (E[a], E[a^2] over document entries), ``score_pos`` / ``score_neg``
-    (mean score of a dev query with its source document / with other documents), ``score_std``
-    (std of all dev scores) and ``ranking_loss`` (in-batch InfoNCE on the first ``init_batch``
-    train pairs, in nats).
+    Returns a dict with:
+
+    * ``head_norm`` (Frobenius norm of ``W_head``), ``head_row_norm`` (mean row norm), ``bias_mean``,
+      ``bias_std`` (decoder bias ``b``, not rescaled);
+    * ``logit_mean`` / ``logit_std`` (of the token logits ``z`` over the non-padding tokens of the
+      first ``init_batch`` documents and all V), ``token_active_fraction`` (``P(z > 0)``),
+      ``L_q`` / ``L_d`` (mean tokens per query / document, incl. [CLS] and [SEP]);
+    * ``active_fraction`` (fraction of document-vector entries > 0), ``q_active_dims`` /
+      ``d_active_dims`` (mean non-zeros), ``flops`` (:func:`flops_pairs`, dev queries x corpus),
+      ``flops_reg_d`` (``sum_j (mean over the corpus of a_j)^2``), ``mean_a`` / ``mean_a2``
+      (E[a], E[a^2] over document entries), ``mean_a_q``;
+    * scores of dev queries: ``score_mean`` (all pairs), ``score_pos`` / ``score_neg`` (with the
+      source document / other documents), ``score_spread`` (``sqrt(mean (s(q,d+) - s(q,d-))^2)``, the
+      theory's definition);
+    * on the first ``init_batch`` train pairs (queries B, documents B, in-batch negatives):
+      ``ranking_loss`` (InfoNCE in nats), ``softmax_entropy_ratio`` (entropy / ln B of the score
+      softmax; 1 = uniform, 0 = one-hot), and the RMS per-document norms of the gradients with respect
+      to the document logits z_d of the ranking loss (``grad_rank``) and of ``lambda_d R_d``
+      (``grad_flops``) at the full weight ``lambda_d``, by autograd through :func:`splade_pool`.
     """
-    from initlab.theory.mlm_head import head_projection
+    from initlab.theory.mlm_head import head_bias, head_projection
 
     hf = model[0].auto_model
     w = head_projection(hf).detach().double()
+    b = head_bias(hf)
     docs = list(corpus.docs.values())
     qids = list(corpus.dev_queries)
-    q = splade_vectors(model, [corpus.dev_queries[i] for i in qids], cfg.query_max_len)
-    d = splade_vectors(model, docs, cfg.doc_max_len)
+    q = splade_vectors(model, [corpus.dev_queries[i] for i in qids], cfg.query_max_len).double()
+    d = splade_vectors(model, docs, cfg.doc_max_len).double()
 
     feats = _batch_features(model, docs[: cfg.init_batch], cfg.doc_max_len)
     logits = hf(input_ids=feats["input_ids"], attention_mask=feats["attention_mask"]).logits.double()
-    mask = feats["attention_mask"].bool()
-    z = logits[mask]  # (tokens, V)
+    z = logits[feats["attention_mask"].bool()]  # (tokens, V)
 
     doc_index = {did: i for i, did in enumerate(corpus.docs)}
-    scores = q.double() @ d.double().T  # (Nq, Nd)
+    scores = q @ d.T  # (Nq, Nd)
+    rows = torch.arange(len(qids))
     src = torch.tensor([doc_index[corpus.dev_source[i]] for i in qids])
-    pos = scores[torch.arange(len(qids)), src]
+    pos = scores[rows, src]
     neg_mask = torch.ones_like(scores, dtype=torch.bool)
-    neg_mask[torch.arange(len(qids)), src] = False
+    neg_mask[rows, src] = False
+    gaps = (pos[:, None] - scores)[neg_mask]
 
     pairs = corpus.train_pairs[: cfg.init_batch]
-    qa = splade_vectors(model, [p[0] for p in pairs], cfg.query_max_len).double()
-    da = splade_vectors(model, [corpus.docs[p[1]] for p in pairs], cfg.doc_max_len).double()
-    s = qa @ da.T  # similarity_fn of SparseEncoder is the dot product; MNRL scale is 1 for it
-    ranking_loss = float(torch.nn.functional.cross_entropy(s, torch.arange(len(pairs))))
+    fq = _batch_features(model, [p[0] for p in pairs], cfg.query_max_len)
+    fd = _batch_features(model, [corpus.docs[p[1]] for p in pairs], cfg.doc_max_len)
+    aq = splade_pool(hf(input_ids=fq["input_ids"], attention_mask=fq["attention_mask"]).logits.double(),
+                     fq["attention_mask"])
+    zd = hf(input_ids=fd["input_ids"], attention_mask=fd["attention_mask"]).logits.double()
+    with torch.enable_grad():
+        zd = zd.requires_grad_(True)
+        ad = splade_pool(zd, fd["attention_mask"])
+        s = aq @ ad.T  # (B, B); SparseEncoder's similarity is the dot product, MNRL scale 1 for it
+        ranking = torch.nn.functional.cross_entropy(s, torch.arange(len(pairs)))
+        (g_rank,) = torch.autograd.grad(ranking, zd, retain_graph=True)
+        (g_flops,) = torch.autograd.grad(cfg.lambda_d * (ad.mean(0) ** 2).sum(), zd)
+    logp = torch.log_softmax(s.detach(), dim=1)
     return {
         "head_norm": float(w.norm()),
         "head_row_norm": float(w.norm(dim=1).mean()),
+        "bias_mean": float(b.double().mean()) if b is not None else 0.0,
+        "bias_std": float(b.double().std()) if b is not None else 0.0,
         "logit_mean": float(z.mean()),
         "logit_std": float(z.std()),
         "token_active_fraction": float((z > 0).double().mean()),
+        "L_q": float(fq["attention_mask"].sum(1).double().mean()),
+        "L_d": float(feats["attention_mask"].sum(1).double().mean()),
         "active_fraction": float((d > 0).double().mean()),
         "q_active_dims": float((q > 0).sum(1).double().mean()),
         "d_active_dims": float((d > 0).sum(1).double().mean()),
         "flops": flops_pairs(q, d),
-        "flops_reg_d": float((d.double().mean(0) ** 2).sum()),
-        "mean_a": float(d.double().mean()),
-        "mean_a2": float((d.double() ** 2).mean()),
+        "flops_reg_d": float((d.mean(0) ** 2).sum()),
+        "mean_a": float(d.mean()),
+        "mean_a2": float((d ** 2).mean()),
+        "mean_a_q": float(q.mean()),
+        "score_mean": float(scores.mean()),
         "score_pos": float(pos.mean()),
         "score_neg": float(scores[neg_mask].mean()),
-        "score_std": float(scores.std()),
-        "ranking_loss": ranking_loss,
+        "score_spread": float(gaps.pow(2).mean().sqrt()),
+        "ranking_loss": float(ranking),
+        "softmax_entropy_ratio": float(-(logp.exp() * logp).sum(1).mean() / math.log(len(pairs))),
+        "grad_rank": _rms(g_rank),
+        "grad_flops": _rms(g_flops),
     }
 
 

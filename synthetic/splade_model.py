@@ -113,7 +113,7 @@ def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: 
         opt.zero_grad(set_to_none=True)
         out.loss.backward()
         opt.step()
-        losses.append(float(out.loss))
+        losses.append(float(out.loss.detach()))
     model.eval()
     return losses
 

@@ -61,14 +61,14 @@ class SPTConfig:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     task: TaskConfig = field(default_factory=TaskConfig)
     n_train: int = 1024
-    n_test: int = 1024
+    n_test: int = 512
     d_model: int = 32
     n_heads: int = 1
     d_ff: int = 64
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 0.01
-    finetune_epochs: int = 15
+    finetune_epochs: int = 10
     spt_epochs: int = 10  # the SPT checkpoint used by spt, hybrids, depth and cross-data conditions
     spt_sweep_epochs: tuple[int, ...] = (0, 1, 10, 50)
     mask_rate: float = 0.15
@@ -129,7 +129,7 @@ def condition_names(cfg: SPTConfig, all_: bool = False) -> list[str]:
     return [n for n in names if n in cfg.conditions]
 
 
-BASE = SPTConfig()
+BASE = SPTConfig()  # sizes chosen for the CPU time budget (default < 15 min on 2 cores), not for the outcome
 PRESETS: dict[str, SPTConfig] = {
     "quick": derive(
         BASE, seeds=(0,), n_train=256, n_test=256, finetune_epochs=4, spt_epochs=3, spt_sweep_epochs=(0, 3),
@@ -430,40 +430,92 @@ def summary_markdown(cfg: SPTConfig, summ: dict[str, Any], seconds: float | None
     return "\n".join(lines) + "\n"
 
 
-def run(cfg: SPTConfig, out: str | Path, overwrite: bool = False, progress: bool = True, figures: bool = True) -> str:
+def _run_cell(cfg: SPTConfig, rd: RunDir, name: str, c: dict[str, Any], data_cache: dict[int, Any]) -> dict[str, Any]:
+    s = c["seed"]
+    if s not in data_cache:
+        data_cache.clear()
+        data_cache[s] = _data(cfg, s)
+    data = data_cache[s]
+    keep = s == cfg.map_seed
+    if c["kind"] == "init_grad":
+        res = init_gradients(cfg, s, data)
+    elif c["kind"] == "spt":
+        res = pretrain(cfg, c["source"], c["depth"], s, data, c["snapshots"], rd, keep and c["source"] == "local" and c["depth"] == 1)
+    else:
+        res = finetune(cfg, c["condition"], s, data, rd, keep and c["condition"] in ("scratch", "spt", "frozen_attn"))
+    rd.save_cell(name, res)
+    return res
+
+
+def _seed_worker(args: tuple[dict[str, Any], str, int, int]) -> int:
+    """Worker process: run the unfinished cells of one seed (each saved as soon as it is done)."""
+    from initlab.config import from_dict
+
+    cfg_dict, out, seed, threads = args
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    cfg = from_dict(SPTConfig, cfg_dict)
+    rd = RunDir(out, resume=True)
+    cache: dict[int, Any] = {}
+    for name, c in _plan(cfg):
+        if c["seed"] == seed and not rd.has_cell(name):
+            _run_cell(cfg, rd, name, c, cache)
+    return seed
+
+
+def run(
+    cfg: SPTConfig, out: str | Path, overwrite: bool = False, progress: bool = True, figures: bool = True,
+    workers: int = 1, threads: int = 1,
+) -> str:
     """Run (or resume) every cell of ``cfg`` into ``out``; write metrics, figures and ``summary.md``.
 
-    Returns the markdown summary. Raises :class:`initlab.runs.RunExistsError` if ``out`` holds a finished
-    run and ``overwrite`` is False.
+    Args:
+        workers: processes running seeds in parallel (1 = in this process).
+        threads: torch intra-op threads per process (1 is fastest at these sizes; more threads only add
+            synchronisation overhead on 100 x 32 matrices, badly so on a loaded machine).
+    Returns the markdown summary.
+    Raises:
+        initlab.runs.RunExistsError: ``out`` holds a finished run and ``overwrite`` is False.
+        ValueError: ``workers`` or ``threads`` < 1.
     """
     from tqdm.auto import tqdm
 
+    if workers < 1 or threads < 1:
+        raise ValueError(f"workers/threads: expected ints >= 1, got {workers}/{threads}")
     t0 = time.perf_counter()
     rd = RunDir(out, overwrite=overwrite, resume=True)
     rd.write_config(cfg)
-    torch.use_deterministic_algorithms(True, warn_only=True)
     plan = _plan(cfg)
-    results: dict[str, Any] = {}
-    data_cache: dict[int, dict[str, torch.Tensor]] = {}
-    bar = tqdm(plan, desc="synthetic SPT", unit="cell", disable=not progress)
-    for name, c in bar:
-        bar.set_postfix_str(name)
-        if rd.has_cell(name):
-            results[name] = rd.load_cell(name)
-            continue
-        s = c["seed"]
-        if s not in data_cache:
-            data_cache = {s: _data(cfg, s)}
-        data = data_cache[s]
-        keep = s == cfg.map_seed
-        if c["kind"] == "init_grad":
-            res = init_gradients(cfg, s, data)
-        elif c["kind"] == "spt":
-            res = pretrain(cfg, c["source"], c["depth"], s, data, c["snapshots"], rd, keep and c["source"] == "local" and c["depth"] == 1)
-        else:
-            res = finetune(cfg, c["condition"], s, data, rd, keep and c["condition"] in ("scratch", "spt", "frozen_attn"))
-        rd.save_cell(name, res)
-        results[name] = res
+    bar = tqdm(total=len(plan), desc="synthetic SPT", unit="cell", disable=not progress)
+    n_seeds_left = len({c["seed"] for name, c in plan if not rd.has_cell(name)})
+    if min(workers, n_seeds_left) <= 1:
+        prev = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        cache: dict[int, Any] = {}
+        try:
+            for name, c in plan:
+                bar.set_postfix_str(name)
+                if not rd.has_cell(name):
+                    _run_cell(cfg, rd, name, c, cache)
+                bar.update(1)
+        finally:
+            torch.set_num_threads(prev)
+    else:
+        import multiprocessing as mp
+
+        todo = sorted({c["seed"] for name, c in plan if not rd.has_cell(name)})
+        with mp.get_context("spawn").Pool(min(workers, len(todo))) as pool:
+            job = pool.map_async(_seed_worker, [(to_dict(cfg), str(rd.root), s, threads) for s in todo])
+            while not job.ready():
+                job.wait(1.0)
+                bar.n = sum(rd.has_cell(name) for name, _ in plan)
+                bar.refresh()
+            job.get()  # re-raises a worker's error
+        bar.n = len(plan)
+        bar.refresh()
+    bar.close()
+    results = {name: rd.load_cell(name) for name, _ in plan}
     summ = summarize(cfg, results)
     rd.write_json("metrics.json", {"config": to_dict(cfg), "summary": summ, "cells": results})
     csv_rows = [{k: v for k, v in r.items() if k not in ("history", "loaded", "frozen")} for r in results.values() if r["kind"] == "finetune"]
@@ -494,7 +546,7 @@ def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = Fa
     out_dir = Path(out_dir)
     if (out_dir / "DONE").exists() and not overwrite and (out_dir / "summary.md").exists():
         return (out_dir / "summary.md").read_text()
-    return run(PRESETS[preset], out_dir, overwrite=overwrite)
+    return run(PRESETS[preset], out_dir, overwrite=overwrite, workers=2, threads=1)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
@@ -503,10 +555,15 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--workers", type=int, default=2, help="processes running seeds in parallel (default 2)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_spt") / args.preset
     try:
-        md = run(PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress)
+        md = run(PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
+                 workers=args.workers, threads=args.threads)
+    except ValueError as err:
+        parser.error(str(err))
     except RunExistsError as err:
         parser.error(str(err))
     print(md)

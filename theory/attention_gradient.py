@@ -73,7 +73,7 @@ from typing import Callable, Literal
 
 import torch
 
-from initlab.theory.subspace import blind_component, query_independent_component
+from initlab.theory.subspace import blind_component
 
 __all__ = [
     "POSITIONWISE_MAPS",

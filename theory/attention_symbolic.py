@@ -43,6 +43,12 @@ class Derivation:
         )
 
 
+def _zero(expr: sp.Expr) -> sp.Expr:
+    """Reduce ``expr``: ``expand`` first (cheap, enough for most residuals), ``simplify`` if not 0."""
+    r = sp.expand(expr)
+    return r if r == 0 else sp.simplify(r)
+
+
 def _softmax_rows(S: sp.Matrix) -> sp.Matrix:
     T = S.shape[0]
     out = sp.zeros(T, T)
@@ -84,8 +90,8 @@ def derive_t1(T: int = 3, e: int = 2) -> Derivation:
     d = Derivation("T1", T)
     for i in range(1, T):
         for j in range(T):
-            d.zero_residuals[f"G[{i},{j}]-G[0,{j}]"] = sp.simplify(G[i, j] - G[0, j])
-    d.zero_residuals["sum_j G[0,j]"] = sp.simplify(sum(G[0, j] for j in range(T)))
+            d.zero_residuals[f"G[{i},{j}]-G[0,{j}]"] = _zero(G[i, j] - G[0, j])
+    d.zero_residuals["sum_j G[0,j]"] = _zero(sum(G[0, j] for j in range(T)))
     # closed form: r = (1/T) J_f(ybar)^T grad L(f(ybar))
     ybar = [sum(V[i, c] for i in range(T)) / T for c in range(e)]
     y = sp.symbols(f"y0:{e}")
@@ -97,7 +103,7 @@ def derive_t1(T: int = 3, e: int = 2) -> Derivation:
     c = [sum(V[j, cc] * r[cc] for cc in range(e)) for j in range(T)]
     cbar = sum(c) / T
     for j in range(T):
-        d.zero_residuals[f"G[0,{j}]-g[{j}]"] = sp.simplify(G[0, j] - (c[j] - cbar) / T)
+        d.zero_residuals[f"G[0,{j}]-g[{j}]"] = _zero(G[0, j] - (c[j] - cbar) / T)
     return d
 
 
@@ -134,7 +140,7 @@ def derive_t2(T: int = 6, w: int = 2) -> Derivation:
     deficit = [max(0, w - j) + max(0, w - (T - 1 - j)) for j in range(T)]
     d.zero_residuals["<G, band> + sum_j g_j d_j"] = sp.expand(inner(_band(T, w)) + sum(gj * dj for gj, dj in zip(g, deficit)))
     k, W = sp.symbols("k w", integer=True, positive=True)
-    d.zero_residuals["||d||^2 - w(w+1)(2w+1)/3"] = sp.simplify(sp.summation(2 * k**2, (k, 1, W)) - W * (W + 1) * (2 * W + 1) / 3)
+    d.zero_residuals["||d||^2 - w(w+1)(2w+1)/3"] = _zero(sp.summation(2 * k**2, (k, 1, W)) - W * (W + 1) * (2 * W + 1) / 3)
     d.nonzero_witnesses["<G, band> at g = (1, -1, 0, ..., 0)"] = inner(_band(T, w)).subs(
         {gs[0]: 1, gs[1]: -1, **{s: 0 for s in gs[2:]}}
     )
@@ -163,9 +169,9 @@ def derive_t3(T: int = 3, dim: int = 2) -> Derivation:
     d = Derivation("T3", T)
     for a in range(dim):
         for b in range(dim):
-            d.zero_residuals[f"gradM[{a},{b}] - closed"] = sp.simplify(gM[a, b] - closed[a, b])
+            d.zero_residuals[f"gradM[{a},{b}] - closed"] = _zero(gM[a, b] - closed[a, b])
     if dim == 2:
-        d.zero_residuals["det(gradM)"] = sp.simplify(gM.det())
+        d.zero_residuals["det(gradM)"] = _zero(gM.det())
     return d
 
 
@@ -209,7 +215,7 @@ def derive_t4(T: int = 3, K: int = 2, w: int = 1) -> Derivation:
         p ** abs(i - j) * (P[i, j] - sum(P[i, k] for k in range(T)) / T) for i in range(T) for j in range(T) if i != j
     )
     d = Derivation("T4", T)
-    d.zero_residuals["E<D,P> - kappa(C) Psi(P)"] = sp.simplify(sp.expand(total - kap * psi))
+    d.zero_residuals["E<D,P> - kappa(C) Psi(P)"] = _zero(sp.expand(total - kap * psi))
     d.nonzero_witnesses["||P_B(grad_S L)||^2, one sequence, copy path"] = sp.nsimplify(witness)
     d.nonzero_witnesses["Psi(band) at p = 1/2, q = 1/2"] = psi.subs({p: sp.Rational(1, 2), q: sp.Rational(1, 2)})
     return d
@@ -232,12 +238,12 @@ def derive_t5(T: int = 3) -> Derivation:
     G = sp.Matrix(T, T, lambda i, j: sp.diff(Lcls, S[i, j]).subs(uniform).doit())
     for i in range(1, T):
         for j in range(T):
-            d.zero_residuals[f"CLS G[{i},{j}]"] = sp.simplify(G[i, j])
-    d.zero_residuals["CLS sum_j G[0,j]"] = sp.simplify(sum(G[0, j] for j in range(T)))
+            d.zero_residuals[f"CLS G[{i},{j}]"] = _zero(G[i, j])
+    d.zero_residuals["CLS sum_j G[0,j]"] = _zero(sum(G[0, j] for j in range(T)))
     colmean = sp.Matrix([[sum(G[i, j] for i in range(T)) / T for j in range(T)]])
     GB = G - sp.ones(T, 1) * colmean
     nB, nG = sum(v**2 for v in GB), sum(v**2 for v in G)
-    d.zero_residuals["CLS ||P_B G||^2 - (1 - 1/T) ||G||^2"] = sp.simplify(nB - (1 - sp.Rational(1, T)) * nG)
+    d.zero_residuals["CLS ||P_B G||^2 - (1 - 1/T) ||G||^2"] = _zero(nB - (1 - sp.Rational(1, T)) * nG)
 
     # residual before f
     def residual_rows(fun):
@@ -246,7 +252,7 @@ def derive_t5(T: int = 3) -> Derivation:
 
     Glin = residual_rows(lambda y: alpha * y + beta)
     for j in range(T):
-        d.zero_residuals[f"residual, linear f: G[1,{j}]-G[0,{j}]"] = sp.simplify(Glin[1, j] - Glin[0, j])
+        d.zero_residuals[f"residual, linear f: G[1,{j}]-G[0,{j}]"] = _zero(Glin[1, j] - Glin[0, j])
     Gt = residual_rows(sp.tanh)
     point = {x[i, 0]: sp.Rational(i + 1, 2) for i in range(T)}
     point.update({wv: 1, wo: 1})

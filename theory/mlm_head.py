@@ -52,6 +52,8 @@ __all__ = [
     "load_masked_lm",
     "save_rescaled",
     "default_texts",
+    "tiny_tokenizer",
+    "tiny_masked_lm",
     "splade_from_logits",
     "inspect_model",
     "recommend_k",
@@ -429,3 +431,235 @@ def tiny_masked_lm(family: str, vocab_size: int, *, hidden: int = 32, layers: in
         with torch.no_grad():
             head_projection(model).mul_(float(head_scale))
     return model
+
+
+# ------------------------------------------------------------------------------------------------
+# inspect
+# ------------------------------------------------------------------------------------------------
+def splade_from_logits(z: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """SPLADE term weights ``a_j = max_t log(1 + ReLU(z_tj))`` over the non-padding tokens.
+
+    Formal et al., SPLADE v2 (arXiv:2109.10086), eq. 1 with max pooling.
+
+    Args:
+        z: logits ``(B, T, V)``.
+        mask: attention mask ``(B, T)`` (1 = token, 0 = padding).
+    Returns:
+        ``(B, V)``, non-negative.
+    """
+    if z.dim() != 3 or mask.shape != z.shape[:2]:
+        raise ValueError(f"z, mask: expected shapes (B, T, V) and (B, T), got {tuple(z.shape)} and {tuple(mask.shape)}")
+    w = torch.log1p(torch.relu(z)) * mask[..., None].to(z.dtype)
+    return w.amax(dim=1)
+
+
+def _stats(x: torch.Tensor) -> dict[str, float]:
+    x = x.double()
+    return {"mean": x.mean().item(), "std": x.std().item() if x.numel() > 1 else 0.0,
+            "min": x.min().item(), "max": x.max().item()}
+
+
+def _forward(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+    return out.logits.float(), out.hidden_states[-1].float()
+
+
+def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, Any]:
+    """The recommended rescaling factor (a heuristic from :mod:`initlab.theory.score_scale`, not a law).
+
+    Rule: the smallest k of the table whose measured per-query score spread over unrelated texts
+    (``score_sd``) is at most ``sqrt(2 ln B)``, the point where an InfoNCE softmax over B in-batch
+    candidates starts to saturate; k = 1 if it already is (rescaling then only risks the opposite
+    failure, query vectors with no active terms, where the FLOPS gradient dominates); the largest k
+    with a warning if none is.
+    """
+    thr = math.sqrt(2 * math.log(batch))
+    ok = [r for r in table if r["score_sd"] <= thr]
+    if ok:
+        best = min(ok, key=lambda r: r["k"])
+        note = "smallest k with score sd <= sqrt(2 ln B)"
+    else:
+        best = max(table, key=lambda r: r["k"])
+        note = "no k in the table brings score sd below sqrt(2 ln B); largest k given"
+    warn = best["active_dims_per_text"] < 1.0
+    if warn:
+        note += "; WARNING: texts have < 1 active dimension at this k (ranking gradient may vanish)"
+    return {"k": best["k"], "threshold_score_sd": thr, "batch": batch, "rule": note}
+
+
+def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None, *,
+                  ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32) -> dict[str, Any]:
+    """Measure every MLM-head scale quantity of ``model`` on ``texts`` (default :func:`default_texts`).
+
+    For each k the model is actually rescaled as :func:`rescale_mlm_head` would do (tied: the shared
+    tensor, so the encoder input changes too) and run on the texts; the original weights are restored
+    afterwards (bit-exact copy). Per k: logit statistics over all (non-padding token, vocabulary)
+    entries, active fraction of logits, SPLADE active dimensions per text, FLOPS regulariser of the
+    text batch ``sum_j (mean_i a_ij)^2``, FLOPS cost (mean active-dimension overlap of two texts),
+    mean pairwise cosine of SPLADE vectors, score mean and per-query score sd over the other texts,
+    and the relative change of the encoder's last hidden states ``||H_k - H_1||_F / ||H_1||_F``.
+    A Gaussian fit of the k = 1 logits (mu, sigma) gives the theory's predicted active dimensions.
+
+    Returns:
+        A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``,
+        ``table`` (one row per k), ``gaussian_fit``, ``recommended``.
+    Raises:
+        ValueError: fewer than 2 texts, unknown family or no MLM head.
+    """
+    from initlab.theory import score_scale as ss
+
+    texts = default_texts() if texts is None else list(texts)
+    if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise ValueError("texts: expected at least 2 non-empty strings")
+    ks = [_check_k(k) for k in ks]
+    W = head_projection(model)
+    tied = is_tied(model)
+    bias = head_bias(model)
+    Wd = W.detach().double()
+    rows = Wd.norm(dim=1)
+    report: dict[str, Any] = {
+        "family": family_of(model),
+        "model_type": model.config.model_type,
+        "tied": tied,
+        "vocab": int(W.shape[0]),
+        "head_dim": int(W.shape[1]),
+        "recorded_k": getattr(model.config, K_ATTR, None),
+        "head": {"frobenius": Wd.norm().item(), "row_norm_mean": rows.mean().item(), "row_norm_max": rows.max().item()},
+        "bias": None if bias is None else _stats(bias.detach()),
+        "n_texts": len(texts),
+    }
+    enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    batch_in = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+    mask = enc["attention_mask"].bool()
+    W0 = W.detach().clone()
+    model.eval()
+    table = []
+    try:
+        for k in ks:
+            with torch.no_grad():
+                W.copy_(W0 / k)
+            z, H = _forward(model, batch_in)
+            zt = z[mask]  # (N_tokens, V)
+            a = splade_from_logits(z, mask.to(z.dtype))  # (B, V)
+            act = (a > 0).double()
+            n = a.shape[0]
+            off = ~torch.eye(n, dtype=torch.bool)
+            S = a.double() @ a.double().T
+            an = torch.nn.functional.normalize(a.double(), dim=1)
+            cos = an @ an.T
+            per_q_sd = torch.stack([S[i][off[i]].std() for i in range(n)]).mean().item()
+            table.append({
+                "k": k,
+                "logit_mean": zt.double().mean().item(),
+                "logit_std": zt.double().std().item(),
+                "logit_max": zt.max().item(),
+                "active_fraction_logits": (zt > 0).double().mean().item(),
+                "active_dims_per_text": act.sum(1).mean().item(),
+                "active_fraction_text": act.mean().item(),
+                "mean_term_weight": a.double().mean().item(),
+                "flops_reg": (a.double().mean(0) ** 2).sum().item(),
+                "flops_cost": (act @ act.T)[off].mean().item(),
+                "mean_pairwise_cosine": cos[off].mean().item(),
+                "score_mean": S[off].mean().item(),
+                "score_sd": per_q_sd,
+                "hidden_rel_change": float("nan"),
+                "_H": H,
+            })
+    finally:
+        with torch.no_grad():
+            W.copy_(W0)
+    ref = next((r["_H"] for r in table if r["k"] == 1.0), None)
+    if ref is None:  # measure against the unscaled model
+        _, ref = _forward(model, batch_in)
+    for r in table:
+        H = r.pop("_H")
+        r["hidden_rel_change"] = ((H - ref)[mask].norm() / ref[mask].norm()).item()
+    # Gaussian fit at k = 1 (theory prediction of active dims, max pooling over the mean text length)
+    row1 = next((r for r in table if r["k"] == 1.0), table[0])
+    L_mean = int(round(mask.sum(1).double().mean().item()))
+    mu, sigma = row1["logit_mean"], max(row1["logit_std"], 1e-12)
+    fit = {"mu": mu, "sigma": sigma, "mean_tokens": L_mean, "fit_at_k": row1["k"]}
+    b_mean = 0.0 if bias is None else bias.detach().double().mean().item()
+    for r in table:
+        # bias part not divided by k, head part (mu - b_mean) and sigma divided by k / row1's k
+        scale = row1["k"] / r["k"]
+        mu_k, s_k = b_mean + (mu - b_mean) * scale, sigma * scale
+        r["predicted_active_dims_per_text"] = report["vocab"] * ss.pooled_active_fraction(mu_k, s_k, max(L_mean, 1))
+    report["gaussian_fit"] = fit
+    report["table"] = table
+    report["recommended"] = recommend_k(table, batch)
+    return report
+
+
+_TABLE_FMT = [
+    ("k", "k", "{:g}"),
+    ("logit_mean", "logit mean", "{:.3g}"),
+    ("logit_std", "logit std", "{:.3g}"),
+    ("active_fraction_logits", "active z>0", "{:.3g}"),
+    ("active_dims_per_text", "active dims", "{:.1f}"),
+    ("predicted_active_dims_per_text", "pred. dims", "{:.1f}"),
+    ("flops_reg", "FLOPS reg", "{:.4g}"),
+    ("flops_cost", "FLOPS cost", "{:.4g}"),
+    ("mean_pairwise_cosine", "mean cos", "{:.3f}"),
+    ("score_mean", "score mean", "{:.4g}"),
+    ("score_sd", "score sd", "{:.4g}"),
+    ("hidden_rel_change", "dH/H", "{:.2g}"),
+]
+
+
+def format_inspect(rep: dict[str, Any]) -> str:
+    """Human-readable report of :func:`inspect_model`."""
+    h, b = rep["head"], rep["bias"]
+    lines = [
+        f"family: {rep['family']} (model_type {rep['model_type']}); head {'tied to' if rep['tied'] else 'separate from'} "
+        f"the input embeddings; W_head {rep['vocab']} x {rep['head_dim']}"
+        + (f"; already rescaled, recorded k = {rep['recorded_k']:g}" if rep.get("recorded_k") else ""),
+        f"W_head: Frobenius norm {h['frobenius']:.4g}, row norm mean {h['row_norm_mean']:.4g}, max {h['row_norm_max']:.4g}",
+        "bias: none" if b is None else
+        f"bias: mean {b['mean']:.4g}, std {b['std']:.4g}, min {b['min']:.4g}, max {b['max']:.4g}",
+        f"texts: {rep['n_texts']} (mean {rep['gaussian_fit']['mean_tokens']} tokens); Gaussian fit of k=1 logits: "
+        f"mu {rep['gaussian_fit']['mu']:.4g}, sigma {rep['gaussian_fit']['sigma']:.4g}",
+        "",
+        " | ".join(f"{title:>10}" for _, title, _ in _TABLE_FMT),
+    ]
+    for r in rep["table"]:
+        lines.append(" | ".join(f"{fmt.format(r[key]):>10}" for key, _, fmt in _TABLE_FMT))
+    rec = rep["recommended"]
+    lines += ["", f"recommended k: {rec['k']:g}  ({rec['rule']}; sqrt(2 ln {rec['batch']}) = "
+                  f"{rec['threshold_score_sd']:.3g}; a heuristic, see README)"]
+    return "\n".join(lines)
+
+
+def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab mlmhead inspect MODEL [--texts FILE] [--json PATH] [--trust-remote-code]``."""
+    parser = argparse.ArgumentParser(prog=prog or "initlab mlmhead inspect",
+                                     description="MLM-head scale report of a masked-LM checkpoint, against k.")
+    parser.add_argument("model", metavar="MODEL", help="local checkpoint folder or hub id")
+    parser.add_argument("--texts", type=Path, default=None, help="sample texts, one per line (default: packaged set of 40)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
+    parser.add_argument("--max-length", type=int, default=64, help="tokens per text (default 64)")
+    parser.add_argument("--batch", type=int, default=32, help="training batch size B for the recommendation rule")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
+    args = parser.parse_args(argv)
+    try:
+        texts = None
+        if args.texts is not None:
+            if not args.texts.is_file():
+                raise FileNotFoundError(f"--texts {args.texts}: no such file")
+            texts = _parse_texts(args.texts.read_text(encoding="utf-8"), str(args.texts))
+        if args.max_length < 2 or args.batch < 2:
+            raise ValueError("--max-length and --batch: expected integers >= 2")
+        model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
+        rep = inspect_model(model, tokenizer, texts, max_length=args.max_length, batch=args.batch)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
+    rep["model"] = str(args.model)
+    print(format_inspect(rep))
+    if args.json is not None:
+        from initlab.runs import atomic_write_json
+
+        atomic_write_json(args.json, rep)
+        print(f"wrote {args.json}")
+    return 0

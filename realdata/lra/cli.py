@@ -73,7 +73,7 @@ def pretrain_main(argv: list[str] | None = None, prog: str | None = None) -> int
                              "spt_data_dir": args.spt_data_dir})
         ms = [int(x) for x in args.milestones.split(",") if x.strip()]
         res = pretrain(cfg, args.out, overwrite=args.overwrite, milestones=ms, progress=not args.no_progress)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
         p.error(str(err))
     print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=2))
     return 0
@@ -100,7 +100,7 @@ def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int
         cfg = _config(args, {"init": "spt" if ckpt is not None else "scratch", "init_groups": args.init_groups,
                              "freeze": freeze, "epochs": args.epochs})
         res = finetune(cfg, args.out, ckpt, overwrite=args.overwrite, progress=not args.no_progress)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
         p.error(str(err))
     print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=2))
     return 0
@@ -120,7 +120,7 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
         cfg = _config(args, {})
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
         rows = run_sweep(args.ablation, cfg, args.out, seeds, overwrite=args.overwrite, progress=not args.no_progress)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
         p.error(str(err))
     for r in rows:
         print(f"{r['condition']:<22} seed {r['seed']}: test acc {r['test_acc']:.4f} (val {r['val_acc']:.4f} @ epoch {r['best_epoch']})")

@@ -209,7 +209,9 @@ def _spt_loss(model, tok, mask, objective: str, ratio: float, gen: torch.Generat
 
 @torch.no_grad()
 def spt_val_loss(model, split: Split, cfg: LRAConfig, ratio: float, accelerator, max_len: int) -> float:
-    """Mean SPT loss on ``split`` with masks fixed by ``cfg.seed`` (same masks every epoch); sharded over ranks."""
+    """Mean SPT loss on ``split`` with masks fixed by ``cfg.seed`` (same masks every epoch); sharded over ranks.
+    Runs the unwrapped module: ranks may have unequal batch counts, and a DDP forward is a collective."""
+    model = accelerator.unwrap_model(model)
     model.eval()
     gen = torch.Generator().manual_seed(cfg.seed + 7919)
     tot = torch.zeros(2, dtype=torch.float64, device=accelerator.device)
@@ -330,7 +332,9 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
 # ---------------------------------------------------------------------------------------------- fine-tuning
 @torch.no_grad()
 def evaluate_accuracy(model, split: Split, batch_size: int, accelerator, max_len: int) -> float:
-    """Classification accuracy on ``split`` (sharded over ranks, counts summed)."""
+    """Classification accuracy on ``split`` (sharded over ranks, counts summed; unwrapped module, see
+    :func:`spt_val_loss`)."""
+    model = accelerator.unwrap_model(model)
     model.eval()
     tot = torch.zeros(2, dtype=torch.float64, device=accelerator.device)
     idx_all = torch.arange(len(split))[accelerator.process_index :: accelerator.num_processes]

@@ -76,7 +76,8 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     t1 = time.perf_counter()
     scores, idx = index.search(Q, k=top_k, progress=progress)
     t_ret = time.perf_counter() - t1
-    run = {qids[i]: {dids[j]: float(s) for s, j in zip(scores[i].tolist(), idx[i].tolist())} for i in range(len(qids))}
+    # Documents sharing no active term with the query (score 0) are not retrieved, as with an inverted index.
+    run = {qids[i]: {dids[j]: float(s) for s, j in zip(scores[i].tolist(), idx[i].tolist()) if s > 0} for i in range(len(qids))}
     measures = [RR @ 10, nDCG @ 10, R(rel=ds.binary_rel) @ top_k]
     agg = ir_measures.calc_aggregate(measures, ds.qrels, run)
     row.update({"RR@10": float(agg[RR @ 10]), "nDCG@10": float(agg[nDCG @ 10]),

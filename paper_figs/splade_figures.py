@@ -1,0 +1,244 @@
+"""Figures of the synthetic SPLADE sweep, drawn from its saved results only (no training here).
+
+``python -m initlab.paper_figs.splade_figures RESULTS_DIR [--out DIR]`` reads ``RESULTS_DIR/config.json``
+and ``RESULTS_DIR/cells/*.json`` (written by ``initlab synthetic splade``) and writes:
+
+* ``splade_effectiveness_flops.png`` -- nDCG@10 against FLOPS (multiplications per query-document
+  pair), one panel per head inflation, one colour per k; collapsed cells drawn as crosses;
+* ``splade_loss_curves.png`` -- ranking (InfoNCE) part and FLOPS part (lambda_q R_q + lambda_d R_d)
+  of the training loss against the step, one row per inflation, one line per k (seed mean);
+* ``splade_init_scale.png`` -- scale quantities measured on the tiny model at initialization against
+  k, beside the Gaussian-logit theory (:func:`initlab.theory.score_scale.theory_row`, lines) and its
+  Monte Carlo (:func:`initlab.theory.score_scale.monte_carlo`, open markers), whose parameters
+  (mu_b, mu_h, sigma, V, L_q, L_d, B, lambda_d) are taken from the measured k = 1 cell of each
+  inflation: ``mu_b`` = mean decoder bias, ``mu_h`` = mean logit - mu_b, ``sigma`` = logit std.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["load_cells", "plot_effectiveness_flops", "plot_loss_curves", "plot_init_scale", "draw_all", "main"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def load_cells(results_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(config dict, list of cell dicts)`` of a synthetic SPLADE run folder.
+
+    Raises:
+        FileNotFoundError: ``results_dir`` has no ``config.json`` or no ``cells/*.json``.
+    """
+    root = Path(results_dir)
+    cfg_path = root / "config.json"
+    if not cfg_path.exists():
+        raise FileNotFoundError(f"{cfg_path}: not found; expected a folder written by `initlab synthetic splade`")
+    cfg = json.loads(cfg_path.read_text())["config"]
+    cells = [json.loads(p.read_text()) for p in sorted((root / "cells").glob("*.json"))]
+    if not cells:
+        raise FileNotFoundError(f"{root / 'cells'}: no cell results (*.json)")
+    return cfg, cells
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _k_colors(ks: Sequence[float]):
+    plt = _plt()
+    cmap = plt.get_cmap("viridis")
+    return {k: cmap(i / max(len(ks) - 1, 1)) for i, k in enumerate(sorted(ks))}
+
+
+def plot_effectiveness_flops(cells: list[dict[str, Any]], path: str | Path) -> Path:
+    """nDCG@10 vs FLOPS per inflation (panels) and k (colours); crosses = collapsed cells."""
+    plt = _plt()
+    infs = sorted({c["inflation"] for c in cells})
+    ks = sorted({c["k"] for c in cells})
+    colors = _k_colors(ks)
+    fig, axes = plt.subplots(1, len(infs), figsize=(4.2 * len(infs), 3.6), squeeze=False, sharey=True)
+    for ax, inf in zip(axes[0], infs):
+        for k in ks:
+            sel = [c for c in cells if c["inflation"] == inf and c["k"] == k]
+            for c in sel:
+                marker = "x" if c["collapse"] else "o"
+                ax.scatter(max(_num(c["flops"]), 1e-3), _num(c["ndcg@10"]), color=colors[k], marker=marker, s=40,
+                           label=f"k={k:g}" if c is sel[0] else None)
+        ax.set_xscale("log")
+        ax.set_title(f"head inflation x{inf:g}")
+        ax.set_xlabel("FLOPS (mult. per query-document pair)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("nDCG@10 (dev)")
+    axes[0][-1].legend(fontsize=8, loc="best")
+    fig.suptitle("Synthetic SPLADE: effectiveness vs FLOPS (x = collapsed)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
+    """Ranking and FLOPS parts of the loss vs step; rows = inflation, lines = k (mean over seeds)."""
+    plt = _plt()
+    infs = sorted({c["inflation"] for c in cells})
+    ks = sorted({c["k"] for c in cells})
+    colors = _k_colors(ks)
+    fig, axes = plt.subplots(len(infs), 2, figsize=(9, 2.8 * len(infs)), squeeze=False, sharex=True)
+    for row, inf in zip(axes, infs):
+        for k in ks:
+            curves = [c["loss_curve"] for c in cells if c["inflation"] == inf and c["k"] == k and c["loss_curve"]]
+            if not curves:
+                continue
+            n = min(len(cv) for cv in curves)
+            steps = [cv["step"] for cv in curves[0][:n]]
+            rank = np.mean([[_num(r["ranking"]) for r in cv[:n]] for cv in curves], axis=0)
+            flops = np.mean([[_num(r["flops_q"]) + _num(r["flops_d"]) for r in cv[:n]] for cv in curves], axis=0)
+            row[0].plot(steps, rank, color=colors[k], label=f"k={k:g}")
+            row[1].plot(steps, np.maximum(flops, 1e-6), color=colors[k])
+        row[0].set_ylabel(f"x{inf:g}: ranking (nats)")
+        row[1].set_ylabel("FLOPS part")
+        row[1].set_yscale("log")
+        for ax in row:
+            ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7, ncol=2)
+    axes[0][0].set_title("InfoNCE ranking loss")
+    axes[0][1].set_title("lambda_q R_q + lambda_d R_d (weighted, warm-up)")
+    axes[-1][0].set_xlabel("step")
+    axes[-1][1].set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+#: (measured key in a cell's ``init``, theory_row / monte_carlo key, axis label, log y)
+INIT_PANELS = (
+    ("token_active_fraction", "active_logit", "P(z > 0) per token", False),
+    ("d_active_dims", "active_dims_d", "active dims per document", False),
+    ("flops", "flops_cost", "FLOPS (mult. per pair)", True),
+    ("mean_a", "Ea_d", "E[a] (documents)", True),
+    ("score_spread", "score_spread", "score spread sd(s+ - s-)", True),
+    ("grad_ratio", "grad_ratio", "|grad FLOPS| / |grad ranking| (w.r.t. z_d)", True),
+)
+
+
+def theory_curves(cfg: dict[str, Any], cells: list[dict[str, Any]], ks: Sequence[float], with_mc: bool = True):
+    """Theory (and Monte Carlo) rows per inflation, parameterised by the measured k = 1 cell.
+
+    Returns ``({inflation: [theory_row per k]}, {inflation: [monte_carlo per k]}, note)``; empty dicts
+    and a note if :mod:`initlab.theory.score_scale` is not importable or there is no k = 1 cell.
+    """
+    try:
+        from initlab.config import derive
+        from initlab.theory.score_scale import BASE, monte_carlo, theory_row
+    except ImportError as err:
+        return {}, {}, f"theory not drawn ({err})"
+    vocab = 5 + cfg["corpus"]["n_background"] + cfg["corpus"]["n_topics"] * cfg["corpus"]["topic_words"] + cfg["corpus"]["n_entities"]
+    theory, mc = {}, {}
+    for inf in sorted({c["inflation"] for c in cells}):
+        ref = [c["init"] for c in cells if c["inflation"] == inf and c["k"] == 1.0]
+        if not ref:
+            continue
+        m = {key: float(np.mean([r[key] for r in ref])) for key in ("bias_mean", "logit_mean", "logit_std", "L_q", "L_d")}
+        tcfg = derive(BASE, vocab=vocab, L_q=max(1, round(m["L_q"])), L_d=max(1, round(m["L_d"])),
+                      batch=int(cfg["init_batch"]), lambda_q=float(cfg["lambda_q"]), lambda_d=float(cfg["lambda_d"]),
+                      mu_b=m["bias_mean"], mu_h=m["logit_mean"] - m["bias_mean"], pooling="max", mc_batches=2)
+        theory[inf] = [theory_row(tcfg, m["logit_std"], float(k)) for k in ks]
+        if with_mc:
+            rows = []
+            for k in ks:
+                r = monte_carlo(tcfg, m["logit_std"], float(k))
+                r["grad_ratio"] = r["grad_flops"] / r["grad_rank"] if r.get("grad_rank", 0) > 0 else float("nan")
+                rows.append(r)
+            mc[inf] = rows
+    return theory, mc, ""
+
+
+def plot_init_scale(cfg: dict[str, Any], cells: list[dict[str, Any]], path: str | Path, with_theory: bool = True) -> Path:
+    """Measured scale quantities at init vs k (filled markers, seed mean) beside theory (lines) and Monte Carlo."""
+    plt = _plt()
+    infs = sorted({c["inflation"] for c in cells})
+    ks = sorted({c["k"] for c in cells})
+    theory, mc, note = theory_curves(cfg, cells, ks) if with_theory else ({}, {}, "theory not drawn")
+    cmap = plt.get_cmap("plasma")
+    colors = {inf: cmap(0.8 * i / max(len(infs) - 1, 1)) for i, inf in enumerate(infs)}
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    for ax, (mkey, tkey, label, logy) in zip(axes.flat, INIT_PANELS):
+        for inf in infs:
+            meas = []
+            for k in ks:
+                vals = []
+                for c in cells:
+                    if c["inflation"] == inf and c["k"] == k:
+                        i = c["init"]
+                        v = i["grad_flops"] / i["grad_rank"] if mkey == "grad_ratio" and i["grad_rank"] > 0 else i.get(mkey)
+                        vals.append(_num(v))
+                meas.append(np.mean(vals) if vals else float("nan"))
+            ax.plot(ks, meas, "o", color=colors[inf], label=f"measured x{inf:g}")
+            if inf in theory:
+                ax.plot(ks, [_num(r.get(tkey)) for r in theory[inf]], "-", color=colors[inf], alpha=0.8,
+                        label=f"theory x{inf:g}")
+            if inf in mc:
+                ax.plot(ks, [_num(r.get(tkey)) for r in mc[inf]], "s", mfc="none", color=colors[inf], ms=7,
+                        label=f"Monte Carlo x{inf:g}")
+        ax.set_xscale("log", base=2)
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel("k")
+        ax.set_title(label, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=7)
+    title = "Tiny-model scale quantities at initialization vs k (measured) and Gaussian-logit theory"
+    fig.suptitle(title + (f" -- {note}" if note else ""), fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def draw_all(results_dir: str | Path, out_dir: str | Path | None = None, with_theory: bool = True) -> list[Path]:
+    """Draw the three figures of a run folder into ``out_dir`` (default: the run folder)."""
+    cfg, cells = load_cells(results_dir)
+    out = Path(out_dir) if out_dir is not None else Path(results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        plot_effectiveness_flops(cells, out / "splade_effectiveness_flops.png"),
+        plot_loss_curves(cells, out / "splade_loss_curves.png"),
+        plot_init_scale(cfg, cells, out / "splade_init_scale.png", with_theory=with_theory),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.splade_figures", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", type=Path, help="folder written by `initlab synthetic splade`")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the PNGs (default: RESULTS_DIR)")
+    parser.add_argument("--no-theory", action="store_true", help="draw measured quantities only")
+    args = parser.parse_args(argv)
+    try:
+        paths = draw_all(args.results_dir, args.out, with_theory=not args.no_theory)
+    except FileNotFoundError as err:
+        parser.error(str(err))
+    for p in paths:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,202 @@
+"""LRA loaders on tiny fixtures in each real layout (no network), and their error messages."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from initlab.realdata.lra import data as D
+
+FIX = Path(__file__).parent / "fixtures" / "lra"
+
+
+def ids_to_listops(ids):
+    return [D.LISTOPS_TOKENS[i - D.N_SPECIAL] for i in ids]
+
+
+def test_lra_listops_fixture_parses():
+    td = D.load_task("listops", FIX / "listops")
+    assert (td.vocab_size, td.max_len, td.n_classes) == (2 + 17, 2000, 10)
+    assert td.train.labels.tolist() == [9, 3, 4] and td.val.labels.tolist() == [3] and td.test.labels.tolist() == [5, 7]
+    first = td.train.tokens[0, : td.train.lengths[0]].tolist()
+    assert ids_to_listops(first) == "[MAX 2 9 [MIN 4 7 0 ] ]".split()  # parentheses dropped
+    assert td.train.tokens.dtype == torch.int16 and (td.train.tokens[1, td.train.lengths[1]:] == D.PAD_ID).all()
+    with_parens = D.encode_listops("( ( [SM 5 ) ] )", keep_parens=True)
+    assert ids_to_listops(with_parens) == ["(", "(", "[SM", "5", ")", "]", ")"]
+
+
+def test_lra_listops_errors_name_file_and_layout(tmp_path):
+    with pytest.raises(FileNotFoundError, match="basic_train.tsv.*Source"):
+        D.load_listops(tmp_path)
+    for name in ("train", "val", "test"):
+        (tmp_path / f"basic_{name}.tsv").write_text("Input\tOutput\n[MAX 1 ]\t1\n")
+    with pytest.raises(ValueError, match=r"basic_train.tsv: expected header 'Source<TAB>Target'"):
+        D.load_listops(tmp_path)
+    (tmp_path / "basic_train.tsv").write_text("Source\tTarget\n( [MAX 1 ] )\t1\n( [FOO 1 ] )\t1\n")
+    with pytest.raises(ValueError, match=r"basic_train.tsv:3: unknown ListOps token '\[FOO'"):
+        D.load_listops(tmp_path)
+    (tmp_path / "basic_train.tsv").write_text("Source\tTarget\n( [MAX 1 ] )\t12\n")
+    with pytest.raises(ValueError, match=r"basic_train.tsv:2: Target 12 outside 0..9"):
+        D.load_listops(tmp_path)
+
+
+def test_lra_text_aclimdb_fixture_parses_bytes():
+    td = D.load_task("text", FIX / "aclImdb", seed=0)
+    assert (td.vocab_size, td.max_len, td.n_classes) == (258, 4096, 2)
+    assert len(td.train) + len(td.val) == 4 and len(td.val) == 1 and len(td.test) == 2
+    raw = (FIX / "aclImdb" / "train" / "pos" / "0_9.txt").read_bytes()
+    want = [b + 2 for b in raw]
+    rows = [td.train.tokens[i, : td.train.lengths[i]].tolist() for i in range(len(td.train))]
+    rows += [td.val.tokens[0, : td.val.lengths[0]].tolist()]
+    assert want in rows  # UTF-8 bytes (the e-acute is two tokens)
+    assert sorted(td.test.labels.tolist()) == [0, 1]
+    short = D.load_text(FIX / "aclImdb", max_len=5)
+    assert short.train.tokens.shape[1] == 5 and int(short.train.lengths.max()) == 5
+
+
+def test_lra_text_from_hf_columns_without_network():
+    import datasets
+
+    ds = datasets.Dataset.from_dict({"text": ["good", "bad movie"], "label": [1, 0]})
+    texts, labels = D.imdb_from_hf(ds)
+    assert texts == ["good", "bad movie"] and labels == [1, 0]
+    with pytest.raises(ValueError, match="missing column 'label'"):
+        D.imdb_from_hf(datasets.Dataset.from_dict({"text": ["x"]}))
+
+
+def test_lra_text_missing_folder_names_layout(tmp_path):
+    (tmp_path / "train" / "pos").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match=r"train/neg: not found; expected layout: aclImdb"):
+        D.load_text(tmp_path)
+
+
+def test_lra_retrieval_aan_fixture_parses_pairs():
+    td = D.load_task("retrieval", FIX / "aan")
+    assert td.pair and td.train.tokens.shape[:2] == (3, 2) and td.train.lengths.shape == (3, 2)
+    assert td.train.labels.tolist() == [1, 0, 1] and len(td.val) == 1 and len(td.test) == 1
+    doc = bytes(t - 2 for t in td.train.tokens[0, 1, : td.train.lengths[0, 1]].tolist()).decode()
+    assert doc == "A statistical parser is described ."
+    assert td.max_len == 4000
+
+
+def test_lra_retrieval_malformed_row(tmp_path):
+    for s in ("train", "eval", "test"):
+        (tmp_path / f"new_aan_pairs.{s}.tsv").write_text("1\ta\tb\tonly four columns\n")
+    with pytest.raises(ValueError, match=r"new_aan_pairs.train.tsv:1: expected 5 tab-separated columns, got 4"):
+        D.load_retrieval(tmp_path)
+
+
+def _write_cifar(folder: Path, n: int = 4, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    batches = {}
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        data = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
+        labels = rng.integers(0, 10, n).tolist()
+        with open(folder / name, "wb") as fh:  # the official files are protocol-2 pickles of numpy arrays
+            pickle.dump({b"batch_label": b"fixture", b"labels": labels, b"data": data, b"filenames": [b"x.png"] * n}, fh, protocol=2)
+        batches[name] = (data, labels)
+    return batches
+
+
+def test_lra_cifar_batches_fixture_grayscale(tmp_path):
+    batches = _write_cifar(tmp_path / "cifar-10-batches-py")
+    td = D.load_task("image", tmp_path, seed=0)
+    assert (td.vocab_size, td.max_len, td.n_classes) == (258, 1024, 10)
+    assert len(td.train) + len(td.val) == 20 and len(td.test) == 4
+    data, labels = batches["test_batch"]
+    r, g, b = (data[0, k * 1024 : (k + 1) * 1024].astype(float) for k in range(3))  # channel-major rows
+    want = np.rint(0.2989 * r + 0.5870 * g + 0.1140 * b).astype(int) + 2
+    assert td.test.tokens[0].tolist() == want.tolist() and td.test.labels.tolist() == labels
+    assert (td.test.lengths == 1024).all()
+
+
+def test_lra_cifar_refuses_non_numpy_pickle(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    folder = tmp_path / "cifar-10-batches-py"
+    _write_cifar(folder)
+    with open(folder / "data_batch_1", "wb") as fh:
+        pickle.dump({b"data": Evil(), b"labels": [0]}, fh)
+    with pytest.raises(ValueError, match=r"data_batch_1: not a readable CIFAR-10 python batch.*builtins.print"):
+        D.load_image(folder)
+
+
+def test_lra_cifar_from_hf_images_without_network():
+    import datasets
+    from PIL import Image
+
+    rgb = np.random.default_rng(1).integers(0, 256, (2, 32, 32, 3), dtype=np.uint8)
+    ds = datasets.Dataset.from_dict({"img": [Image.fromarray(a) for a in rgb], "label": [3, 7]})
+    gray, labels = D.cifar_from_hf(ds)
+    assert gray.shape == (2, 1024) and labels.tolist() == [3, 7]
+    assert gray[1].tolist() == D.grayscale(rgb[1]).reshape(-1).tolist()
+
+
+def _write_pathfinder(root: Path, n: int = 10, as_npy_array: bool = False) -> list[tuple[np.ndarray, int]]:
+    from PIL import Image
+
+    base = root / "lra_release" / "pathfinder32" / "curv_contour_length_14"
+    (base / "metadata").mkdir(parents=True)
+    (base / "imgs" / "0").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    rows, items = [], []
+    for i in range(n):
+        img = rng.integers(0, 256, (32, 32), dtype=np.uint8)
+        Image.fromarray(img, mode="L").save(base / "imgs" / "0" / f"sample_{i}.png")
+        label = i % 2
+        rows.append(["imgs/0", f"sample_{i}.png", str(i), str(label), "32", "1.5", "14"])
+        items.append((img, label))
+    if as_npy_array:
+        np.save(base / "metadata" / "0.npy", np.array(rows))
+    else:  # the LRA release: whitespace-separated text lines despite the .npy name
+        (base / "metadata" / "0.npy").write_text("".join(" ".join(r) + "\n" for r in rows))
+    return items
+
+
+@pytest.mark.parametrize("as_npy_array", [False, True])
+def test_lra_pathfinder_fixture_split_80_10_10(tmp_path, as_npy_array):
+    items = _write_pathfinder(tmp_path, 10, as_npy_array)
+    td = D.load_task("pathfinder", tmp_path / "lra_release", seed=0)
+    assert (len(td.train), len(td.val), len(td.test)) == (8, 1, 1)
+    assert td.max_len == 1024 and td.n_classes == 2
+    pix = {tuple((img.reshape(-1).astype(int) + 2).tolist()): y for img, y in items}
+    for split in (td.train, td.val, td.test):
+        for i in range(len(split)):
+            assert pix[tuple(split.tokens[i].tolist())] == int(split.labels[i])
+    again = D.load_pathfinder(tmp_path, seed=0)
+    assert torch.equal(again.test.tokens, td.test.tokens)
+    other = D.load_pathfinder(tmp_path, seed=1)
+    assert not torch.equal(other.train.tokens, td.train.tokens)
+
+
+def test_lra_pathfinder_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no metadata/ folder found; expected layout: lra_release/pathfinder32"):
+        D.load_pathfinder(tmp_path)
+    _write_pathfinder(tmp_path, 3)
+    base = tmp_path / "lra_release" / "pathfinder32" / "curv_contour_length_14"
+    (base / "imgs" / "0" / "sample_1.png").unlink()
+    with pytest.raises(FileNotFoundError, match="sample_1.png: not found"):
+        D.load_pathfinder(tmp_path)
+    (base / "metadata" / "0.npy").write_text("imgs/0 sample_0.png\n")
+    with pytest.raises(ValueError, match=r"0.npy:1: expected >= 4 columns"):
+        D.load_pathfinder(tmp_path)
+
+
+def test_lra_load_task_rejects_unknown_and_missing_dir():
+    with pytest.raises(ValueError, match="task: expected one of"):
+        D.load_task("pathx")
+    with pytest.raises(ValueError, match="data_dir: task 'retrieval' needs a local folder"):
+        D.load_task("retrieval")
+
+
+def test_lra_iter_batches_ranks_disjoint_and_equal():
+    split = D.split_from_sequences([[3]] * 11, [0] * 11, 10)
+    shares = [torch.cat(list(D.iter_batches(split, 2, shuffle=True, seed=0, epoch=1, rank=r, world=2))) for r in (0, 1)]
+    assert len(shares[0]) == len(shares[1]) == 5 and not set(shares[0].tolist()) & set(shares[1].tolist())

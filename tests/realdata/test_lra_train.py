@@ -1,0 +1,143 @@
+"""End to end on CPU: toy generated ListOps, pretrain -> finetune through the CLI, resume, ablation
+mechanics (hybrid init, frozen attention), a toy sweep, and the GPU check's dry run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+
+from initlab.cli import main as cli
+from initlab.realdata.lra import train as T
+from initlab.realdata.lra.config import ABLATIONS, TASK_PRESETS, TOY
+from initlab.realdata.lra.sweep import expand_conditions, pretrain_key
+from initlab.runs import RunExistsError
+
+
+def test_lra_toy_pretrain_then_finetune_cli(tmp_path, capsys):
+    pt, ft = tmp_path / "pt", tmp_path / "ft"
+    assert cli(["lra", "pretrain", "--preset", "toy", "--out", str(pt), "--no-progress"]) == 0
+    res = json.loads((pt / "results.json").read_text())
+    assert res["epochs"] == 2 and len(res["history"]) == 2 and res["mask_ratio"] == 0.10
+    assert (pt / "spt_best.safetensors").is_file() and (pt / "DONE").is_file()
+    assert json.loads((pt / "config.json").read_text())["config"]["task"] == "listops"
+    assert (pt / "listops_data" / "basic_train.tsv").read_text().startswith("Source\tTarget\n")
+    assert cli(["lra", "finetune", "--preset", "toy", "--spt", str(pt), "--out", str(ft), "--no-progress"]) == 0
+    res = json.loads((ft / "results.json").read_text())
+    hist = res["history"]
+    best = max(hist, key=lambda r: r["val_acc"])
+    assert res["best_epoch"] == best["epoch"] and res["val_acc"] == best["val_acc"]
+    assert 0.0 <= res["test_acc"] <= 1.0 and res["n_copied_from_spt"] > 0
+    assert (ft / "history.csv").read_text().splitlines()[0].startswith("epoch,train_loss,val_acc")
+    layers = res["attention_metrics"]["layers"]
+    assert len(layers) == TOY.n_layers and 0 <= layers[0]["proximity_mass"] <= 1
+    # fine-tuned encoder weights started from the SPT checkpoint (embeddings moved, but from there)
+    spt = T.load_weights(pt / "spt_best.safetensors")
+    fresh = T.build_model(TOY).backbone.state_dict()
+    assert not torch.equal(spt["tok_emb.weight"], fresh["tok_emb.weight"])
+    # a finished run is not silently overwritten
+    with pytest.raises(SystemExit):
+        cli(["lra", "pretrain", "--preset", "toy", "--out", str(pt), "--no-progress"])
+    assert "already holds a finished run" in capsys.readouterr().err
+
+
+def test_lra_pretrain_resumes_after_interruption(tmp_path, monkeypatch):
+    cfg = replace(TOY, spt_epochs=2, metrics_examples=0)
+    full = T.pretrain(cfg, tmp_path / "a", progress=False)
+    calls = {"n": 0}
+    real = T._progress
+
+    def interrupt(it, total, desc, enabled):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(it, total, desc, enabled)
+
+    monkeypatch.setattr(T, "_progress", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        T.pretrain(cfg, tmp_path / "b", progress=False)
+    assert not (tmp_path / "b" / "DONE").exists()
+    st = torch.load(tmp_path / "b" / "ckpt" / "last.pt", weights_only=True)
+    assert st["epoch"] == 1
+    monkeypatch.setattr(T, "_progress", real)
+    resumed = T.pretrain(cfg, tmp_path / "b", progress=False)
+    assert [r["val_loss"] for r in resumed["history"]] == pytest.approx([r["val_loss"] for r in full["history"]], rel=1e-6)
+    a, b = T.load_weights(tmp_path / "a" / "spt_best.safetensors"), T.load_weights(tmp_path / "b" / "spt_best.safetensors")
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    with pytest.raises(T.ConfigMismatchError):  # an unfinished run is never continued with another config
+        (tmp_path / "b" / "DONE").unlink()
+        T.pretrain(replace(cfg, lr=0.5), tmp_path / "b", progress=False)
+
+
+def test_lra_hybrid_init_and_frozen_attention(tmp_path):
+    cfg = replace(TOY, metrics_examples=0)
+    spt_state = T.build_model(replace(cfg, seed=123)).backbone.state_dict()  # stands in for an SPT checkpoint
+    m = T.build_model(cfg)
+    fresh = {k: v.clone() for k, v in m.backbone.state_dict().items()}
+    T.init_from_spt(m, spt_state, "qk")
+    now = m.backbone.state_dict()
+    for k in now:
+        src = spt_state if (".W_Q." in k or ".W_K." in k) else fresh
+        assert torch.equal(now[k], src[k]), k
+    T.save_weights(spt_state, tmp_path / "spt.safetensors")
+    res = T.finetune(replace(cfg, init="spt", init_groups="qkvo", freeze=("attention",)), tmp_path / "ft",
+                     tmp_path / "spt.safetensors", progress=False)
+    assert res["n_frozen"] == 8 * cfg.n_layers
+    final = T.load_weights(tmp_path / "ft" / "best.safetensors")
+    for k, v in spt_state.items():
+        name = "backbone." + k
+        if any(f".{w}." in name for w in ("W_Q", "W_K", "W_V", "W_O")):
+            assert torch.equal(final[name], v), k  # copied from SPT and kept frozen
+    init_head = T.build_model(cfg).backbone.state_dict()["cls_head.weight"]
+    assert not torch.equal(final["backbone.cls_head.weight"], init_head)  # the rest did train
+    with pytest.raises(ValueError, match="spt_ckpt"):
+        T.finetune(replace(cfg, init="spt"), tmp_path / "x", None)
+    with pytest.raises(FileNotFoundError, match="missing.safetensors"):
+        T.finetune(replace(cfg, init="spt"), tmp_path / "x", tmp_path / "missing.safetensors")
+
+
+def test_lra_ablation_presets_expand():
+    base = TASK_PRESETS["image"]
+    names = {a: [c for c, _, _ in expand_conditions(a, base, 0)] for a in ABLATIONS}
+    assert names["depth"] == ["L1-scratch", "L1-spt", "L3-scratch", "L3-spt"]
+    conds = expand_conditions("spt-epochs", base, 0)
+    assert [ms for _, _, ms in conds] == [None, 1, 10, 50, 100, 200]
+    spt_runs = {pretrain_key(c) for _, c, ms in conds if c.init == "spt"}
+    assert len(spt_runs) == 1  # one 200-epoch SPT run serves every milestone (constant schedule)
+    cross = dict((n, c) for n, c, _ in expand_conditions("cross-task", base, 0))
+    assert cross["other-task-data"].spt_task == "pathfinder" and cross["own-data"].spt_task is None
+    frozen = dict((n, c) for n, c, _ in expand_conditions("frozen-attention", base, 0))
+    assert frozen["spt-frozen"].freeze == ("attention",) and frozen["scratch-trainable"].freeze == ()
+    hybrid = {n: c.init_groups for n, c, _ in expand_conditions("hybrid", base, 0)}
+    assert hybrid == {"init-all": "all", "init-qk": "qk", "init-qkvo": "qkvo", "init-ffn": "ffn", "scratch": "all"}
+    with pytest.raises(ValueError, match="no partner"):
+        expand_conditions("cross-task", TASK_PRESETS["listops"], 0)
+    assert TASK_PRESETS["listops"].n_layers == 6 and TASK_PRESETS["image"].d_model == 64
+
+
+def test_lra_toy_sweep_spt_vs_scratch(tmp_path, capsys):
+    out = tmp_path / "sw"
+    assert cli(["lra", "sweep", "--preset", "toy", "--ablation", "spt-vs-scratch", "--set", "metrics_examples=2",
+                "--out", str(out), "--no-progress"]) == 0
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [r["condition"] for r in rows] == ["scratch", "spt"]
+    assert rows[1]["spt_epochs"] == TOY.spt_epochs and rows[0]["spt_epochs"] == 0
+    assert (out / "results.csv").read_text().startswith("ablation,condition,seed")
+    assert (out / "spt-vs-scratch.png").stat().st_size > 1000 and (out / "DONE").exists()
+    with pytest.raises(SystemExit):
+        cli(["lra", "sweep", "--preset", "toy", "--ablation", "spt-vs-scratch", "--set", "nope=1", "--out", str(tmp_path / "z")])
+    assert "unknown config key(s) nope" in capsys.readouterr().err
+
+
+def test_lra_gpu_check_dry_run(tmp_path):
+    from initlab.realdata.lra.gpu_check import assumed_peak, main
+
+    assert main(["--dry-run", "--steps", "1", "--json", str(tmp_path / "g.json")]) == 0
+    rows = json.loads((tmp_path / "g.json").read_text())["rows"]
+    assert [(r["task"], r["mode"]) for r in rows] == [("listops", "classify"), ("listops", "masked"), ("image", "classify"),
+                                                      ("image", "masked")]
+    assert all(r["tokens_per_s"] > 0 and r["achieved_tflops"] > 0 for r in rows)
+    assert assumed_peak("NVIDIA H200") == ("H200", 989.0) and assumed_peak("NVIDIA H100 PCIe")[1] == 756.0
+    assert assumed_peak("Some Future GPU") is None

@@ -1,0 +1,98 @@
+"""Loaders for the real file layouts (MS MARCO TSV, TREC qrels, triples, BEIR jsonl) on fixture files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from initlab.realdata.splade import data
+
+FIX = Path(__file__).parent / "fixtures" / "splade"
+
+
+def test_msmarco_folder_dev_and_dl19():
+    dev = data.load_msmarco_folder(FIX / "msmarco", "dev.small")
+    assert len(dev.corpus) == 12 and len(dev.queries) == 8 and dev.binary_rel == 1
+    assert dev.qrels["1000"] == {"0": 1}
+    dl = data.load_msmarco_folder(FIX / "msmarco", "dl19")
+    assert dl.binary_rel == 2 and dl.qrels["2000"] == {"8": 3, "9": 1, "10": 0}
+
+
+def test_beir_folder_and_named_sets():
+    ds = data.load_beir_folder(FIX / "beir" / "scifact")
+    assert ds.corpus["d0"] == "cat the cat sleeps on the warm sofa all day"  # title + " " + text
+    assert set(ds.queries) == {f"q{i}" for i in range(0, 12, 2)}  # judged queries only
+    assert data.load_eval_set("scifact", data_root=FIX).qrels == ds.qrels
+    assert data.load_eval_set("trec-dl-2019", data_root=FIX).binary_rel == 2
+    assert data.load_eval_set("nano:NanoSciFact", data_root=FIX).name == "NanoSciFact"
+    assert len(data.BEIR13) == 13 and set(data.BEIR13) == set(data.BEIR13_IDS)
+    with pytest.raises(ValueError, match="evaluation set 'bogus'"):
+        data.load_eval_set("bogus", data_root=FIX)
+
+
+def test_text_and_id_triples_agree():
+    text = data.read_triples(FIX / "msmarco" / "triples.train.small.tsv")
+    ids = data.read_triples(FIX / "msmarco" / "qidpidtriples.train.full.2.tsv", collection=FIX / "msmarco" / "collection.tsv",
+                            queries=FIX / "msmarco" / "queries.train.tsv")
+    assert text == ids and len(text) == 12
+    assert len(data.read_triples(FIX / "msmarco" / "triples.train.small.tsv", limit=3)) == 3
+    with pytest.raises(ValueError, match="need the collection and queries"):
+        data.read_triples(FIX / "msmarco" / "qidpidtriples.train.full.2.tsv")
+    m = data.read_margin_triples(FIX / "msmarco" / "bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv",
+                                 collection=FIX / "msmarco" / "collection.tsv", queries=FIX / "msmarco" / "queries.train.tsv")
+    assert m[0][:3] == text[0] and m[0][3] == pytest.approx(9.5 - 1.0)
+
+
+def _copy(tmp_path, sub):
+    dst = tmp_path / sub
+    shutil.copytree(FIX / sub, dst)
+    return dst
+
+
+def test_missing_files_name_the_file_and_layout(tmp_path):
+    ms = _copy(tmp_path, "msmarco")
+    (ms / "collection.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"collection\.tsv.*MS MARCO layout"):
+        data.load_msmarco_folder(ms)
+    beir = _copy(tmp_path, "beir")
+    (beir / "scifact" / "qrels" / "test.tsv").unlink()
+    with pytest.raises(FileNotFoundError, match=r"test\.tsv.*BEIR layout"):
+        data.load_beir_folder(beir / "scifact")
+    with pytest.raises(FileNotFoundError, match="folder not found"):
+        data.load_beir_folder(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("fname,content,pattern", [
+    ("collection.tsv", "0\tok\n1 no tab here\n", r"collection\.tsv:2: expected 2 tab-separated columns"),
+    ("qrels.dev.small.tsv", "1000 0 0\n", r"qrels\.dev\.small\.tsv:1: expected TREC qrels with 4 columns"),
+    ("qrels.dev.small.tsv", "1000 0 0 high\n", r"relevance 'high' is not an integer"),
+])
+def test_malformed_msmarco_files(tmp_path, fname, content, pattern):
+    ms = _copy(tmp_path, "msmarco")
+    (ms / fname).write_text(content)
+    with pytest.raises(ValueError, match=pattern):
+        data.load_msmarco_folder(ms)
+
+
+@pytest.mark.parametrize("fname,content,pattern", [
+    ("corpus.jsonl", '{"_id": "d0", "text": "x"}\n{broken\n', r"corpus\.jsonl:2: not JSON"),
+    ("queries.jsonl", '{"text": "no id"}\n', r"queries\.jsonl:1: missing key\(s\) \['_id'\]"),
+    ("qrels/test.tsv", "q0\td0\t1\n", r"expected header 'query-id<TAB>corpus-id<TAB>score'"),
+])
+def test_malformed_beir_files(tmp_path, fname, content, pattern):
+    beir = _copy(tmp_path, "beir") / "scifact"
+    (beir / fname).write_text(content)
+    with pytest.raises(ValueError, match=pattern):
+        data.load_beir_folder(beir)
+
+
+def test_malformed_triples(tmp_path):
+    p = tmp_path / "triples.tsv"
+    p.write_text("q\tpos\n")
+    with pytest.raises(ValueError, match=r"triples\.tsv:1: expected 3 tab-separated columns"):
+        data.read_triples(p)
+    p.write_text("3000\t0\t99\n")
+    with pytest.raises(ValueError, match="id 99 not found"):
+        data.read_triples(p, collection=FIX / "msmarco" / "collection.tsv", queries=FIX / "msmarco" / "queries.train.tsv")

@@ -1,0 +1,97 @@
+"""Exact sparse retrieval vs the dense float64 reference; FLOPS and active dims vs brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from hypothesis import given, strategies as st
+
+from initlab.realdata.splade.retrieval import (
+    SparseIndex,
+    active_dims,
+    dense_topk_reference,
+    flops,
+    recall_at_k,
+    seismic_search,
+    to_scipy_csr,
+)
+
+
+def _random_sparse(rng, n, V, density):
+    m = sp.random(n, V, density=density, format="csr", random_state=rng, dtype=np.float32)
+    m.data = np.log1p(m.data * 5).astype(np.float32)  # SPLADE-like non-negative weights
+    return m
+
+
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 60), n_q=st.integers(1, 12), V=st.integers(2, 80),
+       density=st.floats(0.02, 0.5), k=st.integers(1, 70), chunk=st.integers(1, 5))
+def test_exact_search_matches_dense_reference(seed, n_docs, n_q, V, density, k, chunk):
+    rng = np.random.default_rng(seed)
+    D = _random_sparse(rng, n_docs, V, density)
+    Q = _random_sparse(rng, n_q, V, density)
+    s, i = SparseIndex.build(D).search(Q, k=k, chunk_size=chunk)
+    rs, ri = dense_topk_reference(Q, D, k)
+    assert s.shape == rs.shape == (n_q, min(k, n_docs))
+    np.testing.assert_allclose(s.double().numpy(), rs.numpy(), rtol=1e-5, atol=1e-6)
+    # identical rankings wherever scores are not tied (zero-score documents are ties too)
+    full = (Q.astype(np.float64) @ D.T.astype(np.float64)).toarray()  # (n_q, n_docs) all scores
+    for row in range(n_q):
+        for j, score in enumerate(rs[row].numpy()):
+            tied = np.isclose(full[row], score, rtol=1e-5, atol=1e-7).sum() > 1
+            if not tied:
+                assert int(i[row, j]) == int(ri[row, j])
+
+
+def test_exact_search_input_forms_agree_and_errors():
+    rng = np.random.default_rng(0)
+    D = _random_sparse(rng, 30, 20, 0.3)
+    Q = _random_sparse(rng, 4, 20, 0.3)
+    idx = SparseIndex.build(torch.from_numpy(D.toarray()))
+    a = idx.search(Q, k=5)
+    b = idx.search(torch.from_numpy(Q.toarray()).to_sparse(), k=5)
+    c = idx.search(Q.toarray(), k=5)
+    for other in (b, c):
+        assert torch.equal(a[1], other[1])
+    with pytest.raises(ValueError, match="width V = 20"):
+        idx.search(np.zeros((2, 21), np.float32), k=3)
+    with pytest.raises(ValueError, match="k: expected >= 1"):
+        idx.search(Q, k=0)
+    with pytest.raises(ValueError, match=">= 0"):
+        to_scipy_csr(-np.ones((2, 3)), "docs")
+    with pytest.raises(TypeError, match="docs"):
+        to_scipy_csr([[1.0]], "docs")
+    with pytest.raises(ValueError, match="2-D"):
+        to_scipy_csr(np.ones(3), "docs")
+
+
+def test_flops_matches_brute_force_expectation():
+    rng = np.random.default_rng(1)
+    Q = _random_sparse(rng, 7, 15, 0.3)
+    D = _random_sparse(rng, 11, 15, 0.4)
+    # brute force: mean over all (q, d) pairs of the number of shared active terms (multiplications)
+    qa, da = (Q.toarray() > 0).astype(float), (D.toarray() > 0).astype(float)
+    brute = np.mean([[np.sum(qa[i] * da[j]) for j in range(11)] for i in range(7)])
+    assert flops(Q, D) == pytest.approx(brute, rel=1e-12)
+    assert active_dims(D) == pytest.approx(da.sum(1).mean())
+    with pytest.raises(ValueError, match="widths differ"):
+        flops(Q, D[:, :10])
+
+
+def test_recall_at_k():
+    assert recall_at_k(np.array([[1, 2, 3]]), np.array([[3, 4, 1]])) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError):
+        recall_at_k(np.zeros((2, 3)), np.zeros((1, 3)))
+
+
+def test_seismic_backend_returns_valid_documents():
+    pytest.importorskip("seismic")
+    rng = np.random.default_rng(2)
+    D = _random_sparse(rng, 60, 40, 0.2)
+    Q = _random_sparse(rng, 3, 40, 0.3)
+    approx, build_s, search_s = seismic_search(Q, D, k=5, num_threads=1)
+    _, exact = dense_topk_reference(Q, D, 5)
+    assert approx.shape == (3, 5) and build_s >= 0 and search_s >= 0
+    assert ((approx >= -1) & (approx < 60)).all()
+    assert 0.0 <= recall_at_k(approx, exact.numpy()) <= 1.0

@@ -1,0 +1,99 @@
+"""`initlab theory verify` and the theory reproduce stage (initlab.theory.verify)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from initlab import cli
+from initlab.theory import verify
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_verify_cli_passes_and_json_lists_t1_to_t5(tmp_path, capsys):
+    out = tmp_path / "v.json"
+    rc = cli.main(["theory", "verify", "--cases", "3", "--t-max", "40", "--mc-samples", "4000", "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    report = json.loads(out.read_text())
+    assert [r["statement"] for r in report["statements"]] == ["T1", "T2", "T3", "T4", "T5"]
+    for r in report["statements"]:
+        assert r["verdict"] == "PASS" and r["cases"] == 3
+        assert r["max_rel_error"] < 1e-6
+        assert sum(c["n"] for c in r["checks"].values()) >= 3
+    assert report["passed"] is True
+    for name in ("T1", "T2", "T3", "T4", "T5", "PASS", "max abs err", "max rel err"):
+        assert name in text
+
+
+@pytest.mark.parametrize("target", ["T1", "T2", "T3", "T4", "T5"])
+def test_verify_reports_fail_for_an_injected_wrong_gradient(monkeypatch, capsys, target):
+    """A deliberately wrong claim (gradient perturbed by a relative 1e-6 in one entry) must FAIL."""
+
+    def hook(statement, G):
+        if statement != target:
+            return G
+        G = G.contiguous().clone()
+        G.view(-1)[1] += 1e-6 * float(G.abs().max()) + 1e-12
+        return G
+
+    monkeypatch.setattr(verify, "_TEST_HOOK", hook)
+    rc = verify.main(["--cases", "2", "--t-max", "12", "--mc-samples", "2000"])
+    text = capsys.readouterr().out
+    assert rc == 1
+    row = next(line for line in text.splitlines() if line.startswith(target))
+    assert "FAIL" in row
+    others = [line for line in text.splitlines() if line[:2] in {"T1", "T2", "T3", "T4", "T5"} and not line.startswith(target)]
+    assert all("PASS" in line for line in others)
+
+
+def test_verify_bad_arguments():
+    with pytest.raises(SystemExit):
+        verify.main(["--cases", "0"])
+    with pytest.raises(ValueError, match="statements: unknown"):
+        verify.run_verify(verify.BASE, statements=["T9"])
+
+
+def test_verify_reproduce_stage_writes_resumes_and_overwrites(tmp_path, monkeypatch):
+    monkeypatch.setitem(verify.PRESETS, "quick", verify.derive(verify.BASE, cases=2, t_max=16, mc_samples=2000))
+    calls = []
+    real = verify.run_verify
+    monkeypatch.setattr(verify, "run_verify", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(verify, "_t2_curve", lambda seed, Ts, widths, reps: real_t2(seed, [4, 16], (1,), 1))
+    monkeypatch.setattr(verify, "_t4_curve", lambda seed, ps, T, K, q, w, n: real_t4(seed, [0.0, 0.8], 8, 3, q, w, 1000))
+    out = tmp_path / "theory"
+    md = verify.reproduce_stage(out, "quick", overwrite=False)
+    for name in ("DONE", "config.json", "verify.json", "summary.md", "t2_band_ratio.png", "t4_projection_vs_p.png", "t2_curve.json", "t4_curve.json"):
+        assert (out / name).exists(), name
+    assert "T1" in md and "PASS" in md and md == (out / "summary.md").read_text()
+    assert [r["statement"] for r in json.loads((out / "verify.json").read_text())["statements"]] == ["T1", "T2", "T3", "T4", "T5"]
+    assert json.loads((out / "config.json").read_text())["config"]["cases"] == 2
+    assert len(calls) == 1
+    assert verify.reproduce_stage(out, "quick", overwrite=False) == md  # finished: not recomputed
+    assert len(calls) == 1
+    verify.reproduce_stage(out, "quick", overwrite=True)  # recomputed, old folder moved aside
+    assert len(calls) == 2
+    assert list(tmp_path.glob("theory.old-*"))
+    with pytest.raises(ValueError, match="preset"):
+        verify.reproduce_stage(tmp_path / "x", "huge")
+
+
+real_t2 = verify._t2_curve
+real_t4 = verify._t4_curve
+
+
+def test_verify_t2_curve_shrinks_with_T():
+    rows = verify._t2_curve(0, [8, 256], (2,), 2)
+    small, big = rows
+    assert big["bound"] < small["bound"]
+    assert big["mean_ratio"] < small["mean_ratio"]
+    assert all(r["max_ratio"] <= r["bound"] for r in rows)
