@@ -130,7 +130,9 @@ def proximity_figure(run_dir: Path, metrics: dict) -> list[Path]:
         a1.plot(steps, prox.mean(0), label=name)
         if len(hs) > 1:
             a1.fill_between(steps, prox.mean(0) - prox.std(0), prox.mean(0) + prox.std(0), alpha=0.15)
-    uni = (2 * cfg["proximity_w"] + 1) / cfg["task"]["T"]
+    from initlab.synthetic.metrics import uniform_proximity_mass
+
+    uni = uniform_proximity_mass(cfg["task"]["T"], cfg["proximity_w"])
     a1.axhline(uni, color="k", ls=":", lw=0.8, label="uniform")
     a1.set_xlabel("fine-tuning step")
     a1.set_ylabel(f"proximity mass (|i-j| <= {cfg['proximity_w']})")
@@ -163,8 +165,8 @@ def kernel_figure(run_dir: Path, metrics: dict) -> list[Path]:
     if spt is not None:
         eps = _epochs(spt)
         panels.append(("mean scores S at init", spt["scores_ep0"]))
-        e = cfg["spt_epochs"] if cfg["spt_epochs"] in eps else eps[-1]
-        panels.append((f"after SPT ({e} epochs)", spt[f"scores_ep{e}"]))
+        for e in sorted({cfg["spt_epochs"] if cfg["spt_epochs"] in eps else eps[-1], eps[-1]}):
+            panels.append((f"after SPT ({e} epochs)", spt[f"scores_ep{e}"]))
     if sup is not None:
         e = _epochs(sup)[-1]
         panels.append((f"after supervised ({e} epochs)", sup[f"scores_ep{e}"]))

@@ -4,9 +4,10 @@ Letters: B batch, H heads, T length (queries i = rows, keys j = columns).
 
 * :func:`proximity_mass` -- mean attention within ``|i - j| <= w`` (uniform attention gives about
   ``(2w + 1) / T``);
-* :func:`toeplitz_part` / :func:`relative_position_score` -- the orthogonal projection of a score
-  matrix onto Toeplitz matrices (functions of ``i - j``: each diagonal replaced by its mean) and the share
-  of the row-centred scores it explains (softmax ignores a per-row constant, so rows are centred first);
+* :func:`toeplitz_part` -- the orthogonal projection of a score matrix onto Toeplitz matrices (functions
+  of ``i - j``: each diagonal replaced by its mean);
+* :func:`relative_position_score` -- the share of the scores' variation beyond per-row constants
+  (which softmax ignores) explained by a function of ``i - j`` (least squares);
 * :func:`attention_entropy` -- mean row entropy in nats (uniform attention: ``log T``);
 * :func:`score_gradients_at_init` -- for the label loss and the masked-reconstruction loss, the
   gradient with respect to the first layer's scores S and its blind-subspace component
@@ -16,6 +17,8 @@ Letters: B batch, H heads, T length (queries i = rows, keys j = columns).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -24,6 +27,7 @@ from initlab.theory.subspace import blind_component
 
 __all__ = [
     "proximity_mass",
+    "uniform_proximity_mass",
     "toeplitz_part",
     "toeplitz_part_reference",
     "relative_position_score",
@@ -60,6 +64,12 @@ def proximity_mass(attn: torch.Tensor, w: int = 2) -> float:
     return float((attn * band).sum(-1).mean())
 
 
+def uniform_proximity_mass(T: int, w: int) -> float:
+    """:func:`proximity_mass` of uniform attention over T keys, edge effects included (about (2w+1)/T)."""
+    i = np.arange(T)
+    return float((np.minimum(i + w, T - 1) - np.maximum(i - w, 0) + 1).mean() / T)
+
+
 def toeplitz_part_reference(S: torch.Tensor) -> torch.Tensor:
     """Slow, obvious reference of :func:`toeplitz_part` (a Python loop over diagonals)."""
     _check_maps(S, "S")
@@ -89,18 +99,44 @@ def toeplitz_part(S: torch.Tensor) -> torch.Tensor:
     return means[..., off].reshape(S.shape)
 
 
-def relative_position_score(S: torch.Tensor) -> float:
-    """Share of the row-centred score matrix explained by its Toeplitz part.
+@functools.lru_cache(maxsize=8)
+def _toeplitz_row_basis(T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indicator basis ``D (T*T, 3T-1)`` of Toeplitz (2T-1 diagonals) plus row-constant (T rows) matrices,
+    and its pseudo-inverse ``(3T-1, T*T)``, float64."""
+    idx = torch.arange(T)
+    off = (idx[None, :] - idx[:, None] + T - 1).reshape(-1)
+    row = idx[:, None].expand(T, T).reshape(-1)
+    D = torch.zeros(T * T, 3 * T - 1, dtype=torch.float64)
+    D[torch.arange(T * T), off] = 1.0
+    D[torch.arange(T * T), 2 * T - 1 + row] = 1.0
+    return D, torch.linalg.pinv(D)
 
-    ``Sc = S - rowmean(S)``; score ``= ||Toep(Sc)||_F^2 / ||Sc||_F^2`` summed over all leading dims, in
-    [0, 1] (orthogonal projection). A pure relative-position pattern (ALiBi-like, proximity bias) gives 1;
-    a generic random matrix gives about ``2 / T``. Returns 0 for an all-constant-rows input.
+
+def relative_position_score(S: torch.Tensor) -> float:
+    """Share of the score matrix's variation, beyond per-row constants, explained by a function of i - j.
+
+    Softmax ignores a constant per query row, so the reference model is ``S_ij ~ r_i`` and the full model
+    ``S_ij ~ r_i + t_{i-j}`` (least squares). With ``P_row`` and ``P_joint`` the two orthogonal projections,
+
+        score = (||P_joint S||^2 - ||P_row S||^2) / ||S - P_row S||^2     (summed over leading dims),
+
+    in [0, 1]: 1 for ``r_i + t_{i-j}`` (ALiBi-like proximity bias), 0 for row-constant scores, about
+    ``2 / T`` for a generic random matrix. Returns 0 when all rows are constant.
+
+    Args:
+        S: ``(..., T, T)`` scores.
     """
     _check_maps(S, "S")
-    Sc = S - S.mean(-1, keepdim=True)
-    num = toeplitz_part(Sc).pow(2).sum()
-    den = Sc.pow(2).sum()
-    return float(num / den) if float(den) > 0 else 0.0
+    T = S.shape[-1]
+    D, Dp = _toeplitz_row_basis(T)
+    flat = S.detach().reshape(-1, T * T).double().cpu()
+    fit = (flat @ Dp.T) @ D.T  # P_joint S
+    row = flat.view(-1, T, T).mean(-1, keepdim=True).expand(-1, T, T).reshape(-1, T * T)  # P_row S
+    den = float((flat - row).pow(2).sum())
+    if den <= 1e-20 * float(flat.pow(2).sum()):  # rows constant up to rounding
+        return 0.0
+    num = float(fit.pow(2).sum() - row.pow(2).sum())
+    return min(max(num / den, 0.0), 1.0)
 
 
 def attention_entropy(attn: torch.Tensor, eps: float = 1e-12) -> float:

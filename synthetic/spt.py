@@ -46,6 +46,7 @@ from initlab.synthetic.metrics import (
     attention_entropy,
     proximity_mass,
     relative_position_score,
+    uniform_proximity_mass,
     score_gradients_at_init,
 )
 from initlab.synthetic.model import ModelConfig, SequenceTransformer, freeze, load_partial
@@ -393,7 +394,8 @@ def summary_markdown(cfg: SPTConfig, summ: dict[str, Any], seconds: float | None
     lines = [
         "## Synthetic self-pretraining (local task, T = %d)" % cfg.task.T, "",
         f"{n_seeds} seed(s); test accuracy (%) and first-layer attention metrics after fine-tuning, mean ± std over seeds; "
-        f"proximity mass within |i-j| <= {cfg.proximity_w} (uniform: {(2 * cfg.proximity_w + 1) / cfg.task.T:.3f}).", "",
+        f"proximity mass within |i-j| <= {cfg.proximity_w} (uniform attention: {uniform_proximity_mass(cfg.task.T, cfg.proximity_w):.3f}); "
+        f"entropy in nats (uniform: {math.log(cfg.task.T):.2f}).", "",
         "| condition | depth | SPT | test acc % | train acc % | proximity mass | rel.-pos. score | entropy (nats) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]

@@ -241,6 +241,10 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     out = Path(out)
     if cfg.spt_epochs < 1:
         raise ValueError("spt_epochs: pretrain needs at least 1 epoch (0 epochs = fine-tune from scratch)")
+    spt_task = cfg.spt_task or cfg.task
+    if task_vocab(spt_task) != task_vocab(cfg.task):
+        raise ValueError(f"spt_task: {spt_task!r} inputs use a different vocabulary from {cfg.task!r}; choose a task "
+                         f"with the same tokens (e.g. image <-> pathfinder, text <-> retrieval)")
     done = _finished(out, cfg, "pretrain", reuse_finished, overwrite)
     if done is not None:
         return done
@@ -252,10 +256,6 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
         run = RunDir(out, resume=True)
     if run.done:
         return json.loads((run.root / "results.json").read_text())
-    spt_task = cfg.spt_task or cfg.task
-    if task_vocab(spt_task) != task_vocab(cfg.task):
-        raise ValueError(f"spt_task: {spt_task!r} inputs use a different vocabulary from {cfg.task!r}; choose a task "
-                         f"with the same tokens (e.g. image <-> pathfinder, text <-> retrieval)")
     data = load_data(cfg, spt_task, out=out if main else None) if main else None
     accelerator.wait_for_everyone()
     if data is None:
@@ -364,11 +364,14 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     """Fine-tune on labels; returns the results dict (``test_acc`` at the best validation epoch).
 
     Raises:
-        ValueError: ``init='spt'`` without ``spt_ckpt``. FileNotFoundError: missing checkpoint.
+        ValueError: ``epochs < 1``, ``init='spt'`` without ``spt_ckpt``, a config that differs from an
+            unfinished run in ``out``. FileNotFoundError: missing checkpoint.
     """
     from initlab.synthetic.model import freeze
 
     out = Path(out)
+    if cfg.epochs < 1:
+        raise ValueError(f"epochs: fine-tuning needs at least 1 epoch, got {cfg.epochs}")
     if cfg.init == "spt" and spt_ckpt is None:
         raise ValueError("spt_ckpt: init='spt' needs an SPT checkpoint (.safetensors from initlab lra pretrain)")
     done = _finished(out, cfg, "finetune", reuse_finished, overwrite)

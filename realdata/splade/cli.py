@@ -127,15 +127,22 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
 def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "initlab splade sweep",
                                 description="Train + evaluate the backbone x k grid; finished cells are skipped.")
-    p.add_argument("--backbones", default=",".join(BACKBONES), help="comma-separated short names or hub ids")
+    p.add_argument("--backbones", default=None,
+                   help=f"comma-separated short names or hub ids (default: {','.join(BACKBONES)}; gte only with --trust-remote-code)")
     p.add_argument("--ks", type=_ks, default=list(K_VALUES), help="comma-separated rescaling factors (default 1,2,4,8,16,32)")
     p.add_argument("--out", type=Path, required=True)
     _common(p)
     args = p.parse_args(argv)
     from .sweep import run_sweep
 
+    if args.backbones is None:
+        backbones = [b for b in BACKBONES if args.trust_remote_code or b != "gte"]
+        if not args.trust_remote_code:
+            print("note: gte (Alibaba-NLP/gte-en-mlm-base, hub code) left out; add --trust-remote-code to include it")
+    else:
+        backbones = [b.strip() for b in args.backbones.split(",") if b.strip()]
     try:
-        rows = run_sweep(_base_config(args), args.out, backbones=[b.strip() for b in args.backbones.split(",") if b.strip()],
+        rows = run_sweep(_base_config(args), args.out, backbones=backbones,
                          ks=args.ks, overwrite=args.overwrite, progress=not args.no_progress)
     except (ValueError, TypeError, FileNotFoundError) as err:
         p.error(str(err))

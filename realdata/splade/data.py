@@ -160,7 +160,8 @@ def load_msmarco_folder(folder: str | Path, split: str = "dev.small", *, name: s
     qrels = read_trec_qrels(folder / f"qrels.{split}.tsv")
     if binary_rel is None:
         binary_rel = 2 if "dl" in split else 1
-    return RetrievalSet(name or f"msmarco-{split}", corpus, queries, qrels, binary_rel, source=str(folder))
+    default = {"dev.small": "msmarco-dev", "dl19": "trec-dl-2019"}.get(split, f"msmarco-{split}")
+    return RetrievalSet(name or default, corpus, queries, qrels, binary_rel, source=str(folder))
 
 
 def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[dict]:

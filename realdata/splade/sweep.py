@@ -90,7 +90,7 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
     train_verdict = detect_collapse(losses=losses, q_active=None, d_active=None, vocab_size=1)
     s = res["summary"]
     collapsed = bool(s["collapsed"] or train_verdict["collapsed"])
-    flat = {"cell": cell_name(cfg), "backbone": cfg.backbone, "k": cfg.k, "steps": tr.get("steps"),
+    flat = {"cell": cell_name(cfg), "backbone": cfg.backbone if not cfg.tiny_model else f"tiny-{cfg.tiny_model}", "k": cfg.k, "steps": tr.get("steps"),
             "final_loss": tr.get("final_loss"), **{k: v for k, v in s.items() if k not in ("collapsed", "collapse_reasons")},
             "collapsed": collapsed, "collapse_reasons": "; ".join(s["collapse_reasons"] + train_verdict["reasons"])}
     for r in res["sets"]:

@@ -13,7 +13,6 @@ from initlab.cli import main as cli
 from initlab.realdata.lra import train as T
 from initlab.realdata.lra.config import ABLATIONS, TASK_PRESETS, TOY
 from initlab.realdata.lra.sweep import expand_conditions, pretrain_key
-from initlab.runs import RunExistsError
 
 
 def test_lra_toy_pretrain_then_finetune_cli(tmp_path, capsys):
@@ -141,3 +140,30 @@ def test_lra_gpu_check_dry_run(tmp_path):
     assert all(r["tokens_per_s"] > 0 and r["achieved_tflops"] > 0 for r in rows)
     assert assumed_peak("NVIDIA H200") == ("H200", 989.0) and assumed_peak("NVIDIA H100 PCIe")[1] == 756.0
     assert assumed_peak("Some Future GPU") is None
+
+
+def test_lra_causal_and_cross_task_pretraining(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    res = T.pretrain(replace(TOY, spt_objective="causal", spt_epochs=1), tmp_path / "causal", progress=False)
+    assert res["objective"] == "causal" and np.isfinite(res["best_val_loss"])
+    # cross-task: an Image-task model self-pretrained on Pathfinder inputs (same 256-level vocabulary)
+    base = tmp_path / "pf" / "curv_contour_length_14"
+    (base / "metadata").mkdir(parents=True)
+    (base / "imgs" / "0").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(20):
+        Image.fromarray(rng.integers(0, 256, (32, 32), dtype=np.uint8), mode="L").save(base / "imgs" / "0" / f"sample_{i}.png")
+        lines.append(f"imgs/0 sample_{i}.png {i} {i % 2}\n")
+    (base / "metadata" / "0.npy").write_text("".join(lines))
+    cfg = replace(TOY, task="image", spt_task="pathfinder", spt_data_dir=str(tmp_path / "pf"), spt_epochs=1, batch_size=8,
+                  listops_gen=None)
+    res = T.pretrain(cfg, tmp_path / "cross", progress=False)
+    assert res["spt_task"] == "pathfinder" and res["mask_ratio"] == 0.5 and np.isfinite(res["best_val_loss"])
+    w = T.load_weights(tmp_path / "cross" / "spt_best.safetensors")
+    assert w["tok_emb.weight"].shape[0] == 258  # the Image task's vocabulary
+    with pytest.raises(ValueError, match="different vocabulary"):
+        T.pretrain(replace(TOY, spt_task="image"), tmp_path / "bad", progress=False)
+    assert not (tmp_path / "bad").exists()  # rejected before anything is written

@@ -31,12 +31,40 @@ def test_toeplitz_fast_equals_reference_float64(T, B, seed):
     assert abs(float(((S - P) * P).sum())) < 1e-9  # orthogonal
 
 
+def _relpos_reference(S: torch.Tensor) -> float:
+    """Slow reference: explicit least squares per matrix with a dense design (rows + diagonals)."""
+    T = S.shape[-1]
+    cols = []
+    for k in range(-(T - 1), T):
+        cols.append(torch.diag(torch.ones(T - abs(k), dtype=torch.float64), k).reshape(-1))
+    for r in range(T):
+        M = torch.zeros(T, T, dtype=torch.float64)
+        M[r] = 1.0
+        cols.append(M.reshape(-1))
+    D = torch.stack(cols, 1)
+    num = den = 0.0
+    for M in S.reshape(-1, T, T):
+        fit = D @ torch.linalg.lstsq(D, M.reshape(-1, 1), driver="gelsd").solution
+        row = M.mean(-1, keepdim=True).expand(T, T).reshape(-1, 1)
+        num += float(fit.pow(2).sum() - row.pow(2).sum())
+        den += float((M.reshape(-1, 1) - row).pow(2).sum())
+    return num / den
+
+
+@given(st.integers(3, 9), st.integers(0, 2**16))
+def test_relative_position_score_equals_reference(T, seed):
+    g = torch.Generator().manual_seed(seed)
+    i = torch.arange(T, dtype=torch.float64)
+    S = torch.randn(2, T, T, generator=g, dtype=torch.float64) + 3 * torch.cos(i[:, None] - i[None, :])
+    assert relative_position_score(S) == pytest.approx(_relpos_reference(S), rel=1e-8, abs=1e-10)
+
+
 def test_relative_position_score():
     T = 30
     i = torch.arange(T, dtype=torch.float64)
-    toeplitz = -(i[:, None] - i[None, :]).abs()  # ALiBi-like proximity bias
+    toeplitz = -(i[:, None] - i[None, :]).abs() + torch.randn(T, 1, dtype=torch.float64)  # ALiBi-like + row offsets
     assert relative_position_score(toeplitz) == pytest.approx(1.0)
-    assert relative_position_score(torch.randn(T)[None, :].expand(T, T)) == pytest.approx(0.0, abs=1e-12)
+    assert relative_position_score(torch.randn(T, dtype=torch.float64)[:, None].expand(T, T)) == 0.0
     rand = relative_position_score(torch.randn(20, T, T, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
     assert 0.0 < rand < 0.15  # about 2/T for generic matrices
 

@@ -149,6 +149,10 @@ def test_attention_t3_bilinear_gradient_rank_one(data):
         assert torch.allclose(got, ref, rtol=0, atol=1e-10 * (float(got.abs().max()) + fl))
     sv = torch.linalg.svdvals(gM)
     assert float(sv[:, 1].max()) <= 1e-10 * (float(sv[:, 0].max()) + fl)
+    # the first-order change of the scores, X grad_M X^T, is rank one too (never a band)
+    dS = torch.einsum("id,hde,je->hij", case.X, gM, case.X)
+    svS = torch.linalg.svdvals(dS)
+    assert float(svS[:, 1].max()) <= 1e-9 * (float(svS[:, 0].max()) + fl * float(case.X.abs().max()) ** 2)
     # the query side moves only along xbar: every column of grad_WQ is parallel to xbar
     resid = gQ - xbar[None, :, None] * (xbar @ gQ)[:, None, :] / float(xbar @ xbar)
     if float(xbar.norm()) > 1e-6:

@@ -1,0 +1,99 @@
+"""Figures of the SPLADE score-scale analysis: theory vs Monte Carlo against the rescaling factor k.
+
+Reads the ``score_scale.json`` written by :func:`initlab.theory.score_scale.reproduce_stage` and draws;
+no computation beyond plotting. Usage::
+
+    python -m initlab.paper_figs.score_scale_figures RESULTS_DIR [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+__all__ = ["PANELS", "plot_theory_vs_mc", "main"]
+
+#: (row key without th_/mc_ prefix, axis title)
+PANELS: tuple[tuple[str, str], ...] = (
+    ("active_dims_d", "active dims per document"),
+    ("Ea_d", "E[a] (document term weight)"),
+    ("flops_reg_d", "FLOPS regulariser R_d"),
+    ("score_spread", "sd(s+ - s-) per query"),
+    ("grad_rank", "||grad_z L_rank|| (linearised)"),
+    ("grad_flops", "||grad_z lambda_d R_d||"),
+)
+
+
+def plot_theory_vs_mc(rows: Sequence[dict[str, Any]], out: str | Path) -> Path:
+    """Six panels (quantity vs k, log-log): theory lines per sigma, Monte Carlo points with 2-se bars.
+
+    Args:
+        rows: the ``rows`` of ``score_scale.json`` (keys ``sigma``, ``k``, ``th_*``, ``mc_*``).
+        out: PNG path (written atomically via a temporary file).
+    Returns:
+        the written path.
+    Raises:
+        ValueError: ``rows`` is empty or lacks the theory/Monte Carlo columns.
+    """
+    from initlab.runs import atomic_write_bytes
+
+    if not rows or "th_Ea_d" not in rows[0] or "mc_Ea_d" not in rows[0]:
+        raise ValueError("rows: expected score-scale rows with th_* and mc_* columns (score_scale.json)")
+    sigmas = sorted({r["sigma"] for r in rows})
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
+    colors = plt.cm.viridis([i / max(1, len(sigmas) - 1) for i in range(len(sigmas))])
+    for ax, (key, title) in zip(axes.flat, PANELS):
+        if f"th_{key}" not in rows[0]:
+            ax.set_visible(False)
+            continue
+        for c, sigma in zip(colors, sigmas):
+            sub = sorted((r for r in rows if r["sigma"] == sigma), key=lambda r: r["k"])
+            ks = [r["k"] for r in sub]
+            ax.plot(ks, [r[f"th_{key}"] for r in sub], "-", color=c, label=f"theory, sigma={sigma:g}")
+            mc = [r.get(f"mc_{key}", float("nan")) for r in sub]
+            se = [2 * r.get(f"mc_{key}_se", 0.0) for r in sub]
+            ax.errorbar(ks, mc, yerr=se, fmt="o", ms=4, color=c, mfc="none", label=f"Monte Carlo, sigma={sigma:g}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        top = max((r[f"th_{key}"] for r in rows if r[f"th_{key}"] == r[f"th_{key}"]), default=1.0)
+        if top > 0:  # show six decades below the largest value; vanishing values fall off the bottom
+            ax.set_ylim(bottom=top * 1e-6, top=top * 3)
+        ax.set_xlabel("k (W_head / k)")
+        ax.set_title(title, fontsize=10)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("SPLADE score scale at initialisation: Gaussian-logit theory (lines) vs Monte Carlo (points)")
+    fig.tight_layout()
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return atomic_write_bytes(out, buf.getvalue())
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.score_scale_figures",
+                                     description="Draw theory vs Monte Carlo from RESULTS_DIR/score_scale.json.")
+    parser.add_argument("results", type=Path, metavar="RESULTS_DIR", help="folder holding score_scale.json")
+    parser.add_argument("--out", type=Path, default=None, help="PNG path (default RESULTS_DIR/score_scale_theory_vs_mc.png)")
+    args = parser.parse_args(argv)
+    src = args.results / "score_scale.json"
+    if not src.is_file():
+        print(f"{parser.prog}: error: {src}: no such file (run `initlab reproduce --only score_scale` first)", file=sys.stderr)
+        return 2
+    rows = json.loads(src.read_text())["rows"]
+    out = plot_theory_vs_mc(rows, args.out or args.results / "score_scale_theory_vs_mc.png")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

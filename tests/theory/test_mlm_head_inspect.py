@@ -1,0 +1,127 @@
+"""Tests of ``inspect_model`` / ``initlab mlmhead inspect`` on tiny in-process checkpoints."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from initlab.cli import main as cli_main
+from initlab.theory.mlm_head import (
+    K_GRID,
+    head_projection,
+    inspect_model,
+    recommend_k,
+    rescale_mlm_head,
+    splade_from_logits,
+    tiny_masked_lm,
+    tiny_tokenizer,
+)
+
+
+@pytest.fixture(scope="module")
+def tok(tmp_path_factory):
+    return tiny_tokenizer(tmp_path_factory.mktemp("tok"))
+
+
+def test_mlm_head_inspect_splade_vs_slow_reference_float64():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(3, 5, 7, generator=g, dtype=torch.float64) * 3
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]], dtype=torch.float64)
+    ref = torch.zeros(3, 7, dtype=torch.float64)
+    for b in range(3):
+        for j in range(7):
+            ref[b, j] = max(math.log1p(max(z[b, t, j].item(), 0.0)) for t in range(5) if mask[b, t] > 0)
+    assert torch.allclose(splade_from_logits(z, mask), ref, atol=1e-14)
+    with pytest.raises(ValueError, match="shapes"):
+        splade_from_logits(z, mask[:, :3])
+
+
+def test_mlm_head_inspect_quantities_and_restore(tok):
+    model = tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1, head_scale=30.0)
+    W0 = head_projection(model).detach().clone()
+    rep = inspect_model(model, tok)
+    assert torch.equal(head_projection(model), W0)  # weights restored bit-exactly
+    assert rep["family"] == "BERT" and rep["tied"] is True and rep["vocab"] == tok.vocab_size
+    assert rep["head"]["frobenius"] == pytest.approx(W0.double().norm().item(), rel=1e-9)
+    assert rep["head"]["row_norm_max"] == pytest.approx(W0.double().norm(dim=1).max().item(), rel=1e-9)
+    assert [r["k"] for r in rep["table"]] == list(K_GRID)
+    t = {r["k"]: r for r in rep["table"]}
+    assert t[1.0]["hidden_rel_change"] == 0.0
+    for r in rep["table"]:
+        assert 0 <= r["active_fraction_logits"] <= 1 and 0 <= r["active_dims_per_text"] <= tok.vocab_size
+        assert -1 <= r["mean_pairwise_cosine"] <= 1 + 1e-9
+        assert r["flops_reg"] >= 0 and r["score_sd"] >= 0
+    # dividing the head shrinks scores and FLOPS monotonically
+    assert t[1.0]["score_mean"] > t[4.0]["score_mean"] > t[32.0]["score_mean"]
+    assert t[1.0]["flops_reg"] > t[32.0]["flops_reg"]
+    assert rep["recommended"]["k"] in K_GRID
+
+
+def test_mlm_head_inspect_hidden_state_change_depends_on_family(tok):
+    """BERT adds position embeddings before its embedding LayerNorm, so dividing the tied matrix changes
+    the hidden states; ModernBERT normalises the token embeddings alone (RoPE positions), so it barely does."""
+    bert = inspect_model(tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1), tok, ks=(1.0, 32.0))
+    mb = inspect_model(tiny_masked_lm("modernbert", tok.vocab_size, hidden=16, layers=1), tok, ks=(1.0, 32.0))
+    assert bert["table"][1]["hidden_rel_change"] > 0.1
+    assert mb["table"][1]["hidden_rel_change"] < 0.05
+    # untied: the encoder input is untouched, hidden states identical for any k
+    m = tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1)
+    rescale_mlm_head(m, 1.0, untie=True)
+    un = inspect_model(m, tok, ks=(1.0, 8.0))
+    assert un["tied"] is False and un["table"][1]["hidden_rel_change"] == 0.0
+
+
+def test_mlm_head_inspect_recommendation_tracks_head_scale(tok):
+    small = inspect_model(tiny_masked_lm("roberta", tok.vocab_size, hidden=16, layers=1), tok)
+    big = inspect_model(tiny_masked_lm("roberta", tok.vocab_size, hidden=16, layers=1, head_scale=200.0), tok)
+    assert small["recommended"]["k"] == 1.0
+    assert big["table"][0]["score_sd"] > big["recommended"]["threshold_score_sd"]
+    assert big["recommended"]["k"] > 1.0
+
+
+def test_mlm_head_inspect_recommend_rule():
+    rows = [{"k": k, "score_sd": sd, "active_dims_per_text": 50.0} for k, sd in [(1, 90.0), (2, 20.0), (4, 2.0), (8, 0.5)]]
+    rec = recommend_k(rows, batch=32)
+    assert rec["k"] == 4 and rec["threshold_score_sd"] == pytest.approx(math.sqrt(2 * math.log(32)))
+    rec = recommend_k([{"k": 1, "score_sd": 100.0, "active_dims_per_text": 9.0}, {"k": 2, "score_sd": 50.0, "active_dims_per_text": 0.5}])
+    assert rec["k"] == 2 and "WARNING" in rec["rule"] and "no k" in rec["rule"]
+
+
+def test_mlm_head_inspect_cli_new_user(tok, tmp_path, capsys):
+    """As a new user would: save a tiny checkpoint, inspect it, rescale it, inspect the result."""
+    src = tmp_path / "tiny"
+    model = tiny_masked_lm("modernbert", tok.vocab_size, hidden=16, layers=1, head_scale=50.0)
+    model.save_pretrained(src)
+    tok.save_pretrained(src)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("# my texts\nthe cat sleeps\n\na train leaves the airport\nbees dance\n")
+    out_json = tmp_path / "rep.json"
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(texts), "--json", str(out_json)]) == 0
+    printed = capsys.readouterr().out
+    assert "recommended k" in printed and "ModernBERT" in printed
+    rep = json.loads(out_json.read_text())
+    assert rep["n_texts"] == 3 and len(rep["table"]) == 6
+    k = rep["recommended"]["k"]
+    assert cli_main(["mlmhead", "rescale", str(src), "--k", str(k), "--out", str(tmp_path / "resc")]) == 0
+    capsys.readouterr()
+    assert cli_main(["mlmhead", "inspect", str(tmp_path / "resc"), "--texts", str(texts)]) == 0
+    assert f"recorded k = {k:g}" in capsys.readouterr().out
+
+
+def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys):
+    src = tmp_path / "tiny"
+    tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)
+    tok.save_pretrained(src)
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(tmp_path / "none.txt")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    one = tmp_path / "one.txt"
+    one.write_text("only one text\n")
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(one)]) == 2
+    assert "at least 2" in capsys.readouterr().err
+    assert cli_main(["mlmhead", "inspect", str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    out = tmp_path / "r.json"
+    assert not out.exists()
