@@ -121,7 +121,7 @@ def main(argv=None) -> int:
                 "max_abs_score_diff": float(np.abs(o_s - b_s).max())})
     if not args.no_seismic:
         try:
-            s_i, build_s, search_s = seismic_search(Q, D, k=args.k)
+            s_i, _, build_s, search_s = seismic_search(Q, D, k=args.k)
             res.update({"seismic_build_s": build_s, "seismic_search_s": search_s, "seismic_qps": Q.shape[0] / search_s,
                         "seismic_recall@10": recall_at_k(s_i, b_i)})
         except ImportError as err:

@@ -4,7 +4,7 @@ Same sizes (batch 64, T = 100, d = 64, 1 head, d_ff = 128, pre-norm, no dropout,
 mean pooling + linear classifier, AdamW step), measured side by side in one run, interleaved, median of
 ``--repeats`` timings. Prints both times and the ratio (target: ours / torch <= 1.15).
 
-    python benchmarks/bench_spt.py [--repeats 30] [--batch 64] [--T 100] [--d 64]
+    python benchmarks/bench_spt.py [--repeats 30] [--batch 64] [--T 100] [--d 64] [--threads N]
 """
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ def main(argv=None) -> int:
     ap.add_argument("--T", type=int, default=100)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--d-ff", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = ap.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     V = 20
     ours = SequenceTransformer(ModelConfig(vocab_size=V, max_len=args.T, d_model=args.d, d_ff=args.d_ff))

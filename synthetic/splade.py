@@ -124,13 +124,17 @@ def _quiet():
     old = transformers.logging.get_verbosity()
     st_logger = logging.getLogger("sentence_transformers")
     old_st = st_logger.level
+    bars = transformers.logging.is_progress_bar_enabled()
     transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
     st_logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*deprecated.*")
             yield
     finally:
+        if bars:
+            transformers.logging.enable_progress_bar()
         transformers.logging.set_verbosity(old)
         st_logger.setLevel(old_st)
 

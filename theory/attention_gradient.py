@@ -37,7 +37,9 @@ columns E, so
     ||d||_2^2 = 2 sum_{k=1}^{w} k^2 = w (w+1) (2w+1) / 3       (T >= 2w),
 
 so relative to the gradient norm the band derivative is at most sqrt(w(w+1)(2w+1)/(3T)) -> 0 as T
-grows (and ||g_E|| ~ sqrt(2w/T) ||g|| for generic data, giving O(w^{3/2}/T)).
+grows. This worst-case bound is loose: for generic data the entries g_j are of size ||g||/sqrt(T) with
+no alignment to d, so the sum is typically ~ ||d|| ||g|| / sqrt(T), i.e. a relative size ~ ||d||/T =
+O(w^{3/2}/T) (a heuristic, not a bound; measured by the reproduce stage's T2 curve).
 
 T3 (parameter space). With S_h = X M_h X^T, M_h = W_Q[h] W_K[h]^T / sqrt(d_k), at uniform attention
 
@@ -46,15 +48,19 @@ T3 (parameter space). With S_h = X M_h X^T, M_h = W_Q[h] W_K[h]^T / sqrt(d_k), a
 
 a rank-one (d, d) matrix; hence grad_{W_Q} = grad_M W_K / sqrt(d_k) = (T/sqrt(d_k)) xbar (W_K^T C W_V r)^T
 (every column along xbar) and grad_{W_K} = grad_M^T W_Q / sqrt(d_k) = (T/sqrt(d_k)) (C W_V r)(W_Q^T xbar)^T,
-both rank <= 1; the first-order change of the scores from a gradient step, dS = -eta X grad_M X^T =
--eta T (X xbar)(X C W_V r)^T, is rank one, so no step reaches a banded (high-rank) proximity pattern;
-with centred tokens (xbar = 0) all three gradients vanish.
+both rank <= 1. The first-order change of the scores from one gradient step is low-rank: a step in M
+gives dS_h = -eta X grad_{M_h} X^T = -eta T (X xbar)(X C W_V[h] r_h)^T (rank one); a step in (W_Q, W_K)
+gives dM = -(eta/d_k)(grad_M W_K W_K^T + W_Q W_Q^T grad_M), so dS has rank <= 2. A first-order step
+therefore cannot create a (high-rank) band pattern. (dS itself is not query-independent: its rows are
+scaled by x_i . xbar, so it does have a component on the blind subspace.) With centred tokens
+(xbar = 0) all three gradients vanish.
 
 T5 (boundaries). The identity (G) still gives the blind component exactly,
 
     P_B(grad_{S_h} L) = (1/T) (R_h - 1 rbar_h^T) V_h^T Pi,   rbar_h = R_h^T 1 / T,
 
-which is non-zero when the rows of R_h differ: a residual Y = X + O W_O before a non-linear f
+which is zero iff every centred output-gradient row is orthogonal to every centred value row (so
+it needs rows of R_h that differ, and is then non-zero for generic data): a residual Y = X + O W_O before a non-linear f
 (J_f(x_i + obar) varies with i; with a linear f, T1 still holds), CLS pooling (R = e_0 r^T, blind
 fraction exactly sqrt(1 - 1/T)); and at non-uniform attention S = eps S_1 even a linear f gives a
 blind component of first order in eps (see :func:`nonuniform_first_order`).
@@ -68,6 +74,7 @@ checked in :mod:`initlab.theory.attention_symbolic` (sympy) and :mod:`initlab.th
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Callable, Literal
 
@@ -147,6 +154,29 @@ def check_scores(S: Tensor, name: str = "S") -> Tensor:
     if not torch.isfinite(S).all():
         raise ValueError(f"{name}: expected finite entries (shape {expected}), found NaN or inf")
     return S if S.dim() == 3 else S.unsqueeze(0)
+
+
+def _check_band_args(T: int, w: int) -> None:
+    try:
+        ok = operator.index(T) >= 2 and operator.index(w) >= 0
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"T, w: expected integers T >= 2 and w >= 0, got T = {T!r}, w = {w!r}")
+
+
+def _check_R_V(R: Tensor, V: Tensor) -> None:
+    """``R`` and ``V`` must be finite ``(H, T, e)`` tensors of the same shape with T >= 2."""
+    check_matrix(R, "R", (None, None, None), "(H, T, e)")
+    check_matrix(V, "V", tuple(R.shape), f"(H, T, e) = {tuple(R.shape)} (the shape of R)")
+    if R.shape[1] < 2:
+        raise ValueError(f"R: expected shape (H, T, e) with T >= 2, got {tuple(R.shape)}")
+
+
+def _require_mean_pooling(case: "AttentionCase", what: str) -> None:
+    if case.pooling != "mean" or case.residual:
+        raise ValueError(f"case: {what} needs mean pooling and no residual connection "
+                         f"(got pooling = {case.pooling!r}, residual = {case.residual}); see T5")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -375,7 +405,10 @@ def uniform_score_gradient_from_R(R: Tensor, V: Tensor) -> Tensor:
     Args:
         R: ``(H, T, e)`` = dL/dO per head; V: ``(H, T, e)`` values. Returns ``(H, T, T)``.
     Source: the softmax Jacobian ``dA_ij/dS_ik = A_ij (delta_jk - A_ik)`` at ``A = J/T``.
+    Raises:
+        ValueError: R, V not finite ``(H, T, e)`` tensors of equal shape with T >= 2 (naming the argument).
     """
+    _check_R_V(R, V)
     T = R.shape[-2]
     C = R @ V.transpose(-1, -2)  # (H, T, T), C_ij = r_i . v_j = dL/dA_ij
     return (C - C.mean(-1, keepdim=True)) / T
@@ -386,7 +419,12 @@ def mean_pool_row_gradient(case: AttentionCase) -> Tensor:
 
     Uses autograd only for the vector-Jacobian product of ``f`` at the single point ``ybar`` and for
     ``grad_p L`` (not through the attention), so it is an independent route to the gradient.
+    ``case.S`` is not read (the formula is the uniform-attention one).
+
+    Raises:
+        ValueError: the case uses CLS pooling or a residual connection (T1 does not apply).
     """
+    _require_mean_pooling(case, "r_h (T1)")
     H, T = case.H, case.T
     V = torch.einsum("td,hde->hte", case.X, case.W_V)
     obar = V.mean(1).reshape(1, -1)  # (1, H e): every row of O equals the mean value at A = J/T
@@ -413,8 +451,7 @@ def t1_closed_form(case: AttentionCase) -> Tensor:
     S = check_scores(case.S)
     if (S - S[..., :1]).abs().max() > 0:
         raise ValueError("S: T1 needs uniform attention (every row of S constant)")
-    if case.pooling != "mean" or case.residual:
-        raise ValueError("case: T1 needs mean pooling and no residual connection")
+    _require_mean_pooling(case, "T1")
     r = mean_pool_row_gradient(case)  # (H, e)
     V = torch.einsum("td,hde->hte", case.X, case.W_V)
     c = torch.einsum("hte,he->ht", V, r)
@@ -430,8 +467,7 @@ def band_pattern(T: int, w: int, diagonal: bool = True, dtype=torch.float64) -> 
     Raises:
         ValueError: T < 2 or w < 0.
     """
-    if T < 2 or w < 0:
-        raise ValueError(f"T, w: expected T >= 2 and w >= 0, got T = {T}, w = {w}")
+    _check_band_args(T, w)
     i = torch.arange(T)
     dist = (i[:, None] - i[None, :]).abs()
     P = (dist <= w) & ((dist >= 1) | diagonal)
@@ -439,17 +475,31 @@ def band_pattern(T: int, w: int, diagonal: bool = True, dtype=torch.float64) -> 
 
 
 def circulant_band_pattern(T: int, w: int, dtype=torch.float64) -> Tensor:
-    """Periodic band ``P_ij = [min(|i-j|, T-|i-j|) <= w]``, ``(T, T)``: constant column sums (in B)."""
-    if T < 2 or w < 0:
-        raise ValueError(f"T, w: expected T >= 2 and w >= 0, got T = {T}, w = {w}")
+    """Periodic band ``P_ij = [min(|i-j|, T-|i-j|) <= w]``, ``(T, T)``: constant column sums (in B).
+
+    Raises:
+        ValueError: T < 2 or w < 0.
+    """
+    _check_band_args(T, w)
     i = torch.arange(T)
     dist = (i[:, None] - i[None, :]).abs()
     return (torch.minimum(dist, T - dist) <= w).to(dtype)
 
 
 def permutation_pattern(perm: Tensor, dtype=torch.float64) -> Tensor:
-    """``P_{i, perm[i]} = 1``, ``(T, T)``: a permutation matrix (constant column sums 1)."""
+    """``P_{i, perm[i]} = 1``, ``(T, T)``: a permutation matrix (constant column sums 1).
+
+    Raises:
+        TypeError: ``perm`` is not a tensor.
+        ValueError: ``perm`` is not a ``(T,)`` integer permutation of 0..T-1 with T >= 2.
+    """
+    if not isinstance(perm, torch.Tensor):
+        raise TypeError(f"perm: expected a torch.Tensor of shape (T,), got {type(perm).__name__}")
     T = perm.numel()
+    if perm.dim() != 1 or T < 2 or perm.is_floating_point() or perm.is_complex() or not torch.equal(
+        torch.sort(perm.long()).values, torch.arange(T)
+    ):
+        raise ValueError(f"perm: expected a (T,) integer permutation of 0..T-1 with T >= 2, got {perm.tolist()}")
     P = torch.zeros(T, T, dtype=dtype)
     P[torch.arange(T), perm] = 1
     return P
@@ -459,7 +509,11 @@ def band_edge_deficit(T: int, w: int) -> Tensor:
     """Column-sum deficit ``d_j = (2w + 1) - s_j`` of the band ``|i - j| <= w``, shape ``(T,)`` (float64).
 
     ``d_j = max(0, w - j) + max(0, w - (T - 1 - j))``: non-zero only on the 2w edge columns.
+
+    Raises:
+        ValueError: T < 2 or w < 0.
     """
+    _check_band_args(T, w)
     j = torch.arange(T, dtype=torch.float64)
     return (w - j).clamp_min(0) + (w - (T - 1 - j)).clamp_min(0)
 
@@ -468,11 +522,12 @@ def band_edge_bound(g: Tensor, w: int) -> float:
     """T2's bound ``|<1 g^T, P^(w)>| <= ||g_E||_2 ||d||_2`` for ``g : (T,)``, E = edge columns.
 
     Raises:
-        ValueError: g not a finite ``(T,)`` vector with T >= 2.
+        ValueError: g not a finite ``(T,)`` vector with T >= 2, or w < 0.
     """
     check_matrix(g, "g", (None,), "(T,)")
     if g.numel() < 2:
         raise ValueError(f"g: expected shape (T,) with T >= 2, got {tuple(g.shape)}")
+    _check_band_args(g.numel(), w)
     d = band_edge_deficit(g.numel(), w).to(g.dtype)
     return float((g * (d > 0)).norm() * d.norm())
 
@@ -481,6 +536,9 @@ def band_relative_bound(T: int, w: int) -> float:
     """Data-free bound on ``|<grad_S L, P^(w)>| / ||grad_S L||_F``: ``||d||_2 / sqrt(T)``.
 
     Equals ``sqrt(w (w+1) (2w+1) / (3 T))`` for T >= 2w; tends to 0 like T^{-1/2}.
+
+    Raises:
+        ValueError: T < 2 or w < 0.
     """
     return float(band_edge_deficit(T, w).norm() / math.sqrt(T))
 
@@ -512,8 +570,12 @@ def t3_closed_form(case: AttentionCase) -> tuple[Tensor, Tensor, Tensor]:
     """T3: ``grad_{M_h} L = T xbar (C W_V[h] r_h)^T`` at uniform attention (rank one), ``(H, d, d)``.
 
     Returns ``(grad_M, xbar : (d,), b : (H, d))`` with ``b_h = C W_V[h] r_h`` and
-    ``C = X^T Pi X / T``; r_h is T1's (:func:`mean_pool_row_gradient`).
+    ``C = X^T Pi X / T``; r_h is T1's (:func:`mean_pool_row_gradient`). ``case.S`` is not read.
+
+    Raises:
+        ValueError: CLS pooling or a residual connection (the closed form needs T1's setting).
     """
+    _require_mean_pooling(case, "T3")
     X = case.X
     T = X.shape[0]
     xbar = X.mean(0)
@@ -528,7 +590,17 @@ def qk_closed_form(case: AttentionCase, W_Q: Tensor, W_K: Tensor) -> tuple[Tenso
     """T3 consequences: ``grad_{W_Q} = grad_M W_K / sqrt(d_k)``, ``grad_{W_K} = grad_M^T W_Q / sqrt(d_k)``.
 
     Valid when ``W_Q[h] W_K[h]^T = 0`` (uniform attention). Returns ``(H, d, d_k)`` twice.
+
+    Raises:
+        ValueError: W_Q, W_K not finite ``(H, d, d_k)`` matching the case, ``W_Q W_K^T != 0``, or the
+            case is not in T1's setting.
     """
+    H, d = case.H, case.X.shape[1]
+    check_matrix(W_Q, "W_Q", (H, d, None), f"(H, d, d_k) with H = {H}, d = {d}")
+    check_matrix(W_K, "W_K", (H, d, W_Q.shape[2]), f"(H, d, d_k) = {tuple(W_Q.shape)}")
+    prod = W_Q @ W_K.transpose(-1, -2)
+    if float(prod.abs().max()) > 1e-12 * (1.0 + float(W_Q.abs().max()) * float(W_K.abs().max())):
+        raise ValueError("W_Q, W_K: the closed form holds at uniform attention, expected W_Q[h] W_K[h]^T = 0")
     gM, _, _ = t3_closed_form(case)
     dk = W_Q.shape[2]
     return gM @ W_K / math.sqrt(dk), gM.transpose(-1, -2) @ W_Q / math.sqrt(dk)
@@ -542,7 +614,11 @@ def blind_component_closed_form(R: Tensor, V: Tensor) -> Tensor:
 
     Zero iff the query-centred output gradients ``R_h - 1 rbar_h^T`` are orthogonal to the centred
     values; it is what a residual before a non-linear f, or CLS pooling, switch on.
+
+    Raises:
+        ValueError: R, V not finite ``(H, T, e)`` tensors of equal shape with T >= 2.
     """
+    _check_R_V(R, V)
     return uniform_score_gradient_from_R(R - R.mean(-2, keepdim=True), V)
 
 
@@ -565,10 +641,29 @@ def nonuniform_first_order(case: AttentionCase, S1: Tensor) -> Tensor:
 
     whose blind component (:func:`initlab.theory.subspace.blind_component`) is the first-order
     coefficient (the eps-dependence of grad_p L only adds query-independent terms). At T = 2 this
-    coefficient vanishes identically; for T >= 3 it is non-zero for generic S_1 and data. The check is against autograd at small eps by central differences in eps.
+    coefficient vanishes identically; for T >= 3 it is non-zero for generic S_1 and data. The check is
+    against autograd at small eps by central differences in eps.
+
+    Args:
+        case: mean pooling, no residual, uniform ``case.S``, affine ``f``.
+        S1: ``(H, T, T)`` direction of the scores (finite).
+    Returns:
+        ``(H, T, T)``, the first-order coefficient of the blind component.
+    Raises:
+        ValueError: S1 of the wrong shape or non-finite; case with CLS pooling, a residual, non-uniform
+            ``case.S`` or a non-affine f (the formula assumes all four).
     """
-    check_scores(S1, "S1")
     H, T = case.H, case.T
+    check_matrix(S1, "S1", (H, T, T), f"(H, T, T) = ({H}, {T}, {T})")
+    _require_mean_pooling(case, "nonuniform_first_order")
+    S0 = check_scores(case.S)
+    if (S0 - S0[..., :1]).abs().max() > 0:
+        raise ValueError("case.S: expected uniform attention (every row of S constant) at eps = 0")
+    m = case.W_O.shape[1] if case.W_O is not None else case.W_V.shape[0] * case.W_V.shape[2]
+    y = torch.randn(2, m, dtype=case.X.dtype, generator=torch.Generator().manual_seed(0))
+    mid, ends = case.f(y.mean(0, keepdim=True))[0], case.f(y).mean(0)
+    if not torch.allclose(mid, ends, rtol=1e-9, atol=1e-12):
+        raise ValueError(f"case.f: expected an affine position-wise map (e.g. 'identity', 'linear'), got {case.f_name or case.f!r}")
     R, V = output_gradient(case)  # at case.S (uniform), R = 1 r^T for mean pooling
     r = R.mean(-2)  # (H, e)
     c = torch.einsum("hte,he->ht", V, r)  # (H, T)

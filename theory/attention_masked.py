@@ -31,16 +31,23 @@ and masks i.i.d. Bernoulli(q) independent of the tokens. With D = -grad_S L at u
 
 Derivation: -dL/dA_ij = (m_i u_j / T)(C_{x_j x_i} - (C 1)_{x_j} / K); its expectation is
 (q(1-q)/T) p^n kappa(C) for j != i (0 for j = i); the softmax Jacobian at A = J/T centres rows and
-divides by T. For the copy path C = beta I, kappa = beta (1 - 1/K) > 0, so the expected descent
-direction *raises* the scores of nearby keys: E D_ij is proportional to p^{|i-j|} - mean_k p^{|i-k|}.
-For the off-diagonal band P_ij = [1 <= |i-j| <= w], Psi > 0 for every p in (0, 1], T >= 2, w >= 1
+divides by T, so exactly
+
+    E D_ij = kappa(C) q (1 - q) / T^2 * (h_ij - mean_k h_ik),   h_ij = p^{|i-j|} [i != j]   (h_ii = 0).
+
+For the copy path C = beta I, kappa = beta (1 - 1/K) > 0, so the expected descent direction *raises*
+the scores of nearby keys (largest h_ij) and *lowers* the diagonal (self) score, E D_ii < 0 for p > 0,
+0 < q < 1
+(a masked query's own value is the [MASK] value 0 and carries no information).
+For the off-diagonal band P_ij = [1 <= |i-j| <= w], Psi > 0 for every p in (0, 1], q in (0, 1), T >= 2, w >= 1
 (each row's band holds its largest entries of h_ij = p^{|i-j|}[i != j], the mean of that row also
 counts h_ii = 0), and Psi = 0 for p = 0 (i.i.d. tokens). For the cross-entropy the same holds to
 first order in C (checked by Monte Carlo at small beta; at beta = 1 the value is measured, not claimed).
 
 (c) Random initialisation. With W_V, W_D independent with zero-mean entries (any symmetric law),
 E[C] = 0 and kappa(C) has a symmetric law, so the expected projection, averaged over initialisations,
-is exactly 0 and its sign at a given initialisation is + or - with probability 1/2 each; for paths with
+is exactly 0, and its sign at a given initialisation is + or - with probability 1/2 each when kappa(C)
+has no atom at 0 (e.g. Gaussian entries); for paths with
 kappa(C) = 0 (e.g. tr C = 1^T C 1 / K) it vanishes for that initialisation although the per-sequence
 blind component is non-zero. What is claimed: a non-zero blind-subspace signal for generic data, and a
 proximity-favouring sign once the path copies (kappa > 0).
@@ -58,7 +65,7 @@ from typing import Literal
 
 import torch
 
-from initlab.theory.attention_gradient import check_matrix
+from initlab.theory.attention_gradient import check_matrix, check_scores
 
 __all__ = [
     "markov_tokens",
@@ -100,12 +107,23 @@ def markov_tokens(n: int, T: int, K: int, p: float, gen: torch.Generator) -> Ten
 
 
 def pair_equal_probability(n: int | Tensor, K: int, p: float) -> float | Tensor:
-    """``P(x_j = x_i) = p^n + (1 - p^n)/K`` for ``n = |i - j|`` under :func:`markov_tokens`."""
+    """``P(x_j = x_i) = p^n + (1 - p^n)/K`` for ``n = |i - j|`` under :func:`markov_tokens`.
+
+    Raises:
+        ValueError: K < 2 or p outside [0, 1].
+    """
+    if K < 2:
+        raise ValueError(f"K: expected a vocabulary size K >= 2, got {K}")
+    _check_probs(p, 0.0)
     return p**n + (1 - p**n) / K
 
 
 def kappa(C: Tensor) -> float:
-    """``kappa(C) = (tr C - 1^T C 1 / K) / K`` for a ``(K, K)`` value-decoder path."""
+    """``kappa(C) = (tr C - 1^T C 1 / K) / K`` for a ``(K, K)`` value-decoder path.
+
+    Raises:
+        ValueError: C not a finite square ``(K, K)`` matrix.
+    """
     check_matrix(C, "C", (None, None), "(K, K)")
     K = C.shape[0]
     if C.shape[1] != K:
@@ -114,7 +132,11 @@ def kappa(C: Tensor) -> float:
 
 
 def psi(P: Tensor, p: float, q: float) -> float:
-    """``Psi(P) = q(1-q)/T^2 sum_{i != j} p^{|i-j|} (P_ij - Pbar_i)`` (float64), ``P : (T, T)``."""
+    """``Psi(P) = q(1-q)/T^2 sum_{i != j} p^{|i-j|} (P_ij - Pbar_i)`` (float64), ``P : (T, T)``.
+
+    Raises:
+        ValueError: P not a finite square ``(T, T)`` with T >= 2, or p, q outside [0, 1].
+    """
     check_matrix(P, "P", (None, None), "(T, T)")
     T = P.shape[0]
     if P.shape[1] != T or T < 2:
@@ -129,8 +151,24 @@ def psi(P: Tensor, p: float, q: float) -> float:
 
 
 def expected_projection(P: Tensor, p: float, q: float, C: Tensor) -> float:
-    """T4(b): ``E <-grad_S L, P> = kappa(C) Psi(P)`` (linearised reconstruction loss, uniform attention)."""
+    """T4(b): ``E <-grad_S L, P> = kappa(C) Psi(P)`` (linearised reconstruction loss, uniform attention).
+
+    Shapes: P ``(T, T)``, C ``(K, K)``. Raises ValueError as :func:`kappa` and :func:`psi`.
+    """
     return kappa(C) * psi(P, p, q)
+
+
+def _check_tokens_mask(tokens: Tensor, mask: Tensor, shape: tuple) -> None:
+    """tokens: integer tensor of ``shape``; mask: bool tensor of ``shape`` (True = masked)."""
+    for name, x in (("tokens", tokens), ("mask", mask)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch.Tensor of shape {shape}, got {type(x).__name__}")
+        if tuple(x.shape) != tuple(shape):
+            raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(x.shape)}")
+    if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise ValueError(f"tokens: expected an integer tensor, got dtype {tokens.dtype}")
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask: expected a bool tensor (True = masked), got dtype {mask.dtype}")
 
 
 def masked_reconstruction_loss(
@@ -142,30 +180,47 @@ def masked_reconstruction_loss(
     C ``(K, K)``. Returns a scalar (sum over the N sequences, so ``grad_{S_n}`` is each sequence's own).
 
     Raises:
-        ValueError: shape mismatch, tokens out of range, unknown loss.
+        TypeError: a tensor argument is not a tensor.
+        ValueError: shape mismatch, non-finite S or C, non-integer tokens, non-bool mask, tokens out of
+            range, unknown loss (naming the argument).
     """
-    if S.dim() != 3 or S.shape[-1] != S.shape[-2] or S.shape[-1] < 2:
-        raise ValueError(f"S: expected shape (N, T, T) with T >= 2, got {tuple(S.shape)}")
+    if not isinstance(S, torch.Tensor) or S.dim() != 3 or S.shape[-1] != S.shape[-2] or S.shape[-1] < 2:
+        raise ValueError(f"S: expected shape (N, T, T) with T >= 2, got {tuple(getattr(S, 'shape', ()))}")
+    check_matrix(S, "S", tuple(S.shape), "(N, T, T)")
     N, T, _ = S.shape
-    if tokens.shape != (N, T) or mask.shape != (N, T):
-        raise ValueError(f"tokens, mask: expected shape (N, T) = ({N}, {T}), got {tuple(tokens.shape)}, {tuple(mask.shape)}")
+    _check_tokens_mask(tokens, mask, (N, T))
+    check_matrix(C, "C", (None, None), "(K, K)")
     K = C.shape[0]
+    if C.shape[1] != K or K < 2:
+        raise ValueError(f"C: expected a square (K, K) path with K >= 2, got {tuple(C.shape)}")
     if tokens.min() < 0 or tokens.max() >= K:
         raise ValueError(f"tokens: expected integers in [0, {K}), got range [{int(tokens.min())}, {int(tokens.max())}]")
-    V = torch.nn.functional.one_hot(tokens, K).to(C.dtype) * (~mask)[..., None]  # [MASK] value = 0
+    V = torch.nn.functional.one_hot(tokens.long(), K).to(C.dtype) * (~mask)[..., None]  # [MASK] value = 0
     z = torch.softmax(S, -1) @ V @ C  # (N, T, K)
+    idx = tokens.long()[..., None]
     if loss == "ce":
-        ell = torch.logsumexp(z, -1) - z.gather(-1, tokens[..., None])[..., 0]
+        ell = torch.logsumexp(z, -1) - z.gather(-1, idx)[..., 0]
     elif loss == "linear":
-        ell = math.log(K) - z.gather(-1, tokens[..., None])[..., 0] + z.mean(-1)
+        ell = math.log(K) - z.gather(-1, idx)[..., 0] + z.mean(-1)
     else:
         raise ValueError(f"loss: expected 'ce' or 'linear', got {loss!r}")
     return (ell * mask).sum() / T
 
 
 def masked_score_gradient(tokens: Tensor, mask: Tensor, C: Tensor, loss: Literal["ce", "linear"] = "ce") -> Tensor:
-    """Autograd ``grad_S L`` at uniform attention (S = 0), per sequence, ``(N, T, T)`` float64."""
+    """Autograd ``grad_S L`` at uniform attention (S = 0), per sequence, ``(N, T, T)`` in C's dtype.
+
+    Shapes: tokens ``(N, T)`` int; mask ``(N, T)`` bool; C ``(K, K)``.
+
+    Raises:
+        ValueError: as :func:`masked_reconstruction_loss`.
+    """
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
+        raise ValueError(f"tokens: expected shape (N, T), got {tuple(getattr(tokens, 'shape', ()))}")
+    check_matrix(C, "C", (None, None), "(K, K)")
     N, T = tokens.shape
+    if T < 2:
+        raise ValueError(f"tokens: expected shape (N, T) with T >= 2, got {tuple(tokens.shape)}")
     S = torch.zeros(N, T, T, dtype=C.dtype, requires_grad=True)
     (G,) = torch.autograd.grad(masked_reconstruction_loss(S, tokens, mask, C, loss), S)
     return G
@@ -215,9 +270,24 @@ def generic_masked_loss(
     Shapes: S ``(H, T, T)``; E ``(K + 1, d)``; W_V ``(H, d, e)``; W_O ``(H e, m)``; W_D ``(m, K)``;
     tokens ``(T,)`` in [0, K); mask ``(T,)`` bool. With ``return_O`` returns ``(L, O, V)`` where O is a
     leaf ``(H, T, e)`` computed at S (for R = dL/dO).
+
+    Raises:
+        TypeError, ValueError: an argument of the wrong type, shape or dtype, non-finite entries, or
+            tokens out of range (naming the argument).
     """
+    S = check_scores(S)
     H, T, _ = S.shape
-    K = E.shape[0] - 1
+    check_matrix(E, "E", (None, None), "(K + 1, d)")
+    K, d = E.shape[0] - 1, E.shape[1]
+    if K < 2:
+        raise ValueError(f"E: expected shape (K + 1, d) with K >= 2 (row K = [MASK]), got {tuple(E.shape)}")
+    check_matrix(W_V, "W_V", (H, d, None), f"(H, d, e) with H = {H}, d = {d}")
+    check_matrix(W_O, "W_O", (H * W_V.shape[2], None), f"(H e, m) with H e = {H * W_V.shape[2]}")
+    check_matrix(W_D, "W_D", (W_O.shape[1], K), f"(m, K) = ({W_O.shape[1]}, {K})")
+    _check_tokens_mask(tokens, mask, (T,))
+    if tokens.min() < 0 or tokens.max() >= K:
+        raise ValueError(f"tokens: expected integers in [0, {K}), got range [{int(tokens.min())}, {int(tokens.max())}]")
+    tokens = tokens.long()
     xt = torch.where(mask, torch.full_like(tokens, K), tokens)
     X = E[xt]
     V = torch.einsum("td,hde->hte", X, W_V)

@@ -449,8 +449,9 @@ def splade_from_logits(z: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """
     if z.dim() != 3 or mask.shape != z.shape[:2]:
         raise ValueError(f"z, mask: expected shapes (B, T, V) and (B, T), got {tuple(z.shape)} and {tuple(mask.shape)}")
-    w = torch.log1p(torch.relu(z)) * mask[..., None].to(z.dtype)
-    return w.amax(dim=1)
+    # log(1 + ReLU(.)) is non-decreasing, so it commutes with the max: pool the logits first (cheap)
+    M = z.masked_fill(~mask.bool()[..., None], float("-inf")).amax(dim=1)
+    return torch.log1p(torch.relu(M))
 
 
 def _stats(x: torch.Tensor) -> dict[str, float]:
@@ -460,7 +461,7 @@ def _stats(x: torch.Tensor) -> dict[str, float]:
 
 
 def _forward(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    with torch.no_grad():
+    with torch.inference_mode():
         out = model(**batch, output_hidden_states=True)
     return out.logits.float(), out.hidden_states[-1].float()
 
@@ -529,55 +530,76 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         "bias": None if bias is None else _stats(bias.detach()),
         "n_texts": len(texts),
     }
-    enc = tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-    batch_in = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-    mask = enc["attention_mask"].bool()
+    # length-sorted buckets of up to 8 texts: little padding, bounded memory (logits are (b, T, V))
+    lengths = [len(tokenizer(t, truncation=True, max_length=max_length)["input_ids"]) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: lengths[i])
+    buckets = []
+    for j in range(0, len(order), 8):
+        idx = order[j:j + 8]
+        enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        buckets.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})
+    n_tokens = sum(int(bk["attention_mask"].sum()) for bk in buckets)
     W0 = W.detach().clone()
     model.eval()
     table = []
+    H_ref: list[torch.Tensor] | None = None
     try:
-        for k in ks:
+        for k in [1.0] + [k for k in ks if k != 1.0]:  # k = 1 first: the hidden-state reference
             with torch.no_grad():
                 W.copy_(W0 / k)
-            z, H = _forward(model, batch_in)
-            zt = z[mask]  # (N_tokens, V)
-            a = splade_from_logits(z, mask.to(z.dtype))  # (B, V)
+            acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0, "dH2": 0.0, "H2": 0.0}
+            a_parts, H_parts = [], []
+            for bk in buckets:
+                z, H = _forward(model, bk)
+                m = bk["attention_mask"].bool()
+                zt = z[m]  # (N_tokens, V)
+                acc["sum"] += zt.sum(dtype=torch.float64).item()
+                acc["sumsq"] += zt.double().pow(2).sum().item()
+                acc["max"] = max(acc["max"], zt.max().item())
+                acc["pos"] += int(torch.count_nonzero(zt > 0))
+                a_parts.append(splade_from_logits(z, m))  # (b, V)
+                H_parts.append(H[m])  # (N_tokens, d)
+                del z, zt
+            if H_ref is None:
+                H_ref = H_parts
+            Hk, H1 = torch.cat(H_parts), torch.cat(H_ref)
+            if k not in ks:  # the reference pass only
+                continue
+            n_entries = n_tokens * W.shape[0]
+            z_mean = acc["sum"] / n_entries
+            z_std = math.sqrt(max(acc["sumsq"] / n_entries - z_mean ** 2, 0.0) * n_entries / max(n_entries - 1, 1))
+            a = torch.cat(a_parts).double()  # (n_texts, V), length-sorted order
             act = (a > 0).double()
             n = a.shape[0]
             off = ~torch.eye(n, dtype=torch.bool)
-            S = a.double() @ a.double().T
-            an = torch.nn.functional.normalize(a.double(), dim=1)
+            S = a @ a.T  # scores s(q, d) between all texts
+            an = torch.nn.functional.normalize(a, dim=1)
             cos = an @ an.T
             per_q_sd = torch.stack([S[i][off[i]].std() for i in range(n)]).mean().item()
             table.append({
                 "k": k,
-                "logit_mean": zt.double().mean().item(),
-                "logit_std": zt.double().std().item(),
-                "logit_max": zt.max().item(),
-                "active_fraction_logits": (zt > 0).double().mean().item(),
+                "logit_mean": z_mean,
+                "logit_std": z_std,
+                "logit_max": acc["max"],
+                "active_fraction_logits": acc["pos"] / n_entries,
                 "active_dims_per_text": act.sum(1).mean().item(),
                 "active_fraction_text": act.mean().item(),
-                "mean_term_weight": a.double().mean().item(),
-                "flops_reg": (a.double().mean(0) ** 2).sum().item(),
+                "mean_term_weight": a.mean().item(),
+                "flops_reg": (a.mean(0) ** 2).sum().item(),
                 "flops_cost": (act @ act.T)[off].mean().item(),
                 "mean_pairwise_cosine": cos[off].mean().item(),
                 "score_mean": S[off].mean().item(),
                 "score_sd": per_q_sd,
-                "hidden_rel_change": float("nan"),
-                "_H": H,
+                "hidden_rel_change": ((Hk - H1).double().norm() / H1.double().norm()).item(),
             })
     finally:
         with torch.no_grad():
             W.copy_(W0)
-    ref = next((r["_H"] for r in table if r["k"] == 1.0), None)
-    if ref is None:  # measure against the unscaled model
-        _, ref = _forward(model, batch_in)
-    for r in table:
-        H = r.pop("_H")
-        r["hidden_rel_change"] = ((H - ref)[mask].norm() / ref[mask].norm()).item()
+    table.sort(key=lambda r: r["k"])
+    mask_lengths = torch.tensor(lengths, dtype=torch.float64)
     # Gaussian fit at k = 1 (theory prediction of active dims, max pooling over the mean text length)
     row1 = next((r for r in table if r["k"] == 1.0), table[0])
-    L_mean = int(round(mask.sum(1).double().mean().item()))
+    L_mean = int(round(mask_lengths.mean().item()))
     mu, sigma = row1["logit_mean"], max(row1["logit_std"], 1e-12)
     fit = {"mu": mu, "sigma": sigma, "mean_tokens": L_mean, "fit_at_k": row1["k"]}
     b_mean = 0.0 if bias is None else bias.detach().double().mean().item()

@@ -27,7 +27,7 @@ from initlab.config import derive, to_dict
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
 from initlab.runs import RunDir
 
-__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep"]
+__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "reproduce_stage"]
 
 _FT_ONLY = ("init", "init_groups", "freeze", "epochs", "metrics_examples")
 
@@ -59,6 +59,8 @@ def expand_conditions(ablation: str, base: LRAConfig, seed: int) -> list[tuple[s
                 fields["spt_epochs"] = max(e for _, f in ABLATIONS["spt-epochs"] for e in [f["spt_epochs"]])
             else:
                 milestone = None
+        if name in [n for n, _, _ in out]:  # e.g. depth on a 1-layer preset: "1 layer" is the task's depth
+            continue
         out.append((name, derive(base, seed=seed, **fields), milestone))
     return out
 
@@ -76,14 +78,22 @@ def pretrain_key(cfg: LRAConfig) -> str:
 
 def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[int] = (0,), *, overwrite: bool = False,
               progress: bool = True, figure: bool = True) -> list[dict]:
-    """Run (or resume) the sweep; returns the result rows (see module doc)."""
+    """Run (or resume) the sweep; returns the result rows (see module doc). A finished sweep with the same
+    config is read back, not redone.
+
+    Raises:
+        ValueError: ``out`` holds a sweep with another ablation, seeds or config (unless ``overwrite``).
+    """
     from initlab.realdata.lra.train import finetune, pretrain
 
+    meta = {"config_class": "LRAConfig", "kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
+    cfg_path = Path(out) / "config.json"
+    if cfg_path.exists() and not overwrite and json.loads(cfg_path.read_text()) != meta:
+        raise ValueError(f"{cfg_path}: this sweep folder holds another ablation/seeds/config; use another --out or --overwrite")
+    if (Path(out) / "DONE").exists() and not overwrite:  # finished with the same config: read back, never redone
+        return json.loads((Path(out) / "results.json").read_text())["rows"]
     run = RunDir(out, overwrite=overwrite, resume=True)
-    if run.done:
-        return json.loads((run.root / "results.json").read_text())["rows"]
-    run.write_json("config.json", {"config_class": "LRAConfig", "kind": "sweep", "ablation": ablation,
-                                    "seeds": list(seeds), "config": to_dict(base)})
+    run.write_json("config.json", meta)
     conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]
     milestones: dict[str, set[int]] = {}
     for _, _, cfg, ms in conds:
@@ -119,3 +129,27 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
         plot_sweep(rows, run.root / f"{ablation}.png", title=f"{base.task}: {ablation}")
     run.mark_done()
     return rows
+
+
+def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """The CPU ListOps SPT-vs-scratch comparison as an ``initlab reproduce`` stage; returns markdown.
+
+    ``quick``: the toy preset, seed 0 (seconds); ``default``: ``cpu-listops``, seed 0 (about 3 minutes on
+    2 loaded cores); ``full``: ``cpu-listops``, seeds 0, 1, 2.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    from initlab.realdata.lra.config import CPU_LISTOPS, TOY
+
+    choice = {"quick": (TOY, (0,)), "default": (CPU_LISTOPS, (0,)), "full": (CPU_LISTOPS, (0, 1, 2))}
+    if preset not in choice:
+        raise ValueError(f"preset: expected one of {list(choice)}, got {preset!r}")
+    cfg, seeds = choice[preset]
+    rows = run_sweep("spt-vs-scratch", cfg, out_dir, seeds, overwrite=overwrite, progress=False)
+    lines = ["## LRA ListOps on CPU: self-pretraining vs from scratch", "",
+             f"Generated ListOps ({cfg.listops_gen.n_train} training trees, lengths {cfg.listops_gen.min_length}-"
+             f"{cfg.listops_gen.max_length}), {cfg.n_layers} layers, d {cfg.d_model}; test accuracy at the best "
+             "validation epoch.", "", "| condition | seed | test acc | val acc | best epoch |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['condition']} | {r['seed']} | {r['test_acc']:.3f} | {r['val_acc']:.3f} | {r['best_epoch']} |" for r in rows]
+    return "\n".join(lines) + "\n"

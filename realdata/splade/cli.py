@@ -105,6 +105,7 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--top-k", type=int, default=1000)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--seismic", action="store_true", help="also retrieve approximately with pyseismic-lsr; report its recall vs exact")
     p.add_argument("--overwrite", action="store_true")
     args = p.parse_args(argv)
     from .data import BEIR13, NANOBEIR_NAMES
@@ -117,7 +118,8 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
         p.error("--top-k: expected >= 1")
     try:
         res = eval_checkpoint(args.model, names, args.out, data_root=args.data_root, top_k=args.top_k,
-                              batch_size=args.batch_size, overwrite=args.overwrite, trust_remote_code=args.trust_remote_code)
+                              batch_size=args.batch_size, overwrite=args.overwrite, trust_remote_code=args.trust_remote_code,
+                              approx=args.seismic)
     except (ValueError, TypeError, FileNotFoundError) as err:
         p.error(str(err))
     print(json.dumps(res["summary"], indent=2, default=str))

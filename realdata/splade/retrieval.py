@@ -35,6 +35,7 @@ __all__ = [
     "flops",
     "active_dims",
     "seismic_search",
+    "recall_at_k",
 ]
 
 
@@ -219,7 +220,8 @@ def seismic_search(queries, docs, k: int = 10, *, n_postings: int = 3500, query_
     approximate retrieval over learned sparse representations").
 
     Terms are passed to seismic as strings (``vocab[j]`` or ``str(j)``). Returns
-    ``(indices (Nq, k) int64 with -1 padding, build_seconds, search_seconds)``.
+    ``(indices (Nq, k) int64 with -1 padding, scores (Nq, k) float32 with -inf padding, build_seconds,
+    search_seconds)``.
 
     Raises:
         ImportError: pyseismic-lsr is not installed (``pip install pyseismic-lsr``).
@@ -249,10 +251,12 @@ def seismic_search(queries, docs, k: int = 10, *, n_postings: int = 3500, query_
     res = index.batch_search(qids, comps, vals, k=k, query_cut=query_cut, heap_factor=heap_factor, num_threads=num_threads)
     search_s = time.perf_counter() - t0
     out = np.full((q.shape[0], k), -1, dtype=np.int64)
+    scores = np.full((q.shape[0], k), -np.inf, dtype=np.float32)
     for i, hits in enumerate(res):
-        for j, (_, _, doc) in enumerate(hits[:k]):
+        for j, (_, score, doc) in enumerate(hits[:k]):
             out[i, j] = int(doc)
-    return out, build_s, search_s
+            scores[i, j] = score
+    return out, scores, build_s, search_s
 
 
 def recall_at_k(approx: np.ndarray, exact: np.ndarray) -> float:

@@ -40,7 +40,7 @@ def resolve_eval_sets(cfg: SpladeTrainConfig, extra: Sequence[str] = ()) -> list
 
 def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | Path, *, data_root: str = "",
                     top_k: int = 1000, batch_size: int = 128, overwrite: bool = False, trust_remote_code: bool = False,
-                    meta: dict | None = None) -> dict[str, Any]:
+                    meta: dict | None = None, approx: bool = False) -> dict[str, Any]:
     """Evaluate the safetensors checkpoint ``model_dir`` on ``set_names``; write ``results.json|csv`` into ``out``."""
     from .data import load_eval_set
     from .evaluate import evaluate_set, summarise
@@ -56,7 +56,7 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
             rows.append(run.load_cell(f"eval_{name}"))
             continue
         ds = load_eval_set(name, data_root=data_root or None)
-        row = evaluate_set(model, ds, top_k=top_k, batch_size=batch_size)
+        row = evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, approx=approx)
         run.save_cell(f"eval_{name}", row)
         rows.append(row)
     summary = summarise(rows)

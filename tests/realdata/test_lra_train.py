@@ -101,6 +101,7 @@ def test_lra_ablation_presets_expand():
     base = TASK_PRESETS["image"]
     names = {a: [c for c, _, _ in expand_conditions(a, base, 0)] for a in ABLATIONS}
     assert names["depth"] == ["L1-scratch", "L1-spt", "L3-scratch", "L3-spt"]
+    assert [c for c, _, _ in expand_conditions("depth", TOY, 0)] == ["L1-scratch", "L1-spt"]  # TOY has 1 layer
     conds = expand_conditions("spt-epochs", base, 0)
     assert [ms for _, _, ms in conds] == [None, 1, 10, 50, 100, 200]
     spt_runs = {pretrain_key(c) for _, c, ms in conds if c.init == "spt"}
@@ -167,3 +168,15 @@ def test_lra_causal_and_cross_task_pretraining(tmp_path):
     with pytest.raises(ValueError, match="different vocabulary"):
         T.pretrain(replace(TOY, spt_task="image"), tmp_path / "bad", progress=False)
     assert not (tmp_path / "bad").exists()  # rejected before anything is written
+
+
+def test_lra_reproduce_stage_quick(tmp_path):
+    from initlab.realdata.lra.sweep import reproduce_stage
+
+    md = reproduce_stage(tmp_path / "lra", preset="quick")
+    assert md.startswith("## LRA ListOps on CPU") and md.count("| scratch |") == 1 and md.count("| spt |") == 1
+    assert reproduce_stage(tmp_path / "lra", preset="quick") == md  # finished: read back, not redone
+    with pytest.raises(ValueError, match="preset"):
+        reproduce_stage(tmp_path / "x", preset="huge")
+    with pytest.raises(ValueError, match="holds another ablation/seeds/config"):
+        reproduce_stage(tmp_path / "lra", preset="default")  # never mixed into a folder of another config

@@ -74,7 +74,7 @@ def test_toy_train_encode_retrieve_metrics(toy_run):
     Q = encode_texts(model, list(ds.queries.values()), kind="query")
     D = encode_texts(model, list(ds.corpus.values()), kind="document")
     scores, _ = dense_topk_reference(Q, D, len(ds.corpus))  # sorted scores of all documents
-    full = torch.from_numpy(Q.to_dense().double().numpy() @ D.to_dense().double().numpy().T)
+    full = torch.from_numpy(Q.toarray().astype(np.float64) @ D.toarray().astype(np.float64).T)
     dids = list(ds.corpus)
     lo, hi = [], []
     for qi, qid in enumerate(ds.queries):

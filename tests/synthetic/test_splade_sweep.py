@@ -58,12 +58,18 @@ def test_sweep_writes_cells_metrics_config_and_figures(tiny_run):
 
 
 def test_backbone_is_deterministic_by_seed(tiny_run, tmp_path):
+    """Bitwise equal for the same seed at the same thread count (the sweep runs with ``torch_threads``)."""
     corpus = make_corpus(TINY.corpus)
-    again = prepare_backbone(tmp_path / "bb", corpus, TINY.backbone, 0)  # rebuilt from scratch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(TINY.torch_threads)
+    try:
+        again = prepare_backbone(tmp_path / "bb", corpus, TINY.backbone, 0)  # rebuilt from scratch
+        other = prepare_backbone(tmp_path / "bb1", corpus, TINY.backbone, 1)
+    finally:
+        torch.set_num_threads(threads)
     saved = tiny_run / "backbone" / "seed=0"
     assert (again / "model.safetensors").read_bytes() == (saved / "model.safetensors").read_bytes()
     assert (again / "mlm_losses.json").read_text() == (saved / "mlm_losses.json").read_text()
-    other = prepare_backbone(tmp_path / "bb1", corpus, TINY.backbone, 1)
     assert (other / "mlm_losses.json").read_text() != (saved / "mlm_losses.json").read_text()
 
 

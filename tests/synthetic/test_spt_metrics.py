@@ -16,6 +16,7 @@ from initlab.synthetic.metrics import (
     score_gradients_at_init,
     toeplitz_part,
     toeplitz_part_reference,
+    uniform_proximity_mass,
 )
 from initlab.synthetic.model import ModelConfig, SequenceTransformer
 from initlab.synthetic.tasks import TaskConfig, make_task, mask_tokens
@@ -77,6 +78,7 @@ def test_proximity_mass_and_entropy():
     idx = torch.arange(T)
     expect = float(((idx[:, None] - idx[None, :]).abs() <= 2).float().sum(1).mean()) / T
     assert proximity_mass(uni, 2) == pytest.approx(expect)
+    assert uniform_proximity_mass(T, 2) == pytest.approx(expect)
     far = torch.zeros(T, T)
     far[:, -1] = 1.0
     far[-5:, 0] = 1.0

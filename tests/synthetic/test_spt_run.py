@@ -121,3 +121,14 @@ def test_config_errors():
         derive(TINY, epochs=3)
     with pytest.raises(ValueError, match="workers"):
         spt.run(TINY, "/tmp/never-written-spt", workers=0)
+
+
+def test_figure_script_reads_a_saved_run(tiny_run, tmp_path, capsys):
+    from initlab.paper_figs import spt_figures
+
+    out, _ = tiny_run
+    (out / "spt_kernel.png").unlink()
+    assert spt_figures.main([str(out)]) == 0
+    assert (out / "spt_kernel.png").exists() and "spt_accuracy.pdf" in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError, match="metrics.json"):
+        spt_figures.make_figures(tmp_path)
