@@ -119,7 +119,7 @@ def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7, ncol=2)
     axes[0][0].set_title("InfoNCE ranking loss")
-    axes[0][1].set_title("lambda_q R_q + lambda_d R_d (weighted, warm-up)")
+    axes[0][1].set_title("FLOPS part: lambda_q R_q + lambda_d R_d")
     axes[-1][0].set_xlabel("step")
     axes[-1][1].set_xlabel("step")
     fig.tight_layout()

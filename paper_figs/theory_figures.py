@@ -88,7 +88,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.theory_figures", description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dir", type=Path, help="folder written by the theory stage of initlab reproduce")
     args = parser.parse_args(argv)
-    for p in draw_all(args.results_dir):
+    try:
+        paths = draw_all(args.results_dir)
+    except FileNotFoundError as err:
+        parser.error(str(err))
+    for p in paths:
         print(p)
     return 0
 

@@ -37,9 +37,12 @@ columns E, so
     ||d||_2^2 = 2 sum_{k=1}^{w} k^2 = w (w+1) (2w+1) / 3       (T >= 2w),
 
 so relative to the gradient norm the band derivative is at most sqrt(w(w+1)(2w+1)/(3T)) -> 0 as T
-grows. This worst-case bound is loose: for generic data the entries g_j are of size ||g||/sqrt(T) with
-no alignment to d, so the sum is typically ~ ||d|| ||g|| / sqrt(T), i.e. a relative size ~ ||d||/T =
-O(w^{3/2}/T) (a heuristic, not a bound; measured by the reproduce stage's T2 curve).
+grows. The first inequality is attained (g_E proportional to d_E, the other entries equal, T > 2w).
+Over all g ⟂ 1 (each is the g of some layer, e.g. width 1 with values V = d) the exact supremum of
+the ratio is ||Pi d||_2 / sqrt(T), ||Pi d||^2 = ||d||^2 - w^2 (w+1)^2 / T (T >= 2w), so the T^{-1/2}
+rate is sharp. This worst case is far from typical: for generic data the entries g_j are of size
+||g||/sqrt(T) with no alignment to d, so the sum is typically ~ ||d|| ||g|| / sqrt(T), a relative size
+~ ||d||/T = O(w^{3/2}/T) (a heuristic, not a bound; measured by the reproduce stage's T2 curve).
 
 T3 (parameter space). With S_h = X M_h X^T, M_h = W_Q[h] W_K[h]^T / sqrt(d_k), at uniform attention
 
@@ -52,7 +55,7 @@ both rank <= 1. The first-order change of the scores from one gradient step is l
 gives dS_h = -eta X grad_{M_h} X^T = -eta T (X xbar)(X C W_V[h] r_h)^T (rank one); a step in (W_Q, W_K)
 gives dM = -(eta/d_k)(grad_M W_K W_K^T + W_Q W_Q^T grad_M), so dS has rank <= 2. A first-order step
 therefore cannot create a (high-rank) band pattern. (dS itself is not query-independent: its rows are
-scaled by x_i . xbar, so it does have a component on the blind subspace.) With centred tokens
+scaled by x_i . xbar, so it generically has a component on the blind subspace.) With centred tokens
 (xbar = 0) all three gradients vanish.
 
 T5 (boundaries). The identity (G) still gives the blind component exactly,
@@ -106,6 +109,7 @@ __all__ = [
     "band_edge_deficit",
     "band_edge_bound",
     "band_relative_bound",
+    "band_sharp_relative_bound",
     "bilinear_score_gradient",
     "t3_closed_form",
     "qk_closed_form",
@@ -345,7 +349,11 @@ def layer_forward(S: Tensor, X: Tensor, W_V: Tensor, W_O: Tensor | None, residua
 
 
 def case_loss(case: AttentionCase, S: Tensor | None = None) -> Tensor:
-    """The scalar loss ``L(S)`` of ``case`` (at ``case.S`` unless ``S`` is given)."""
+    """The scalar loss ``L(S)`` of ``case`` (at ``case.S`` unless ``S`` is given; S ``(H, T, T)``).
+
+    Raises:
+        ValueError: S or the case's tensors of the wrong shape or non-finite (see :func:`layer_forward`).
+    """
     S = case.S if S is None else S
     Z = case.f(layer_forward(S, case.X, case.W_V, case.W_O, case.residual))
     p = Z.mean(0) if case.pooling == "mean" else Z[0]
@@ -353,7 +361,11 @@ def case_loss(case: AttentionCase, S: Tensor | None = None) -> Tensor:
 
 
 def score_gradient(case: AttentionCase, S: Tensor | None = None) -> Tensor:
-    """``grad_S L`` by autograd (float64), shape ``(H, T, T)``."""
+    """``grad_S L`` by autograd (float64), shape ``(H, T, T)``, at ``case.S`` unless ``S`` is given.
+
+    Raises:
+        ValueError: as :func:`layer_forward`.
+    """
     S0 = (case.S if S is None else S).detach().clone().requires_grad_(True)
     (G,) = torch.autograd.grad(case_loss(case, S0), S0)
     return G
@@ -363,6 +375,10 @@ def score_gradient_central_difference(case: AttentionCase, h: float = 1e-5) -> T
     """Slow obvious reference: ``(L(S + h E_hij) - L(S - h E_hij)) / 2h`` for every entry, ``(H, T, T)``.
 
     Costs ``2 H T^2`` forward passes; use :func:`directional_central_difference` for large T.
+    Truncation error O(h^2), round-off about 1e-16 |L| / h.
+
+    Raises:
+        ValueError: as :func:`layer_forward`.
     """
     S = case.S.detach()
     out = torch.zeros_like(S)
@@ -375,7 +391,12 @@ def score_gradient_central_difference(case: AttentionCase, h: float = 1e-5) -> T
 
 
 def directional_central_difference(case: AttentionCase, E: Tensor, h: float = 1e-5) -> float:
-    """``(L(S + h E) - L(S - h E)) / 2h``, the derivative of L along the direction ``E : (H, T, T)``."""
+    """``(L(S + h E) - L(S - h E)) / 2h``, the derivative of L along the direction ``E : (H, T, T)``.
+
+    Raises:
+        ValueError: E not a finite tensor of the shape of ``case.S``.
+    """
+    check_matrix(E, "E", tuple(case.S.shape), f"{tuple(case.S.shape)} (the shape of case.S)")
     S = case.S.detach()
     with torch.no_grad():
         return float((case_loss(case, S + h * E) - case_loss(case, S - h * E)) / (2 * h))
@@ -383,7 +404,11 @@ def directional_central_difference(case: AttentionCase, E: Tensor, h: float = 1e
 
 def output_gradient(case: AttentionCase) -> tuple[Tensor, Tensor]:
     """``R = dL/dO`` as ``(H, T, e)`` (autograd through f, pooling and loss only, O as a leaf) and
-    ``V = X W_V`` as ``(H, T, e)``, both at ``case.S``."""
+    ``V = X W_V`` as ``(H, T, e)``, both at ``case.S``.
+
+    Raises:
+        ValueError: ``case.S`` not a finite ``(H, T, T)`` score tensor.
+    """
     S = check_scores(case.S)
     H, T, _ = S.shape
     A = torch.softmax(S, -1)
@@ -541,6 +566,20 @@ def band_relative_bound(T: int, w: int) -> float:
         ValueError: T < 2 or w < 0.
     """
     return float(band_edge_deficit(T, w).norm() / math.sqrt(T))
+
+
+def band_sharp_relative_bound(T: int, w: int) -> float:
+    """Exact supremum of ``|<1 g^T, P^(w)>| / ||1 g^T||_F`` over all ``g ⟂ 1``: ``||Pi d||_2 / sqrt(T)``.
+
+    Attained at ``g = Pi d`` (d = :func:`band_edge_deficit`); never above :func:`band_relative_bound`.
+    For T >= 2w, ``||Pi d||^2 = w (w+1) (2w+1) / 3 - w^2 (w+1)^2 / T``. Zero when the band covers every
+    column equally (T <= w + 1).
+
+    Raises:
+        ValueError: T < 2 or w < 0.
+    """
+    d = band_edge_deficit(T, w)
+    return float((d - d.mean()).norm() / math.sqrt(T))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -223,7 +223,11 @@ def derive_t4(T: int = 3, K: int = 2, w: int = 1) -> Derivation:
 
 def derive_t5(T: int = 3) -> Derivation:
     """T5 exactly (scalar width): CLS pooling gives grad_S = e_0 v^T with v ⟂ 1 and blind fraction^2 =
-    1 - 1/T; a residual Y = X + O W_O with a linear f keeps equal rows, with f = tanh rows differ."""
+    1 - 1/T; a residual Y = X + O W_O with a linear f keeps equal rows, with f = tanh rows differ; at
+    S = eps S_1 (symbolic S_1) with an affine f and a generic L, the eps-derivative at 0 of the blind
+    component of grad_S L equals the closed form of
+    :func:`initlab.theory.attention_gradient.nonuniform_first_order` (including the eps-dependence of
+    L'(p), which must drop out), and is non-zero at a rational point for T >= 3."""
     S = sp.Matrix(T, T, lambda i, j: sp.Symbol(f"s{i}{j}"))
     x = sp.Matrix(T, 1, lambda i, j: sp.Symbol(f"x{i}"))
     wv, wo, alpha, beta = sp.symbols("w_v w_o alpha beta")
@@ -260,6 +264,32 @@ def derive_t5(T: int = 3) -> Derivation:
     # replace the generic L' by 1 (any non-zero value scales the difference)
     diff01 = diff01.replace(lambda e: isinstance(e, (sp.Subs, sp.Derivative)), lambda e: sp.Integer(1))
     d.nonzero_witnesses["residual, tanh: G[1,0]-G[0,0] (L' = 1)"] = sp.nsimplify(sp.N(diff01, 30), rational=False)
+
+    # non-uniform attention S = eps S1, affine f = alpha y + beta, mean pooling, generic L
+    eps = sp.Symbol("eps")
+    S1 = sp.Matrix(T, T, lambda i, j: sp.Symbol(f"t{i}{j}"))
+    Lmean = L(sum(alpha * O[i, 0] + beta for i in range(T)) / T)
+    along = {S[i, j]: eps * S1[i, j] for i in range(T) for j in range(T)}
+    D = sp.Matrix(T, T, lambda i, j: sp.diff(sp.diff(Lmean, S[i, j]).subs(along), eps).subs(eps, 0).doit())
+
+    def blind(Mx):
+        return Mx - sp.ones(T, 1) * sp.Matrix([[sum(Mx[i, j] for i in range(T)) / T for j in range(T)]])
+
+    y = sp.Symbol("y")
+    r = (sp.diff(L(y), y).subs(y, sum(alpha * x[i, 0] * wv + beta for i in range(T)) / T) * alpha / T).doit()
+    c = [x[j, 0] * wv * r for j in range(T)]
+    cbar = sum(c) / T
+    S1c = sp.Matrix(T, T, lambda i, j: S1[i, j] - sum(S1[i, k] for k in range(T)) / T)
+    closed = sp.Matrix(T, T, lambda i, j: (S1c[i, j] * (c[j] - cbar) - sum(S1c[i, k] * c[k] for k in range(T)) / T) / T)
+    DB, CB = blind(D), blind(closed)
+    for i in range(T):
+        for j in range(T):
+            d.zero_residuals[f"non-uniform: d/deps P_B(G)[{i},{j}] - closed form"] = _zero(DB[i, j] - CB[i, j])
+    point = {S1[i, j]: sp.Rational((i * T + j) % 5 + 1, 3) for i in range(T) for j in range(T)}
+    point.update({x[i, 0]: sp.Rational(i * i + 1, 2) for i in range(T)})
+    point.update({wv: 1, alpha: 1, beta: 0})
+    wit = DB[0, 0].subs(point).replace(lambda e: isinstance(e, (sp.Subs, sp.Derivative)), lambda e: sp.Integer(1))
+    d.nonzero_witnesses["non-uniform: d/deps P_B(G)[0,0] at a rational point (L' = 1)"] = sp.nsimplify(wit)
     return d
 
 

@@ -27,14 +27,12 @@ Public API:
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence

@@ -46,10 +46,9 @@ checked against Monte Carlo (:func:`monte_carlo`) and autograd in ``tests/theory
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -501,6 +500,7 @@ def mechanism(cfg: ScoreScaleConfig, s_range: tuple[float, float] = (1e-2, 1e3),
         if start is not None:
             intervals.append((start, float(grid[-1])))
         out["flops_dominates"] = intervals
+        out["active_q_at_edges"] = [row(b)["active_q"] for _, b in intervals]
         out["ratio_at"] = {f"{s:.3g}": r for s, r in zip(grid[:: max(1, points // 10)], ratio[:: max(1, points // 10)])}
     return out
 
@@ -514,7 +514,8 @@ def describe_mechanism(mech: dict[str, Any]) -> str:
         flops = "the FLOPS gradient never exceeds the ranking gradient in the scanned range"
     else:
         flops = "the FLOPS gradient exceeds the ranking gradient for sigma/k in " + ", ".join(
-            f"[{a:.3g}, {b:.3g}]" for a, b in iv)
+            f"[{a:.3g}, {b:.3g}]" for a, b in iv) + " (P(a_q > 0) at the upper edge(s): " + ", ".join(
+            f"{p:.2g}" for p in mech.get("active_q_at_edges", [])) + ")"
     sat = mech["infonce_saturates_above"]
     sat_s = ("InfoNCE saturates (per-candidate score sd > sqrt(2 ln B) = "
              f"{mech['saturation_threshold_sd']:.3g}) for sigma/k > {sat:.3g}" if sat is not None
@@ -527,8 +528,6 @@ def describe_mechanism(mech: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------
 TABLE_COLUMNS = ("sigma", "k", "sigma_k", "active_q", "active_dims_d", "Ea_d", "flops_reg_d", "flops_cost",
                  "score_mean", "score_spread", "grad_rank", "grad_flops", "grad_ratio")
-MC_COLUMNS = ("active_logit", "active_q", "active_d", "Ea_q", "Ea2_q", "Ea_d", "Ea2_d", "flops_reg_q",
-              "flops_reg_d", "flops_cost", "score_mean", "score_spread", "grad_rank", "grad_flops")
 
 
 def score_scale_table(cfg: ScoreScaleConfig, *, with_mc: bool = False, progress: bool = False) -> list[dict[str, Any]]:
@@ -566,7 +565,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--sigma", type=float, nargs="+", default=None, help="logit std(s) at k = 1 (default 1 4 16)")
     parser.add_argument("--mu-b", type=float, default=BASE.mu_b, help="logit mean (bias part, not divided by k)")
     parser.add_argument("--batch", type=int, default=BASE.batch, help="in-batch size B")
-    parser.add_argument("--mc", action="store_true", help="add Monte Carlo columns (slower)")
+    parser.add_argument("--mc", action="store_true", help="also run the Monte Carlo check (mc_* fields in --json; slower)")
     args = parser.parse_args(argv)
     try:
         cfg = derive(BASE, mu_b=args.mu_b, batch=args.batch, **({"sigmas": tuple(args.sigma)} if args.sigma else {}))

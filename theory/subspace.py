@@ -75,7 +75,10 @@ def blind_fraction(G: torch.Tensor, eps: float = 1e-30) -> torch.Tensor:
     """``||P_B(G)||_F / ||G||_F`` per matrix, shape ``(...)``; 0 where ``G`` is 0.
 
     A dimensionless number in [0, 1]: the share of a score gradient that can move query-dependent
-    patterns (proximity, permutations) at all.
+    patterns (proximity, permutations) at all. ``G : (..., T, T)``, returns ``(...)``.
+
+    Raises:
+        ValueError: as :func:`query_independent_component`.
     """
     Gb = blind_component(G)
     num = Gb.flatten(-2).norm(dim=-1)

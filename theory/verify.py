@@ -251,6 +251,15 @@ def check_t2(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
         rel_bound = ag.band_relative_bound(T, w)
         res.record("|<G, band>|/||G|| <= ||d||/sqrt(T)", max(0.0, abs(inner) / nG - rel_bound), 0.0, TOL_EXACT, 1.0)
         ratios.append({"T": T, "w": w, "ratio": abs(inner) / nG, "bound": rel_bound})
+        if T >= 2 * w + 2:  # the bound is nearly sharp: a layer whose values are the deficits attains ||Pi d||/sqrt(T)
+            worst = ag.AttentionCase(
+                d[:, None].clone(), torch.zeros(1, T, T, dtype=torch.float64), torch.ones(1, 1, 1, dtype=torch.float64),
+                None, lambda y: y, lambda p: p.sum(), f_name="identity", loss_name="sum")
+            Gw = _hook("T2", ag.score_gradient(worst))[0]
+            worst_ratio = abs(float((Gw * band).sum())) / float(Gw.norm())
+            sharp = ag.band_sharp_relative_bound(T, w)
+            res.record("worst-case layer attains ||Pi d||/sqrt(T)", worst_ratio, sharp, TOL_EXACT)
+            res.record("||Pi d||/sqrt(T) <= ||d||/sqrt(T)", max(0.0, sharp - rel_bound), 0.0, TOL_EXACT, 1.0)
         _fd_check(res, "central difference = autograd", case, G[None], gen, extra=[band[None], blind["circulant band"][None]])
         res.cases += 1
     # shrinkage: the data-free bound decreases in T for fixed w

@@ -39,7 +39,10 @@ def build_tiny_backbone(folder: str | Path, texts: Sequence[str], *, hidden: int
     words = sorted(set(re.findall(r"[a-z0-9]+", " ".join(texts).lower())) | set("abcdefghijklmnopqrstuvwxyz0123456789"))
     vocab = list(_SPECIALS) + words
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    # transformers 5 builds the fast tokenizer from the vocabulary mapping (vocab_file alone gives all-[UNK])
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)
+    if tok.tokenize(words[-1]) != [words[-1]]:
+        raise RuntimeError("tiny tokenizer does not know its own vocabulary")
     cfg = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
                      intermediate_size=2 * hidden, max_position_embeddings=128, hidden_dropout_prob=0.0,
                      attention_probs_dropout_prob=0.0, pad_token_id=0)

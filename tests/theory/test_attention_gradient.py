@@ -272,3 +272,53 @@ def test_attention_bad_shapes_are_named():
         ag.check_scores([[0.0, 0.0], [0.0, 0.0]])
     with pytest.raises(ValueError, match=r"g: expected shape \(T,\)"):
         ag.band_edge_bound(torch.zeros(3, 3, dtype=F64), 1)
+
+
+def test_attention_t2_bound_is_attained_up_to_centering():
+    """A layer whose values are the edge deficits attains the exact supremum ||Pi d||/sqrt(T) <= ||d||/sqrt(T)."""
+    for T, w in ((6, 1), (9, 2), (40, 3), (301, 5)):
+        d = ag.band_edge_deficit(T, w)
+        case = ag.AttentionCase(d[:, None].clone(), torch.zeros(1, T, T, dtype=F64), torch.ones(1, 1, 1, dtype=F64), None, lambda y: y, lambda p: p.sum())
+        G = ag.score_gradient(case)[0]
+        ratio = abs(float((G * ag.band_pattern(T, w)).sum())) / float(G.norm())
+        sharp = ag.band_sharp_relative_bound(T, w)
+        assert ratio == pytest.approx(sharp, rel=1e-10)
+        assert sharp <= ag.band_relative_bound(T, w)
+        # closed form ||Pi d||^2 = w(w+1)(2w+1)/3 - w^2 (w+1)^2 / T  (T >= 2w)
+        assert sharp**2 * T == pytest.approx(w * (w + 1) * (2 * w + 1) / 3 - w**2 * (w + 1) ** 2 / T, rel=1e-10)
+        # the first inequality |<G, band>| <= ||g_E|| ||d|| is attained by g_E proportional to d_E
+        g = d.clone()
+        inner_mask = d == 0
+        g[inner_mask] = -d.sum() / int(inner_mask.sum())
+        assert abs(float((g * d).sum())) == pytest.approx(ag.band_edge_bound(g, w), rel=1e-12)
+
+
+def test_attention_new_bad_input_is_named():
+    c = _case()
+    with pytest.raises(ValueError, match=r"V: expected shape \(H, T, e\)"):
+        ag.uniform_score_gradient_from_R(torch.zeros(2, 4, 3, dtype=F64), torch.zeros(2, 5, 3, dtype=F64))
+    with pytest.raises(ValueError, match="R: expected finite"):
+        ag.blind_component_closed_form(torch.full((2, 4, 3), float("nan"), dtype=F64), torch.zeros(2, 4, 3, dtype=F64))
+    with pytest.raises(ValueError, match="R: expected shape .* T >= 2"):
+        ag.uniform_score_gradient_from_R(torch.zeros(2, 1, 3, dtype=F64), torch.zeros(2, 1, 3, dtype=F64))
+    with pytest.raises(ValueError, match="W_Q: expected shape"):
+        ag.qk_closed_form(c, torch.zeros(2, 5, 2, dtype=F64), torch.zeros(2, 3, 2, dtype=F64))
+    with pytest.raises(ValueError, match="W_Q, W_K: .* W_Q\\[h\\] W_K\\[h\\]\\^T = 0"):
+        ag.qk_closed_form(c, torch.ones(2, 3, 2, dtype=F64), torch.ones(2, 3, 2, dtype=F64))
+    lin = ag.random_case(torch.Generator().manual_seed(2), 4, heads=2, f="identity", row_shift=False)
+    with pytest.raises(ValueError, match=r"S1: expected shape \(H, T, T\) = \(2, 4, 4\)"):
+        ag.nonuniform_first_order(lin, torch.zeros(2, 5, 5, dtype=F64))
+    with pytest.raises(ValueError, match="case.f: expected an affine"):
+        ag.nonuniform_first_order(ag.random_case(torch.Generator(), 4, heads=2, f="tanh", row_shift=False), torch.zeros(2, 4, 4, dtype=F64))
+    with pytest.raises(ValueError, match="case.S: expected uniform"):
+        ag.nonuniform_first_order(ag.random_case(torch.Generator(), 4, heads=2, f="identity", score_scale=1.0), torch.zeros(2, 4, 4, dtype=F64))
+    for fn in (ag.t3_closed_form, ag.mean_pool_row_gradient):
+        with pytest.raises(ValueError, match="case: .* needs mean pooling"):
+            fn(ag.random_case(torch.Generator(), 4, pooling="cls"))
+    with pytest.raises(ValueError, match="perm: expected a \\(T,\\) integer permutation"):
+        ag.permutation_pattern(torch.tensor([0, 0, 1]))
+    for fn in (ag.band_edge_deficit, ag.band_relative_bound, ag.band_sharp_relative_bound, ag.band_pattern, ag.circulant_band_pattern):
+        with pytest.raises(ValueError, match="T, w: expected integers"):
+            fn(1, 1)
+        with pytest.raises(ValueError, match="T, w: expected integers"):
+            fn(5, -1)

@@ -65,7 +65,7 @@ def test_attention_t4_generic_data_rows_differ_and_blind_component_nonzero(T, K,
     with torch.no_grad():
         fd = (am.generic_masked_loss(S0 + h * Dir, E, W_V, W_O, W_D, x, mask) - am.generic_masked_loss(S0 - h * Dir, E, W_V, W_O, W_D, x, mask)) / (2 * h)
     # central-difference round-off is about 1e-16 |L| / h
-    assert float(fd) == pytest.approx(float((G * Dir).sum()), abs=1e-7 * float(G.norm() * Dir.norm()) + 1e-9 * (1 + abs(float(L))))
+    assert float(fd) == pytest.approx(float((G * Dir).sum()), abs=1e-7 * float(G.norm() * Dir.norm()) + 1e-9 * (1 + abs(float(L.detach()))))
     if len(set(x.tolist())) > 1 and int(mask.sum()) < T:
         assert float(blind_fraction(G).min()) > 1e-8
 
@@ -152,3 +152,44 @@ def test_attention_t4_bad_input_is_named():
         am.masked_reconstruction_loss(torch.zeros(2, 3, 4), torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, dtype=torch.bool), torch.eye(3))
     with pytest.raises(ValueError, match="tokens: expected integers in"):
         am.masked_reconstruction_loss(torch.zeros(1, 3, 3), torch.full((1, 3), 7), torch.zeros(1, 3, dtype=torch.bool), torch.eye(3))
+
+
+def test_attention_t4_expected_descent_matrix_and_diagonal_sign():
+    """E D_ij = kappa q(1-q)/T^2 (h_ij - mean_k h_ik) with h_ii = 0: nearby keys up, the diagonal down."""
+    gen = torch.Generator().manual_seed(31)
+    T, K, p, q, n = 7, 3, 0.7, 0.3, 60000
+    x = am.markov_tokens(n, T, K, p, gen)
+    m = torch.rand(n, T, generator=gen) < q
+    Ds = -am.masked_score_gradient(x, m, torch.eye(K, dtype=F64), "linear")
+    mean, se = Ds.mean(0), Ds.std(0) / n**0.5
+    i = torch.arange(T)
+    dist = (i[:, None] - i[None, :]).abs().to(F64)
+    h = torch.where(dist > 0, p**dist, torch.zeros_like(dist))
+    pred = (1 - 1 / K) * q * (1 - q) / T**2 * (h - h.mean(-1, keepdim=True))
+    assert bool(((mean - pred).abs() <= 5 * se + 1e-12).all())
+    assert bool((pred.diagonal() < 0).all()) and bool((mean.diagonal() < -5 * se.diagonal()).all())
+
+
+def test_attention_t4_new_bad_input_is_named():
+    S, tok, C = torch.zeros(1, 3, 3, dtype=F64), torch.zeros(1, 3, dtype=torch.long), torch.eye(2, dtype=F64)
+    with pytest.raises(ValueError, match="mask: expected a bool tensor"):
+        am.masked_reconstruction_loss(S, tok, torch.tensor([[1, 0, 0]]), C)
+    with pytest.raises(ValueError, match="tokens: expected an integer tensor"):
+        am.masked_reconstruction_loss(S, tok.double(), torch.zeros(1, 3, dtype=torch.bool), C)
+    with pytest.raises(ValueError, match="S: expected finite"):
+        am.masked_reconstruction_loss(torch.full((1, 3, 3), float("nan"), dtype=F64), tok, torch.zeros(1, 3, dtype=torch.bool), C)
+    with pytest.raises(ValueError, match=r"C: expected a square \(K, K\)"):
+        am.masked_reconstruction_loss(S, tok, torch.zeros(1, 3, dtype=torch.bool), torch.zeros(2, 3, dtype=F64))
+    with pytest.raises(ValueError, match=r"tokens: expected shape \(N, T\)"):
+        am.masked_score_gradient(torch.zeros(3, dtype=torch.long), torch.zeros(3, dtype=torch.bool), C)
+    E, W_V, W_O, W_D = torch.zeros(3, 4, dtype=F64), torch.zeros(1, 4, 3, dtype=F64), torch.zeros(3, 5, dtype=F64), torch.zeros(5, 2, dtype=F64)
+    x, msk = torch.tensor([0, 1, 0]), torch.tensor([True, False, False])
+    assert am.generic_masked_loss(torch.zeros(1, 3, 3, dtype=F64), E, W_V, W_O, W_D, x, msk).shape == ()
+    with pytest.raises(ValueError, match="S: expected finite"):
+        am.generic_masked_loss(torch.full((1, 3, 3), float("nan"), dtype=F64), E, W_V, W_O, W_D, x, msk)
+    with pytest.raises(ValueError, match=r"W_D: expected shape \(m, K\)"):
+        am.generic_masked_loss(torch.zeros(1, 3, 3, dtype=F64), E, W_V, W_O, W_D[:, :1], x, msk)
+    with pytest.raises(ValueError, match=r"mask: expected shape \(3,\)"):
+        am.generic_masked_loss(torch.zeros(1, 3, 3, dtype=F64), E, W_V, W_O, W_D, x, msk[:2])
+    with pytest.raises(ValueError, match="K: expected a vocabulary size"):
+        am.pair_equal_probability(1, 0, 0.5)

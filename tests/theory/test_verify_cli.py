@@ -56,9 +56,12 @@ def test_verify_reports_fail_for_an_injected_wrong_gradient(monkeypatch, capsys,
     assert all("PASS" in line for line in others)
 
 
-def test_verify_bad_arguments():
-    with pytest.raises(SystemExit):
-        verify.main(["--cases", "0"])
+def test_verify_bad_arguments(capsys):
+    for argv, flag in ((["--cases", "0"], "--cases"), (["--t-max", "1"], "--t-max"), (["--mc-samples", "1"], "--mc-samples")):
+        with pytest.raises(SystemExit) as exc:
+            verify.main(argv)
+        assert exc.value.code == 2
+        assert f"argument {flag}: expected an integer" in capsys.readouterr().err
     with pytest.raises(ValueError, match="statements: unknown"):
         verify.run_verify(verify.BASE, statements=["T9"])
 
@@ -97,3 +100,27 @@ def test_verify_t2_curve_shrinks_with_T():
     assert big["bound"] < small["bound"]
     assert big["mean_ratio"] < small["mean_ratio"]
     assert all(r["max_ratio"] <= r["bound"] for r in rows)
+
+
+def test_verify_respects_t_max(tmp_path):
+    report = verify.run_verify(verify.derive(verify.BASE, cases=6, t_max=3, mc_samples=2000), statements=["T2"])
+    assert report["passed"]
+    assert {r["T"] for r in report["statements"][0]["measured"]["band_ratio_samples"]} <= {2, 3}
+
+
+@pytest.mark.parametrize("target", ["T2", "T3", "T4", "T5"])
+def test_verify_fails_for_a_wrong_closed_form(monkeypatch, target):
+    """The checks are not tautological: a slightly wrong theorem (not a wrong gradient) must FAIL."""
+    ag, am = verify.ag, verify.am
+    if target == "T2":  # a bound that is too tight: ||d|| / T instead of ||d|| / sqrt(T)
+        monkeypatch.setattr(ag, "band_relative_bound", lambda T, w: float(ag.band_edge_deficit(T, w).norm() / T))
+    elif target == "T3":  # T - 1 instead of T
+        real = ag.t3_closed_form
+        monkeypatch.setattr(ag, "t3_closed_form", lambda c: (lambda r: (r[0] * (c.T - 1) / c.T, r[1], r[2]))(real(c)))
+    elif target == "T4":  # 1 / (T (T - 1)) instead of 1 / T^2
+        real = am.psi
+        monkeypatch.setattr(am, "psi", lambda P, p, q: real(P, p, q) * P.shape[0] / (P.shape[0] - 1))
+    else:  # CLS blind fraction sqrt(1 - 1/(T + 1))
+        monkeypatch.setattr(ag, "cls_blind_fraction", lambda T: (1 - 1 / (T + 1)) ** 0.5)
+    report = verify.run_verify(verify.derive(verify.BASE, cases=4, t_max=40, mc_samples=8000), statements=[target])
+    assert report["statements"][0]["verdict"] == "FAIL" and report["passed"] is False
