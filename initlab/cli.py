@@ -30,9 +30,11 @@ COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
 }
 
 
-def _usage() -> str:
+def _usage(only_group: str | None = None) -> str:
     lines = ["usage: initlab COMMAND [options]    (initlab COMMAND --help for its options)", "", "commands:"]
     for (group, cmd), (_, help_) in COMMANDS.items():
+        if only_group is not None and group != only_group:
+            continue
         name = group if cmd is None else f"{group} {cmd}"
         lines.append(f"  {name:<22} {help_}")
     return "\n".join(lines)
@@ -47,6 +49,9 @@ def _resolve(argv: Sequence[str]) -> tuple[str, list[str], str]:
     cmds = [c for (g, c) in COMMANDS if g == group]
     if not cmds:
         raise SystemExit(f"initlab: unknown command {group!r}\n\n{_usage()}")
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(_usage(group))
+        raise SystemExit(0)
     if len(argv) < 2 or (group, argv[1]) not in COMMANDS:
         got = repr(argv[1]) if len(argv) > 1 else "nothing"
         raise SystemExit(f"initlab {group}: expected one of {', '.join(cmds)}; got {got}\n\n{_usage()}")

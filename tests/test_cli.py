@@ -28,3 +28,11 @@ def test_unknown_commands_fail_with_usage():
         cli.main(["nope"])
     with pytest.raises(SystemExit, match="expected one of verify"):
         cli.main(["theory", "prove"])
+
+
+def test_group_help_lists_only_that_group(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["theory", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "theory verify" in out and "splade train" not in out

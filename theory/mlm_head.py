@@ -528,12 +528,13 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         "bias": None if bias is None else _stats(bias.detach()),
         "n_texts": len(texts),
     }
-    # length-sorted buckets of up to 8 texts: little padding, bounded memory (logits are (b, T, V))
+    # length-sorted buckets of up to 20 texts: little padding, bounded memory (logits are (b, T, V)),
+    # few large matrix products (small ones cost more thread synchronisation on a busy CPU)
     lengths = [len(tokenizer(t, truncation=True, max_length=max_length)["input_ids"]) for t in texts]
     order = sorted(range(len(texts)), key=lambda i: lengths[i])
     buckets = []
-    for j in range(0, len(order), 8):
-        idx = order[j:j + 8]
+    for j in range(0, len(order), 20):
+        idx = order[j:j + 20]
         enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
         buckets.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})
     n_tokens = sum(int(bk["attention_mask"].sum()) for bk in buckets)

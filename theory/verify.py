@@ -514,7 +514,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """``initlab theory verify [--json PATH] [--seed N] [--cases N] [--t-max N] [--mc-samples N] [--symbolic]``."""
     parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, default=None, help="also write the full report as JSON to PATH")
-    parser.add_argument("--seed", type=int, default=BASE.seed, help="base seed (default 0)")
+    parser.add_argument("--seed", type=int, default=BASE.seed, help="base seed, an integer in [0, 2^40) (default 0)")
     parser.add_argument("--cases", type=int, default=BASE.cases, help="random cases per statement (default 20)")
     parser.add_argument("--t-max", type=int, default=BASE.t_max, help="largest sequence length T of the random cases (default 128; T4's Monte Carlo uses T in 4..24)")
     parser.add_argument("--mc-samples", type=int, default=BASE.mc_samples, help="Monte Carlo sequences per T4 run (default 20000)")
@@ -523,6 +523,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     for flag, value, low in (("--cases", args.cases, 1), ("--t-max", args.t_max, 2), ("--mc-samples", args.mc_samples, 2)):
         if value < low:
             parser.error(f"argument {flag}: expected an integer >= {low}, got {value}")
+    if not 0 <= args.seed < 2**40:
+        parser.error(f"argument --seed: expected an integer in [0, 2^40), got {args.seed}")
     try:
         cfg = derive(BASE, seed=args.seed, cases=args.cases, t_max=args.t_max, mc_samples=args.mc_samples, symbolic=args.symbolic)
         report = run_verify(cfg, progress=True)

@@ -57,7 +57,7 @@ def test_verify_reports_fail_for_an_injected_wrong_gradient(monkeypatch, capsys,
 
 
 def test_verify_bad_arguments(capsys):
-    for argv, flag in ((["--cases", "0"], "--cases"), (["--t-max", "1"], "--t-max"), (["--mc-samples", "1"], "--mc-samples")):
+    for argv, flag in ((["--cases", "0"], "--cases"), (["--t-max", "1"], "--t-max"), (["--mc-samples", "1"], "--mc-samples"), (["--seed", "-1"], "--seed")):
         with pytest.raises(SystemExit) as exc:
             verify.main(argv)
         assert exc.value.code == 2
