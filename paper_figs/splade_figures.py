@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 

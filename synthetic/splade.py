@@ -47,14 +47,14 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from initlab.config import derive, to_dict
+from initlab.config import derive
 from initlab.runs import RunDir
 from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_corpus
 from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
 
 __all__ = [
     "SpladeSweepConfig", "PRESETS", "cell_name", "load_encoder", "splade_vectors", "splade_pool", "flops_pairs",
-    "measure_init", "evaluate", "detect_collapse", "train_cell", "run_cell", "run_sweep", "summarize",
+    "measure_init", "evaluate", "detect_collapse", "train_cell", "run_cell", "run_sweep", "collect_rows", "summarize",
     "main", "reproduce_stage",
 ]
 

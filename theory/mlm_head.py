@@ -242,6 +242,12 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
             tokenizer = transformers.AutoTokenizer.from_pretrained(src, trust_remote_code=trust_remote_code)
         except (OSError, ValueError, TypeError) as err:
             raise FileNotFoundError(f"MODEL {src}: no tokenizer could be loaded ({err})") from None
+        # transformers may build an empty tokenizer (special tokens only) for a folder without one
+        if len(tokenizer) < 0.5 * config.vocab_size:
+            raise FileNotFoundError(
+                f"MODEL {src}: tokenizer has {len(tokenizer)} tokens but the model's vocabulary has "
+                f"{config.vocab_size}; the checkpoint's tokenizer files are missing or do not match"
+            )
     return model, tokenizer
 
 

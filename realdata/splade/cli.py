@@ -86,7 +86,7 @@ def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
         else:
             res = train_splade(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
             res = {k: v for k, v in res.items() if k != "config"}
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network
         p.error(str(err))
     if res:
         print(json.dumps(res, indent=2, default=str))
@@ -120,7 +120,7 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
         res = eval_checkpoint(args.model, names, args.out, data_root=args.data_root, top_k=args.top_k,
                               batch_size=args.batch_size, overwrite=args.overwrite, trust_remote_code=args.trust_remote_code,
                               approx=args.seismic)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network
         p.error(str(err))
     print(json.dumps(res["summary"], indent=2, default=str))
     return 0
@@ -146,7 +146,7 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     try:
         rows = run_sweep(_base_config(args), args.out, backbones=backbones,
                          ks=args.ks, overwrite=args.overwrite, progress=not args.no_progress)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network
         p.error(str(err))
     for r in rows:
         print(f"{r['cell']:<40} nano nDCG@10 {r.get('nanobeir_nDCG@10')}  collapsed {r.get('collapsed')}")

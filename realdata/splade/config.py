@@ -5,11 +5,13 @@ The recipe (:data:`RECIPE`) is the same for every backbone and every rescaling f
 source is written beside it:
 
 * [S1] Formal, Piwowarski, Clinchant. "SPLADE: Sparse lexical and expansion model for first stage
-  ranking", SIGIR 2021, §4 (lr 2e-5, batch 124, max length 256, 150k steps, quadratic lambda warm-up
-  over the first 50k steps).
+  ranking", SIGIR 2021 (SPLADE, FLOPS regulariser on queries and documents, quadratic lambda warm-up).
+* [N] The authors' training code, github.com/naver/splade (commit 141a8c08):
+  ``conf/train/config/splade.yaml`` (lr 2e-5, train_batch_size 128, nb_iterations 150000, warmup_steps 6000,
+  max_length 256, weight_decay 0.01) and ``conf/config_splade++_max.yaml`` (SPLADE-max with in-batch
+  negatives, loss InBatchPairwiseNLL, FLOPS lambda_q 3e-4, lambda_d 1e-4, quadratic warm-up T = 50000 steps).
 * [S2] Formal, Lassance, Piwowarski, Clinchant. "SPLADE v2", arXiv 2109.10086, 2021 (SPLADE-max:
-  max pooling; naver/splade SPLADE-max checkpoints list lambda_q = 8e-4, lambda_d = 6e-4 for
-  distilbert-base-uncased, https://europe.naverlabs.com/research/.../splade-models/).
+  max pooling).
 * [S3] Formal et al. "From distillation to hard negative sampling" (SPLADE++), SIGIR 2022
   (margin-MSE distillation with cross-encoder scores as the optional loss).
 * [ST] sentence-transformers SparseEncoder training docs (SpladeLoss, SparseMultipleNegativesRankingLoss,
@@ -51,15 +53,16 @@ class SpladeTrainConfig:
     k: float = 1.0                             # W_head <- W_head / k before training (MLM-head rescaling)
     trust_remote_code: bool = False            # needed for Alibaba-NLP/gte-en-mlm-base only
     loss: Literal["mnrl", "margin_mse"] = "mnrl"  # in-batch negatives ranking loss [S1,S2]; margin-MSE [S3]
-    learning_rate: float = 2e-5                # [S1] §4
-    global_batch_size: int = 128               # [S1] uses 124; 128 divides evenly over 1/2/4/8 GPUs
-    max_steps: int = 150_000                   # [S1] §4 (150k iterations)
-    warmup_steps: int = 6_000                  # [S1] linear LR warm-up (6k steps)
-    query_max_length: int = 64                 # not in [S1]; MS MARCO queries are far shorter than 64 tokens
-    doc_max_length: int = 256                  # [S1] §4
-    lambda_q: float = 8e-4                     # [S2] SPLADE-max distilbert checkpoint (naver/splade README)
-    lambda_d: float = 6e-4                     # [S2] same source
-    regularizer_warmup_ratio: float = 1 / 3    # [S1] quadratic warm-up of lambda over 50k of 150k steps = 1/3; [ST] default
+    learning_rate: float = 2e-5                # [N] splade.yaml lr
+    global_batch_size: int = 128               # [N] splade.yaml train_batch_size (divides over 1/2/4/8 GPUs)
+    max_steps: int = 150_000                   # [N] splade.yaml nb_iterations
+    warmup_steps: int = 6_000                  # [N] splade.yaml warmup_steps (linear LR warm-up)
+    weight_decay: float = 0.01                 # [N] splade.yaml weight_decay (AdamW)
+    query_max_length: int = 64                 # our choice ([N] uses 256 for both); MS MARCO queries are far shorter
+    doc_max_length: int = 256                  # [N] splade.yaml max_length
+    lambda_q: float = 3e-4                     # [N] config_splade++_max.yaml FLOPS lambda_q
+    lambda_d: float = 1e-4                     # [N] config_splade++_max.yaml FLOPS lambda_d
+    regularizer_warmup_ratio: float = 1 / 3    # [N] quadratic warm-up T = 50k of 150k steps = 1/3; [ST] default
     global_flops: bool = True                  # FLOPS regulariser on the all-gathered global batch (independent of #GPUs)
     seed: int = 42
     bf16: bool = True                          # bf16 autocast on CUDA (ignored on CPU)

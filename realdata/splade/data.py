@@ -28,6 +28,7 @@ the expected layout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,10 @@ BEIR_LAYOUT = ("BEIR layout: corpus.jsonl {\"_id\",\"title\",\"text\"}; queries.
 class RetrievalSet:
     """An evaluation set. ``corpus``: doc id -> text; ``queries``: query id -> text;
     ``qrels``: query id -> {doc id: relevance (int)}. ``name`` labels results; ``ndcg_rel`` is the
-    minimum relevance counted by binary measures (2 for TREC DL 2019 passage, else 1)."""
+    minimum relevance counted by binary measures (2 for TREC DL 2019 passage, else 1).
+    ``ignore_identical_ids``: drop a retrieved document whose id equals the query id (BEIR's evaluation does
+    this by default, ``EvaluateRetrieval.evaluate(ignore_identical_ids=True)``; it matters for ArguAna and
+    Quora, whose queries are also corpus documents)."""
 
     name: str
     corpus: dict[str, str]
@@ -82,6 +86,7 @@ class RetrievalSet:
     binary_rel: int = 1
     source: str = ""
     meta: dict = field(default_factory=dict)
+    ignore_identical_ids: bool = False
 
     def __post_init__(self) -> None:
         if not self.corpus:
@@ -179,10 +184,12 @@ def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[dict]:
             yield obj
 
 
-def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | None = None) -> RetrievalSet:
+def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | None = None,
+                     ignore_identical_ids: bool = True) -> RetrievalSet:
     """Load a BEIR dataset folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
 
     Document text is ``title + " " + text`` when the title is non-empty (as BEIR's evaluation does).
+    ``ignore_identical_ids`` as in BEIR's evaluation (see :class:`RetrievalSet`).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -198,12 +205,27 @@ def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | Non
     if header is None or [h.strip() for h in header] != ["query-id", "corpus-id", "score"]:
         raise ValueError(f"{qpath}: expected header 'query-id<TAB>corpus-id<TAB>score', got {header}; {BEIR_LAYOUT}")
     qrels: dict[str, dict[str, int]] = {}
-    for lineno, (q, d, s) in enumerate(rows, 2):
+    for q, d, s in rows:
         try:
             qrels.setdefault(q, {})[d] = int(float(s))
         except ValueError:
-            raise ValueError(f"{qpath}: score {s!r} is not a number; {BEIR_LAYOUT}") from None
-    return RetrievalSet(name or folder.name, corpus, queries, qrels, 1, source=str(folder))
+            raise ValueError(f"{qpath}: score {s!r} of query {q!r}, document {d!r} is not a number; {BEIR_LAYOUT}") from None
+    return RetrievalSet(name or folder.name, corpus, queries, qrels, 1, source=str(folder),
+                        ignore_identical_ids=ignore_identical_ids)
+
+
+@contextlib.contextmanager
+def _ir_datasets_errors(dataset_id: str):
+    """Turn an ir_datasets failure (unknown id, no network for the first download) into an OSError that says
+    how to run from local files instead."""
+    try:
+        yield
+    except KeyError as err:
+        raise ValueError(f"ir_datasets id {dataset_id!r} is not registered ({err})") from None
+    except Exception as err:
+        raise OSError(f"ir_datasets {dataset_id!r}: could not load ({type(err).__name__}: {str(err)[:200]}). "
+                      "Without network, pass local files: --train-source <triples TSV> for training, "
+                      f"--data-root DIR for evaluation ({MSMARCO_LAYOUT}; {BEIR_LAYOUT})") from err
 
 
 def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int | None = None) -> RetrievalSet:
@@ -214,19 +236,21 @@ def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int 
     """
     import ir_datasets
 
-    ds = ir_datasets.load(dataset_id)
     corpus = {}
-    for i, doc in enumerate(ds.docs_iter()):
-        if max_docs is not None and i >= max_docs:
-            break
-        title = (getattr(doc, "title", "") or "").strip()
-        corpus[doc.doc_id] = f"{title} {doc.text}".strip() if title else doc.text
-    queries = {q.query_id: q.text for q in ds.queries_iter()}
     qrels: dict[str, dict[str, int]] = {}
-    for r in ds.qrels_iter():
-        qrels.setdefault(r.query_id, {})[r.doc_id] = int(r.relevance)
+    with _ir_datasets_errors(dataset_id):
+        ds = ir_datasets.load(dataset_id)
+        for i, doc in enumerate(ds.docs_iter()):
+            if max_docs is not None and i >= max_docs:
+                break
+            title = (getattr(doc, "title", "") or "").strip()
+            corpus[doc.doc_id] = f"{title} {doc.text}".strip() if title else doc.text
+        queries = {q.query_id: q.text for q in ds.queries_iter()}
+        for r in ds.qrels_iter():
+            qrels.setdefault(r.query_id, {})[r.doc_id] = int(r.relevance)
     binary_rel = 2 if "trec-dl" in dataset_id else 1
-    return RetrievalSet(name or dataset_id, corpus, queries, qrels, binary_rel, source=f"ir_datasets:{dataset_id}")
+    return RetrievalSet(name or dataset_id, corpus, queries, qrels, binary_rel, source=f"ir_datasets:{dataset_id}",
+                        ignore_identical_ids=dataset_id.startswith("beir/"))
 
 
 def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
@@ -236,7 +260,8 @@ def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
     if name not in NANOBEIR_NAMES:
         raise ValueError(f"NanoBEIR name: expected one of {NANOBEIR_NAMES}, got {name!r}")
     if local_folder is not None:
-        return load_beir_folder(Path(local_folder) / name, "test", name=name)
+        # NanoBEIR is scored as sentence-transformers' NanoBEIREvaluator does (no identical-id filter)
+        return load_beir_folder(Path(local_folder) / name, "test", name=name, ignore_identical_ids=False)
     from datasets import load_dataset
 
     corpus = {str(r["_id"]): r["text"] for r in load_dataset(dataset_id, "corpus", split=name)}
@@ -318,14 +343,15 @@ def iter_ir_datasets_triples(dataset_id: str = MSMARCO_TRAIN_ID, limit: int | No
     its docs store and queries)."""
     import ir_datasets
 
-    ds = ir_datasets.load(dataset_id)
-    queries = {q.query_id: q.text for q in ds.queries_iter()}
-    store = ds.docs_store()
     out = []
-    for pair in ds.docpairs_iter():
-        if limit is not None and len(out) >= limit:
-            break
-        out.append((queries[pair.query_id], store.get(pair.doc_id_a).text, store.get(pair.doc_id_b).text))
+    with _ir_datasets_errors(dataset_id):
+        ds = ir_datasets.load(dataset_id)
+        queries = {q.query_id: q.text for q in ds.queries_iter()}
+        store = ds.docs_store()
+        for pair in ds.docpairs_iter():
+            if limit is not None and len(out) >= limit:
+                break
+            out.append((queries[pair.query_id], store.get(pair.doc_id_a).text, store.get(pair.doc_id_b).text))
     return out
 
 

@@ -85,7 +85,8 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     D = encode_texts(model, dtexts, kind="document", batch_size=batch_size, progress=progress)
     t_enc = time.perf_counter() - t0
     V = int(D.shape[1])
-    row: dict[str, Any] = {"set": ds.name, "n_queries": len(qids), "n_docs": len(dids), "encode_s": t_enc}
+    row: dict[str, Any] = {"set": ds.name, "n_queries": len(qids), "n_docs": len(dids), "encode_s": t_enc,
+                           "ignore_identical_ids": ds.ignore_identical_ids}
     if _has_nonfinite(Q) or _has_nonfinite(D):
         verdict = detect_collapse(losses=[], q_active=float("nan"), d_active=float("nan"), vocab_size=V)
         row.update({"RR@10": math.nan, "nDCG@10": math.nan, f"R@{top_k}": math.nan, "flops": math.nan,
@@ -99,7 +100,8 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     scores, idx = index.search(Q, k=top_k, progress=progress, chunk_size=64 if index.device.type == "cuda" else 8)
     t_ret = time.perf_counter() - t1
     # Documents sharing no active term with the query (score 0) are not retrieved, as with an inverted index.
-    run = {qids[i]: {dids[j]: float(s) for s, j in zip(scores[i].tolist(), idx[i].tolist()) if s > 0} for i in range(len(qids))}
+    run = {qids[i]: {dids[j]: float(s) for s, j in zip(scores[i].tolist(), idx[i].tolist())
+                     if s > 0 and not (ds.ignore_identical_ids and dids[j] == qids[i])} for i in range(len(qids))}
     measures = [RR @ 10, nDCG @ 10, R(rel=ds.binary_rel) @ top_k]
     agg = ir_measures.calc_aggregate(measures, ds.qrels, run)
     if approx:
@@ -107,7 +109,8 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
 
         a_idx, a_sc, build_s, search_s = seismic_search(Q, D, k=min(top_k, len(dids)))
         exact = idx.numpy()
-        a_run = {qids[i]: {dids[j]: float(sc) for j, sc in zip(a_idx[i].tolist(), a_sc[i].tolist()) if j >= 0 and sc > 0}
+        a_run = {qids[i]: {dids[j]: float(sc) for j, sc in zip(a_idx[i].tolist(), a_sc[i].tolist()) if j >= 0 and sc > 0
+                           and not (ds.ignore_identical_ids and dids[j] == qids[i])}
                  for i in range(len(qids))}
         row.update({f"seismic_recall@{top_k}": recall_at_k(a_idx, exact), "seismic_build_s": build_s,
                     "seismic_search_s": search_s,

@@ -158,10 +158,19 @@ class SparseIndex:
 
 
 def _topk_stable(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Top-k of each row of ``scores (B, N)`` ordered by (-score, index)."""
+    """Top-k of each row of ``scores (B, N)`` ordered exactly by (-score, index), ties at the k-th place
+    included: the documents scoring as much as the k-th one are taken in ascending index order, as a
+    full stable sort would (``torch.topk`` picks among them arbitrarily)."""
     s, i = torch.topk(scores, k, dim=1, largest=True, sorted=True)
-    # torch.topk's order among equal scores is unspecified: re-sort by (score desc, index asc).
-    # Ties at the k-th boundary can still differ from a full sort; with real-valued weights they are rare.
+    kth = s[:, -1:]  # (B, 1) the k-th largest score of each row
+    n_above = (s > kth).sum(dim=1)  # these are certainly in the top-k
+    n_tied = (scores == kth).sum(dim=1)  # all documents tied with the k-th, over the whole row
+    for r in torch.nonzero(n_above + n_tied > k).flatten().tolist():  # rows where topk had to choose among ties
+        above = torch.nonzero(scores[r] > kth[r, 0]).flatten()
+        tied = torch.nonzero(scores[r] == kth[r, 0]).flatten()[: k - above.numel()]  # ascending indices
+        i[r] = torch.cat([above, tied])
+        s[r] = scores[r, i[r]]
+    # re-sort the k winners by (score desc, index asc)
     order = torch.argsort(i, dim=1, stable=True)
     s2, i2 = torch.gather(s, 1, order), torch.gather(i, 1, order)
     order = torch.argsort(-s2, dim=1, stable=True)

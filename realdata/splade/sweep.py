@@ -111,9 +111,9 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
     Writes ``summary.csv|json`` and the NanoBEIR-vs-FLOPS figure after every cell."""
     from tqdm.auto import tqdm
 
+    cells = [cell_config(base, b, k) for b in backbones for k in ks]  # validates (remote code, k) before writing
     run = RunDir(out, overwrite=overwrite)
     run.write_config(base)
-    cells = [cell_config(base, b, k) for b in backbones for k in ks]  # validates (remote code, k) up front
     rows = []
     for cfg in tqdm(cells, desc="sweep cells", disable=not progress):
         name = cell_name(cfg)

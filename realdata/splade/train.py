@@ -33,7 +33,7 @@ from initlab.runs import RunDir, atomic_write_json, atomic_write_csv
 
 from .config import SpladeTrainConfig
 
-__all__ = ["GlobalFlopsLoss", "make_loss", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
+__all__ = ["GlobalFlopsLoss", "make_loss", "check_backbone", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
 
 
 def _flops_loss_cls():
@@ -140,6 +140,24 @@ def detect_collapse(*, losses: list[float], q_active: float | None, d_active: fl
     return {"collapsed": bool(reasons), "reasons": reasons}
 
 
+def check_backbone(backbone: str, *, trust_remote_code: bool = False) -> None:
+    """Raise ValueError unless ``backbone`` is a local folder with ``config.json`` or a hub id whose config
+    can be fetched (or is cached); names the short names of :data:`.config.BACKBONES`."""
+    from transformers import AutoConfig
+
+    from .config import BACKBONES
+
+    path = Path(backbone)
+    if path.is_dir() and (path / "config.json").is_file():
+        return
+    try:
+        AutoConfig.from_pretrained(backbone, trust_remote_code=trust_remote_code)
+    except Exception as err:  # OSError (unknown id / offline), ValueError (remote code refused), ...
+        raise ValueError(f"backbone {backbone!r}: not a local model folder with config.json and not loadable from the "
+                         f"hub or its cache ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+                         f"expected one of the short names {sorted(BACKBONES)}, a hub id, or a folder") from None
+
+
 def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -166,19 +184,21 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     if cfg.global_batch_size % world:
         raise ValueError(f"global_batch_size {cfg.global_batch_size} is not divisible by the number of processes {world}")
     rank = int(os.environ.get("RANK", "0"))
-    if rank == 0:
-        run = RunDir(out, overwrite=overwrite)
-        run.write_config(cfg)
-    if (out / "train_results.json").exists() and (out / "model").is_dir():
+    if (out / "train_results.json").exists() and (out / "model").is_dir() and not overwrite:
         import json
 
         return json.loads((out / "train_results.json").read_text())
-
+    # Validate everything that can be checked cheaply before anything is written into ``out``.
+    if cfg.tiny_model and cfg.tiny_model != "bert":
+        raise ValueError(f"tiny_model: expected '' or 'bert', got {cfg.tiny_model!r}")
+    if not cfg.tiny_model:
+        check_backbone(cfg.backbone, trust_remote_code=cfg.trust_remote_code)
     columns = load_training_triples(cfg)
+    if rank == 0:
+        run = RunDir(out, overwrite=overwrite)
+        run.write_config(cfg)
     backbone = cfg.backbone
     if cfg.tiny_model:
-        if cfg.tiny_model != "bert":
-            raise ValueError(f"tiny_model: expected '' or 'bert', got {cfg.tiny_model!r}")
         backbone = str(build_tiny_backbone(out / "tiny_backbone", tiny_texts(columns), seed=cfg.seed)) if rank == 0 else str(out / "tiny_backbone")
     use_cuda = torch.cuda.is_available()
     args = SparseEncoderTrainingArguments(
@@ -186,6 +206,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.global_batch_size // world,
         learning_rate=cfg.learning_rate,
+        weight_decay=cfg.weight_decay,
         warmup_steps=cfg.warmup_steps,
         logging_steps=cfg.logging_steps,
         save_strategy="steps",

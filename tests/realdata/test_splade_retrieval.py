@@ -99,3 +99,19 @@ def test_seismic_backend_returns_valid_documents():
     assert approx.shape == (3, 5) and build_s >= 0 and search_s >= 0
     assert ((approx >= -1) & (approx < 60)).all()
     assert 0.0 <= recall_at_k(approx, exact.numpy()) <= 1.0
+
+
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 40), n_q=st.integers(1, 8), V=st.integers(1, 12),
+       k=st.integers(1, 50), chunk=st.integers(1, 4))
+def test_exact_search_breaks_ties_by_index_like_a_full_sort(seed, n_docs, n_q, V, k, chunk):
+    # Small integer weights on a tiny vocabulary: many exactly tied scores (sums of small integers are exact
+    # in float32 and float64), including all-zero rows (empty queries / documents) and ties at the k-th place.
+    rng = np.random.default_rng(seed)
+    D = sp.csr_matrix(rng.integers(0, 3, size=(n_docs, V)) * (rng.random((n_docs, V)) < 0.4)).astype(np.float32)
+    Qd = rng.integers(0, 3, size=(n_q, V)) * (rng.random((n_q, V)) < 0.5)
+    Qd[0] = 0  # an empty query: every document scores 0, ranking = index order
+    Q = sp.csr_matrix(Qd).astype(np.float32)
+    s, i = SparseIndex.build(D).search(Q, k=k, chunk_size=chunk)
+    rs, ri = dense_topk_reference(Q, D, k)
+    assert torch.equal(i, ri) and torch.equal(s.double(), rs)
+    assert torch.equal(i[0], torch.arange(min(k, n_docs)))

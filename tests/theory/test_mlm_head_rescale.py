@@ -201,7 +201,12 @@ def test_mlm_head_rescale_cli_errors(tok_dir, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert rescale_main([str(tmp_path / "empty"), "--k", "2", "--out", str(tmp_path / "o4")]) == 2
     assert "config.json" in capsys.readouterr().err
-    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 5))
+    # a model folder without tokenizer files
+    notok = tmp_path / "notok"
+    tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(notok)
+    assert rescale_main([str(notok), "--k", "2", "--out", str(tmp_path / "o5")]) == 2
+    assert "tokenizer" in capsys.readouterr().err
+    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 6))
     # existing non-empty --out: refused and untouched; --overwrite replaces it
     src = tmp_path / "src"
     _save_tiny("bert", tok_dir, src)
