@@ -84,17 +84,40 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     Raises:
         ValueError: ``out`` holds a sweep with another ablation, seeds or config (unless ``overwrite``).
     """
-    from initlab.realdata.lra.train import finetune, pretrain
-
     meta = {"config_class": "LRAConfig", "kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
     cfg_path = Path(out) / "config.json"
     if cfg_path.exists() and not overwrite and json.loads(cfg_path.read_text()) != meta:
         raise ValueError(f"{cfg_path}: this sweep folder holds another ablation/seeds/config; use another --out or --overwrite")
     if (Path(out) / "DONE").exists() and not overwrite:  # finished with the same config: read back, never redone
         return json.loads((Path(out) / "results.json").read_text())["rows"]
+    conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]  # bad ablation: nothing written
+    fresh = not Path(out).exists()
     run = RunDir(out, overwrite=overwrite, resume=True)
     run.write_json("config.json", meta)
-    conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]
+    try:
+        rows = _run_cells(run, ablation, conds, progress)
+    except (ValueError, TypeError, FileNotFoundError):
+        # bad input (e.g. a missing or malformed data file) before any stage started: remove the folder this
+        # call created, so a corrected command is not refused as "another config"; never touches runs in progress
+        if fresh and not any((run.root / d).exists() for d in ("pretrain", "finetune")) and not any(run.root.glob("cells/*")):
+            import shutil
+
+            shutil.rmtree(run.root)
+        raise
+    run.write_json("results.json", {"ablation": ablation, "rows": rows})
+    run.write_csv("results.csv", rows)
+    if figure:
+        from initlab.paper_figs.lra_figures import plot_sweep
+
+        plot_sweep(rows, run.root / f"{ablation}.png", title=f"{base.task}: {ablation}")
+    run.mark_done()
+    return rows
+
+
+def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool) -> list[dict]:
+    """Run (or read back) every ``(seed, condition, config, milestone)`` cell; returns the rows in order."""
+    from initlab.realdata.lra.train import finetune, pretrain
+
     milestones: dict[str, set[int]] = {}
     for _, _, cfg, ms in conds:
         if cfg.init == "spt" and ms is not None:
@@ -121,13 +144,6 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
                             "prox_last": layers[-1]["proximity_mass"], "rps_last": layers[-1]["relative_position_score"]})
             run.save_cell(cell, row)
         rows.append(run.load_cell(cell))
-    run.write_json("results.json", {"ablation": ablation, "rows": rows})
-    run.write_csv("results.csv", rows)
-    if figure:
-        from initlab.paper_figs.lra_figures import plot_sweep
-
-        plot_sweep(rows, run.root / f"{ablation}.png", title=f"{base.task}: {ablation}")
-    run.mark_done()
     return rows
 
 

@@ -50,12 +50,17 @@ def task_vocab(task: str) -> int:
     return LISTOPS_VOCAB if task == "listops" else BYTE_VOCAB
 
 
+def _data_dir(cfg: LRAConfig, task: str) -> str | None:
+    """The folder ``task`` is read from: ``cfg.data_dir`` for the task itself, ``cfg.spt_data_dir`` for a cross-task SPT source."""
+    return cfg.data_dir if task == cfg.task else cfg.spt_data_dir
+
+
 def load_data(cfg: LRAConfig, task: str | None = None, data_dir: str | None = None, out: Path | None = None) -> TaskData:
     """Load ``task`` (default ``cfg.task``). ListOps without a ``data_dir`` is generated from
     ``cfg.listops_gen`` (written as ``basic_*.tsv`` into ``out/listops_data`` when ``out`` is given, then
     read back through the real loader)."""
     task = task or cfg.task
-    data_dir = data_dir if data_dir is not None else (cfg.data_dir if task == cfg.task else cfg.spt_data_dir)
+    data_dir = data_dir if data_dir is not None else _data_dir(cfg, task)
     if task == "listops" and data_dir is None:
         if cfg.listops_gen is None:
             raise ValueError("data_dir: ListOps needs --data-dir (basic_*.tsv) or a listops_gen config (generated data)")
@@ -172,14 +177,27 @@ def _finished(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrite: bool
     return None
 
 
-def _open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str) -> RunDir:
+def _open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str) -> tuple[RunDir, TaskData]:
+    """Open (or resume) the run folder and load ``task``'s data, in an order that writes nothing on bad input:
+    a finished run or a config mismatch is refused first, then the data are read (a missing or malformed file
+    raises here), and only then is the folder created. Generated ListOps is written into ``out/listops_data``
+    after the folder exists (an ``--overwrite`` moves the old folder aside first)."""
+    out = Path(out)
+    if not overwrite and (out / "DONE").exists():
+        RunDir(out, overwrite=False)  # raises RunExistsError naming the folder
+    if not overwrite and (out / "config.json").exists():
+        _check_same_config(out / "config.json", cfg, kind)
+    generated = task == "listops" and _data_dir(cfg, task) is None
+    data = None if generated else load_data(cfg, task)
     run = RunDir(out, overwrite=overwrite, resume=True)
     cfg_path = run.root / "config.json"
     if cfg_path.exists():
         _check_same_config(cfg_path, cfg, kind)
     else:
         run.write_json("config.json", {"config_class": "LRAConfig", "kind": kind, "config": to_dict(cfg)})
-    return run
+    if data is None:
+        data = load_data(cfg, task, out=run.root)
+    return run, data
 
 
 def read_run_config(out: str | Path) -> LRAConfig:
@@ -250,15 +268,10 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
         return done
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
-    run = _open_run(cfg, out, overwrite, "pretrain") if main else None
+    run, data = _open_run(cfg, out, overwrite, "pretrain", spt_task) if main else (None, None)
     accelerator.wait_for_everyone()
     if run is None:
         run = RunDir(out, resume=True)
-    if run.done:
-        return json.loads((run.root / "results.json").read_text())
-    data = load_data(cfg, spt_task, out=out if main else None) if main else None
-    accelerator.wait_for_everyone()
-    if data is None:
         data = load_data(cfg, spt_task, out=out)
     train_split, val_split = single_inputs(data.train), single_inputs(data.val)
     ratio = cfg.mask_ratio if cfg.mask_ratio is not None else MASK_RATIO[spt_task]
@@ -279,6 +292,8 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
         opt.load_state_dict(st["optim"])
         sched.load_state_dict(st["sched"])
         start, best, history = int(st["epoch"]), float(st["best"]), list(st["history"])
+        if main:
+            print(f"[SPT {cfg.task}] resuming {run.root} after epoch {start}/{cfg.spt_epochs}", flush=True)
     model, opt = accelerator.prepare(model, opt)
     t0 = time.perf_counter()
     for epoch in range(start, cfg.spt_epochs):
@@ -380,15 +395,10 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     spt_state = load_weights(spt_ckpt) if cfg.init == "spt" else None
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
-    run = _open_run(cfg, out, overwrite, "finetune") if main else None
+    run, data = _open_run(cfg, out, overwrite, "finetune", cfg.task) if main else (None, None)
     accelerator.wait_for_everyone()
     if run is None:
         run = RunDir(out, resume=True)
-    if run.done:
-        return json.loads((run.root / "results.json").read_text())
-    data = load_data(cfg, out=out if main else None) if main else None
-    accelerator.wait_for_everyone()
-    if data is None:
         data = load_data(cfg, out=out)
     model = build_model(cfg)
     copied = init_from_spt(model, spt_state, cfg.init_groups) if spt_state is not None else []
@@ -411,6 +421,8 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         opt.load_state_dict(st["optim"])
         sched.load_state_dict(st["sched"])
         start, best, history = int(st["epoch"]), dict(st["best"]), list(st["history"])
+        if main:
+            print(f"[fine-tune {cfg.task}] resuming {run.root} after epoch {start}/{cfg.epochs}", flush=True)
     model, opt = accelerator.prepare(model, opt)
     t0 = time.perf_counter()
     for epoch in range(start, cfg.epochs):

@@ -46,8 +46,8 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     from .evaluate import evaluate_set, summarise
     from .modeling import load_splade
 
+    model = load_splade(model_dir, trust_remote_code=trust_remote_code)  # fails before anything is written
     run = RunDir(out, overwrite=overwrite)
-    model = load_splade(model_dir, trust_remote_code=trust_remote_code)
     rows = []
     from tqdm.auto import tqdm
 

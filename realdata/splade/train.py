@@ -33,7 +33,7 @@ from initlab.runs import RunDir, atomic_write_json, atomic_write_csv
 
 from .config import SpladeTrainConfig
 
-__all__ = ["GlobalFlopsLoss", "make_loss", "check_backbone", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
+__all__ = ["GlobalFlopsLoss", "make_loss", "check_backbone", "last_complete_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
 
 
 def _flops_loss_cls():
@@ -158,6 +158,29 @@ def check_backbone(backbone: str, *, trust_remote_code: bool = False) -> None:
                          f"expected one of the short names {sorted(BACKBONES)}, a hub id, or a folder") from None
 
 
+def last_complete_checkpoint(folder: str | Path, *, remove_incomplete: bool = False) -> str | None:
+    """The newest ``folder/checkpoint-<step>`` that the Trainer finished writing (it writes
+    ``trainer_state.json`` last, after the weights, optimizer, scheduler and RNG states), or None.
+
+    A run killed while saving leaves a checkpoint without ``trainer_state.json``; resuming from it fails, so
+    it is skipped (and deleted with ``remove_incomplete``, with a warning)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    ckpts = sorted((p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()),
+                   key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+    for p in ckpts:
+        if (p / "trainer_state.json").is_file():
+            return str(p)
+        warnings.warn(f"{p}: incomplete checkpoint (no trainer_state.json; the run was interrupted while saving)"
+                      + ("; deleted" if remove_incomplete else "; skipped"), RuntimeWarning, stacklevel=2)
+        if remove_incomplete:
+            import shutil
+
+            shutil.rmtree(p)
+    return None
+
+
 def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -166,7 +189,8 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     """Train the cell ``cfg`` into ``out`` (resumable from the Trainer's checkpoints under ``out/checkpoints``).
 
     Writes (rank 0): ``config.json``, ``model/`` (safetensors), ``loss_curve.csv`` (+ png),
-    ``flops_terms.json`` (unweighted query/document FLOPS term of every step), ``train_results.json``.
+    ``flops_terms.json`` (unweighted query/document FLOPS term of every step from ``first_step``; a resumed
+    run holds the steps after its checkpoint only), ``train_results.json``.
     A finished training (``out/model`` exists with ``train_results.json``) is not redone.
 
     Raises:
@@ -175,7 +199,6 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     """
     from datasets import Dataset
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer, SparseEncoderTrainingArguments
-    from transformers.trainer_utils import get_last_checkpoint
 
     from .modeling import build_splade, build_tiny_backbone
 
@@ -230,7 +253,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     loss, reg_cb = make_loss(model, cfg)
     trainer = SparseEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
                                    callbacks=[reg_cb])
-    last = get_last_checkpoint(str(out / "checkpoints")) if (out / "checkpoints").is_dir() else None
+    last = last_complete_checkpoint(out / "checkpoints", remove_incomplete=rank == 0)
     trainer.train(resume_from_checkpoint=last)
 
     if not trainer.is_world_process_zero():
@@ -244,7 +267,9 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
               "document_regularizer_weight": r.get("document_regularizer_weight")} for r in log]
     atomic_write_csv(out / "loss_curve.csv", curve)
     q_reg, d_reg = loss.query_regularizer, loss.document_regularizer
+    first = int(Path(last).name.split("-")[-1]) + 1 if last else 1  # a resumed run records its new steps only
     atomic_write_json(out / "flops_terms.json", {
+        "first_step": first,
         "query": list(getattr(q_reg, "history", [])), "document": list(getattr(d_reg, "history", [])),
         "note": "unweighted FLOPS regulariser of every training call, over the global batch" if cfg.global_flops else
                 "per-process batch (global_flops=False)"})

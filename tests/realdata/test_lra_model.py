@@ -41,6 +41,33 @@ def test_lra_causal_pass_ignores_the_future_but_not_the_past():
     assert not torch.allclose(m.backbone.encode(tok, mask)[0, :8], m.backbone.encode(tok2, mask)[0, :8])
 
 
+def test_lra_causal_mode_has_no_leakage_from_any_later_position():
+    """LRAModel(mode="causal"), 2 layers, float64, padded batch: for every t, replacing ALL tokens after t
+    leaves the next-token logits at positions <= t unchanged (so the SPT target tokens[t + 1] is never seen)."""
+    m = _model(n_layers=2)
+    g = torch.Generator().manual_seed(1)
+    B, T = 3, 11
+    tok = torch.randint(2, 20, (B, T), generator=g)
+    lengths = torch.tensor([11, 8, 4])
+    mask = torch.arange(T)[None] < lengths[:, None]
+    tok = tok.masked_fill(~mask, 0)
+    base = m(tok, mask, mode="causal")
+    assert base.shape == (B, T, 20)
+    for t in range(T - 1):
+        other = tok.clone()
+        after = torch.arange(T)[None].expand(B, T) > t
+        other[after & mask] = (tok[after & mask] - 2 + 1 + torch.randint(0, 17, (int((after & mask).sum()),), generator=g)) % 18 + 2
+        assert not torch.equal(other, tok) or t >= int(lengths.max()) - 1
+        out = m(other, mask, mode="causal")
+        for b in range(B):
+            k = min(t + 1, int(lengths[b]))
+            assert torch.allclose(out[b, :k], base[b, :k], atol=1e-12, rtol=0), (t, b)
+    # and the masked (bidirectional) mode does see later tokens
+    other = tok.clone()
+    other[0, -1] = (tok[0, -1] - 2 + 1) % 18 + 2
+    assert not torch.allclose(m(other, mask, mode="masked")[0, 0], m(tok, mask, mode="masked")[0, 0])
+
+
 def test_lra_retrieval_two_tower_features():
     m = _model(pair=True)
     tok = torch.randint(2, 20, (4, 2, 9))

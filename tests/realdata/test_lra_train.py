@@ -97,6 +97,31 @@ def test_lra_hybrid_init_and_frozen_attention(tmp_path):
         T.finetune(replace(cfg, init="spt"), tmp_path / "x", tmp_path / "missing.safetensors")
 
 
+def test_lra_bad_input_writes_nothing(tmp_path, capsys):
+    # missing data folder: the error names it and the layout, and no run folder is created
+    out = tmp_path / "run"
+    with pytest.raises(FileNotFoundError, match=r"nowhere: not found; expected layout: DIR/basic_\{train,val,test\}.tsv"):
+        T.pretrain(replace(TOY, data_dir=str(tmp_path / "nowhere")), out, progress=False)
+    assert not out.exists()
+    # malformed TSV through the CLI: error names file and line; still nothing written
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for s in ("train", "val", "test"):
+        (bad / f"basic_{s}.tsv").write_text("Source\tTarget\n( [MAX 1 ] )\n")
+    with pytest.raises(SystemExit):
+        cli(["lra", "finetune", "--preset", "toy", "--data-dir", str(bad), "--out", str(out), "--no-progress"])
+    assert "basic_train.tsv:2: expected 2 tab-separated columns" in capsys.readouterr().err
+    assert not out.exists()
+    with pytest.raises(SystemExit):
+        cli(["lra", "pretrain", "--preset", "toy", "--set", "task=pathx", "--out", str(out)])
+    assert "task: expected one of" in capsys.readouterr().err and not out.exists()
+    # a sweep on missing data: the error names the folder; the sweep folder it started is removed again
+    with pytest.raises(SystemExit):
+        cli(["lra", "sweep", "--preset", "toy", "--ablation", "spt-vs-scratch", "--data-dir", str(tmp_path / "nowhere"),
+             "--out", str(out), "--no-progress"])
+    assert "nowhere: not found" in capsys.readouterr().err and not out.exists()
+
+
 def test_lra_ablation_presets_expand():
     base = TASK_PRESETS["image"]
     names = {a: [c for c, _, _ in expand_conditions(a, base, 0)] for a in ABLATIONS}

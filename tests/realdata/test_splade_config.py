@@ -43,3 +43,19 @@ def test_parse_overrides_and_cli_errors(capsys):
     assert "no_such_field" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         sweep_main(["--out", "/nonexistent/x", "--ks", "1,-2"])
+
+
+def test_bad_backbone_or_training_file_fails_before_writing(tmp_path, capsys):
+    from pathlib import Path
+
+    fix = Path(__file__).parent / "fixtures" / "splade" / "msmarco"
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        train_main(["--backbone", str(tmp_path / "no_such_model"), "--out", str(out),
+                    "--train-source", str(fix / "triples.train.small.tsv")])
+    err = capsys.readouterr().err
+    assert "no_such_model" in err and "expected one of the short names" in err
+    with pytest.raises(SystemExit):
+        train_main(["--preset", "toy", "--out", str(out), "--train-source", str(fix / "missing.tsv")])
+    assert "missing.tsv: file not found" in capsys.readouterr().err
+    assert not out.exists()  # nothing half-written

@@ -27,6 +27,9 @@ def test_beir_folder_and_named_sets():
     assert data.load_eval_set("scifact", data_root=FIX).qrels == ds.qrels
     assert data.load_eval_set("trec-dl-2019", data_root=FIX).binary_rel == 2
     assert data.load_eval_set("nano:NanoSciFact", data_root=FIX).name == "NanoSciFact"
+    # BEIR sets drop retrieved documents whose id is the query id (BEIR's default); NanoBEIR and MS MARCO do not
+    assert ds.ignore_identical_ids and not data.load_eval_set("nano:NanoSciFact", data_root=FIX).ignore_identical_ids
+    assert not data.load_eval_set("msmarco-dev", data_root=FIX).ignore_identical_ids
     assert len(data.BEIR13) == 13 and set(data.BEIR13) == set(data.BEIR13_IDS)
     with pytest.raises(ValueError, match="evaluation set 'bogus'"):
         data.load_eval_set("bogus", data_root=FIX)

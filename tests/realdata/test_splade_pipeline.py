@@ -103,7 +103,7 @@ def test_resume_from_trainer_checkpoint_matches_uninterrupted(toy_run, tmp_path)
     assert res["steps"] == 3
     resumed = json.loads((part / "flops_terms.json").read_text())
     full = json.loads((toy_run / "flops_terms.json").read_text())
-    assert len(resumed["query"]) == 1
+    assert len(resumed["query"]) == 1 and resumed["first_step"] == 3 and full["first_step"] == 1
     assert resumed["query"][0] == pytest.approx(full["query"][2], rel=1e-4)
     assert resumed["document"][0] == pytest.approx(full["document"][2], rel=1e-4)
     # a finished training is not redone
@@ -205,3 +205,55 @@ def test_gpu_check_dry_run_on_cpu(tmp_path):
     rep = run_gpu_check(tiny=True, steps=1, batch=4, out=tmp_path / "gc", data_root=str(FIX))
     assert rep["steps"] == 1 and rep["samples_per_s"] > 0 and rep["tokens_per_s"] > rep["samples_per_s"]
     assert rep["eval"] and 0.0 <= rep["eval"][0]["nDCG@10"] <= 1.0
+
+
+_DDP_GRAD_SCRIPT = r'''
+import sys, torch, torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from sentence_transformers.sparse_encoder.losses import FlopsLoss
+from initlab.realdata.splade.train import GlobalFlopsLoss
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+x = torch.randn(8, 5, dtype=torch.float64)  # the global batch (B, d_in), identical on every rank
+lin = torch.nn.Linear(5, 7, dtype=torch.float64)
+out = {}
+for name, reg in (("global", GlobalFlopsLoss(None)), ("local", FlopsLoss(None))):
+    model = DDP(torch.nn.Linear(5, 7, dtype=torch.float64))
+    model.module.load_state_dict(lin.state_dict())
+    emb = torch.relu(model(x.chunk(world)[rank]))  # (B / world, V) this process's term weights
+    loss = reg.compute_loss_from_embeddings(emb)
+    loss.backward()  # DDP averages the gradients over processes
+    out[name] = (loss.item(), model.module.weight.grad.clone())
+if rank == 0:
+    torch.save(out, sys.argv[1])
+dist.destroy_process_group()
+'''
+
+
+def test_global_flops_gradient_under_ddp_equals_single_process(tmp_path):
+    # The gradient, not only the value: 2 gloo processes x DDP (gradient averaging) with GlobalFlopsLoss give
+    # exactly (float64) the single-process gradient of the FLOPS term of the whole batch; ST's per-process
+    # FlopsLoss does not.
+    from sentence_transformers.sparse_encoder.losses import FlopsLoss
+
+    from initlab.realdata.splade.train import GlobalFlopsLoss
+
+    script = tmp_path / "ddp_grad.py"
+    script.write_text(_DDP_GRAD_SCRIPT)
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(_free_port()), str(script), str(tmp_path / "grads.pt")]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = torch.load(tmp_path / "grads.pt", weights_only=True)
+    torch.manual_seed(0)
+    x = torch.randn(8, 5, dtype=torch.float64)
+    lin = torch.nn.Linear(5, 7, dtype=torch.float64)
+    ref = GlobalFlopsLoss(None).compute_loss_from_embeddings(torch.relu(lin(x)))
+    ref.backward()
+    assert got["global"][0] == pytest.approx(ref.item(), rel=1e-12)
+    torch.testing.assert_close(got["global"][1], lin.weight.grad, rtol=1e-12, atol=1e-14)
+    assert not torch.allclose(got["local"][1], lin.weight.grad, rtol=1e-3)  # per-process FLOPS is another loss
+    assert FlopsLoss(None).compute_loss_from_embeddings(torch.relu(lin(x))).item() == pytest.approx(ref.item())

@@ -115,3 +115,32 @@ def test_exact_search_breaks_ties_by_index_like_a_full_sort(seed, n_docs, n_q, V
     rs, ri = dense_topk_reference(Q, D, k)
     assert torch.equal(i, ri) and torch.equal(s.double(), rs)
     assert torch.equal(i[0], torch.arange(min(k, n_docs)))
+
+
+class _BagOfWords:
+    """A stand-in encoder (the evaluate API of a SparseEncoder): term weight 1 per distinct known word."""
+
+    device = torch.device("cpu")
+    vocab = {w: j for j, w in enumerate("cat sofa dog rain".split())}
+
+    def _enc(self, texts, **_):
+        rows = [[self.vocab[w] for w in sorted(set(t.split())) if w in self.vocab] for t in texts]
+        idx = [[r for r, js in enumerate(rows) for _ in js], [j for js in rows for j in js]]
+        return torch.sparse_coo_tensor(idx, torch.ones(len(idx[1])), (len(texts), len(self.vocab)))
+
+    encode_query = encode_document = _enc
+
+
+def test_beir_identical_query_and_document_ids_are_not_retrieved():
+    # BEIR's evaluation drops a document whose id is the query's id (ArguAna, Quora); MS MARCO never does,
+    # where query and passage ids are separate number ranges that can collide.
+    from initlab.realdata.splade.data import RetrievalSet
+    from initlab.realdata.splade.evaluate import evaluate_set
+
+    corpus = {"q0": "cat sofa", "d1": "cat", "d2": "dog"}
+    kw = dict(corpus=corpus, queries={"q0": "cat sofa"}, qrels={"q0": {"d1": 1}})
+    beir = evaluate_set(_BagOfWords(), RetrievalSet("quora-like", **kw, ignore_identical_ids=True), top_k=3)
+    plain = evaluate_set(_BagOfWords(), RetrievalSet("msmarco-like", **kw), top_k=3)
+    assert beir["RR@10"] == pytest.approx(1.0) and plain["RR@10"] == pytest.approx(0.5)
+    # FLOPS = sum_j p_j^q p_j^d = 1 * 2/3 (cat) + 1 * 1/3 (sofa); active dims: query 2, documents (2+1+1)/3
+    assert beir["flops"] == pytest.approx(1.0) and beir["q_active"] == 2 and beir["d_active"] == pytest.approx(4 / 3)
