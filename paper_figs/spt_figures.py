@@ -123,7 +123,7 @@ def proximity_figure(run_dir: Path, metrics: dict) -> list[Path]:
     cfg = metrics["config"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
     conds = [r["condition"] for r in metrics["summary"]["conditions"]]
-    for name in [c for c in ("scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn", "cross_count", "cross_iid") if c in conds]:
+    for name in [c for c in ("scratch", "spt", "spt_e50", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn", "cross_count", "cross_iid") if c in conds]:
         hs = [c["history"] for c in cells if c.get("kind") == "finetune" and c["condition"] == name]
         steps = np.array([h["step"] for h in hs[0]])
         prox = np.array([[h["prox"] for h in hist] for hist in hs])
@@ -137,7 +137,7 @@ def proximity_figure(run_dir: Path, metrics: dict) -> list[Path]:
     a1.set_xlabel("fine-tuning step")
     a1.set_ylabel(f"proximity mass (|i-j| <= {cfg['proximity_w']})")
     a1.set_title("during label training", fontsize=9)
-    a1.legend(fontsize=7)
+    a1.legend(fontsize=7, ncol=2)
     for src in ("local", "count", "iid"):
         hs = [c["history"] for c in cells if c.get("kind") == "spt" and c["source"] == src and c["depth"] == 1]
         if not hs:

@@ -95,6 +95,9 @@ def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int
     try:
         ckpt = args.spt
         if ckpt is not None and ckpt.is_dir():
+            if not (ckpt / "DONE").exists():
+                raise ValueError(f"--spt: {ckpt} is an unfinished pretrain run (no DONE); resume it with the same "
+                                 "initlab lra pretrain command first, or pass a .safetensors file explicitly")
             ckpt = ckpt / "spt_best.safetensors"
         freeze = None if args.freeze is None else tuple(x.strip() for x in args.freeze.split(",") if x.strip())
         cfg = _config(args, {"init": "spt" if ckpt is not None else "scratch", "init_groups": args.init_groups,
@@ -138,9 +141,13 @@ def listops_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--size", choices=("lra", "cpu-listops", "toy"), default="lra",
                    help="lra: 96k/2k/2k, lengths 500-2000 (the LRA release); cpu-listops/toy: short generated sets")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--overwrite", action="store_true", help="replace basic_*.tsv files already in --out")
     args = p.parse_args(argv)
     gen = ListOpsGenConfig(seed=args.seed) if args.size == "lra" else derive(get_preset(args.size).listops_gen, seed=args.seed)
-    paths = write_listops_tsv(args.out, gen)
+    try:
+        paths = write_listops_tsv(args.out, gen, overwrite=args.overwrite)
+    except FileExistsError as err:
+        p.error(str(err))
     for k, v in paths.items():
         print(f"{k}: {v}")
     return 0

@@ -137,9 +137,17 @@ def generate_examples(cfg: ListOpsGenConfig) -> dict[str, list[tuple[str, int]]]
     }
 
 
-def write_listops_tsv(out_dir: str | Path, cfg: ListOpsGenConfig) -> dict[str, Path]:
-    """Generate and write ``basic_{train,val,test}.tsv`` (header ``Source\\tTarget``) atomically."""
+def write_listops_tsv(out_dir: str | Path, cfg: ListOpsGenConfig, overwrite: bool = False) -> dict[str, Path]:
+    """Generate and write ``basic_{train,val,test}.tsv`` (header ``Source\\tTarget``) atomically.
+
+    Raises:
+        FileExistsError: ``out_dir`` already holds a ``basic_*.tsv`` (e.g. the LRA release) and not ``overwrite``.
+    """
     out_dir = Path(out_dir)
+    existing = sorted(str(p) for p in out_dir.glob("basic_*.tsv")) if out_dir.is_dir() else []
+    if existing and not overwrite:
+        raise FileExistsError(f"{out_dir}: already holds {existing[0]}{' ...' if len(existing) > 1 else ''}; "
+                              "choose another folder or pass overwrite=True (--overwrite)")
     paths = {}
     for split, rows in generate_examples(cfg).items():
         text = "Source\tTarget\n" + "".join(f"{s}\t{v}\n" for s, v in rows)

@@ -67,7 +67,7 @@ def load_data(cfg: LRAConfig, task: str | None = None, data_dir: str | None = No
         if out is not None:
             gen_dir = Path(out) / "listops_data"
             if not (gen_dir / "basic_test.tsv").exists():
-                write_listops_tsv(gen_dir, cfg.listops_gen)
+                write_listops_tsv(gen_dir, cfg.listops_gen, overwrite=True)  # the run's own folder
             data_dir = str(gen_dir)
         else:
             ex = generate_examples(cfg.listops_gen)
@@ -324,9 +324,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
                 best = val
                 save_weights(state, run.root / "spt_best.safetensors")
             if epoch + 1 in set(milestones):
-                import shutil
-
-                shutil.copyfile(run.root / "spt_best.safetensors", run.root / f"spt_best_e{epoch + 1}.safetensors")
+                atomic_write_bytes(run.root / f"spt_best_e{epoch + 1}.safetensors", (run.root / "spt_best.safetensors").read_bytes())
             _save_state(last, model=accelerator.unwrap_model(model).state_dict(), optim=opt.state_dict(),
                         sched=sched.state_dict(), epoch=epoch + 1, best=best, history=history)
             run.write_csv("history.csv", history)

@@ -99,6 +99,14 @@ def test_lra_write_listops_tsv_reads_back_in_lra_layout(tmp_path):
     assert lines[0] == "Source\tTarget" and len(lines) == 11
     seqs, labels = read_listops_tsv(tmp_path / "basic_train.tsv")
     assert labels == [independent_eval(line.split("\t")[0]) for line in lines[1:]]
+    # existing data (e.g. the LRA release) is never silently replaced
+    before = (tmp_path / "basic_train.tsv").read_text()
+    with pytest.raises(FileExistsError, match="already holds .*basic_"):
+        write_listops_tsv(tmp_path, ListOpsGenConfig(n_train=3, n_val=1, n_test=1, max_depth=4, max_args=4, min_length=5,
+                                                      max_length=30, seed=2))
+    assert (tmp_path / "basic_train.tsv").read_text() == before
+    write_listops_tsv(tmp_path, cfg, overwrite=True)
+    assert (tmp_path / "basic_train.tsv").read_text() == before  # same seed: same data
 
 
 def test_lra_generator_rejects_impossible_bounds():

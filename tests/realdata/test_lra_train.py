@@ -36,6 +36,12 @@ def test_lra_toy_pretrain_then_finetune_cli(tmp_path, capsys):
     spt = T.load_weights(pt / "spt_best.safetensors")
     fresh = T.build_model(TOY).backbone.state_dict()
     assert not torch.equal(spt["tok_emb.weight"], fresh["tok_emb.weight"])
+    # an unfinished pretrain folder is refused as --spt (its checkpoint is only the best so far)
+    (pt / "DONE").rename(pt / "DONE.bak")
+    with pytest.raises(SystemExit):
+        cli(["lra", "finetune", "--preset", "toy", "--spt", str(pt), "--out", str(tmp_path / "ft2"), "--no-progress"])
+    assert "unfinished pretrain run" in capsys.readouterr().err and not (tmp_path / "ft2").exists()
+    (pt / "DONE.bak").rename(pt / "DONE")
     # a finished run is not silently overwritten
     with pytest.raises(SystemExit):
         cli(["lra", "pretrain", "--preset", "toy", "--out", str(pt), "--no-progress"])
@@ -68,6 +74,20 @@ def test_lra_pretrain_resumes_after_interruption(tmp_path, monkeypatch):
     with pytest.raises(T.ConfigMismatchError):  # an unfinished run is never continued with another config
         (tmp_path / "b" / "DONE").unlink()
         T.pretrain(replace(cfg, lr=0.5), tmp_path / "b", progress=False)
+
+
+def test_lra_spt_milestones_equal_separate_shorter_runs(tmp_path):
+    """The spt-epochs ablation's shortcut: under a constant schedule the best-so-far checkpoint frozen after
+    E epochs of a longer run is the checkpoint of a separate E-epoch run."""
+    cfg = replace(TOY, spt_epochs=3, metrics_examples=0)
+    long = T.pretrain(cfg, tmp_path / "long", milestones=[1, 2], progress=False)
+    assert cfg.schedule == "constant" and len(long["history"]) == 3
+    for e in (1, 2):
+        short = T.pretrain(replace(cfg, spt_epochs=e), tmp_path / f"short{e}", progress=False)
+        assert [r["val_loss"] for r in short["history"]] == [r["val_loss"] for r in long["history"][:e]]
+        a = T.load_weights(tmp_path / "long" / f"spt_best_e{e}.safetensors")
+        b = T.load_weights(tmp_path / f"short{e}" / "spt_best.safetensors")
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), e
 
 
 def test_lra_hybrid_init_and_frozen_attention(tmp_path):

@@ -99,7 +99,13 @@ def test_resume_from_trainer_checkpoint_matches_uninterrupted(toy_run, tmp_path)
     shutil.copy(toy_run / "config.json", part / "config.json")
     shutil.copytree(toy_run / "checkpoints" / "checkpoint-2", part / "checkpoints" / "checkpoint-2")
     shutil.copytree(toy_run / "tiny_backbone", part / "tiny_backbone")
-    res = train_splade(_toy_cfg(toy_run), part, progress=False)
+    # killed while writing checkpoint-3: weights there, trainer_state.json (written last) missing
+    shutil.copytree(toy_run / "checkpoints" / "checkpoint-2", part / "checkpoints" / "checkpoint-3",
+                    ignore=shutil.ignore_patterns("trainer_state.json"))
+    with pytest.warns(RuntimeWarning, match="checkpoint-3: incomplete checkpoint"):
+        res = train_splade(_toy_cfg(toy_run), part, progress=False)
+    ck3 = part / "checkpoints" / "checkpoint-3"
+    assert not ck3.exists() or (ck3 / "trainer_state.json").is_file()  # deleted (or rewritten whole)
     assert res["steps"] == 3
     resumed = json.loads((part / "flops_terms.json").read_text())
     full = json.loads((toy_run / "flops_terms.json").read_text())
