@@ -310,8 +310,11 @@ def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: i
 def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str, float]:
     """nDCG@10 and MRR@10 (``ir_measures``, graded qrels) on the dev queries, active dims and FLOPS.
 
-    Non-finite scores (a NaN model) are replaced by 0 so ties rank by document id; such a cell is
-    flagged by :func:`detect_collapse`.
+    As with an inverted index, a query retrieves only documents sharing at least one active term
+    (score > 0); a query that retrieves nothing scores 0 (``ir_measures`` counts queries of the qrels
+    that are absent from the run as 0). Non-finite scores (a NaN model) are replaced by 0, i.e. not
+    retrieved; such a cell is flagged by :func:`detect_collapse`. Relevance: ``RR@10`` counts any
+    grade >= 1 (a document of the query's topic) as relevant, ``nDCG@10`` uses the grades.
     """
     import ir_measures
     from ir_measures import RR, nDCG
@@ -327,6 +330,7 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str
         ir_measures.ScoredDoc(qid, dids[j], float(v))
         for qi, qid in enumerate(qids)
         for v, j in zip(top.values[qi].tolist(), top.indices[qi].tolist())
+        if v > 0  # all-zero (empty) vectors retrieve nothing instead of an arbitrary tie order
     ]
     qrels = [ir_measures.Qrel(qid, did, rel) for qid, rels in corpus.qrels.items() for did, rel in rels.items()]
     agg = ir_measures.calc_aggregate([nDCG @ 10, RR @ 10], qrels, run)

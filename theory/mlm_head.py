@@ -162,11 +162,19 @@ def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
     Returns:
         ``model`` (modified in place).
     Raises:
-        ValueError: ``k <= 0``, NaN or inf; unknown family; model without an MLM head.
+        ValueError: ``k <= 0``, NaN or inf, or so extreme that ``W_head / k`` over/underflows; unknown
+            family; model without an MLM head.
         TypeError: ``k`` not a number, or ``model`` not a transformers model.
     """
     k = _check_k(k)
     out = _output_module(model)  # validates family and head before anything changes
+    with torch.no_grad():  # a k so small (large) that W_head / k overflows (underflows) is refused up front
+        w = out.weight.detach()
+        q = w / k
+        if not bool(torch.isfinite(q).all()) or int(torch.count_nonzero(q)) != int(torch.count_nonzero(w)):
+            raise ValueError(f"k: {k!r} makes W_head / k overflow or underflow in {w.dtype}; expected a moderate "
+                             "positive factor (e.g. 1 to 64)")
+        del q
     if untie and is_tied(model):
         out.weight = torch.nn.Parameter(out.weight.detach().clone(), requires_grad=out.weight.requires_grad)
         if getattr(out, "bias", None) is not None:
@@ -340,7 +348,7 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         rescale_mlm_head(model, args.k, untie=args.untie)
         norm_after = head_projection(model).detach().double().norm().item()
         info = save_rescaled(model, tokenizer, args.out, overwrite=args.overwrite)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RuntimeError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     print(

@@ -34,12 +34,16 @@ proportional to the head norm, and dividing W_head by k divides it) and ``mu = m
   ``g(M) = 1[M > 0] / (1 + M)^2``; FLOPS term: ``E||grad_{z_d} lambda_d R_d||^2 = lambda_d^2 V 4 / B^4
   E[(a_i + S)^2 g(M_i)]`` with S the sum of the other B - 1 documents' term weights.
 
-**Mechanism** (what :func:`mechanism` computes): the ratio of the two gradient norms is
-``~ 2 lambda_d sqrt(B) E[a_d] / sd(a_q)``; it grows with sigma / k once the logits are mostly
-positive (E[a_d] grows like log(sigma/k) while sd(a_q) saturates), so above a threshold of sigma/k the
-FLOPS term dominates the ranking gradient; and InfoNCE saturates (softmax over B candidates nearly
-one-hot on a random candidate) when the score spread exceeds ``sqrt(2 ln B)`` (the freezing point
-of a softmax over B i.i.d. Gaussian scores, random-energy model, Derrida 1981). Everything here is
+**Mechanism** (what :func:`mechanism` computes): for large B the ratio of the two gradient norms is
+``grad_flops / grad_rank ~ 2 lambda_d E[a_d] / sd(a_q)`` (the leading ``(B-1)(B-2) m_1^2`` term of
+the FLOPS formula over the ``(B-1)/B^3`` of the ranking one; no B left). Once the logits are mostly
+positive E[a_d] grows only like log(sigma/k) while sd(a_q) levels off, so the ratio grows slowly with
+sigma/k and exceeds 1 at large sigma/k only if lambda_d is large enough (at mu = -1, B = 32, L_q = 8,
+L_d = 64: lambda_d = 0.1 above sigma/k ~ 5.4; lambda_d = 1e-3 never for sigma/k <= 1e3). At small
+sigma/k the ratio also exceeds 1, because sd(a_q) -> 0 faster than the FLOPS self-term (queries with
+almost no active terms). InfoNCE saturates (softmax over B candidates nearly one-hot on a random
+candidate) when the per-candidate score sd ``score_spread / sqrt(2)`` exceeds ``sqrt(2 ln B)`` (the
+freezing point of a softmax over B i.i.d. Gaussian scores, random-energy model, Derrida 1981). Everything here is
 checked against Monte Carlo (:func:`monte_carlo`) and autograd in ``tests/theory/test_score_scale_*``.
 """
 

@@ -181,6 +181,13 @@ def last_complete_checkpoint(folder: str | Path, *, remove_incomplete: bool = Fa
     return None
 
 
+def _reg_weight(cb, step: int, final: float) -> float:
+    """lambda used in optimizer step ``step`` (1-based) by SpladeRegularizerWeightSchedulerCallback:
+    ``final * min(1, ((step - 1) / warmup_steps) ** 2)`` (quadratic)."""
+    warm = getattr(cb, "warmup_steps", None) or 1
+    return float(final * min(1.0, ((step - 1) / warm) ** 2))
+
+
 def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -263,8 +270,10 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     curve = [{"step": r["step"], "loss": float(r["loss"]), "base_loss": r.get("base_loss"),
               "query_regularizer_loss": r.get("query_regularizer_loss"),
               "document_regularizer_loss": r.get("document_regularizer_loss"),
-              "query_regularizer_weight": r.get("query_regularizer_weight"),
-              "document_regularizer_weight": r.get("document_regularizer_weight")} for r in log]
+              # the Trainer stores its log entry before the callback adds the weights, so recompute them from
+              # the callback's schedule: weight used in step s is set from global_step s - 1
+              "query_regularizer_weight": _reg_weight(reg_cb, r["step"], cfg.lambda_q),
+              "document_regularizer_weight": _reg_weight(reg_cb, r["step"], cfg.lambda_d)} for r in log]
     atomic_write_csv(out / "loss_curve.csv", curve)
     q_reg, d_reg = loss.query_regularizer, loss.document_regularizer
     first = int(Path(last).name.split("-")[-1]) + 1 if last else 1  # a resumed run records its new steps only

@@ -55,6 +55,14 @@ def test_toy_train_encode_retrieve_metrics(toy_run):
     assert not list((toy_run / "model").rglob("*.bin"))
     curve = (toy_run / "loss_curve.csv").read_text().splitlines()
     assert len(curve) == 1 + 3  # header + one row per step (logging_steps=1)
+    import csv
+
+    rows = list(csv.DictReader((toy_run / "loss_curve.csv").open()))
+    flops_q = json.loads((toy_run / "flops_terms.json").read_text())["query"]
+    lam = [float(r["query_regularizer_weight"]) for r in rows]
+    assert lam == [0.0, cfg.lambda_q, cfg.lambda_q]  # quadratic warm-up over int(3 / 3) = 1 step
+    for r, f in zip(rows[1:], flops_q[1:]):  # logged weighted term = lambda_q(t) x unweighted FLOPS term
+        assert float(r["query_regularizer_loss"]) == pytest.approx(cfg.lambda_q * f, abs=6e-5)  # logs keep 4 decimals
     res = json.loads((toy_run / "results.json").read_text())
     sets = {r["set"]: r for r in res["sets"]}
     assert set(sets) == {"msmarco-dev", "trec-dl-2019", "scifact", "NanoSciFact"}

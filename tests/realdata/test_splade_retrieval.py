@@ -126,7 +126,7 @@ class _BagOfWords:
     def _enc(self, texts, **_):
         rows = [[self.vocab[w] for w in sorted(set(t.split())) if w in self.vocab] for t in texts]
         idx = [[r for r, js in enumerate(rows) for _ in js], [j for js in rows for j in js]]
-        return torch.sparse_coo_tensor(idx, torch.ones(len(idx[1])), (len(texts), len(self.vocab)))
+        return torch.sparse_coo_tensor(idx, torch.ones(len(idx[1])), (len(texts), len(self.vocab)), check_invariants=True)
 
     encode_query = encode_document = _enc
 

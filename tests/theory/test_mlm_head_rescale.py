@@ -89,7 +89,7 @@ def test_mlm_head_rescale_untie(family, tok_dir):
     assert torch.allclose(head_projection(model), E0 / 4.0)
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e-300, 1e300])
 def test_mlm_head_rescale_bad_k(bad, tok_dir):
     model = tiny_masked_lm("bert", _tok(tok_dir).vocab_size, hidden=16, layers=1)
     W0 = head_projection(model).detach().clone()

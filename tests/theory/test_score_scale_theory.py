@@ -171,3 +171,30 @@ def test_score_scale_rescaling_is_sigma_over_k():
 def test_score_scale_bad_input(call):
     with pytest.raises(ValueError):
         call()
+
+
+@pytest.mark.parametrize("mu_b,sigma,L_q,L_d", [(-1.0, 2.0, 8, 16), (0.5, 8.0, 4, 32), (-2.0, 1.0, 8, 32)])
+def test_score_scale_spread_monte_carlo_resolves_a_factor(mu_b, sigma, L_q, L_d):
+    """The spread check with enough queries to fail: its standard error is small enough that a 30 %
+    error in E[(s+ - s-)^2] (e.g. a dropped factor 2) would be outside 5 standard errors.
+
+    (In the hypothesis test above the spread's tolerance is ~100 % of the value: its per-batch
+    noise is set by the B queries, not by V, so a small batch cannot resolve it.)"""
+    cfg = derive(SMALL, vocab=96, batch=64, mc_batches=24, mu_b=mu_b, L_q=L_q, L_d=L_d, seed=3)
+    th = ss.theory_row(cfg, sigma, 1.0)["score_spread"] ** 2
+    mc = ss.monte_carlo(cfg, sigma, 1.0)
+    se = mc["score_spread_sq_se"]
+    assert 5 * se <= 0.3 * th, f"Monte Carlo too noisy to test the spread: se {se:.3g} vs theory {th:.3g}"
+    assert abs(mc["score_spread_sq"] - th) <= 5 * se, (th, mc["score_spread_sq"], se)
+    assert abs(mc["score_spread_sq"] - 2 * th) > 5 * se and abs(mc["score_spread_sq"] - th / 2) > 5 * se
+
+
+def test_score_scale_grad_ratio_large_batch_approximation():
+    """The stated mechanism: grad_flops / grad_rank ~ 2 lambda_d E[a_d] / sd(a_q) (no sqrt(B)); with
+    lambda_d = 1e-3 the FLOPS gradient never dominates at large sigma/k, with lambda_d = 0.1 it does."""
+    for s in (2.0, 8.0, 64.0):
+        r = ss.theory_row(ss.BASE, s, 1.0)
+        approx = 2 * ss.BASE.lambda_d * r["Ea_d"] / math.sqrt(r["Ea2_q"] - r["Ea_q"] ** 2)
+        assert r["grad_ratio"] == pytest.approx(approx, rel=0.05)
+    assert ss.theory_row(ss.BASE, 1000.0, 1.0)["grad_ratio"] < 0.05
+    assert ss.theory_row(derive(ss.BASE, lambda_d=0.1), 64.0, 1.0)["grad_ratio"] > 1
