@@ -208,9 +208,9 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
     a saved ``BertModel``) is refused instead of silently getting a random head.
 
     Raises:
-        FileNotFoundError: a local folder without ``config.json``, or no tokenizer when ``with_tokenizer``.
+        FileNotFoundError: a local folder without ``config.json``; a name that is neither a local
+            folder nor a resolvable hub id; no tokenizer when ``with_tokenizer``.
         ValueError: unknown family; remote-code family without ``trust_remote_code``; no MLM head.
-        OSError: the hub id cannot be resolved (from transformers).
     """
     import transformers
 
@@ -223,6 +223,11 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
         raise FileNotFoundError(f"MODEL {src}: no such folder (and not a hub id of the form owner/name)")
     try:
         config = transformers.AutoConfig.from_pretrained(src, trust_remote_code=trust_remote_code)
+    except OSError as err:  # neither a local folder nor a reachable hub id
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise FileNotFoundError(
+            f"MODEL {src}: no such local folder, and it could not be loaded as a hub id ({first})"
+        ) from None
     except ValueError as err:
         if not trust_remote_code and ("trust_remote_code" in str(err) or "model_type" in str(err)):
             raise ValueError(

@@ -41,7 +41,9 @@ positive E[a_d] grows only like log(sigma/k) while sd(a_q) levels off, so the ra
 sigma/k and exceeds 1 at large sigma/k only if lambda_d is large enough (at mu = -1, B = 32, L_q = 8,
 L_d = 64: lambda_d = 0.1 above sigma/k ~ 5.4; lambda_d = 1e-3 never for sigma/k <= 1e3). At small
 sigma/k the ratio also exceeds 1, because sd(a_q) -> 0 faster than the FLOPS self-term (queries with
-almost no active terms). InfoNCE saturates (softmax over B candidates nearly one-hot on a random
+almost no active terms). ``grad_rank`` is the InfoNCE gradient linearised at the uniform softmax;
+above the saturation point below the exact gradient (``monte_carlo``'s ``grad_rank_exact``) is several
+times larger, so there the ratio overstates the FLOPS side. InfoNCE saturates (softmax over B candidates nearly one-hot on a random
 candidate) when the per-candidate score sd ``score_spread / sqrt(2)`` exceeds ``sqrt(2 ln B)`` (the
 freezing point of a softmax over B i.i.d. Gaussian scores, random-energy model, Derrida 1981). Everything here is
 checked against Monte Carlo (:func:`monte_carlo`) and autograd in ``tests/theory/test_score_scale_*``.

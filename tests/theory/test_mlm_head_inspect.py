@@ -111,7 +111,7 @@ def test_mlm_head_inspect_cli_new_user(tok, tmp_path, capsys):
     assert f"recorded k = {k:g}" in capsys.readouterr().out
 
 
-def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys):
+def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys, monkeypatch):
     src = tmp_path / "tiny"
     tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)
     tok.save_pretrained(src)
@@ -123,5 +123,11 @@ def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys):
     assert "at least 2" in capsys.readouterr().err
     assert cli_main(["mlmhead", "inspect", str(tmp_path / "missing")]) == 2
     assert "no such folder" in capsys.readouterr().err
+    # a bare name that is neither a folder nor a reachable hub id (tests never download): clear error
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)  # read at import; no network try
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["mlmhead", "inspect", "no-such-model-dir"]) == 2
+    assert "no-such-model-dir" in capsys.readouterr().err
     out = tmp_path / "r.json"
     assert not out.exists()
