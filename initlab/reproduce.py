@@ -10,6 +10,11 @@ Stages (each a library function ``reproduce_stage(out_dir, preset, overwrite) ->
 4. ``splade``      -- synthetic SPLADE collapse and recovery under MLM-head rescaling
                       (:mod:`initlab.synthetic.splade`).
 
+Optional stage, run only when named in ``--only``:
+
+* ``lra_listops``  -- generated ListOps on CPU, self-pretraining vs from scratch
+                      (:mod:`initlab.realdata.lra.sweep`).
+
 Each stage writes into ``OUT/<stage>/``; a finished stage (its folder holds ``DONE``) is not redone,
 so an interrupted ``initlab reproduce`` resumes where it stopped. ``OUT/report.md`` collects the
 stages' summaries.
@@ -31,6 +36,9 @@ STAGES: dict[str, str] = {
     "score_scale": "initlab.theory.score_scale:reproduce_stage",
     "splade": "initlab.synthetic.splade:reproduce_stage",
 }
+OPTIONAL_STAGES: dict[str, str] = {
+    "lra_listops": "initlab.realdata.lra.sweep:reproduce_stage",
+}
 PRESETS = ("quick", "default", "full")
 
 
@@ -43,9 +51,10 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     if preset not in PRESETS:
         raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
     stages = list(STAGES) if stages is None else list(stages)
-    unknown = [s for s in stages if s not in STAGES]
+    known = {**STAGES, **OPTIONAL_STAGES}
+    unknown = [s for s in stages if s not in known]
     if unknown:
-        raise ValueError(f"--only: unknown stage(s) {unknown}; expected names from {list(STAGES)}")
+        raise ValueError(f"--only: unknown stage(s) {unknown}; expected names from {list(known)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sections = [
@@ -55,7 +64,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
         "",
     ]
     for name in stages:
-        module_name, func_name = STAGES[name].split(":")
+        module_name, func_name = known[name].split(":")
         print(f"\n=== initlab reproduce: stage {name} ===", flush=True)
         t0 = time.perf_counter()
         func = getattr(importlib.import_module(module_name), func_name)
@@ -72,7 +81,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog or "initlab reproduce", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder (default: results/reproduce)")
     parser.add_argument("--preset", choices=PRESETS, default="default", help="experiment size (default: default, the CPU reproduction)")
-    parser.add_argument("--only", default=None, help=f"comma-separated subset of stages: {','.join(STAGES)}")
+    parser.add_argument("--only", default=None, help=f"comma-separated stages (default: {','.join(STAGES)}; optional: {','.join(OPTIONAL_STAGES)})")
     parser.add_argument("--overwrite", action="store_true", help="redo finished stages (old folders are moved aside)")
     args = parser.parse_args(argv)
     stages = None if args.only is None else [s.strip() for s in args.only.split(",") if s.strip()]
