@@ -261,8 +261,11 @@ def seismic_search(queries, docs, k: int = 10, *, n_postings: int = 3500, query_
     search_s = time.perf_counter() - t0
     out = np.full((q.shape[0], k), -1, dtype=np.int64)
     scores = np.full((q.shape[0], k), -np.inf, dtype=np.float32)
-    for i, hits in enumerate(res):
-        for j, (_, score, doc) in enumerate(hits[:k]):
+    # batch_search does not keep the query order (it depends on a hash seed): place each hit list by the
+    # query id carried in its tuples, never by position.
+    for hits in res:
+        for j, (qid, score, doc) in enumerate(hits[:k]):
+            i = int(qid)
             out[i, j] = int(doc)
             scores[i, j] = score
     return out, scores, build_s, search_s
