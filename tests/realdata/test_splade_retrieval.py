@@ -174,3 +174,33 @@ def test_beir_identical_query_and_document_ids_are_not_retrieved():
     assert beir["RR@10"] == pytest.approx(1.0) and plain["RR@10"] == pytest.approx(0.5)
     # FLOPS = sum_j p_j^q p_j^d = 1 * 2/3 (cat) + 1 * 1/3 (sofa); active dims: query 2, documents (2+1+1)/3
     assert beir["flops"] == pytest.approx(1.0) and beir["q_active"] == 2 and beir["d_active"] == pytest.approx(4 / 3)
+
+
+@pytest.mark.parametrize("threshold", [None, 0.05, 0.3, 1.0])
+def test_dense_head_and_plain_inverted_index_agree_with_reference(threshold):
+    # Zipf-like columns: a few dense (head) terms and many rare ones, so both paths of the hybrid search run.
+    rng = np.random.default_rng(7)
+    n, V = 300, 50
+    p = 0.9 / np.arange(1, V + 1) ** 1.1
+    mask = rng.random((n, V)) < p
+    D = sp.csr_matrix((rng.random((n, V)) * mask).astype(np.float32))
+    Q = sp.csr_matrix((rng.random((9, V)) * (rng.random((9, V)) < 0.3)).astype(np.float32))
+    idx = SparseIndex.build(D, dense_threshold=threshold)
+    if threshold is None:
+        assert idx.head_terms.numel() == 0
+    else:
+        lengths = np.diff(D.tocsc().indptr)
+        assert set(idx.head_terms.tolist()) == set(np.nonzero(lengths >= threshold * n)[0].tolist())
+    s, i = idx.search(Q, k=20, chunk_size=4, workers=2)
+    ref_s, ref_i = dense_topk_reference(Q, D, 20)
+    assert torch.equal(i, ref_i)
+    assert torch.allclose(s.double(), ref_s, rtol=1e-5, atol=1e-6)
+
+
+def test_dense_head_respects_memory_cap_and_validates():
+    D = sp.csr_matrix(np.ones((10, 6), dtype=np.float32))
+    assert SparseIndex.build(D, max_dense_bytes=4 * 10 * 2).head_terms.numel() == 2
+    with pytest.raises(ValueError, match="dense_threshold"):
+        SparseIndex.build(D, dense_threshold=0.0)
+    with pytest.raises(ValueError, match="workers"):
+        SparseIndex.build(D).search(D, k=1, workers=0)
