@@ -21,7 +21,7 @@ from typing import Any, Mapping, TypeVar
 
 C = TypeVar("C")
 
-__all__ = ["from_dict", "derive", "to_dict", "save_config", "load_config", "check_type"]
+__all__ = ["from_dict", "derive", "to_dict", "save_config", "load_config", "check_type", "parse_overrides"]
 
 
 def _type_name(tp: Any) -> str:
@@ -170,3 +170,24 @@ def load_config(cls: type[C], path: str | Path) -> C:
     if isinstance(data, dict) and "config" in data and "config_class" in data:
         data = data["config"]
     return from_dict(cls, data)
+
+
+def parse_overrides(items: "list[str] | tuple[str, ...]", flag: str = "--set") -> dict[str, Any]:
+    """Command-line overrides ``["max_steps=10", 'eval_sets=["a"]', "name=x"]`` -> a dict for :func:`derive`.
+
+    Each value is read as JSON when it parses (numbers, booleans, lists), else kept as a string; the
+    result still goes through :func:`derive`'s strict checks.
+
+    Raises:
+        ValueError: an item without ``=`` (naming ``flag`` and the item).
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"{flag} {item!r}: expected FIELD=VALUE")
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out

@@ -71,7 +71,7 @@ def attention_maps_figure(run_dir: Path, metrics: dict) -> list[Path]:
     seed = metrics["config"]["map_seed"]
     spt = _npz(run_dir, f"spt_local_d1_seed{seed}")
     sup = _npz(run_dir, f"ft_scratch_seed{seed}")
-    rows = [(f"SPT (masked reconstruction)", spt, "SPT epoch"), ("supervised from scratch", sup, "epoch")]
+    rows = [("SPT (masked reconstruction)", spt, "SPT epoch"), ("supervised from scratch", sup, "epoch")]
     rows = [r for r in rows if r[1] is not None]
     if not rows:
         return []

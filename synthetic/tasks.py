@@ -34,7 +34,6 @@ Generation rules (every sequence has length exactly T; T must be even for ``pair
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch

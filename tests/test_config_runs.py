@@ -111,3 +111,13 @@ def test_rundir_without_resume_refuses_nonempty(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotADirectoryError):
         RunDir(tmp_path / "file")
+
+
+def test_parse_overrides_reads_json_values_and_names_the_flag():
+    from initlab.config import parse_overrides
+
+    got = parse_overrides(["epochs=3", "lr=1e-4", 'seeds=[1, 2]', "name=run a", "flag=true"])
+    assert got == {"epochs": 3, "lr": 1e-4, "seeds": [1, 2], "name": "run a", "flag": True}
+    assert derive(Cfg(), **parse_overrides(["epochs=4"])).epochs == 4
+    with pytest.raises(ValueError, match="--set 'epochs'"):
+        parse_overrides(["epochs"])

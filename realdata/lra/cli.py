@@ -12,24 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Sequence
 
-from initlab.config import derive
+from initlab.config import derive, parse_overrides
 
 __all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main"]
-
-
-def _parse_set(items: Sequence[str]) -> dict:
-    out = {}
-    for it in items:
-        if "=" not in it:
-            raise ValueError(f"--set: expected KEY=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        try:
-            out[k.strip()] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k.strip()] = v
-    return out
 
 
 def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
@@ -52,7 +38,7 @@ def _config(args, extra: dict):
 
     diff = {k: v for k, v in {"data_dir": args.data_dir, "seed": args.seed, "limit": args.limit}.items() if v is not None}
     diff.update({k: v for k, v in extra.items() if v is not None})
-    diff.update(_parse_set(args.set))
+    diff.update(parse_overrides(args.set))
     return derive(get_preset(args.preset), **diff)
 
 

@@ -17,7 +17,6 @@ script is tested without a GPU; its MFU is not meaningful.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 from pathlib import Path

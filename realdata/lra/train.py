@@ -125,6 +125,18 @@ def make_accelerator(cfg: LRAConfig):
     return Accelerator(cpu=not use_cuda, mixed_precision="bf16" if (use_cuda and cfg.bf16) else "no")
 
 
+def _restore_last(last: Path, model, opt, sched) -> dict | None:
+    """Restore model, optimizer and scheduler from the resumable checkpoint ``last`` (plain tensors and
+    numbers, loaded with ``weights_only=True``); returns its saved state, or ``None`` if there is none yet."""
+    if not last.exists():
+        return None
+    st = torch.load(last, map_location="cpu", weights_only=True)
+    model.load_state_dict(st["model"])
+    opt.load_state_dict(st["optim"])
+    sched.load_state_dict(st["sched"])
+    return st
+
+
 def _schedule(cfg: LRAConfig, total_steps: int):
     def f(step: int) -> float:
         if cfg.warmup_steps and step < cfg.warmup_steps:
@@ -286,11 +298,8 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     best = float("inf")
     start = 0
     last = run.root / "ckpt" / "last.pt"
-    if last.exists():
-        st = torch.load(last, map_location="cpu", weights_only=True)
-        model.load_state_dict(st["model"])
-        opt.load_state_dict(st["optim"])
-        sched.load_state_dict(st["sched"])
+    st = _restore_last(last, model, opt, sched)
+    if st is not None:
         start, best, history = int(st["epoch"]), float(st["best"]), list(st["history"])
         if main:
             print(f"[SPT {cfg.task}] resuming {run.root} after epoch {start}/{cfg.spt_epochs}", flush=True)
@@ -413,11 +422,8 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     best = {"val_acc": -1.0, "test_acc": float("nan"), "epoch": 0}
     start = 0
     last = run.root / "ckpt" / "last.pt"
-    if last.exists():
-        st = torch.load(last, map_location="cpu", weights_only=True)
-        model.load_state_dict(st["model"])
-        opt.load_state_dict(st["optim"])
-        sched.load_state_dict(st["sched"])
+    st = _restore_last(last, model, opt, sched)
+    if st is not None:
         start, best, history = int(st["epoch"]), dict(st["best"]), list(st["history"])
         if main:
             print(f"[fine-tune {cfg.task}] resuming {run.root} after epoch {start}/{cfg.epochs}", flush=True)

@@ -13,25 +13,12 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from initlab.config import derive
+from initlab.config import derive, parse_overrides
 
-from .config import BACKBONES, K_VALUES, PRESETS, SpladeTrainConfig, cell_config, cell_name, get_preset
+from .config import BACKBONES, K_VALUES, PRESETS, SpladeTrainConfig, cell_config, get_preset
 
 __all__ = ["train_main", "eval_main", "sweep_main", "parse_overrides"]
 
-
-def parse_overrides(items: Sequence[str]) -> dict:
-    """``["max_steps=10", "eval_sets=[\\"msmarco-dev\\"]"]`` -> dict. Raises ValueError for a missing '='."""
-    out = {}
-    for item in items:
-        if "=" not in item:
-            raise ValueError(f"--set {item!r}: expected FIELD=VALUE")
-        key, value = item.split("=", 1)
-        try:
-            out[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.strip()] = value
-    return out
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -33,7 +33,6 @@ def run_gpu_check(*, backbone: str = "bert", k: float = 1.0, steps: int = 300, b
                   data_root: str = "", out: Path | None = None, budget_s: float = 480.0,
                   nano_sets: Sequence[str] = ("NanoSciFact", "NanoNFCorpus")) -> dict:
     """Run the check and return its measurements (see module docstring)."""
-    from transformers import TrainerCallback
 
     from .data import load_eval_set
     from .evaluate import evaluate_set

@@ -14,11 +14,9 @@ Layout of a sweep folder ``OUT``::
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Sequence
 
-from initlab.config import to_dict
 from initlab.runs import RunDir
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
@@ -68,7 +66,6 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
 
 def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
     """Train ``cfg`` into ``out`` then evaluate it; returns the flat cell result (also in ``out/results.json``)."""
-    import json
     import os
 
     from .train import detect_collapse, train_splade

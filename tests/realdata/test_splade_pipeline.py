@@ -20,7 +20,7 @@ import torch
 
 from initlab.config import derive, load_config
 from initlab.realdata.splade.cli import train_main
-from initlab.realdata.splade.config import PRESETS, SpladeTrainConfig, cell_config
+from initlab.realdata.splade.config import PRESETS, SpladeTrainConfig
 from initlab.realdata.splade.data import load_eval_set
 from initlab.realdata.splade.evaluate import encode_texts, evaluate_set
 from initlab.realdata.splade.modeling import load_splade
