@@ -30,6 +30,7 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_csv",
     "RunDir",
+    "check_same_record",
 ]
 
 
@@ -190,3 +191,28 @@ class RunDir:
     @property
     def done(self) -> bool:
         return (self.root / "DONE").exists()
+
+
+def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "config") -> None:
+    """Refuse to mix results: if ``path`` (a JSON file) exists and holds something other than ``record``,
+    raise :class:`RunExistsError` naming the differing keys; if it is missing, do nothing.
+
+    ``record`` is compared after a JSON round trip (tuples become lists). A file written by
+    :func:`initlab.config.save_config` is compared through its ``"config"`` entry.
+    """
+    path = Path(path)
+    if not path.exists():
+        return
+    try:
+        saved = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise RunExistsError(f"{path}: unreadable {what} record; choose another --out or pass --overwrite") from None
+    if isinstance(saved, dict) and "config" in saved and "config_class" in saved:
+        saved = saved["config"]
+    want = json.loads(json.dumps(record, default=_json_default))
+    if saved != want:
+        keys = sorted(k for k in set(saved) | set(want) if saved.get(k) != want.get(k)) if isinstance(saved, dict) else []
+        raise RunExistsError(
+            f"{path.parent} holds results of a different {what} (differs in: {', '.join(keys) or 'content'}); "
+            "choose another --out or pass --overwrite (the old folder is then moved aside)"
+        )

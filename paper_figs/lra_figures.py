@@ -55,6 +55,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     if not p.is_file():
         parser.error(f"{p}: not found (expected the results of initlab lra sweep)")
     data = json.loads(p.read_text())
+    if not isinstance(data, dict) or "rows" not in data or "ablation" not in data:
+        parser.error(f"{p}: not the results of `initlab lra sweep` (expected keys 'rows' and 'ablation'; "
+                     "a single pretrain/finetune run has no sweep figure)")
     out = plot_sweep(data["rows"], args.results_dir / f"{data['ablation']}.png", title=data["ablation"])
     print(out)
     return 0

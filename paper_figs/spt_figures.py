@@ -204,6 +204,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
             print(p)
     except FileNotFoundError as err:
         ap.error(str(err))
+    except KeyError as err:  # a results folder of another kind of run
+        ap.error(f"{args.results_dir}: not a folder written by `initlab synthetic run` (missing entry {err})")
     return 0
 
 

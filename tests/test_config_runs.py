@@ -121,3 +121,14 @@ def test_parse_overrides_reads_json_values_and_names_the_flag():
     assert derive(Cfg(), **parse_overrides(["epochs=4"])).epochs == 4
     with pytest.raises(ValueError, match="--set 'epochs'"):
         parse_overrides(["epochs"])
+
+
+def test_check_same_record_refuses_other_content(tmp_path):
+    from initlab.runs import check_same_record
+
+    check_same_record(tmp_path / "missing.json", {"a": 1})  # nothing recorded yet: fine
+    run = RunDir(tmp_path / "r")
+    run.write_config(Cfg(epochs=5))
+    check_same_record(run.root / "config.json", to_dict(Cfg(epochs=5)))  # same config: fine
+    with pytest.raises(RunExistsError, match="differs in: epochs"):
+        check_same_record(run.root / "config.json", to_dict(Cfg(epochs=6)))

@@ -277,11 +277,11 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
     Writes into a temporary sibling folder, reloads it with ``AutoModelForMaskedLM`` and checks (1)
     the reloaded logits equal the in-memory ones on a fixed input, (2) tying is as in memory (one
     shared tensor: same ``data_ptr`` for head and input embeddings), (3) the recorded k; only then
-    renames it to ``out``. With ``overwrite`` an existing ``out`` is replaced (moved aside, then
-    deleted once the new folder is in place).
+    renames it to ``out``. With ``overwrite`` an existing non-empty ``out`` is moved aside to
+    ``<out>.old-<timestamp>`` (kept, not deleted: it may be the input checkpoint itself).
 
     Returns:
-        ``{"out", "tied", "k", "max_abs_logit_diff"}``.
+        ``{"out", "tied", "k", "max_abs_logit_diff"}`` (plus ``"moved_aside"`` when an old ``out`` was kept).
     Raises:
         FileExistsError: ``out`` is non-empty (or a file) and not ``overwrite``.
         RuntimeError: the reload check failed (nothing is left at ``out``).
@@ -319,11 +319,12 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
             if out.is_dir() and not any(out.iterdir()):
                 out.rmdir()
             else:
-                aside = out.with_name(f".{out.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
+                # the replaced folder is moved aside, never deleted (it may be the only copy of the input)
+                aside = out.with_name(f"{out.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
                 os.replace(out, aside)
                 os.replace(tmp, out)
-                shutil.rmtree(aside, ignore_errors=True)
-                return {"out": str(out), "tied": tied_new, "k": k_new, "max_abs_logit_diff": diff}
+                return {"out": str(out), "tied": tied_new, "k": k_new, "max_abs_logit_diff": diff,
+                        "moved_aside": str(aside)}
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -341,7 +342,7 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
     parser.add_argument("--k", type=float, required=True, help="rescaling factor k > 0 (W_head <- W_head / k)")
     parser.add_argument("--out", type=Path, required=True, help="output folder (must not exist or be empty)")
     parser.add_argument("--untie", action="store_true", help="untie the head from the input embeddings first")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out (the old folder is moved aside to <out>.old-<timestamp>)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
     args = parser.parse_args(argv)
     try:
@@ -362,6 +363,8 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         f"{K_ATTR} = {info['k']:g}); saved to {info['out']} (reload check: max |logit diff| "
         f"{info['max_abs_logit_diff']:.2g})"
     )
+    if "moved_aside" in info:
+        print(f"the previous contents of {info['out']} were moved aside to {info['moved_aside']}")
     return 0
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from initlab.runs import RunDir
+from initlab.runs import RunDir, check_same_record
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
 
@@ -45,7 +45,15 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     from .modeling import load_splade
 
     model = load_splade(model_dir, trust_remote_code=trust_remote_code)  # fails before anything is written
+    # Cached per-set cells are only reused for the same checkpoint and settings: the key names the
+    # checkpoint (resolved path, size and mtime of its weight files), top-k, data root and backend.
+    mdir = Path(model_dir).resolve()
+    key = {"model": str(mdir), "top_k": top_k, "data_root": str(data_root or ""), "approx": bool(approx),
+           "weights": {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(mdir.rglob("*.safetensors"))}}
+    if not overwrite:
+        check_same_record(Path(out) / "eval_key.json", key, what="evaluation (checkpoint or settings)")
     run = RunDir(out, overwrite=overwrite)
+    run.write_json("eval_key.json", key)
     rows = []
     from tqdm.auto import tqdm
 

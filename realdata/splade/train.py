@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from initlab.config import to_dict
-from initlab.runs import RunDir, atomic_write_json, atomic_write_csv
+from initlab.runs import RunDir, atomic_write_csv, atomic_write_json, check_same_record
 
 from .config import SpladeTrainConfig
 
@@ -214,9 +214,13 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     if cfg.global_batch_size % world:
         raise ValueError(f"global_batch_size {cfg.global_batch_size} is not divisible by the number of processes {world}")
     rank = int(os.environ.get("RANK", "0"))
+    if not overwrite:  # never resume or reuse a folder that holds another configuration
+        check_same_record(out / "config.json", to_dict(cfg), what="training config")
     if (out / "train_results.json").exists() and (out / "model").is_dir() and not overwrite:
         import json
 
+        if rank == 0:
+            print(f"{out}: this training is already finished; its saved results are returned (--overwrite to redo)")
         return json.loads((out / "train_results.json").read_text())
     # Validate everything that can be checked cheaply before anything is written into ``out``.
     if cfg.tiny_model and cfg.tiny_model != "bert":

@@ -271,3 +271,30 @@ def test_global_flops_gradient_under_ddp_equals_single_process(tmp_path):
     torch.testing.assert_close(got["global"][1], lin.weight.grad, rtol=1e-12, atol=1e-14)
     assert not torch.allclose(got["local"][1], lin.weight.grad, rtol=1e-3)  # per-process FLOPS is another loss
     assert FlopsLoss(None).compute_loss_from_embeddings(torch.relu(lin(x))).item() == pytest.approx(ref.item())
+
+
+def test_finished_folder_of_another_config_is_refused(toy_run, tmp_path, capsys):
+    # a finished k=2 run must not be reported as a k=8 run
+    args = [a if a != "2" else "8" for a in TRAIN_ARGS]  # --k 2 -> --k 8
+    with pytest.raises(SystemExit) as exc:
+        train_main(args + ["--out", str(toy_run), "--set", f"eval_sets={EVAL_SETS}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "different training config" in err and "differs in: k" in err
+    assert _toy_cfg(toy_run).k == 2.0  # untouched
+
+
+def test_eval_cache_is_keyed_by_checkpoint(toy_run, tmp_path):
+    from initlab.realdata.splade.sweep import eval_checkpoint
+    from initlab.runs import RunExistsError
+
+    out = tmp_path / "ev"
+    first = eval_checkpoint(toy_run / "model", ["scifact"], out, data_root=str(FIX), top_k=10)
+    again = eval_checkpoint(toy_run / "model", ["scifact"], out, data_root=str(FIX), top_k=10)
+    assert again["sets"] == first["sets"]  # same checkpoint and settings: cached cell reused
+    other = tmp_path / "other_model"
+    shutil.copytree(toy_run / "model", other)
+    with pytest.raises(RunExistsError, match="different evaluation"):
+        eval_checkpoint(other, ["scifact"], out, data_root=str(FIX), top_k=10)
+    with pytest.raises(RunExistsError, match="top_k"):
+        eval_checkpoint(toy_run / "model", ["scifact"], out, data_root=str(FIX), top_k=5)

@@ -219,6 +219,16 @@ def test_mlm_head_rescale_cli_errors(tok_dir, tmp_path, capsys):
     assert rescale_main([str(src), "--k", "2", "--out", str(out), "--overwrite"]) == 0
     assert not (out / "keep.txt").exists() and (out / "config.json").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("out.old-")]
+    assert len(aside) == 1 and (aside[0] / "keep.txt").read_text() == "mine"  # moved aside, never deleted
+    assert "moved aside" in capsys.readouterr().out
+    # rescaling a checkpoint in place (--out = the input) keeps the original next to it
+    w0 = head_projection(transformers.AutoModelForMaskedLM.from_pretrained(src)).detach().clone()
+    assert rescale_main([str(src), "--k", "4", "--out", str(src), "--overwrite"]) == 0
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith("src.old-")]
+    assert len(kept) == 1
+    assert torch.equal(head_projection(transformers.AutoModelForMaskedLM.from_pretrained(kept[0])).detach(), w0)
+    assert torch.allclose(head_projection(transformers.AutoModelForMaskedLM.from_pretrained(src)).detach(), w0 / 4)
 
 
 def test_mlm_head_rescale_remote_code_refused_by_default(tmp_path, capsys):
