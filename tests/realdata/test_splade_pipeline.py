@@ -242,6 +242,7 @@ for name, reg in (("global", GlobalFlopsLoss(None)), ("local", FlopsLoss(None)))
     out[name] = (loss.item(), model.module.weight.grad.clone())
 if rank == 0:
     torch.save(out, sys.argv[1])
+dist.barrier()  # no rank tears gloo down while another still works (else: "terminate called", SIGABRT)
 dist.destroy_process_group()
 '''
 
