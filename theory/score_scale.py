@@ -574,6 +574,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--mc", action="store_true", help="also run the Monte Carlo check (mc_* fields in --json; slower)")
     args = parser.parse_args(argv)
     try:
+        if args.batch < 2:
+            raise ValueError(f"--batch: expected an in-batch size B >= 2 (InfoNCE needs a negative), got {args.batch}")
         cfg = derive(BASE, mu_b=args.mu_b, batch=args.batch, **({"sigmas": tuple(args.sigma)} if args.sigma else {}))
         if any(not (math.isfinite(s) and s > 0) for s in cfg.sigmas):
             raise ValueError(f"--sigma: expected positive finite values, got {list(cfg.sigmas)}")

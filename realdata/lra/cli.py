@@ -107,7 +107,10 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = p.parse_args(argv)
     try:
         cfg = _config(args, {})
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        try:
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        except ValueError:
+            raise ValueError(f"--seeds: expected comma-separated integers such as 0,1,2; got {args.seeds!r}") from None
         rows = run_sweep(args.ablation, cfg, args.out, seeds, overwrite=args.overwrite, progress=not args.no_progress)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
         p.error(str(err))

@@ -225,3 +225,14 @@ def test_lra_reproduce_stage_quick(tmp_path):
         reproduce_stage(tmp_path / "x", preset="huge")
     with pytest.raises(ValueError, match="holds another ablation/seeds/config"):
         reproduce_stage(tmp_path / "lra", preset="default")  # never mixed into a folder of another config
+
+
+def test_lra_sweep_cli_names_bad_seeds(tmp_path, capsys):
+    import pytest as _pytest
+
+    from initlab.realdata.lra.cli import sweep_main
+
+    with _pytest.raises(SystemExit) as exc:
+        sweep_main(["--ablation", "hybrid", "--seeds", "a,b", "--out", str(tmp_path / "s")])
+    assert exc.value.code == 2 and "--seeds" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()

@@ -55,3 +55,13 @@ def test_score_scale_figure_script(tmp_path, capsys):
     (tmp_path / "score_scale.json").write_text(json.dumps({"rows": rows}))
     assert figs.main([str(tmp_path)]) == 0
     assert (tmp_path / "score_scale_theory_vs_mc.png").stat().st_size > 1000
+
+
+def test_score_scale_cli_rejects_batch_below_two(capsys):
+    import pytest as _pytest
+
+    from initlab.theory.score_scale import main as _main
+
+    with _pytest.raises(SystemExit) as exc:
+        _main(["--batch", "1"])
+    assert exc.value.code == 2 and "--batch" in capsys.readouterr().err
