@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from initlab.config import derive
-from initlab.runs import RunDir
+from initlab.runs import RunDir, torch_threads
 from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_corpus
 from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
 
@@ -469,12 +469,8 @@ def run_sweep(out: Path, cfg: SpladeSweepConfig, overwrite: bool = False, progre
         if old != cfg:
             raise ValueError(f"{rd.root}: holds an unfinished run with a different config; use another --out or --overwrite")
     rd.write_config(cfg)
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(cfg.torch_threads)
-    try:
+    with torch_threads(cfg.torch_threads):
         _run_cells(rd, cfg, progress)
-    finally:
-        torch.set_num_threads(old_threads)
     return rd
 
 

@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from initlab.config import derive, to_dict
-from initlab.runs import RunDir, RunExistsError, atomic_write_bytes, atomic_write_text
+from initlab.runs import RunDir, RunExistsError, atomic_write_bytes, atomic_write_text, torch_threads
 from initlab.synthetic.metrics import (
     attention_entropy,
     proximity_mass,
@@ -491,18 +491,14 @@ def run(
     bar = tqdm(total=len(plan), desc="synthetic SPT", unit="cell", disable=not progress)
     n_seeds_left = len({c["seed"] for name, c in plan if not rd.has_cell(name)})
     if min(workers, n_seeds_left) <= 1:
-        prev = torch.get_num_threads()
-        torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(True, warn_only=True)
         cache: dict[int, Any] = {}
-        try:
+        with torch_threads(threads):
             for name, c in plan:
                 bar.set_postfix_str(name)
                 if not rd.has_cell(name):
                     _run_cell(cfg, rd, name, c, cache)
                 bar.update(1)
-        finally:
-            torch.set_num_threads(prev)
     else:
         import multiprocessing as mp
 

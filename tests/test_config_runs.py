@@ -132,3 +132,16 @@ def test_check_same_record_refuses_other_content(tmp_path):
     check_same_record(run.root / "config.json", to_dict(Cfg(epochs=5)))  # same config: fine
     with pytest.raises(RunExistsError, match="differs in: epochs"):
         check_same_record(run.root / "config.json", to_dict(Cfg(epochs=6)))
+
+
+def test_torch_threads_sets_and_restores_even_on_error():
+    import torch
+
+    from initlab.runs import torch_threads
+
+    before = torch.get_num_threads()
+    with pytest.raises(RuntimeError):
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise RuntimeError("boom")
+    assert torch.get_num_threads() == before

@@ -16,7 +16,6 @@ figures, summary.md).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
 import time
@@ -27,7 +26,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from initlab.config import derive, to_dict
-from initlab.runs import RunDir, atomic_write_json, atomic_write_text
+from initlab.runs import RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.theory import attention_gradient as ag
 from initlab.theory import attention_masked as am
 from initlab.theory.subspace import blind_component, blind_fraction
@@ -141,18 +140,6 @@ class StatementResult:
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def _single_thread():
-    """Run with one intra-op thread (tiny tensors: extra threads only add synchronisation cost,
-    which on 2 shared cores made a (3, 6, 6) softmax take 20 ms instead of 5 us)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _hook(statement: str, G: torch.Tensor) -> torch.Tensor:
     return G if _TEST_HOOK is None else _TEST_HOOK(statement, G)
 
@@ -469,7 +456,7 @@ def run_verify(cfg: VerifyConfig = BASE, statements: Sequence[str] | None = None
     if bad:
         raise ValueError(f"statements: unknown {bad}; expected names from {list(CHECKERS)}")
     t0 = time.perf_counter()
-    with _single_thread():
+    with torch_threads(1):
         return _run(cfg, names, progress, t0, [])
 
 
@@ -613,7 +600,7 @@ def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = Fa
     out_dir = Path(out_dir)
     if (out_dir / "DONE").exists() and not overwrite:
         return (out_dir / "summary.md").read_text()
-    with _single_thread():
+    with torch_threads(1):
         return _reproduce(out_dir, preset, overwrite)
 
 

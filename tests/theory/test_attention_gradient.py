@@ -15,13 +15,7 @@ from initlab.theory.subspace import blind_component, blind_fraction
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: intra-op threads only add synchronisation cost on the shared CI cores."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def draw_case(data, T=None, **over):

@@ -14,12 +14,7 @@ from initlab.theory.subspace import blind_component, blind_fraction
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def psi_reference(T, w, p, q):

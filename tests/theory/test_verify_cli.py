@@ -5,18 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from initlab import cli
 from initlab.theory import verify
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_verify_cli_passes_and_json_lists_t1_to_t5(tmp_path, capsys):
