@@ -21,11 +21,15 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = [
     "RunExistsError",
+    "ConfigMismatchError",
+    "NonFiniteError",
+    "check_finite",
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_json",
@@ -38,6 +42,46 @@ __all__ = [
 
 class RunExistsError(FileExistsError):
     """The output folder already holds a finished run (``DONE``) and overwrite was not requested."""
+
+
+class ConfigMismatchError(RunExistsError, ValueError):
+    """A resumed run (or one of its cells) was started with a different config than the one saved.
+
+    The one exception of initlab's config guard: it subclasses :class:`RunExistsError` (the base every
+    "refuse to mix results" error uses) and ``ValueError`` (what the earlier LRA guard raised), so
+    callers catching either keep working.
+    """
+
+
+class NonFiniteError(FloatingPointError):
+    """A training loss or gradient became NaN or infinite.
+
+    Attributes:
+        where: the training loop (e.g. ``"synthetic SPT pretrain"``).
+        step: the optimisation step (0-based) at which the non-finite value appeared.
+        what: ``"loss"`` or ``"gradient"``.
+        last_checkpoint: the last checkpoint written with finite weights, or None.
+    """
+
+    def __init__(self, where: str, step: int, what: str = "loss", value: float | None = None,
+                 last_checkpoint: str | Path | None = None):
+        self.where, self.step, self.what, self.value = where, int(step), what, value
+        self.last_checkpoint = None if last_checkpoint is None else str(last_checkpoint)
+        ckpt = self.last_checkpoint or "none written"
+        super().__init__(f"{where}: non-finite {what} ({value}) at step {step}; training stopped. "
+                         f"Last finite checkpoint: {ckpt}. Lower the learning rate or check the inputs.")
+
+
+def check_finite(value: Any, *, where: str, step: int, what: str = "loss",
+                 last_checkpoint: str | Path | None = None) -> float:
+    """Return ``float(value)`` or raise :class:`NonFiniteError` if it is NaN or infinite.
+
+    ``value`` is a Python number or a 0-d tensor (a loss, or a gradient norm for ``what="gradient"``).
+    """
+    v = float(value.detach()) if hasattr(value, "detach") else float(value)
+    if not math.isfinite(v):
+        raise NonFiniteError(where, step, what, v, last_checkpoint)
+    return v
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -135,7 +179,8 @@ class RunDir:
         NotADirectoryError: ``root`` exists and is a file.
     """
 
-    def __init__(self, root: str | Path, *, overwrite: bool = False, resume: bool = True):
+    def __init__(self, root: str | Path, *, overwrite: bool = False, resume: bool = True, config: Any = None,
+                 config_name: str = "config.json"):
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise NotADirectoryError(f"output path {self.root} exists and is not a folder")
@@ -152,6 +197,27 @@ class RunDir:
             shutil.move(str(self.root), str(aside))
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "cells").mkdir(exist_ok=True)
+        self.config_record: dict[str, Any] | None = None
+        if config is not None:
+            self.bind_config(config, config_name)
+
+    # -- the config guard -------------------------------------------------------------------
+    def bind_config(self, cfg: Any, name: str = "config.json") -> Path:
+        """Tie this run to ``cfg`` (a config dataclass or a JSON-able mapping).
+
+        A fresh folder gets ``name`` written (resolved config as JSON); a resumed one must hold the same
+        config, else :class:`ConfigMismatchError` names the differing keys and nothing is written.
+        """
+        record = _config_record(cfg)
+        path = self.root / name
+        check_same_record(path, record, what="config")
+        if not path.exists():
+            if is_dataclass(cfg):
+                self.write_config(cfg, name)
+            else:
+                atomic_write_json(path, record)
+        self.config_record = record
+        return path
 
     # -- files -------------------------------------------------------------------------------
     def path(self, *parts: str) -> Path:
@@ -175,14 +241,44 @@ class RunDir:
         safe = "".join(c if (c.isalnum() or c in "-_.=") else "_" for c in name)
         return self.root / "cells" / f"{safe}.json"
 
-    def has_cell(self, name: str) -> bool:
-        return self._cell_path(name).exists()
+    def has_cell(self, name: str, key: Any = None) -> bool:
+        """True if cell ``name`` is finished. With ``key`` (the cell's own config, JSON-able), a finished
+        cell computed under another key raises :class:`ConfigMismatchError` instead of being reused."""
+        path = self._cell_path(name)
+        if not path.exists():
+            return False
+        if key is not None:
+            self._check_cell_key(name, path, key)
+        return True
 
-    def load_cell(self, name: str) -> Any:
-        return json.loads(self._cell_path(name).read_text())
+    def load_cell(self, name: str, key: Any = None) -> Any:
+        """The saved result of cell ``name`` (checked against ``key`` as in :meth:`has_cell`)."""
+        path = self._cell_path(name)
+        if key is not None:
+            self._check_cell_key(name, path, key)
+        return json.loads(path.read_text())
 
-    def save_cell(self, name: str, result: Any) -> Path:
+    def save_cell(self, name: str, result: Any, key: Any = None) -> Path:
+        """Write the result of cell ``name`` atomically; with ``key``, record the cell's config beside it
+        (``cells/<name>.key.json``) so a resume under another config is refused."""
+        if key is not None:
+            atomic_write_json(self._key_path(name), _config_record(key))
         return atomic_write_json(self._cell_path(name), result)
+
+    def _key_path(self, name: str) -> Path:
+        return self._cell_path(name).with_suffix(".key")
+
+    def _check_cell_key(self, name: str, path: Path, key: Any) -> None:
+        want = _config_record(key)
+        kpath = self._key_path(name)
+        saved = json.loads(kpath.read_text()) if kpath.exists() else None
+        if saved != want:
+            keys = (sorted(k for k in set(saved) | set(want) if saved.get(k) != want.get(k))
+                    if isinstance(saved, dict) and isinstance(want, dict) else [])
+            raise ConfigMismatchError(
+                f"{self.root}: cell {name!r} was computed under a different config "
+                f"(differs in: {', '.join(keys) or 'no saved config'}); choose another --out or pass --overwrite "
+                "(the old folder is then moved aside)")
 
     def cells(self) -> Iterable[str]:
         return sorted(p.stem for p in (self.root / "cells").glob("*.json"))
@@ -193,6 +289,15 @@ class RunDir:
     @property
     def done(self) -> bool:
         return (self.root / "DONE").exists()
+
+
+def _config_record(cfg: Any) -> Any:
+    """A config dataclass or mapping as plain JSON data (tuples become lists)."""
+    if is_dataclass(cfg) and not isinstance(cfg, type):
+        from initlab.config import to_dict
+
+        cfg = to_dict(cfg)
+    return json.loads(json.dumps(cfg, default=_json_default))
 
 
 def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "config") -> None:
@@ -208,13 +313,13 @@ def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "
     try:
         saved = json.loads(path.read_text())
     except json.JSONDecodeError:
-        raise RunExistsError(f"{path}: unreadable {what} record; choose another --out or pass --overwrite") from None
+        raise ConfigMismatchError(f"{path}: unreadable {what} record; choose another --out or pass --overwrite") from None
     if isinstance(saved, dict) and "config" in saved and "config_class" in saved:
         saved = saved["config"]
     want = json.loads(json.dumps(record, default=_json_default))
     if saved != want:
         keys = sorted(k for k in set(saved) | set(want) if saved.get(k) != want.get(k)) if isinstance(saved, dict) else []
-        raise RunExistsError(
+        raise ConfigMismatchError(
             f"{path.parent} holds results of a different {what} (differs in: {', '.join(keys) or 'content'}); "
             "choose another --out or pass --overwrite (the old folder is then moved aside)"
         )
