@@ -27,7 +27,7 @@ import torch
 
 def build_checkpoint(folder: Path) -> int:
     """Save a random bert-base-shaped masked LM and a 30522-token tokenizer into ``folder``; return #params."""
-    from initlab.theory.mlm_head import default_texts, tiny_masked_lm, tiny_tokenizer
+    from initlab.mlmhead import default_texts, tiny_masked_lm, tiny_tokenizer
     import re
 
     words = sorted(set(re.findall(r"[a-z]+", " ".join(default_texts()).lower())))
@@ -46,7 +46,7 @@ def build_checkpoint(folder: Path) -> int:
 
 
 def time_inspect(path: Path) -> float:
-    from initlab.theory.mlm_head import inspect_main
+    from initlab.commands.mlmhead import inspect_main
 
     t0 = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
@@ -58,7 +58,7 @@ def time_inspect(path: Path) -> float:
 
 
 def time_reference(path: Path) -> float:
-    from initlab.theory.mlm_head import default_texts, load_masked_lm
+    from initlab.mlmhead import default_texts, load_masked_lm
 
     t0 = time.perf_counter()
     model, tok = load_masked_lm(path)

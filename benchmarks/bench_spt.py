@@ -16,7 +16,7 @@ import time
 import torch
 from torch import nn
 
-from initlab.synthetic.model import ModelConfig, SequenceTransformer, sinusoidal_table
+from initlab.nn.encoder import ModelConfig, SequenceTransformer, sinusoidal_table
 
 
 class TorchReference(nn.Module):

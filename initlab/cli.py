@@ -1,6 +1,6 @@
 """The ``initlab`` console script: ``initlab GROUP COMMAND [options]``.
 
-Each command is a thin ``main(argv) -> int`` in the library module named below, imported only when
+Each command is a thin ``main(argv) -> int`` in :mod:`initlab.commands` (one module per group), imported only when
 the command runs (so ``initlab --help`` stays fast and a missing optional extra only affects the
 commands that need it).
 """
@@ -13,20 +13,21 @@ from typing import Sequence
 
 # (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
 COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
-    ("reproduce", None): ("initlab.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head scale) and write a report"),
-    ("theory", "verify"): ("initlab.theory.verify:main", "check the attention-gradient theorems T1-T5 on fresh random cases"),
-    ("theory", "score-scale"): ("initlab.theory.score_scale:main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
-    ("synthetic", "run"): ("initlab.synthetic.spt:main", "synthetic length-100 self-pretraining experiments"),
-    ("synthetic", "splade"): ("initlab.synthetic.splade:main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),
-    ("mlmhead", "inspect"): ("initlab.theory.mlm_head:inspect_main", "MLM-head scale report for a Hugging Face masked-LM checkpoint"),
-    ("mlmhead", "rescale"): ("initlab.theory.mlm_head:rescale_main", "divide a checkpoint's MLM-head projection by k and save it"),
-    ("splade", "train"): ("initlab.realdata.splade.cli:train_main", "train one SPLADE model (backbone x k) on MS MARCO"),
-    ("splade", "eval"): ("initlab.realdata.splade.cli:eval_main", "evaluate a SPLADE checkpoint (MS MARCO dev, TREC DL 2019, BEIR, NanoBEIR)"),
-    ("splade", "sweep"): ("initlab.realdata.splade.cli:sweep_main", "train and evaluate the backbone x k grid, resumable"),
-    ("lra", "pretrain"): ("initlab.realdata.lra.cli:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
-    ("lra", "finetune"): ("initlab.realdata.lra.cli:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
-    ("lra", "sweep"): ("initlab.realdata.lra.cli:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
-    ("lra", "listops-generate"): ("initlab.realdata.lra.cli:listops_main", "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv"),
+    ("reproduce", None): ("initlab.commands.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head scale) and write a report"),
+    ("theory", "verify"): ("initlab.commands.theory:verify_main", "check the attention-gradient theorems T1-T5 on fresh random cases"),
+    ("theory", "score-scale"): ("initlab.commands.theory:score_scale_main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
+    ("synthetic", "spt"): ("initlab.commands.synthetic:spt_main", "synthetic length-100 self-pretraining experiments"),
+    ("synthetic", "run"): ("initlab.commands.synthetic:run_main", "deprecated name of `synthetic spt`, kept for one release"),
+    ("synthetic", "splade"): ("initlab.commands.synthetic:splade_main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),
+    ("mlmhead", "inspect"): ("initlab.commands.mlmhead:inspect_main", "MLM-head scale report for a Hugging Face masked-LM checkpoint"),
+    ("mlmhead", "rescale"): ("initlab.commands.mlmhead:rescale_main", "divide a checkpoint's MLM-head projection by k and save it"),
+    ("splade", "train"): ("initlab.commands.splade:train_main", "train one SPLADE model (backbone x k) on MS MARCO"),
+    ("splade", "eval"): ("initlab.commands.splade:eval_main", "evaluate a SPLADE checkpoint (MS MARCO dev, TREC DL 2019, BEIR, NanoBEIR)"),
+    ("splade", "sweep"): ("initlab.commands.splade:sweep_main", "train and evaluate the backbone x k grid, resumable"),
+    ("lra", "pretrain"): ("initlab.commands.lra:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
+    ("lra", "finetune"): ("initlab.commands.lra:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
+    ("lra", "sweep"): ("initlab.commands.lra:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
+    ("lra", "listops-generate"): ("initlab.commands.lra:listops_main", "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv"),
 }
 
 

@@ -130,7 +130,7 @@ def proximity_figure(run_dir: Path, metrics: dict) -> list[Path]:
         a1.plot(steps, prox.mean(0), label=name)
         if len(hs) > 1:
             a1.fill_between(steps, prox.mean(0) - prox.std(0), prox.mean(0) + prox.std(0), alpha=0.15)
-    from initlab.synthetic.metrics import uniform_proximity_mass
+    from initlab.nn.attention_metrics import uniform_proximity_mass
 
     uni = uniform_proximity_mass(cfg["task"]["T"], cfg["proximity_w"])
     a1.axhline(uni, color="k", ls=":", lw=0.8, label="uniform")
@@ -153,7 +153,7 @@ def proximity_figure(run_dir: Path, metrics: dict) -> list[Path]:
 
 
 def kernel_figure(run_dir: Path, metrics: dict) -> list[Path]:
-    from initlab.synthetic.model import sinusoidal_table
+    from initlab.nn.encoder import sinusoidal_table
 
     cfg = metrics["config"]
     seed = cfg["map_seed"]

@@ -8,7 +8,7 @@ The experiment (issue 4, items 4-5):
    (:mod:`initlab.synthetic.splade_model`);
 3. per cell (inflation, k, seed): the pretrained head projection ``W_head`` is multiplied by the
    inflation factor (imitating a high-norm backbone; tied input embeddings move with it), then
-   divided by k with :func:`initlab.theory.mlm_head.rescale_mlm_head`, so the logits are
+   divided by k with :func:`initlab.mlmhead.rescale_mlm_head`, so the logits are
    ``z = H W_head^T * inflation / k + b``;
 4. scale quantities at initialization are measured (head norm, logit mean/std, active fraction,
    active dims, FLOPS, score spread, initial ranking loss);
@@ -28,12 +28,11 @@ is recorded in the cell's ``collapse`` field with a warning, never raised.
 
 Outputs in the run folder: ``config.json``, ``cells/*.json`` (one per cell, resumable),
 ``backbone/seed=S/`` (cached pretrained backbone), ``metrics.json``, ``metrics.csv``, ``summary.md``,
-figures ``splade_*.png`` (drawn by :mod:`initlab.paper_figs.splade_figures`), ``DONE``.
+figures ``splade_*.png`` (drawn by :mod:`initlab.paper_figs.synthetic_splade_figures`), ``DONE``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import math
@@ -42,20 +41,23 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
-from initlab.config import derive
+from initlab.config import derive, to_dict
+from initlab.nn.collapse import detect_collapse as shared_detect_collapse
+from initlab.nn.pooling import splade_pool
 from initlab.runs import RunDir, torch_threads
+from initlab.theory.score_scale import BASE as SCORE_SCALE_BASE, monte_carlo, theory_row
 from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_corpus
 from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
 
 __all__ = [
     "SpladeSweepConfig", "PRESETS", "cell_name", "load_encoder", "splade_vectors", "splade_pool", "flops_pairs",
     "measure_init", "evaluate", "detect_collapse", "train_cell", "run_cell", "run_sweep", "collect_rows", "summarize",
-    "main", "reproduce_stage",
+    "theory_curves",
 ]
 
 log = logging.getLogger(__name__)
@@ -145,7 +147,7 @@ def _quiet():
 def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSweepConfig, seed: int):
     """SparseEncoder = Transformer(fill-mask) + SpladePooling(max) over the cached backbone, with
     ``W_head <- W_head * inflation / k`` (inflation by :func:`inflate_head`, then
-    :func:`initlab.theory.mlm_head.rescale_mlm_head`).
+    :func:`initlab.mlmhead.rescale_mlm_head`).
 
     Raises:
         ValueError: inflation or k not finite and > 0.
@@ -154,7 +156,7 @@ def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSwee
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
-    from initlab.theory.mlm_head import rescale_mlm_head
+    from initlab.mlmhead import rescale_mlm_head
 
     torch.manual_seed(seed)
     with _quiet():
@@ -201,17 +203,6 @@ def _batch_features(model, texts: list[str], max_len: int) -> dict[str, torch.Te
         model.max_seq_length = old
 
 
-def splade_pool(z: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Reference SPLADE max pooling: ``a_j = max_t log(1 + ReLU(z_tj))`` over non-padding tokens.
-
-    Args:
-        z: logits ``(B, T, V)``; mask: attention mask ``(B, T)`` (1 = token, 0 = padding).
-    Returns:
-        ``(B, V)`` term weights (Formal et al. 2021, SPLADE v2 eq. 1, max variant).
-    """
-    return (torch.log1p(torch.relu(z)) * mask[..., None].to(z.dtype)).amax(dim=1)
-
-
 def _rms(g: torch.Tensor) -> float:
     """Root mean over the batch of the squared per-text gradient norm ``||g_i||^2`` of ``(B, T, V)``."""
     return float(g.pow(2).sum(dim=(1, 2)).mean().sqrt())
@@ -241,7 +232,7 @@ def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: i
       to the document logits z_d of the ranking loss (``grad_rank``) and of ``lambda_d R_d``
       (``grad_flops``) at the full weight ``lambda_d``, by autograd through :func:`splade_pool`.
     """
-    from initlab.theory.mlm_head import head_bias, head_projection
+    from initlab.mlmhead import head_bias, head_projection
 
     hf = model[0].auto_model
     w = head_projection(hf).detach().double()
@@ -345,27 +336,11 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str
 
 
 def detect_collapse(loss_curve: list[dict[str, float]], q_active: float, d_active: float, vocab_size: int,
-                    finite_weights: bool = True, dense_fraction: float = 0.9) -> list[str]:
-    """Reasons a trained cell counts as collapsed (empty list: not collapsed).
-
-    Collapse is any of: a non-finite logged loss; non-finite weights; documents or queries with fewer
-    than one active dimension on average (vectors -> 0); documents active on more than
-    ``dense_fraction`` of the vocabulary (vectors -> ~V, near-constant).
-    """
-    reasons = []
-    for row in loss_curve:
-        if any(not math.isfinite(float(row.get(key, 0.0))) for key in ("loss", "ranking", "flops_q", "flops_d")):
-            reasons.append(f"non-finite loss at step {row.get('step')}")
-            break
-    if not finite_weights:
-        reasons.append("non-finite weights")
-    if not (d_active >= 1):
-        reasons.append(f"documents empty (mean active dims {d_active:.3g})")
-    if not (q_active >= 1):
-        reasons.append(f"queries empty (mean active dims {q_active:.3g})")
-    if d_active > dense_fraction * vocab_size:
-        reasons.append(f"documents dense ({d_active:.0f} of {vocab_size} dims active)")
-    return reasons
+                    finite_weights: bool = True, dense_fraction: float = 0.9, **more: Any) -> list[str]:
+    """Reasons a trained cell counts as collapsed (empty list: not collapsed), from the one detector
+    :func:`initlab.nn.collapse.detect_collapse` (``more``: its ``doc_vectors`` / ``scores`` arguments)."""
+    return shared_detect_collapse(losses=loss_curve, q_active=q_active, d_active=d_active, vocab_size=vocab_size,
+                                  finite_weights=finite_weights, dense_fraction=dense_fraction, **more).reasons
 
 
 # ------------------------------------------------------------------------------------------------
@@ -451,30 +426,25 @@ def run_cell(backbone_dir: Path, corpus: SyntheticCorpus, cfg: SpladeSweepConfig
 # ------------------------------------------------------------------------------------------------
 # sweep, summary, CLI
 # ------------------------------------------------------------------------------------------------
-def run_sweep(out: Path, cfg: SpladeSweepConfig, overwrite: bool = False, progress: bool = True) -> RunDir:
+def run_sweep(out: Path, cfg: SpladeSweepConfig, overwrite: bool = False, progress: bool = True,
+              draw: Callable[[Path], Any] | None = None) -> RunDir:
     """Run (or resume) every cell of ``cfg`` into ``out``; finished cells are not redone.
 
     Writes ``config.json`` first, each cell as it finishes, then ``metrics.json`` / ``metrics.csv`` /
-    ``summary.md`` and the figures, then ``DONE``.
+    ``summary.md`` / ``theory_curves.json``, calls ``draw(out)`` (the figures, drawn from those files),
+    then writes ``DONE``.
 
     Raises:
         initlab.runs.RunExistsError: ``out`` holds a finished run and ``overwrite`` is False.
-        ValueError: ``out`` holds an unfinished run of a different config.
+        initlab.runs.ConfigMismatchError: ``out`` holds an unfinished run of a different config.
     """
-    rd = RunDir(out, overwrite=overwrite, resume=True)
-    if (rd.root / "config.json").exists():
-        from initlab.config import load_config
-
-        old = load_config(SpladeSweepConfig, rd.root / "config.json")
-        if old != cfg:
-            raise ValueError(f"{rd.root}: holds an unfinished run with a different config; use another --out or --overwrite")
-    rd.write_config(cfg)
+    rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     with torch_threads(cfg.torch_threads):
-        _run_cells(rd, cfg, progress)
+        _run_cells(rd, cfg, progress, draw)
     return rd
 
 
-def _run_cells(rd: RunDir, cfg: SpladeSweepConfig, progress: bool) -> None:
+def _run_cells(rd: RunDir, cfg: SpladeSweepConfig, progress: bool, draw: Callable[[Path], Any] | None) -> None:
     from tqdm.auto import tqdm
 
     corpus = make_corpus(cfg.corpus)
@@ -494,12 +464,15 @@ def _run_cells(rd: RunDir, cfg: SpladeSweepConfig, progress: bool) -> None:
     from initlab.runs import atomic_write_text
 
     atomic_write_text(rd.root / "summary.md", summary)
-    try:
-        from initlab.paper_figs.splade_figures import draw_all
-
-        draw_all(rd.root)
-    except Exception as err:  # a figure must never lose the results; say so loudly
-        warnings.warn(f"synthetic SPLADE figures failed: {type(err).__name__}: {err}", RuntimeWarning)
+    if not (rd.root / "theory_curves.json").exists():
+        cells = [rd.load_cell(cell_name(i, k, s)) for s, i, k in grid]
+        theory, mc, note = theory_curves(to_dict(cfg), cells, sorted({c["k"] for c in cells}))
+        rd.write_json("theory_curves.json", {"theory": theory, "monte_carlo": mc, "note": note})
+    if draw is not None:
+        try:
+            draw(rd.root)
+        except Exception as err:  # a figure must never lose the results; say so loudly
+            warnings.warn(f"synthetic SPLADE figures failed: {type(err).__name__}: {err}", RuntimeWarning)
     rd.mark_done()
 
 
@@ -528,6 +501,33 @@ def _f(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return float("nan")
+
+
+def theory_curves(cfg: dict[str, Any], cells: list[dict[str, Any]], ks: Sequence[float], with_mc: bool = True):
+    """Theory (and Monte Carlo) rows per inflation, parameterised by the measured k = 1 cell.
+
+    Returns ``({inflation: [theory_row per k]}, {inflation: [monte_carlo per k]}, note)``; empty dicts
+    and a note if there is no k = 1 cell. Saved by :func:`run_sweep` as ``theory_curves.json`` for the figures.
+    """
+    vocab = 5 + cfg["corpus"]["n_background"] + cfg["corpus"]["n_topics"] * cfg["corpus"]["topic_words"] + cfg["corpus"]["n_entities"]
+    theory, mc = {}, {}
+    for inf in sorted({c["inflation"] for c in cells}):
+        ref = [c["init"] for c in cells if c["inflation"] == inf and c["k"] == 1.0]
+        if not ref:
+            continue
+        m = {key: float(np.mean([r[key] for r in ref])) for key in ("bias_mean", "logit_mean", "logit_std", "L_q", "L_d")}
+        tcfg = derive(SCORE_SCALE_BASE, vocab=vocab, L_q=max(1, round(m["L_q"])), L_d=max(1, round(m["L_d"])),
+                      batch=int(cfg["init_batch"]), lambda_q=float(cfg["lambda_q"]), lambda_d=float(cfg["lambda_d"]),
+                      mu_b=m["bias_mean"], mu_h=m["logit_mean"] - m["bias_mean"], pooling="max", mc_batches=2)
+        theory[inf] = [theory_row(tcfg, m["logit_std"], float(k)) for k in ks]
+        if with_mc:
+            rows = []
+            for k in ks:
+                r = monte_carlo(tcfg, m["logit_std"], float(k))
+                r["grad_ratio"] = r["grad_flops"] / r["grad_rank"] if r.get("grad_rank", 0) > 0 else float("nan")
+                rows.append(r)
+            mc[inf] = rows
+    return theory, mc, ""
 
 
 def summarize(rows: list[dict[str, Any]], cfg: SpladeSweepConfig) -> str:
@@ -560,37 +560,3 @@ def summarize(rows: list[dict[str, Any]], cfg: SpladeSweepConfig) -> str:
             f"| {coll}/{len(rs)} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", choices=list(PRESETS), default="default", help="sweep size (default: default)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
-    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
-    args = parser.parse_args(argv)
-    out = args.out or Path("results/synthetic_splade") / args.preset
-    t0 = time.perf_counter()
-    try:
-        rd = run_sweep(out, PRESETS[args.preset], overwrite=args.overwrite)
-    except (FileExistsError, ValueError) as err:
-        parser.error(str(err))
-    print((rd.root / "summary.md").read_text())
-    print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
-    return 0
-
-
-def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
-    """``initlab reproduce`` stage ``splade``: the sweep of ``preset`` into ``out_dir``; markdown summary.
-
-    A finished ``out_dir`` (``DONE``) is not redone unless ``overwrite``; its saved summary is returned.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
-    out_dir = Path(out_dir)
-    if overwrite or not (out_dir / "DONE").exists():
-        run_sweep(out_dir, PRESETS[preset], overwrite=overwrite)
-    figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
-    return (out_dir / "summary.md").read_text() + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"

@@ -28,20 +28,19 @@ the same seed gives identical metrics on CPU.
 
 from __future__ import annotations
 
-import argparse
 import io
 import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from initlab.config import derive, to_dict
-from initlab.runs import RunDir, RunExistsError, atomic_write_bytes, atomic_write_text, torch_threads
+from initlab.runs import RunDir, atomic_write_bytes, atomic_write_text, torch_threads
 from initlab.synthetic.metrics import (
     attention_entropy,
     proximity_mass,
@@ -49,10 +48,11 @@ from initlab.synthetic.metrics import (
     uniform_proximity_mass,
     score_gradients_at_init,
 )
-from initlab.synthetic.model import ModelConfig, SequenceTransformer, freeze, load_partial
-from initlab.synthetic.tasks import TaskConfig, make_task, mask_tokens, vocab_size
+from initlab.nn.encoder import ModelConfig, SequenceTransformer, freeze, load_partial
+from initlab.nn.masking import mask_tokens
+from initlab.synthetic.tasks import MASK_ID, TaskConfig, make_task, vocab_size
 
-__all__ = ["SPTConfig", "PRESETS", "condition_names", "run", "reproduce_stage", "main", "summarize"]
+__all__ = ["SPTConfig", "PRESETS", "condition_names", "run", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ def pretrain(
     x = _spt_inputs(cfg, source, seed, data)
     gen = torch.Generator().manual_seed(7919 * seed + 17 + depth)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    xte_in, xte_mask = mask_tokens(data["xte"][:256], cfg.mask_rate, torch.Generator().manual_seed(seed + 5))
+    xte_in, xte_mask = mask_tokens(data["xte"][:256], cfg.mask_rate, torch.Generator().manual_seed(seed + 5), mask_id=MASK_ID, at_least_one=True)
     history, maps = [], {}
     tag = f"spt_{source}_d{depth}_seed{seed}"
 
@@ -245,7 +245,7 @@ def pretrain(
         perm = torch.randperm(len(x), generator=gen)
         for i in range(0, len(x), cfg.batch_size):
             xb = x[perm[i : i + cfg.batch_size]]
-            inp, masked = mask_tokens(xb, cfg.mask_rate, gen)
+            inp, masked = mask_tokens(xb, cfg.mask_rate, gen, mask_id=MASK_ID, at_least_one=True)
             loss = F.cross_entropy(model.reconstruct(inp)[masked], xb[masked])
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -315,7 +315,7 @@ def init_gradients(cfg: SPTConfig, seed: int, data: dict[str, torch.Tensor]) -> 
     attention layer without FFN or LayerNorm, W_Q = W_K = 0 (exactly uniform attention), float64.
     """
     x, y = data["xtr"][:64], data["ytr"][:64]
-    inp, masked = mask_tokens(x, cfg.mask_rate, torch.Generator().manual_seed(seed + 11))
+    inp, masked = mask_tokens(x, cfg.mask_rate, torch.Generator().manual_seed(seed + 11), mask_id=MASK_ID, at_least_one=True)
     out: dict[str, Any] = {"kind": "init_grad", "seed": seed}
     model = _fresh_model(cfg, 1, seed)
     out["model"] = score_gradients_at_init(model, x, y, inp, masked)
@@ -466,8 +466,8 @@ def _seed_worker(args: tuple[dict[str, Any], str, int, int]) -> int:
 
 
 def run(
-    cfg: SPTConfig, out: str | Path, overwrite: bool = False, progress: bool = True, figures: bool = True,
-    workers: int = 1, threads: int = 1,
+    cfg: SPTConfig, out: str | Path, overwrite: bool = False, progress: bool = True,
+    draw: Callable[[Path], list[Path]] | None = None, workers: int = 1, threads: int = 1,
 ) -> str:
     """Run (or resume) every cell of ``cfg`` into ``out``; write metrics, figures and ``summary.md``.
 
@@ -527,43 +527,9 @@ def run(
                 hist_rows.append({"run": tag, "seed": r["seed"], **{k: v for k, v in h.items() if k != "prox_layers"}})
     rd.write_csv("history.csv", hist_rows)
     md = summary_markdown(cfg, summ, time.perf_counter() - t0)
-    if figures:
-        from initlab.paper_figs.spt_figures import make_figures
-
-        figs = make_figures(rd.root)
+    if draw is not None:  # the figures, drawn from the files just written
+        figs = draw(rd.root)
         md += "\nFigures: " + ", ".join(f"`{p.name}`" for p in figs if p.suffix == ".png") + "\n"
     atomic_write_text(rd.root / "summary.md", md)
     rd.mark_done()
     return md
-
-
-def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
-    """Stage ``spt`` of ``initlab reproduce``: the saved summary if finished, else run (resuming) the preset."""
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
-    out_dir = Path(out_dir)
-    if (out_dir / "DONE").exists() and not overwrite and (out_dir / "summary.md").exists():
-        return (out_dir / "summary.md").read_text()
-    return run(PRESETS[preset], out_dir, overwrite=overwrite, workers=2, threads=1)
-
-
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", choices=list(PRESETS), default="default", help="experiment size (default: default)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
-    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--workers", type=int, default=2, help="processes running seeds in parallel (default 2)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
-    args = parser.parse_args(argv)
-    out = args.out or Path("results/synthetic_spt") / args.preset
-    try:
-        md = run(PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
-                 workers=args.workers, threads=args.threads)
-    except ValueError as err:
-        parser.error(str(err))
-    except RunExistsError as err:
-        parser.error(str(err))
-    print(md)
-    print(f"results: {out}")
-    return 0

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-__all__ = ["PAD_ID", "MASK_ID", "N_SPECIAL", "TaskConfig", "make_task", "vocab_size", "mask_tokens", "TASKS"]
+__all__ = ["PAD_ID", "MASK_ID", "N_SPECIAL", "TaskConfig", "make_task", "vocab_size", "TASKS"]
 
 PAD_ID = 0
 MASK_ID = 1
@@ -155,31 +155,3 @@ def make_task(name: str, n: int, seed: int, cfg: TaskConfig = TaskConfig()) -> t
     else:
         idx = rng.integers(0, cfg.n_content, size=(n, cfg.T))
     return torch.from_numpy(idx + N_SPECIAL).long(), torch.from_numpy(labels).long()
-
-
-def mask_tokens(
-    tokens: torch.Tensor, rate: float, generator: torch.Generator, pad_mask: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """I.i.d. token masking for masked reconstruction: each real position is replaced by ``MASK_ID`` with
-    probability ``rate`` (at least one position per batch is masked).
-
-    Args:
-        tokens: ``(B, T)`` long.
-        rate: masking probability in (0, 1).
-        generator: a seeded ``torch.Generator`` (determinism).
-        pad_mask: ``(B, T)`` bool, True = real token (padding is never masked), or None.
-    Returns:
-        ``inputs (B, T)`` with masked positions set to ``MASK_ID``, and ``masked (B, T)`` bool (the
-        positions the loss is computed on).
-    Raises:
-        ValueError: ``rate`` outside (0, 1).
-    """
-    if not 0.0 < rate < 1.0:
-        raise ValueError(f"rate: expected a float in (0, 1), got {rate!r}")
-    masked = torch.rand(tokens.shape, generator=generator) < rate
-    if pad_mask is not None:
-        masked &= pad_mask
-    if not masked.any():
-        masked.view(-1)[0] = True
-    inputs = tokens.masked_fill(masked, MASK_ID)
-    return inputs, masked

@@ -51,20 +51,16 @@ checked against Monte Carlo (:func:`monte_carlo`) and autograd in ``tests/theory
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal, Sequence
 
 import numpy as np
 import sympy as sp
 import torch
 
-from initlab.config import derive, to_dict
-from initlab.runs import RunDir, atomic_write_json
+from initlab.config import derive
 
 __all__ = [
     "ScoreScaleConfig",
@@ -85,8 +81,6 @@ __all__ = [
     "mechanism",
     "describe_mechanism",
     "score_scale_table",
-    "main",
-    "reproduce_stage",
 ]
 
 Pooling = Literal["max", "sum"]
@@ -561,109 +555,3 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         vals = [r[c] if c in ("sigma", "k") else r[f"th_{c}"] for c in cols]
         lines.append(" ".join(f"{v:>12.4g}" for v in vals))
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """``initlab theory score-scale [--json PATH] [--sigma S ...] [--mu-b M] [--mc]``: the table vs k."""
-    parser = argparse.ArgumentParser(prog=prog or "initlab theory score-scale",
-                                     description="Expected SPLADE score-scale quantities at initialisation vs the rescaling factor k.")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows (and mechanism thresholds) as JSON")
-    parser.add_argument("--sigma", type=float, nargs="+", default=None, help="logit std(s) at k = 1 (default 1 4 16)")
-    parser.add_argument("--mu-b", type=float, default=BASE.mu_b, help="logit mean (bias part, not divided by k)")
-    parser.add_argument("--batch", type=int, default=BASE.batch, help="in-batch size B")
-    parser.add_argument("--mc", action="store_true", help="also run the Monte Carlo check (mc_* fields in --json; slower)")
-    args = parser.parse_args(argv)
-    try:
-        if args.batch < 2:
-            raise ValueError(f"--batch: expected an in-batch size B >= 2 (InfoNCE needs a negative), got {args.batch}")
-        cfg = derive(BASE, mu_b=args.mu_b, batch=args.batch, **({"sigmas": tuple(args.sigma)} if args.sigma else {}))
-        if any(not (math.isfinite(s) and s > 0) for s in cfg.sigmas):
-            raise ValueError(f"--sigma: expected positive finite values, got {list(cfg.sigmas)}")
-        rows = score_scale_table(cfg, with_mc=args.mc)
-        mech = mechanism(cfg)
-    except (ValueError, TypeError) as err:
-        parser.error(str(err))
-    print(format_table(rows))
-    print("\n" + describe_mechanism(mech))
-    if args.json is not None:
-        atomic_write_json(args.json, {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
-        print(f"wrote {args.json}")
-    return 0
-
-
-def _summary(cfg: ScoreScaleConfig, rows: list[dict[str, Any]], mech: dict[str, Any], fig: str | None) -> str:
-    lines = [
-        "## MLM-head score scale: theory vs Monte Carlo",
-        "",
-        f"Gaussian logit model z ~ N(mu_b + mu_h/k, (sigma/k)^2), mu_b = {cfg.mu_b:g}, V = {cfg.vocab}, "
-        f"L_q = {cfg.L_q}, L_d = {cfg.L_d}, B = {cfg.batch}, lambda_d = {cfg.lambda_d:g}, {cfg.pooling} pooling; "
-        f"Monte Carlo: {cfg.mc_batches} batches of B queries and B documents over all V entries per cell.",
-        "",
-        "| sigma | k | active dims d (th / MC) | E[a_d] (th / MC) | FLOPS reg d (th / MC) | score spread (th / MC) | "
-        "grad FLOPS / grad rank (th / MC) | softmax entropy / ln B (MC) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in rows:
-        ratio_mc = r.get("mc_grad_flops", float("nan")) / r.get("mc_grad_rank", float("nan")) if r.get("mc_grad_rank") else float("nan")
-        lines.append(
-            f"| {r['sigma']:g} | {r['k']:g} | {r['th_active_dims_d']:.4g} / {r['mc_active_dims_d']:.4g} | "
-            f"{r['th_Ea_d']:.4g} / {r['mc_Ea_d']:.4g} | {r['th_flops_reg_d']:.4g} / {r['mc_flops_reg_d']:.4g} | "
-            f"{r['th_score_spread']:.4g} / {r['mc_score_spread']:.4g} | {r.get('th_grad_ratio', float('nan')):.3g} / "
-            f"{ratio_mc:.3g} | {r['mc_softmax_entropy_ratio']:.3f} |"
-        )
-    lines += [
-        "",
-        "Mechanism (theory): " + describe_mechanism(mech),
-    ]
-    if fig:
-        lines += ["", f"![theory vs Monte Carlo]({fig})"]
-    return "\n".join(lines) + "\n"
-
-
-def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
-    """Theory + Monte Carlo table for k in {1, ..., 32} at a few sigma; JSON/CSV/config, figure, summary.md.
-
-    Resumable: each (sigma, k) cell is saved as it finishes. A finished stage returns its saved summary
-    unless ``overwrite``.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {sorted(PRESETS)}, got {preset!r}")
-    out_dir = Path(out_dir)
-    if (out_dir / "DONE").exists() and not overwrite and (out_dir / "summary.md").exists():
-        return (out_dir / "summary.md").read_text()
-    from tqdm.auto import tqdm
-
-    cfg = PRESETS[preset]
-    run = RunDir(out_dir, overwrite=overwrite)
-    run.write_config(cfg)
-    rows = []
-    for sigma, k in tqdm([(s, k) for s in cfg.sigmas for k in cfg.ks], desc="score-scale cells"):
-        name = f"sigma={sigma:g}_k={k:g}"
-        if run.has_cell(name):
-            rows.append(run.load_cell(name))
-            continue
-        th = theory_row(cfg, sigma, k)
-        mc = monte_carlo(cfg, sigma, k)
-        row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")},
-               **{f"mc_{n}": v for n, v in mc.items()}}
-        run.save_cell(name, row)
-        rows.append(row)
-    mech = mechanism(cfg)
-    run.write_json("score_scale.json", {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
-    run.write_csv("score_scale.csv", rows)
-    fig = None
-    try:
-        from initlab.paper_figs.score_scale_figures import plot_theory_vs_mc
-
-        fig = plot_theory_vs_mc(rows, out_dir / "score_scale_theory_vs_mc.png").name
-    except ImportError as err:  # pragma: no cover - matplotlib is a core dependency
-        print(f"figure skipped: {err}", file=sys.stderr)
-    md = _summary(cfg, rows, mech, fig)
-    from initlab.runs import atomic_write_text
-
-    atomic_write_text(out_dir / "summary.md", md)
-    run.mark_done()
-    return md

@@ -15,23 +15,21 @@ figures, summary.md).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 
 from initlab.config import derive, to_dict
-from initlab.runs import RunDir, atomic_write_json, atomic_write_text, torch_threads
+from initlab.runs import torch_threads
 from initlab.theory import attention_gradient as ag
 from initlab.theory import attention_masked as am
 from initlab.theory.subspace import blind_component, blind_fraction
 
-__all__ = ["VerifyConfig", "StatementResult", "run_verify", "format_table", "main", "reproduce_stage", "PRESETS"]
+__all__ = ["VerifyConfig", "StatementResult", "run_verify", "format_table", "PRESETS"]
 
 # Test-only hook: a callable ``(statement, gradient) -> gradient`` applied to every autograd gradient
 # before it is compared. Tests set it to inject a wrong gradient and check that verify reports FAIL.
@@ -495,141 +493,3 @@ def format_table(report: dict[str, Any]) -> str:
         for f in r["failures"][:5]:
             lines.append(f"{'':<10}   ! {f}")
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """``initlab theory verify [--json PATH] [--seed N] [--cases N] [--t-max N] [--mc-samples N] [--symbolic]``."""
-    parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", type=Path, default=None, help="also write the full report as JSON to PATH")
-    parser.add_argument("--seed", type=int, default=BASE.seed, help="base seed, an integer in [0, 2^40) (default 0)")
-    parser.add_argument("--cases", type=int, default=BASE.cases, help="random cases per statement (default 20)")
-    parser.add_argument("--t-max", type=int, default=BASE.t_max, help="largest sequence length T of the random cases (default 128; T4's Monte Carlo uses T in 4..24)")
-    parser.add_argument("--mc-samples", type=int, default=BASE.mc_samples, help="Monte Carlo sequences per T4 run (default 20000)")
-    parser.add_argument("--symbolic", action="store_true", help="also run the sympy derivations (about 15 s)")
-    args = parser.parse_args(argv)
-    for flag, value, low in (("--cases", args.cases, 1), ("--t-max", args.t_max, 2), ("--mc-samples", args.mc_samples, 2)):
-        if value < low:
-            parser.error(f"argument {flag}: expected an integer >= {low}, got {value}")
-    if not 0 <= args.seed < 2**40:
-        parser.error(f"argument --seed: expected an integer in [0, 2^40), got {args.seed}")
-    try:
-        cfg = derive(BASE, seed=args.seed, cases=args.cases, t_max=args.t_max, mc_samples=args.mc_samples, symbolic=args.symbolic)
-        report = run_verify(cfg, progress=True)
-    except ValueError as err:
-        parser.error(str(err))
-    print(format_table(report))
-    print(f"\n{'all statements PASS' if report['passed'] else 'SOME STATEMENTS FAIL'} ({report['seconds']:.1f} s)")
-    if args.json is not None:
-        atomic_write_json(args.json, report)
-        print(f"wrote {args.json}")
-    return 0 if report["passed"] else 1
-
-
-# ----------------------------------------------------------------------------------------------
-# reproduce stage
-# ----------------------------------------------------------------------------------------------
-def _t2_curve(seed: int, Ts: Sequence[int], widths: Sequence[int], reps: int) -> list[dict[str, Any]]:
-    """Measured |<grad_S L, P^(w)>| / ||grad_S L||_F (mean and max over ``reps`` random cases) vs T."""
-    gen = torch.Generator().manual_seed(seed)
-    rows = []
-    for w in widths:
-        for T in [T for T in Ts if T > 2 * w + 1]:  # for T <= 2w + 1 the band is (nearly) all-ones
-            vals = []
-            for _ in range(reps):
-                case = ag.random_case(gen, T, d=4, heads=1, e=3, f="tanh", loss="mse")
-                G = ag.score_gradient(case)[0]
-                vals.append(abs(float((G * ag.band_pattern(T, w)).sum())) / float(G.norm()))
-            rows.append({"w": w, "T": T, "mean_ratio": sum(vals) / len(vals), "max_ratio": max(vals), "bound": ag.band_relative_bound(T, w)})
-    return rows
-
-
-def _t4_curve(seed: int, ps: Sequence[float], T: int, K: int, q: float, w: int, n: int) -> list[dict[str, Any]]:
-    """Closed form vs Monte Carlo (linearised loss, and cross-entropy at beta = 1) of E<D, band> vs p."""
-    gen = torch.Generator().manual_seed(seed)
-    P = ag.band_pattern(T, w, diagonal=False)
-    C = torch.eye(K, dtype=torch.float64)
-    rows = []
-    for p in ps:
-        lin, lin_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="linear")
-        ce, ce_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="ce")
-        rows.append({"p": p, "closed_form": am.expected_projection(P, p, q, C), "mc_linear": lin, "mc_linear_se": lin_se, "mc_ce": ce, "mc_ce_se": ce_se})
-    return rows
-
-
-def _summary(report: dict[str, Any], preset: str, t2: list[dict], t4: list[dict]) -> str:
-    lines = [
-        "## Theory: attention-gradient theorems T1-T5",
-        "",
-        f"`initlab theory verify` (preset `{preset}`, {report['config']['cases']} cases per statement, "
-        f"seed {report['config']['seed']}, symbolic derivations {'on' if report['config']['symbolic'] else 'off'}): "
-        f"**{'all PASS' if report['passed'] else 'FAIL'}** in {report['seconds']:.1f} s.",
-        "",
-        "| statement | cases | max abs err | max rel err | verdict |",
-        "| --- | ---: | ---: | ---: | --- |",
-    ]
-    for r in report["statements"]:
-        lines.append(f"| {r['statement']} | {r['cases']} | {r['max_abs_error']:.2e} | {r['max_rel_error']:.2e} | {r['verdict']} |")
-    fails = [f"- {r['statement']} failure: {f}" for r in report["statements"] for f in r["failures"][:5]]
-    if fails:
-        lines += [""] + fails
-    lines += ["", "T2 band derivative relative to the gradient norm (mean over random cases; bound ||d||/sqrt(T)):", ""]
-    for w in sorted({row["w"] for row in t2}):
-        sub = sorted((row for row in t2 if row["w"] == w), key=lambda row: row["T"])
-        a, b = sub[0], sub[-1]
-        lines.append(f"- w = {a['w']}: T = {a['T']}: {a['mean_ratio']:.3g} (bound {a['bound']:.3g}); T = {b['T']}: {b['mean_ratio']:.3g} (bound {b['bound']:.3g})")
-    lines += ["", "T4 expected descent projection on the off-diagonal band, copy path (closed form / MC linearised / MC cross-entropy at beta = 1):", ""]
-    for row in t4:
-        lines.append(f"- p = {row['p']:.2f}: {row['closed_form']:.4g} / {row['mc_linear']:.4g} ± {row['mc_linear_se']:.1g} / {row['mc_ce']:.4g} ± {row['mc_ce_se']:.1g}")
-    lines += ["", "Figures: `t2_band_ratio.png`, `t4_projection_vs_p.png`; full report: `verify.json`."]
-    return "\n".join(lines) + "\n"
-
-
-def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
-    """The ``theory`` stage of ``initlab reproduce``: verify T1-T5, draw two figures, return markdown.
-
-    A finished stage (``out_dir/DONE``) is not recomputed unless ``overwrite``: its saved
-    ``summary.md`` is returned. Otherwise writes ``config.json``, ``verify.json``, ``t2_curve.json``,
-    ``t4_curve.json``, ``t2_band_ratio.png``, ``t4_projection_vs_p.png``, ``summary.md``, then ``DONE``;
-    finished pieces are kept as cells, so an interrupted stage resumes.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
-    out_dir = Path(out_dir)
-    if (out_dir / "DONE").exists() and not overwrite:
-        return (out_dir / "summary.md").read_text()
-    with torch_threads(1):
-        return _reproduce(out_dir, preset, overwrite)
-
-
-def _reproduce(out_dir: Path, preset: str, overwrite: bool) -> str:
-    cfg = PRESETS[preset]
-    run = RunDir(out_dir, overwrite=overwrite)
-    run.write_config(cfg)
-    if not run.has_cell("verify"):
-        run.save_cell("verify", run_verify(cfg, progress=True))
-    report = run.load_cell("verify")
-    run.write_json("verify.json", report)
-    big = preset == "full"
-    if not run.has_cell("t2_curve"):
-        Ts = [4, 8, 16, 32, 64, 128, 256] + ([512] if big else [])
-        run.save_cell("t2_curve", _t2_curve(cfg.seed, Ts, (1, 2, 4), 8 if big else 3))
-    if not run.has_cell("t4_curve"):
-        ps = [0.0, 0.2, 0.4, 0.6, 0.8, 0.95]
-        run.save_cell("t4_curve", _t4_curve(cfg.seed + 1, ps, 16, 4, 0.15, 2, max(2000, cfg.mc_samples)))
-    t2, t4 = run.load_cell("t2_curve"), run.load_cell("t4_curve")
-    run.write_json("t2_curve.json", t2)
-    run.write_json("t4_curve.json", t4)
-    from initlab.paper_figs.theory_figures import draw_all
-
-    draw_all(out_dir)
-    md = _summary(report, preset, t2, t4)
-    atomic_write_text(out_dir / "summary.md", md)
-    run.mark_done()
-    return md
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

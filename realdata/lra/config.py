@@ -34,7 +34,7 @@ __all__ = ["LRAConfig", "BASE", "TASK_PRESETS", "PRESETS", "get_preset", "INIT_G
 
 Task = Literal["listops", "text", "retrieval", "image", "pathfinder"]
 
-# hybrid initialisation: which parameter groups (initlab.synthetic.model.param_groups) come from SPT
+# hybrid initialisation: which parameter groups (initlab.nn.encoder.param_groups) come from SPT
 INIT_GROUPS = {"all": None, "qk": ("qk",), "qkvo": ("qkvo",), "ffn": ("ffn",)}
 
 
@@ -56,7 +56,7 @@ class LRAConfig:
     listops_gen: Optional[ListOpsGenConfig] = None
     limit: Optional[int] = None
     max_len: Optional[int] = None
-    # model (initlab.synthetic.model.ModelConfig)
+    # model (initlab.nn.encoder.ModelConfig)
     n_layers: int = 6
     d_model: int = 512
     n_heads: int = 8
@@ -100,7 +100,7 @@ class LRAConfig:
             raise ValueError(f"mask_ratio: expected a float in (0, 1) or None, got {self.mask_ratio}")
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads: must divide d_model={self.d_model}, got {self.n_heads}")
-        from initlab.synthetic.model import GROUPS
+        from initlab.nn.encoder import GROUPS
 
         bad = [g for g in self.freeze if g not in GROUPS]
         if bad:

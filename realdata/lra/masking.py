@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from initlab.nn.masking import mask_tokens as _mask_tokens
 from initlab.realdata.lra.data import MASK_ID
 
 __all__ = ["MASK_RATIO", "mask_tokens", "masked_loss", "causal_targets"]
@@ -23,23 +24,13 @@ MASK_RATIO = {"listops": 0.10, "text": 0.15, "retrieval": 0.15, "image": 0.50, "
 
 def mask_tokens(tokens: torch.Tensor, pad_mask: torch.Tensor, ratio: float, generator: torch.Generator | None = None,
                 mask_id: int = MASK_ID) -> tuple[torch.Tensor, torch.Tensor]:
-    """I.i.d. masking of real tokens.
+    """LRA's argument order over :func:`initlab.nn.masking.mask_tokens` (the one masking function).
 
-    Args:
-        tokens: ``(B, T)`` long ids. pad_mask: ``(B, T)`` bool, True = real token.
-        ratio: masking probability in (0, 1). generator: CPU generator for reproducible masks.
-    Returns:
-        ``(corrupted (B, T), masked (B, T) bool)``; ``masked`` is False on padding.
-    Raises:
-        ValueError: ``ratio`` outside (0, 1) or shape mismatch.
+    Args: ``tokens (B, T)`` long ids; ``pad_mask (B, T)`` bool True = real; ``ratio`` in (0, 1);
+    ``generator`` a CPU generator. Returns ``(corrupted (B, T), masked (B, T) bool)``, False on padding.
+    Raises: ValueError: ``ratio`` outside (0, 1) or shape mismatch.
     """
-    if not 0.0 < ratio < 1.0:
-        raise ValueError(f"ratio: expected a float in (0, 1), got {ratio!r}")
-    if tokens.shape != pad_mask.shape:
-        raise ValueError(f"tokens/pad_mask: shapes differ {tuple(tokens.shape)} vs {tuple(pad_mask.shape)}")
-    u = torch.rand(tokens.shape, generator=generator).to(tokens.device)
-    masked = (u < ratio) & pad_mask
-    return tokens.masked_fill(masked, mask_id), masked
+    return _mask_tokens(tokens, ratio, generator, pad_mask=pad_mask, mask_id=mask_id)
 
 
 def masked_loss(logits: torch.Tensor, targets: torch.Tensor, masked: torch.Tensor) -> tuple[torch.Tensor, int]:

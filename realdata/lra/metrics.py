@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from initlab.realdata.lra.data import Split
-from initlab.synthetic.metrics import attention_entropy, proximity_mass, relative_position_score
+from initlab.nn.attention_metrics import attention_entropy, proximity_mass, relative_position_score
 
 __all__ = ["attention_metrics"]
 

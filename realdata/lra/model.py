@@ -1,4 +1,4 @@
-"""LRA models on top of :class:`initlab.synthetic.model.SequenceTransformer`.
+"""LRA models on top of :class:`initlab.nn.encoder.SequenceTransformer`.
 
 :class:`LRAModel` wraps the synthetic encoder (multi-layer, pre-norm, additive sinusoidal positions,
 length-aware mean pooling) and adds
@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from initlab.synthetic.model import ModelConfig, SequenceTransformer
+from initlab.nn.encoder import ModelConfig, SequenceTransformer
 
 __all__ = ["LRAModel", "causal_encode", "flops_per_sequence", "backbone_config"]
 
@@ -31,14 +31,6 @@ def backbone_config(vocab_size: int, max_len: int, n_classes: int, *, n_layers: 
                        d_ff=d_ff, dropout=dropout, pre_norm=True, n_classes=n_classes)
 
 
-def _causal_attention(attn, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    B, T, d = x.shape
-    q, k, v = attn._heads(attn.W_Q(x)), attn._heads(attn.W_K(x)), attn._heads(attn.W_V(x))
-    p = attn.dropout if attn.training else 0.0
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p)
-    return attn.W_O(o.transpose(1, 2).reshape(B, T, d))
-
-
 def causal_encode(model: SequenceTransformer, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None,
                   causal: bool = True) -> torch.Tensor:
     """Encoder pass where query t attends to keys ``s <= t`` (and never to padding).
@@ -47,17 +39,7 @@ def causal_encode(model: SequenceTransformer, tokens: torch.Tensor, pad_mask: to
     bidirectional pass (used by the float64 test against ``model.encode``).
     Returns: ``H (B, T, d)``. Padding query rows attend to the real prefix (their outputs are unused).
     """
-    real = model._check(tokens, pad_mask)
-    B, T = tokens.shape
-    keep = real[:, None, None, :]  # (B, 1, 1, T) key may be attended
-    if causal:
-        keep = keep & torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril()[None, None]
-    x = model.drop(model.tok_emb(tokens) + model.pos[:T])
-    for blk in model.blocks:
-        x = blk._sub(x, lambda z, blk=blk: _causal_attention(blk.attn, z, keep), blk.ln1)
-        if blk.cfg.use_ffn:
-            x = blk._sub(x, blk.ffn, blk.ln2)
-    return model.ln_f(x)
+    return model.encode(tokens, pad_mask, causal=causal)
 
 
 class LRAModel(nn.Module):

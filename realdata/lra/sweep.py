@@ -27,7 +27,7 @@ from initlab.config import derive, to_dict
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
 from initlab.runs import RunDir
 
-__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "reproduce_stage"]
+__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep"]
 
 _FT_ONLY = ("init", "init_groups", "freeze", "epochs", "metrics_examples")
 
@@ -145,27 +145,3 @@ def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool) -> list[
             run.save_cell(cell, row)
         rows.append(run.load_cell(cell))
     return rows
-
-
-def reproduce_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
-    """The CPU ListOps SPT-vs-scratch comparison as an ``initlab reproduce`` stage; returns markdown.
-
-    ``quick``: the toy preset, seed 0 (seconds); ``default``: ``cpu-listops``, seed 0 (about 3 minutes on
-    2 loaded cores); ``full``: ``cpu-listops``, seeds 0, 1, 2.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    from initlab.realdata.lra.config import CPU_LISTOPS, TOY
-
-    choice = {"quick": (TOY, (0,)), "default": (CPU_LISTOPS, (0,)), "full": (CPU_LISTOPS, (0, 1, 2))}
-    if preset not in choice:
-        raise ValueError(f"preset: expected one of {list(choice)}, got {preset!r}")
-    cfg, seeds = choice[preset]
-    rows = run_sweep("spt-vs-scratch", cfg, out_dir, seeds, overwrite=overwrite, progress=False)
-    lines = ["## LRA ListOps on CPU: self-pretraining vs from scratch", "",
-             f"Generated ListOps ({cfg.listops_gen.n_train} training trees, lengths {cfg.listops_gen.min_length}-"
-             f"{cfg.listops_gen.max_length}), {cfg.n_layers} layers, d {cfg.d_model}; test accuracy at the best "
-             "validation epoch.", "", "| condition | seed | test acc | val acc | best epoch |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['condition']} | {r['seed']} | {r['test_acc']:.3f} | {r['val_acc']:.3f} | {r['best_epoch']} |" for r in rows]
-    return "\n".join(lines) + "\n"

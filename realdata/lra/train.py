@@ -373,7 +373,7 @@ def evaluate_accuracy(model, split: Split, batch_size: int, accelerator, max_len
 def init_from_spt(model: LRAModel, state: dict[str, torch.Tensor], groups: str) -> list[str]:
     """Copy SPT weights into ``model.backbone``: ``all`` = everything but the heads (embeddings, W_Q/W_K/
     W_V/W_O, FFN, LayerNorms); ``qk``/``qkvo``/``ffn`` = hybrid initialisation (rest stays random)."""
-    from initlab.synthetic.model import load_partial
+    from initlab.nn.encoder import load_partial
 
     if groups not in INIT_GROUPS:
         raise ValueError(f"init_groups: expected one of {list(INIT_GROUPS)}, got {groups!r}")
@@ -389,7 +389,7 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         ValueError: ``epochs < 1``, ``init='spt'`` without ``spt_ckpt``, a config that differs from an
             unfinished run in ``out``. FileNotFoundError: missing checkpoint.
     """
-    from initlab.synthetic.model import freeze
+    from initlab.nn.encoder import freeze
 
     out = Path(out)
     if cfg.epochs < 1:

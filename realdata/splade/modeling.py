@@ -3,7 +3,7 @@
 The model is ``SparseEncoder([Transformer(backbone, transformer_task="fill-mask"), SpladePooling("max")])``:
 the masked-LM logits ``z = H W_head^T + b`` of every token ``(B, T, V)`` become term weights
 ``max_t log(1 + ReLU(z_t))`` ``(B, V)`` (SPLADE-max, SPLADE v2 arXiv:2109.10086 eq. 6). Before training
-``W_head`` is divided by ``k`` with :func:`initlab.theory.mlm_head.rescale_mlm_head` (tied weights stay tied).
+``W_head`` is divided by ``k`` with :func:`initlab.mlmhead.rescale_mlm_head` (tied weights stay tied).
 
 Checkpoints are saved as safetensors (``model.safetensors``) and loaded with ``use_safetensors=True`` so
 no pickle is ever unpickled for the weights.
@@ -63,7 +63,7 @@ def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, d
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling, Transformer
 
-    from initlab.theory.mlm_head import rescale_mlm_head
+    from initlab.mlmhead import rescale_mlm_head
 
     kw = {"trust_remote_code": True} if trust_remote_code else {}
     tr = Transformer(str(backbone), transformer_task="fill-mask", max_seq_length=doc_max_length,

@@ -139,7 +139,7 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
         run.write_csv("summary.csv", rows)
         run.write_json("summary.json", rows)
         try:
-            from initlab.paper_figs.realsplade_figures import plot_nanobeir_vs_flops
+            from initlab.paper_figs.splade_scale_figures import plot_nanobeir_vs_flops
 
             plot_nanobeir_vs_flops(run.root / "summary.json", run.root / "nanobeir_vs_flops.png")
         except Exception as err:  # a figure never fails a sweep

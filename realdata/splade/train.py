@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from initlab.config import to_dict
+from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import RunDir, atomic_write_csv, atomic_write_json, check_same_record
 
 from .config import SpladeTrainConfig
@@ -120,24 +121,15 @@ def tiny_texts(columns: dict[str, list]) -> list[str]:
 
 
 def detect_collapse(*, losses: list[float], q_active: float | None, d_active: float | None, vocab_size: int,
-                    near_full: float = 0.9) -> dict[str, Any]:
-    """Collapse verdict: NaN/inf loss, active dims -> 0 (< 1 on average) or to nearly the whole vocabulary
-    (> ``near_full`` V). Returns ``{"collapsed": bool, "reasons": [...]}`` and warns when collapsed."""
-    reasons = []
-    if any(not math.isfinite(x) for x in losses):
-        reasons.append("non-finite training loss")
-    for name, a in (("query", q_active), ("document", d_active)):
-        if a is None:
-            continue
-        if not math.isfinite(a):
-            reasons.append(f"non-finite {name} vectors")
-        elif a < 1.0:
-            reasons.append(f"{name} active dims -> 0 ({a:.3g})")
-        elif a > near_full * vocab_size:
-            reasons.append(f"{name} active dims ~ vocabulary ({a:.0f} of {vocab_size})")
-    if reasons:
-        warnings.warn("SPLADE collapse: " + "; ".join(reasons), RuntimeWarning, stacklevel=2)
-    return {"collapsed": bool(reasons), "reasons": reasons}
+                    near_full: float = 0.9, **more: Any) -> dict[str, Any]:
+    """Collapse verdict from the one detector :func:`initlab.nn.collapse.detect_collapse` (``more``: its
+    ``doc_vectors`` / ``scores`` arguments). Returns ``{"collapsed": bool, "reasons": [...], ...stats}`` and
+    warns when collapsed."""
+    verdict = shared_detect_collapse(losses=losses, q_active=q_active, d_active=d_active, vocab_size=vocab_size,
+                                     dense_fraction=near_full, **more)
+    if verdict.collapsed:
+        warnings.warn("SPLADE collapse: " + "; ".join(verdict.reasons), RuntimeWarning, stacklevel=2)
+    return verdict.as_dict()
 
 
 def check_backbone(backbone: str, *, trust_remote_code: bool = False) -> None:
@@ -287,7 +279,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         "note": "unweighted FLOPS regulariser of every training call, over the global batch" if cfg.global_flops else
                 "per-process batch (global_flops=False)"})
     try:
-        from initlab.paper_figs.realsplade_figures import plot_loss_curve
+        from initlab.paper_figs.splade_scale_figures import plot_loss_curve
 
         plot_loss_curve(out / "loss_curve.csv", out / "loss_curve.png", title=Path(out).name)
     except Exception as err:  # a figure never fails a training run

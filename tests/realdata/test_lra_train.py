@@ -216,7 +216,7 @@ def test_lra_causal_and_cross_task_pretraining(tmp_path):
 
 
 def test_lra_reproduce_stage_quick(tmp_path):
-    from initlab.realdata.lra.sweep import reproduce_stage
+    from initlab.stages import lra_listops as reproduce_stage
 
     md = reproduce_stage(tmp_path / "lra", preset="quick")
     assert md.startswith("## LRA ListOps on CPU") and md.count("| scratch |") == 1 and md.count("| spt |") == 1
@@ -230,7 +230,7 @@ def test_lra_reproduce_stage_quick(tmp_path):
 def test_lra_sweep_cli_names_bad_seeds(tmp_path, capsys):
     import pytest as _pytest
 
-    from initlab.realdata.lra.cli import sweep_main
+    from initlab.commands.lra import sweep_main
 
     with _pytest.raises(SystemExit) as exc:
         sweep_main(["--ablation", "hybrid", "--seeds", "a,b", "--out", str(tmp_path / "s")])

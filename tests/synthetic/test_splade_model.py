@@ -11,7 +11,7 @@ import torch
 from initlab.synthetic.splade import flops_pairs, splade_pool
 from initlab.synthetic.splade_data import SPECIAL_TOKENS
 from initlab.synthetic.splade_model import BackboneConfig, build_model, build_tokenizer, head_weight, inflate_head
-from initlab.theory.mlm_head import rescale_mlm_head
+from initlab.mlmhead import rescale_mlm_head
 
 VOCAB = list(SPECIAL_TOKENS) + [f"w{i}" for i in range(20)]
 TINY = BackboneConfig(d=16, layers=1, heads=2, ffn=32, max_len=16)

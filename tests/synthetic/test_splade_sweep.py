@@ -8,6 +8,9 @@ import warnings
 import pytest
 import torch
 
+from initlab import stages
+from initlab.paper_figs import synthetic_splade_figures
+from initlab.commands import synthetic as synthetic_cmd
 import initlab.synthetic.splade as sp
 from initlab.config import derive
 from initlab.runs import RunExistsError
@@ -29,7 +32,7 @@ def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("splade") / "run"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # tiny cells may legitimately count as collapsed
-        sp.run_sweep(out, TINY, progress=False)
+        sp.run_sweep(out, TINY, progress=False, draw=synthetic_splade_figures.draw_all)
     return out
 
 
@@ -107,14 +110,15 @@ def test_collapse_detection_on_constructed_cases():
     nan = ok + [{"step": 2, "loss": float("nan"), "ranking": float("nan"), "flops_q": 0.0, "flops_d": 0.0}]
     assert sp.detect_collapse(nan, 5.0, 20.0, 100) == ["non-finite loss at step 2"]
     assert any("documents empty" in r for r in sp.detect_collapse(ok, 5.0, 0.0, 100))
-    assert any("queries empty" in r for r in sp.detect_collapse(ok, float("nan"), 20.0, 100))
+    assert any("queries: non-finite" in r for r in sp.detect_collapse(ok, float("nan"), 20.0, 100))
+    assert any("queries empty" in r for r in sp.detect_collapse(ok, 0.5, 20.0, 100))
     assert any("dense" in r for r in sp.detect_collapse(ok, 5.0, 95.0, 100))
     assert "non-finite weights" in sp.detect_collapse(ok, 5.0, 20.0, 100, finite_weights=False)
 
 
 def test_collapsed_model_is_recorded_not_raised(tiny_run):
     """A head with a large negative bias gives empty vectors; a NaN head gives NaN scores: both evaluate."""
-    from initlab.theory.mlm_head import head_bias, head_projection
+    from initlab.mlmhead import head_bias, head_projection
 
     corpus = make_corpus(TINY.corpus)
     model = sp.load_encoder(tiny_run / "backbone" / "seed=0", 1.0, 1.0, TINY, 0)
@@ -133,19 +137,18 @@ def test_collapsed_model_is_recorded_not_raised(tiny_run):
 
 def test_reproduce_stage_and_cli_return_saved_results(tiny_run, monkeypatch, capsys):
     monkeypatch.setitem(sp.PRESETS, "quick", TINY)
-    md = sp.reproduce_stage(tiny_run, "quick", overwrite=False)  # DONE: nothing is rerun
+    md = stages.splade(tiny_run, "quick", overwrite=False)  # DONE: nothing is rerun
     assert "| 1 | 1 |" in md and "splade_init_scale.png" in md
     with pytest.raises(ValueError, match="preset"):
-        sp.reproduce_stage(tiny_run, "huge", overwrite=False)
+        stages.splade(tiny_run, "huge", overwrite=False)
     with pytest.raises(SystemExit):
-        sp.main(["--preset", "quick", "--out", str(tiny_run)])  # finished run, no --overwrite
+        synthetic_cmd.splade_main(["--preset", "quick", "--out", str(tiny_run)])  # finished run, no --overwrite
     assert "already holds a finished run" in capsys.readouterr().err
 
 
 def test_figure_script_reads_saved_results(tiny_run, tmp_path):
-    from initlab.paper_figs import splade_figures
 
-    assert splade_figures.main([str(tiny_run), "--out", str(tmp_path), "--no-theory"]) == 0
+    assert synthetic_splade_figures.main([str(tiny_run), "--out", str(tmp_path), "--no-theory"]) == 0
     assert (tmp_path / "splade_loss_curves.png").exists()
     with pytest.raises(SystemExit):
-        splade_figures.main([str(tmp_path / "nothing")])
+        synthetic_splade_figures.main([str(tmp_path / "nothing")])

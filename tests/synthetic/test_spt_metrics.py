@@ -18,8 +18,9 @@ from initlab.synthetic.metrics import (
     toeplitz_part_reference,
     uniform_proximity_mass,
 )
-from initlab.synthetic.model import ModelConfig, SequenceTransformer
-from initlab.synthetic.tasks import TaskConfig, make_task, mask_tokens
+from initlab.nn.encoder import ModelConfig, SequenceTransformer
+from initlab.nn.masking import mask_tokens
+from initlab.synthetic.tasks import MASK_ID, TaskConfig, make_task
 
 
 @given(st.integers(2, 12), st.integers(1, 3), st.integers(0, 2**16))
@@ -107,7 +108,7 @@ def test_score_gradients_match_the_theorem(seed):
     """At uniform attention with mean pooling straight after attention the label gradient has no blind
     component (T1-T2), while masked reconstruction's does (T4)."""
     x, y = make_task("local", 16, seed, TaskConfig(T=40))
-    inp, masked = mask_tokens(x, 0.15, torch.Generator().manual_seed(seed))
+    inp, masked = mask_tokens(x, 0.15, torch.Generator().manual_seed(seed), mask_id=MASK_ID, at_least_one=True)
     g = score_gradients_at_init(_theorem_model(seed), x, y, inp, masked)
     assert g["label_grad_norm"] > 0 and g["mlm_grad_norm"] > 0
     assert g["label_blind_frac"] < 1e-10

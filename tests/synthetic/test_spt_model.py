@@ -1,4 +1,4 @@
-"""Tests of initlab.synthetic.model: shapes, padding masks, fast path == reference path, groups."""
+"""Tests of initlab.nn.encoder: shapes, padding masks, fast path == reference path, groups."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from initlab.config import from_dict
-from initlab.synthetic.model import (
+from initlab.nn.encoder import (
     Attention,
     ModelConfig,
     SequenceTransformer,

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from initlab import stages
+from initlab.paper_figs import spt_figures
+from initlab.commands import synthetic as synthetic_cmd
 from initlab.config import derive
 from initlab.runs import RunExistsError
 from initlab.synthetic import spt
@@ -25,7 +28,7 @@ def _cells(out: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("spt") / "run"
-    md = spt.run(TINY, out, progress=False)
+    md = spt.run(TINY, out, progress=False, draw=spt_figures.make_figures)
     return out, md
 
 
@@ -61,7 +64,7 @@ def test_tiny_run_writes_everything(tiny_run):
 def test_same_seed_identical_metrics(tiny_run, tmp_path):
     out, _ = tiny_run
     cfg = derive(TINY, conditions=("scratch", "spt", "hybrid_qk"))
-    spt.run(cfg, tmp_path / "again", progress=False, figures=False)
+    spt.run(cfg, tmp_path / "again", progress=False)
     first, again = _cells(out), _cells(tmp_path / "again")
     for name in ("init_grad__seed0", "spt_local_d1__seed0", "scratch__seed0", "spt__seed0", "hybrid_qk__seed0"):
         a, b = dict(first[name]), dict(again[name])
@@ -74,7 +77,7 @@ def test_same_seed_identical_metrics(tiny_run, tmp_path):
 def test_interrupted_run_resumes_without_redoing_cells(tmp_path):
     cfg = derive(TINY, conditions=("scratch", "frozen_attn"))
     out = tmp_path / "run"
-    spt.run(cfg, out, progress=False, figures=False)
+    spt.run(cfg, out, progress=False)
     # simulate an interruption: no DONE, one finished cell kept (marked), one cell lost
     (out / "DONE").unlink()
     kept = out / "cells" / "scratch__seed0.json"
@@ -82,7 +85,7 @@ def test_interrupted_run_resumes_without_redoing_cells(tmp_path):
     data["test_acc"] = 0.123456  # a value a recomputation would not produce
     kept.write_text(json.dumps(data))
     (out / "cells" / "frozen_attn__seed0.json").unlink()
-    md = spt.run(cfg, out, progress=False, figures=False)
+    md = spt.run(cfg, out, progress=False)
     assert json.loads(kept.read_text())["test_acc"] == 0.123456
     assert (out / "cells" / "frozen_attn__seed0.json").exists() and (out / "DONE").exists()
     assert "12.3 ± 0.0" in md
@@ -90,26 +93,26 @@ def test_interrupted_run_resumes_without_redoing_cells(tmp_path):
 
 def test_workers_give_the_same_cells(tmp_path):
     cfg = derive(TINY, seeds=(0, 1), conditions=("scratch",))
-    spt.run(cfg, tmp_path / "one", progress=False, figures=False, workers=1)
-    spt.run(cfg, tmp_path / "two", progress=False, figures=False, workers=2)
+    spt.run(cfg, tmp_path / "one", progress=False, workers=1)
+    spt.run(cfg, tmp_path / "two", progress=False, workers=2)
     assert _cells(tmp_path / "one") == _cells(tmp_path / "two")
 
 
 def test_cli_and_reproduce_stage(tmp_path, monkeypatch, capsys):
     tiny = derive(TINY, conditions=("scratch", "hybrid_qk"))
     monkeypatch.setitem(spt.PRESETS, "quick", tiny)
-    assert spt.main(["--preset", "quick", "--out", str(tmp_path / "cli"), "--workers", "1", "--no-progress"]) == 0
+    assert synthetic_cmd.spt_main(["--preset", "quick", "--out", str(tmp_path / "cli"), "--workers", "1", "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "| hybrid_qk |" in printed and "results:" in printed
     with pytest.raises(SystemExit):  # finished run, no --overwrite
-        spt.main(["--preset", "quick", "--out", str(tmp_path / "cli"), "--workers", "1", "--no-progress"])
-    md = spt.reproduce_stage(tmp_path / "stage", "quick", False)
+        synthetic_cmd.spt_main(["--preset", "quick", "--out", str(tmp_path / "cli"), "--workers", "1", "--no-progress"])
+    md = stages.spt(tmp_path / "stage", "quick", False)
     assert "| scratch |" in md
     before = (tmp_path / "stage" / "summary.md").stat().st_mtime_ns
-    assert spt.reproduce_stage(tmp_path / "stage", "quick", False) == md  # finished: the saved summary
+    assert stages.spt(tmp_path / "stage", "quick", False) == md  # finished: the saved summary
     assert (tmp_path / "stage" / "summary.md").stat().st_mtime_ns == before
     with pytest.raises(ValueError, match="preset"):
-        spt.reproduce_stage(tmp_path / "x", "huge", False)
+        stages.spt(tmp_path / "x", "huge", False)
 
 
 def test_config_errors():

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from initlab.synthetic.metrics import count_classifier_accuracy, token_counts
-from initlab.synthetic.tasks import MASK_ID, N_SPECIAL, TaskConfig, make_task, mask_tokens, vocab_size
+from initlab.nn.masking import mask_tokens
+from initlab.synthetic.tasks import MASK_ID, N_SPECIAL, TaskConfig, make_task, vocab_size
 
 CFG = TaskConfig()
 V = vocab_size(CFG)
@@ -109,10 +110,10 @@ def test_mask_tokens(rate, seed):
     pad = torch.ones_like(x, dtype=torch.bool)
     pad[:, 25:] = False
     g = torch.Generator().manual_seed(seed)
-    inp, masked = mask_tokens(x, rate, g, pad)
+    inp, masked = mask_tokens(x, rate, g, pad_mask=pad, mask_id=MASK_ID, at_least_one=True)
     assert masked.any() and not masked[:, 25:].any()
     assert torch.all(inp[masked] == MASK_ID) and torch.equal(inp[~masked], x[~masked])
-    inp2, masked2 = mask_tokens(x, rate, torch.Generator().manual_seed(seed), pad)
+    inp2, masked2 = mask_tokens(x, rate, torch.Generator().manual_seed(seed), pad_mask=pad, mask_id=MASK_ID, at_least_one=True)
     assert torch.equal(inp, inp2) and torch.equal(masked, masked2)
 
 
@@ -125,5 +126,5 @@ def test_bad_inputs():
         make_task("pairs", 3, 0, TaskConfig(T=11))
     with pytest.raises(ValueError, match="signal_frac"):
         TaskConfig(signal_frac=1.5)
-    with pytest.raises(ValueError, match="rate"):
-        mask_tokens(torch.zeros(2, 3, dtype=torch.long), 0.0, torch.Generator())
+    with pytest.raises(ValueError, match="ratio"):
+        mask_tokens(torch.zeros(2, 3, dtype=torch.long), 0.0, torch.Generator(), mask_id=MASK_ID)  # noqa

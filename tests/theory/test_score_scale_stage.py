@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from initlab import stages
+from initlab.commands import theory as theory_cmd
 from initlab.config import derive
 from initlab.paper_figs import score_scale_figures as figs
 from initlab.theory import score_scale as ss
@@ -13,21 +15,21 @@ from initlab.theory import score_scale as ss
 
 def test_score_scale_cli_table_and_json(tmp_path, capsys):
     out = tmp_path / "t.json"
-    assert ss.main(["--sigma", "2", "8", "--json", str(out)]) == 0
+    assert theory_cmd.score_scale_main(["--sigma", "2", "8", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "sigma/k" in printed and "grad_ratio" in printed
     data = json.loads(out.read_text())
     assert len(data["rows"]) == 12 and data["config"]["sigmas"] == [2.0, 8.0]
     assert {r["k"] for r in data["rows"]} == {1.0, 2.0, 4.0, 8.0, 16.0, 32.0}
     with pytest.raises(SystemExit):
-        ss.main(["--sigma", "-1"])
+        theory_cmd.score_scale_main(["--sigma", "-1"])
 
 
 def test_score_scale_reproduce_stage_resumes_and_guards(tmp_path, monkeypatch):
     tiny = derive(ss.PRESETS["quick"], sigmas=(4.0,), ks=(1.0, 8.0), vocab=64, batch=8, L_d=16)
     monkeypatch.setitem(ss.PRESETS, "quick", tiny)
     out = tmp_path / "stage"
-    md = ss.reproduce_stage(out, "quick")
+    md = stages.score_scale_stage(out, "quick")
     for name in ("config.json", "score_scale.json", "score_scale.csv", "summary.md", "DONE", "score_scale_theory_vs_mc.png"):
         assert (out / name).is_file(), name
     assert "| 4 | 8 |" in md and "Mechanism" in md
@@ -36,13 +38,13 @@ def test_score_scale_reproduce_stage_resumes_and_guards(tmp_path, monkeypatch):
     # finished: returns the saved summary without recomputing
     calls = []
     monkeypatch.setattr(ss, "monte_carlo", lambda *a, **k: calls.append(1))
-    assert ss.reproduce_stage(out, "quick") == md and not calls
+    assert stages.score_scale_stage(out, "quick") == md and not calls
     # interrupted run: finished cells are reused (monte_carlo not called for them)
     (out / "DONE").unlink()
     (out / "summary.md").unlink()
-    assert "| 4 | 1 |" in ss.reproduce_stage(out, "quick") and not calls
+    assert "| 4 | 1 |" in stages.score_scale_stage(out, "quick") and not calls
     with pytest.raises(ValueError, match="preset"):
-        ss.reproduce_stage(tmp_path / "x", "huge")
+        stages.score_scale_stage(tmp_path / "x", "huge")
 
 
 def test_score_scale_figure_script(tmp_path, capsys):
@@ -60,7 +62,7 @@ def test_score_scale_figure_script(tmp_path, capsys):
 def test_score_scale_cli_rejects_batch_below_two(capsys):
     import pytest as _pytest
 
-    from initlab.theory.score_scale import main as _main
+    from initlab.commands.theory import score_scale_main as _main
 
     with _pytest.raises(SystemExit) as exc:
         _main(["--batch", "1"])

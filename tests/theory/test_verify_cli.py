@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from initlab import stages
+from initlab.commands import theory as theory_cmd
 from initlab import cli
 from initlab.theory import verify
 
@@ -41,7 +43,7 @@ def test_verify_reports_fail_for_an_injected_wrong_gradient(monkeypatch, capsys,
         return G
 
     monkeypatch.setattr(verify, "_TEST_HOOK", hook)
-    rc = verify.main(["--cases", "2", "--t-max", "12", "--mc-samples", "2000"])
+    rc = theory_cmd.verify_main(["--cases", "2", "--t-max", "12", "--mc-samples", "2000"])
     text = capsys.readouterr().out
     assert rc == 1
     row = next(line for line in text.splitlines() if line.startswith(target))
@@ -53,7 +55,7 @@ def test_verify_reports_fail_for_an_injected_wrong_gradient(monkeypatch, capsys,
 def test_verify_bad_arguments(capsys):
     for argv, flag in ((["--cases", "0"], "--cases"), (["--t-max", "1"], "--t-max"), (["--mc-samples", "1"], "--mc-samples"), (["--seed", "-1"], "--seed")):
         with pytest.raises(SystemExit) as exc:
-            verify.main(argv)
+            theory_cmd.verify_main(argv)
         assert exc.value.code == 2
         assert f"argument {flag}: expected an integer" in capsys.readouterr().err
     with pytest.raises(ValueError, match="statements: unknown"):
@@ -65,31 +67,31 @@ def test_verify_reproduce_stage_writes_resumes_and_overwrites(tmp_path, monkeypa
     calls = []
     real = verify.run_verify
     monkeypatch.setattr(verify, "run_verify", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(verify, "_t2_curve", lambda seed, Ts, widths, reps: real_t2(seed, [4, 16], (1,), 1))
-    monkeypatch.setattr(verify, "_t4_curve", lambda seed, ps, T, K, q, w, n: real_t4(seed, [0.0, 0.8], 8, 3, q, w, 1000))
+    monkeypatch.setattr(stages, "t2_band_curve", lambda seed, Ts, widths, reps: real_t2(seed, [4, 16], (1,), 1))
+    monkeypatch.setattr(stages, "t4_projection_curve", lambda seed, ps, T, K, q, w, n: real_t4(seed, [0.0, 0.8], 8, 3, q, w, 1000))
     out = tmp_path / "theory"
-    md = verify.reproduce_stage(out, "quick", overwrite=False)
+    md = stages.theory(out, "quick", overwrite=False)
     for name in ("DONE", "config.json", "verify.json", "summary.md", "t2_band_ratio.png", "t4_projection_vs_p.png", "t2_curve.json", "t4_curve.json"):
         assert (out / name).exists(), name
     assert "T1" in md and "PASS" in md and md == (out / "summary.md").read_text()
     assert [r["statement"] for r in json.loads((out / "verify.json").read_text())["statements"]] == ["T1", "T2", "T3", "T4", "T5"]
     assert json.loads((out / "config.json").read_text())["config"]["cases"] == 2
     assert len(calls) == 1
-    assert verify.reproduce_stage(out, "quick", overwrite=False) == md  # finished: not recomputed
+    assert stages.theory(out, "quick", overwrite=False) == md  # finished: not recomputed
     assert len(calls) == 1
-    verify.reproduce_stage(out, "quick", overwrite=True)  # recomputed, old folder moved aside
+    stages.theory(out, "quick", overwrite=True)  # recomputed, old folder moved aside
     assert len(calls) == 2
     assert list(tmp_path.glob("theory.old-*"))
     with pytest.raises(ValueError, match="preset"):
-        verify.reproduce_stage(tmp_path / "x", "huge")
+        stages.theory(tmp_path / "x", "huge")
 
 
-real_t2 = verify._t2_curve
-real_t4 = verify._t4_curve
+real_t2 = stages.t2_band_curve
+real_t4 = stages.t4_projection_curve
 
 
 def test_verify_t2_curve_shrinks_with_T():
-    rows = verify._t2_curve(0, [8, 256], (2,), 2)
+    rows = stages.t2_band_curve(0, [8, 256], (2,), 2)
     small, big = rows
     assert big["bound"] < small["bound"]
     assert big["mean_ratio"] < small["mean_ratio"]

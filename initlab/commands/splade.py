@@ -15,7 +15,7 @@ from typing import Sequence
 
 from initlab.config import derive, parse_overrides
 
-from .config import BACKBONES, K_VALUES, PRESETS, SpladeTrainConfig, cell_config, get_preset
+from initlab.realdata.splade.config import BACKBONES, K_VALUES, PRESETS, SpladeTrainConfig, cell_config, get_preset
 
 __all__ = ["train_main", "eval_main", "sweep_main", "parse_overrides"]
 
@@ -63,8 +63,8 @@ def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     p.add_argument("--eval", action="store_true", help="evaluate after training (the config's eval sets)")
     _common(p)
     args = p.parse_args(argv)
-    from .sweep import run_cell
-    from .train import train_splade
+    from initlab.realdata.splade.sweep import run_cell
+    from initlab.realdata.splade.train import train_splade
 
     try:
         cfg = cell_config(_base_config(args), args.backbone, args.k)
@@ -95,8 +95,8 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--seismic", action="store_true", help="also retrieve approximately with pyseismic-lsr; report its recall vs exact")
     p.add_argument("--overwrite", action="store_true")
     args = p.parse_args(argv)
-    from .data import BEIR13, NANOBEIR_NAMES
-    from .sweep import eval_checkpoint
+    from initlab.realdata.splade.data import BEIR13, NANOBEIR_NAMES
+    from initlab.realdata.splade.sweep import eval_checkpoint
 
     names: list[str] = []
     for s in (x.strip() for x in args.sets.split(",") if x.strip()):
@@ -122,7 +122,7 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     p.add_argument("--out", type=Path, required=True)
     _common(p)
     args = p.parse_args(argv)
-    from .sweep import run_sweep
+    from initlab.realdata.splade.sweep import run_sweep
 
     if args.backbones is None:
         backbones = [b for b in BACKBONES if args.trust_remote_code or b != "gte"]

@@ -1,5 +1,7 @@
 """A small sequence-classification transformer encoder (shared by the synthetic SPT runs and LRA).
 
+Imported as ``initlab.nn.encoder``.
+
 Layout, readable top to bottom (letters: B batch, T length, d width, H heads, V vocabulary):
 
     tokens (B, T) --tok_emb--> (B, T, d) + P[:T]          P: fixed sinusoidal table (Vaswani et al. 2017, §3.5)
@@ -28,6 +30,8 @@ from typing import Literal, Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from initlab.nn.pooling import mean_pool
 
 __all__ = [
     "ModelConfig",
@@ -112,17 +116,20 @@ class Attention(nn.Module):
         self.W_O = nn.Linear(d_model, d_model)
         self.last_scores: torch.Tensor | None = None  # (B, H, T, T), set by the reference path only
 
-    def _heads(self, z: torch.Tensor) -> torch.Tensor:  # (B, T, d) -> (B, H, T, d_head)
+    def split_heads(self, z: torch.Tensor) -> torch.Tensor:  # (B, T, d) -> (B, H, T, d_head)
         B, T, _ = z.shape
         return z.view(B, T, self.n_heads, self.d_head).transpose(1, 2)
 
     def forward(
-        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, return_attn: bool = False
+        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, return_attn: bool = False,
+        causal: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Args:
             x: ``(B, T, d)`` float.
             key_padding_mask: ``(B, T)`` bool, True = padding (never attended to), or None.
             return_attn: use the explicit reference path and return the attention maps.
+            causal: query t attends only to keys ``s <= t`` (and never to padding). A padding query row
+                still attends to the real prefix (its output is unused).
         Returns:
             ``y (B, T, d)`` and ``attn (B, H, T, T)`` (rows = queries, sum to 1) or None.
         Raises:
@@ -138,7 +145,10 @@ class Attention(nn.Module):
             if key_padding_mask.all(dim=1).any():
                 raise ValueError("key_padding_mask: a sequence has only padding (no key to attend to)")
             keep = ~key_padding_mask[:, None, None, :]
-        q, k, v = self._heads(self.W_Q(x)), self._heads(self.W_K(x)), self._heads(self.W_V(x))
+        if causal:
+            tril = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()[None, None]  # (1, 1, T, T)
+            keep = tril if keep is None else keep & tril
+        q, k, v = self.split_heads(self.W_Q(x)), self.split_heads(self.W_K(x)), self.split_heads(self.W_V(x))
         p = self.dropout if self.training else 0.0
         if not return_attn:  # fast path
             o = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p)
@@ -183,13 +193,14 @@ class Block(nn.Module):
         return ln(x + out) if self.cfg.use_residual else ln(out)
 
     def forward(
-        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, return_attn: bool = False
+        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, return_attn: bool = False,
+        causal: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``x (B, T, d)`` -> ``(B, T, d)`` and the attention maps ``(B, H, T, T)`` or None."""
         box: list[torch.Tensor | None] = [None]
 
         def att(z: torch.Tensor) -> torch.Tensor:
-            y, box[0] = self.attn(z, key_padding_mask, return_attn)
+            y, box[0] = self.attn(z, key_padding_mask, return_attn, causal)
             return y
 
         x = self._sub(x, att, self.ln1)
@@ -240,11 +251,13 @@ class SequenceTransformer(nn.Module):
         return pad_mask
 
     # -- encoder -------------------------------------------------------------------------------
-    def encode(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None, return_attn: bool = False):
+    def encode(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None, return_attn: bool = False,
+               causal: bool = False):
         """Args:
             tokens: ``(B, T)`` long ids in ``[0, vocab_size)``, ``T <= max_len``.
             pad_mask: ``(B, T)`` bool, True = real token; None = all real.
             return_attn: also return the per-layer attention maps (reference path).
+            causal: query t attends to keys ``s <= t`` only (causal next-token pretraining).
         Returns:
             ``H (B, T, d)``, or ``(H, [attn (B, H, T, T) per layer])`` when ``return_attn``.
         Raises:
@@ -256,7 +269,7 @@ class SequenceTransformer(nn.Module):
         x = self.drop(self.tok_emb(tokens) + self.pos[:T])
         maps = []
         for blk in self.blocks:
-            x, a = blk(x, kpm, return_attn)
+            x, a = blk(x, kpm, return_attn, causal)
             maps.append(a)
         H = self.ln_f(x)
         return (H, maps) if return_attn else H
@@ -264,10 +277,7 @@ class SequenceTransformer(nn.Module):
     @staticmethod
     def pool(H: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Length-aware mean over real tokens: ``(B, T, d)``, mask ``(B, T)`` True = real -> ``(B, d)``."""
-        if pad_mask is None:
-            return H.mean(dim=1)
-        w = pad_mask.to(H.dtype)[..., None]  # (B, T, 1)
-        return (H * w).sum(dim=1) / w.sum(dim=1).clamp_min(1.0)
+        return mean_pool(H, pad_mask)
 
     def classify(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits ``(B, n_classes)`` from the mean-pooled encoding."""

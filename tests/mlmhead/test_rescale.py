@@ -8,16 +8,8 @@ import pytest
 import torch
 import transformers
 
-from initlab.theory.mlm_head import (
-    K_ATTR,
-    head_bias,
-    head_projection,
-    is_tied,
-    rescale_main,
-    rescale_mlm_head,
-    tiny_masked_lm,
-    tiny_tokenizer,
-)
+from initlab.commands.mlmhead import rescale_main
+from initlab.mlmhead import K_ATTR, head_bias, head_projection, is_tied, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
 
 FAMILIES = ["bert", "distilbert", "albert", "roberta", "modernbert"]
 

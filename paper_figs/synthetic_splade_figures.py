@@ -1,6 +1,6 @@
 """Figures of the synthetic SPLADE sweep, drawn from its saved results only (no training here).
 
-``python -m initlab.paper_figs.splade_figures RESULTS_DIR [--out DIR]`` reads ``RESULTS_DIR/config.json``
+``python -m initlab.paper_figs.synthetic_splade_figures RESULTS_DIR [--out DIR]`` reads ``RESULTS_DIR/config.json``
 and ``RESULTS_DIR/cells/*.json`` (written by ``initlab synthetic splade``) and writes:
 
 * ``splade_effectiveness_flops.png`` -- nDCG@10 against FLOPS (multiplications per query-document
@@ -137,44 +137,25 @@ INIT_PANELS = (
 )
 
 
-def theory_curves(cfg: dict[str, Any], cells: list[dict[str, Any]], ks: Sequence[float], with_mc: bool = True):
-    """Theory (and Monte Carlo) rows per inflation, parameterised by the measured k = 1 cell.
-
-    Returns ``({inflation: [theory_row per k]}, {inflation: [monte_carlo per k]}, note)``; empty dicts
-    and a note if :mod:`initlab.theory.score_scale` is not importable or there is no k = 1 cell.
-    """
-    try:
-        from initlab.config import derive
-        from initlab.theory.score_scale import BASE, monte_carlo, theory_row
-    except ImportError as err:
-        return {}, {}, f"theory not drawn ({err})"
-    vocab = 5 + cfg["corpus"]["n_background"] + cfg["corpus"]["n_topics"] * cfg["corpus"]["topic_words"] + cfg["corpus"]["n_entities"]
-    theory, mc = {}, {}
-    for inf in sorted({c["inflation"] for c in cells}):
-        ref = [c["init"] for c in cells if c["inflation"] == inf and c["k"] == 1.0]
-        if not ref:
-            continue
-        m = {key: float(np.mean([r[key] for r in ref])) for key in ("bias_mean", "logit_mean", "logit_std", "L_q", "L_d")}
-        tcfg = derive(BASE, vocab=vocab, L_q=max(1, round(m["L_q"])), L_d=max(1, round(m["L_d"])),
-                      batch=int(cfg["init_batch"]), lambda_q=float(cfg["lambda_q"]), lambda_d=float(cfg["lambda_d"]),
-                      mu_b=m["bias_mean"], mu_h=m["logit_mean"] - m["bias_mean"], pooling="max", mc_batches=2)
-        theory[inf] = [theory_row(tcfg, m["logit_std"], float(k)) for k in ks]
-        if with_mc:
-            rows = []
-            for k in ks:
-                r = monte_carlo(tcfg, m["logit_std"], float(k))
-                r["grad_ratio"] = r["grad_flops"] / r["grad_rank"] if r.get("grad_rank", 0) > 0 else float("nan")
-                rows.append(r)
-            mc[inf] = rows
-    return theory, mc, ""
+def load_theory_curves(results_dir: str | Path) -> tuple[dict[float, list], dict[float, list], str]:
+    """Read ``theory_curves.json`` (written by the synthetic SPLADE run): ``({inflation: rows}, {inflation: rows}, note)``."""
+    path = Path(results_dir) / "theory_curves.json"
+    if not path.exists():
+        return {}, {}, f"theory not drawn ({path.name} missing)"
+    data = json.loads(path.read_text())
+    theory = {float(k): v for k, v in data.get("theory", {}).items()}
+    mc = {float(k): v for k, v in data.get("monte_carlo", {}).items()}
+    return theory, mc, data.get("note", "")
 
 
-def plot_init_scale(cfg: dict[str, Any], cells: list[dict[str, Any]], path: str | Path, with_theory: bool = True) -> Path:
+def plot_init_scale(cfg: dict[str, Any], cells: list[dict[str, Any]], path: str | Path, with_theory: bool = True,
+                    results_dir: str | Path | None = None) -> Path:
     """Measured scale quantities at init vs k (filled markers, seed mean) beside theory (lines) and Monte Carlo."""
     plt = _plt()
     infs = sorted({c["inflation"] for c in cells})
     ks = sorted({c["k"] for c in cells})
-    theory, mc, note = theory_curves(cfg, cells, ks) if with_theory else ({}, {}, "theory not drawn")
+    theory, mc, note = (load_theory_curves(results_dir) if (with_theory and results_dir is not None)
+                        else ({}, {}, "theory not drawn"))
     cmap = plt.get_cmap("plasma")
     colors = {inf: cmap(0.8 * i / max(len(infs) - 1, 1)) for i, inf in enumerate(infs)}
     fig, axes = plt.subplots(2, 3, figsize=(13, 7))
@@ -219,12 +200,12 @@ def draw_all(results_dir: str | Path, out_dir: str | Path | None = None, with_th
     return [
         plot_effectiveness_flops(cells, out / "splade_effectiveness_flops.png"),
         plot_loss_curves(cells, out / "splade_loss_curves.png"),
-        plot_init_scale(cfg, cells, out / "splade_init_scale.png", with_theory=with_theory),
+        plot_init_scale(cfg, cells, out / "splade_init_scale.png", with_theory=with_theory, results_dir=results_dir),
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.splade_figures", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.synthetic_splade_figures", description=__doc__.split("\n\n")[0])
     parser.add_argument("results_dir", type=Path, help="folder written by `initlab synthetic splade`")
     parser.add_argument("--out", type=Path, default=None, help="where to write the PNGs (default: RESULTS_DIR)")
     parser.add_argument("--no-theory", action="store_true", help="draw measured quantities only")

@@ -5,7 +5,7 @@
 * :func:`plot_nanobeir_vs_flops` -- NanoBEIR mean nDCG@10 against FLOPS, one line per backbone over k,
   from a sweep's ``summary.json``.
 
-Usage: ``python -m initlab.paper_figs.realsplade_figures RESULTS_DIR`` (a sweep folder or one cell).
+Usage: ``python -m initlab.paper_figs.splade_scale_figures RESULTS_DIR`` (a sweep folder or one cell).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def plot_nanobeir_vs_flops(summary_json: str | Path, out_png: str | Path) -> Pat
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m initlab.paper_figs.realsplade_figures", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m initlab.paper_figs.splade_scale_figures", description=__doc__.split("\n\n")[0])
     p.add_argument("results_dir", type=Path)
     args = p.parse_args(argv)
     d = args.results_dir

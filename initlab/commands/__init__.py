@@ -1,0 +1,1 @@
+"""One module per CLI group; every argparse ``main()`` of initlab lives here."""

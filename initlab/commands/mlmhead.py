@@ -1,0 +1,85 @@
+"""``initlab mlmhead inspect|rescale``: thin argparse layers over :mod:`initlab.mlmhead`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
+from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
+from initlab.mlmhead.report import format_inspect, inspect_model
+from initlab.mlmhead.tiny import _parse_texts
+
+__all__ = ["inspect_main", "rescale_main"]
+
+
+def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab mlmhead inspect MODEL [--texts FILE] [--json PATH] [--trust-remote-code]``."""
+    parser = argparse.ArgumentParser(prog=prog or "initlab mlmhead inspect",
+                                     description="MLM-head scale report of a masked-LM checkpoint, against k.")
+    parser.add_argument("model", metavar="MODEL", help="local checkpoint folder or hub id")
+    parser.add_argument("--texts", type=Path, default=None, help="sample texts, one per line (default: packaged set of 40)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
+    parser.add_argument("--max-length", type=int, default=64, help="tokens per text (default 64)")
+    parser.add_argument("--batch", type=int, default=32, help="training batch size B for the recommendation rule")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
+    args = parser.parse_args(argv)
+    try:
+        texts = None
+        if args.texts is not None:
+            if not args.texts.is_file():
+                raise FileNotFoundError(f"--texts {args.texts}: no such file")
+            texts = _parse_texts(args.texts.read_text(encoding="utf-8"), str(args.texts))
+        if args.max_length < 2 or args.batch < 2:
+            raise ValueError("--max-length and --batch: expected integers >= 2")
+        model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
+        rep = inspect_model(model, tokenizer, texts, max_length=args.max_length, batch=args.batch)
+    except (ValueError, TypeError, FileNotFoundError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
+    rep["model"] = str(args.model)
+    print(format_inspect(rep))
+    if args.json is not None:
+        from initlab.runs import atomic_write_json
+
+        atomic_write_json(args.json, rep)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab mlmhead rescale MODEL --k K --out DIR [--untie] [--overwrite] [--trust-remote-code]``."""
+    parser = argparse.ArgumentParser(
+        prog=prog or "initlab mlmhead rescale",
+        description="Divide a masked-LM checkpoint's MLM-head projection W_head by k and save model + tokenizer.",
+    )
+    parser.add_argument("model", metavar="MODEL", help="local checkpoint folder or hub id")
+    parser.add_argument("--k", type=float, required=True, help="rescaling factor k > 0 (W_head <- W_head / k)")
+    parser.add_argument("--out", type=Path, required=True, help="output folder (must not exist or be empty)")
+    parser.add_argument("--untie", action="store_true", help="untie the head from the input embeddings first")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty --out (the old folder is moved aside to <out>.old-<timestamp>)")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
+    args = parser.parse_args(argv)
+    try:
+        _check_k(args.k)
+        _check_out(args.out, args.overwrite)
+        model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
+        tied_before = is_tied(model)
+        norm_before = head_projection(model).detach().double().norm().item()
+        rescale_mlm_head(model, args.k, untie=args.untie)
+        norm_after = head_projection(model).detach().double().norm().item()
+        info = save_rescaled(model, tokenizer, args.out, overwrite=args.overwrite)
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, RuntimeError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
+    print(
+        f"{family_of(model)} head {'tied' if tied_before else 'untied'} -> {'tied' if info['tied'] else 'untied'}; "
+        f"||W_head||_F {norm_before:.4g} -> {norm_after:.4g} (k = {args.k:g}, recorded "
+        f"{K_ATTR} = {info['k']:g}); saved to {info['out']} (reload check: max |logit diff| "
+        f"{info['max_abs_logit_diff']:.2g})"
+    )
+    if "moved_aside" in info:
+        print(f"the previous contents of {info['out']} were moved aside to {info['moved_aside']}")
+    return 0

@@ -1,0 +1,32 @@
+"""``initlab reproduce``: the CPU reproduction of both phenomena, one report.
+
+The stages (theory, spt, score_scale, splade; optional lra_listops) are in :mod:`initlab.stages`.
+Each writes into ``OUT/<stage>/``; a finished stage (its folder holds ``DONE``) is not redone, so an
+interrupted ``initlab reproduce`` resumes where it stopped. ``OUT/report.md`` collects the stages'
+summaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from initlab.stages import OPTIONAL_STAGES, PRESETS, STAGES, run_reproduce
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "initlab reproduce", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder (default: results/reproduce)")
+    parser.add_argument("--preset", choices=PRESETS, default="default", help="experiment size (default: default, the CPU reproduction)")
+    parser.add_argument("--only", default=None, help=f"comma-separated stages (default: {','.join(STAGES)}; optional: {','.join(OPTIONAL_STAGES)})")
+    parser.add_argument("--overwrite", action="store_true", help="redo finished stages (old folders are moved aside)")
+    args = parser.parse_args(argv)
+    stages = None if args.only is None else [s.strip() for s in args.only.split(",") if s.strip()]
+    try:
+        run_reproduce(args.out, args.preset, stages, args.overwrite)
+    except ValueError as err:
+        parser.error(str(err))
+    return 0

@@ -1,0 +1,65 @@
+"""``initlab synthetic spt|splade``: thin argparse layers over :mod:`initlab.synthetic`.
+
+``initlab synthetic run`` is the former name of ``initlab synthetic spt``, kept for one release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from initlab.paper_figs import spt_figures, synthetic_splade_figures
+from initlab.runs import RunExistsError
+from initlab.synthetic import splade as synthetic_splade
+from initlab.synthetic import spt as synthetic_spt
+
+__all__ = ["spt_main", "run_main", "splade_main"]
+
+
+def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic spt", description=synthetic_spt.__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(synthetic_spt.PRESETS), default="default", help="experiment size (default: default)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--workers", type=int, default=2, help="processes running seeds in parallel (default 2)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    args = parser.parse_args(argv)
+    out = args.out or Path("results/synthetic_spt") / args.preset
+    try:
+        md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
+                 workers=args.workers, threads=args.threads, draw=spt_figures.make_figures)
+    except ValueError as err:
+        parser.error(str(err))
+    except RunExistsError as err:
+        parser.error(str(err))
+    print(md)
+    print(f"results: {out}")
+    return 0
+
+
+def run_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Deprecated alias of :func:`spt_main` (``initlab synthetic run``); kept for one release."""
+    print("initlab synthetic run: deprecated, use `initlab synthetic spt` (same options); `run` will be removed "
+          "in the next release", file=sys.stderr)
+    return spt_main(argv, prog="initlab synthetic spt")
+
+
+def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade", description=synthetic_splade.__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(synthetic_splade.PRESETS), default="default", help="sweep size (default: default)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    args = parser.parse_args(argv)
+    out = args.out or Path("results/synthetic_splade") / args.preset
+    t0 = time.perf_counter()
+    try:
+        rd = synthetic_splade.run_sweep(out, synthetic_splade.PRESETS[args.preset], overwrite=args.overwrite, draw=synthetic_splade_figures.draw_all)
+    except (FileExistsError, ValueError) as err:
+        parser.error(str(err))
+    print((rd.root / "summary.md").read_text())
+    print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
+    return 0

@@ -1,0 +1,70 @@
+"""``initlab theory verify|score-scale``: thin argparse layers over :mod:`initlab.theory`."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Sequence
+
+from initlab.config import derive, to_dict
+from initlab.runs import atomic_write_json
+from initlab.theory import score_scale, verify
+
+__all__ = ["verify_main", "score_scale_main"]
+
+
+def verify_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab theory verify [--json PATH] [--seed N] [--cases N] [--t-max N] [--mc-samples N] [--symbolic]``."""
+    parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description=verify.__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, default=None, help="also write the full report as JSON to PATH")
+    parser.add_argument("--seed", type=int, default=verify.BASE.seed, help="base seed, an integer in [0, 2^40) (default 0)")
+    parser.add_argument("--cases", type=int, default=verify.BASE.cases, help="random cases per statement (default 20)")
+    parser.add_argument("--t-max", type=int, default=verify.BASE.t_max, help="largest sequence length T of the random cases (default 128; T4's Monte Carlo uses T in 4..24)")
+    parser.add_argument("--mc-samples", type=int, default=verify.BASE.mc_samples, help="Monte Carlo sequences per T4 run (default 20000)")
+    parser.add_argument("--symbolic", action="store_true", help="also run the sympy derivations (about 15 s)")
+    args = parser.parse_args(argv)
+    for flag, value, low in (("--cases", args.cases, 1), ("--t-max", args.t_max, 2), ("--mc-samples", args.mc_samples, 2)):
+        if value < low:
+            parser.error(f"argument {flag}: expected an integer >= {low}, got {value}")
+    if not 0 <= args.seed < 2**40:
+        parser.error(f"argument --seed: expected an integer in [0, 2^40), got {args.seed}")
+    try:
+        cfg = derive(verify.BASE, seed=args.seed, cases=args.cases, t_max=args.t_max, mc_samples=args.mc_samples, symbolic=args.symbolic)
+        report = verify.run_verify(cfg, progress=True)
+    except ValueError as err:
+        parser.error(str(err))
+    print(verify.format_table(report))
+    print(f"\n{'all statements PASS' if report['passed'] else 'SOME STATEMENTS FAIL'} ({report['seconds']:.1f} s)")
+    if args.json is not None:
+        atomic_write_json(args.json, report)
+        print(f"wrote {args.json}")
+    return 0 if report["passed"] else 1
+
+
+def score_scale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab theory score-scale [--json PATH] [--sigma S ...] [--mu-b M] [--mc]``: the table vs k."""
+    parser = argparse.ArgumentParser(prog=prog or "initlab theory score-scale",
+                                     description="Expected SPLADE score-scale quantities at initialisation vs the rescaling factor k.")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows (and mechanism thresholds) as JSON")
+    parser.add_argument("--sigma", type=float, nargs="+", default=None, help="logit std(s) at k = 1 (default 1 4 16)")
+    parser.add_argument("--mu-b", type=float, default=score_scale.BASE.mu_b, help="logit mean (bias part, not divided by k)")
+    parser.add_argument("--batch", type=int, default=score_scale.BASE.batch, help="in-batch size B")
+    parser.add_argument("--mc", action="store_true", help="also run the Monte Carlo check (mc_* fields in --json; slower)")
+    args = parser.parse_args(argv)
+    try:
+        if args.batch < 2:
+            raise ValueError(f"--batch: expected an in-batch size B >= 2 (InfoNCE needs a negative), got {args.batch}")
+        cfg = derive(score_scale.BASE, mu_b=args.mu_b, batch=args.batch, **({"sigmas": tuple(args.sigma)} if args.sigma else {}))
+        if any(not (math.isfinite(s) and s > 0) for s in cfg.sigmas):
+            raise ValueError(f"--sigma: expected positive finite values, got {list(cfg.sigmas)}")
+        rows = score_scale.score_scale_table(cfg, with_mc=args.mc)
+        mech = score_scale.mechanism(cfg)
+    except (ValueError, TypeError) as err:
+        parser.error(str(err))
+    print(score_scale.format_table(rows))
+    print("\n" + score_scale.describe_mechanism(mech))
+    if args.json is not None:
+        atomic_write_json(args.json, {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
+        print(f"wrote {args.json}")
+    return 0

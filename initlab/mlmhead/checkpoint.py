@@ -1,0 +1,159 @@
+"""Load masked-LM checkpoints (local folder or hub id) and save rescaled copies atomically, checked after reload."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, family_of, is_tied
+
+
+# ------------------------------------------------------------------------------------------------
+# loading and saving checkpoints
+# ------------------------------------------------------------------------------------------------
+def _quiet_transformers() -> None:
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    try:
+        transformers.utils.logging.disable_progress_bar()
+    except AttributeError:  # pragma: no cover
+        pass
+
+
+def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False, with_tokenizer: bool = True):
+    """Load a masked-LM checkpoint (local folder or hub id) as ``(model, tokenizer)`` in eval mode.
+
+    The family is checked from the config before any weights load; remote-code families (GTE-MLM)
+    load only with ``trust_remote_code=True``. A checkpoint whose MLM head weights are missing (e.g.
+    a saved ``BertModel``) is refused instead of silently getting a random head.
+
+    Raises:
+        FileNotFoundError: a local folder without ``config.json``; a name that is neither a local
+            folder nor a resolvable hub id; no tokenizer when ``with_tokenizer``.
+        ValueError: unknown family; remote-code family without ``trust_remote_code``; no MLM head.
+    """
+    import transformers
+
+    _quiet_transformers()
+    src = str(name_or_path)
+    p = Path(src)
+    if p.exists() and not (p / "config.json").is_file():
+        raise FileNotFoundError(f"MODEL {src}: a local path must be a folder holding config.json")
+    if not p.exists() and (src.startswith((".", "/", "~")) or src.count("/") > 1):
+        raise FileNotFoundError(f"MODEL {src}: no such folder (and not a hub id of the form owner/name)")
+    try:
+        config = transformers.AutoConfig.from_pretrained(src, trust_remote_code=trust_remote_code)
+    except OSError as err:  # neither a local folder nor a reachable hub id
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise FileNotFoundError(
+            f"MODEL {src}: no such local folder, and it could not be loaded as a hub id ({first})"
+        ) from None
+    except ValueError as err:
+        if not trust_remote_code and ("trust_remote_code" in str(err) or "model_type" in str(err)):
+            raise ValueError(
+                f"MODEL {src}: its config needs remote code (e.g. GTE-MLM); pass --trust-remote-code "
+                "if you trust that repository's code"
+            ) from None
+        raise
+    family_of(config)
+    if config.model_type in REMOTE_CODE_FAMILIES and not trust_remote_code:
+        raise ValueError(f"MODEL {src}: family {FAMILIES[config.model_type]} runs code from the hub; pass --trust-remote-code")
+    model, info = transformers.AutoModelForMaskedLM.from_pretrained(
+        src, config=config, trust_remote_code=trust_remote_code, output_loading_info=True
+    )
+    prefix = getattr(model, "base_model_prefix", "") + "."
+    missing_head = sorted(key for key in info.get("missing_keys", ()) if not key.startswith(prefix))
+    if missing_head:
+        raise ValueError(
+            f"MODEL {src}: checkpoint has no MLM head (missing {', '.join(missing_head[:4])}"
+            f"{' ...' if len(missing_head) > 4 else ''}); use a masked-LM checkpoint"
+        )
+    model.eval()
+    tokenizer = None
+    if with_tokenizer:
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(src, trust_remote_code=trust_remote_code)
+        except (OSError, ValueError, TypeError) as err:
+            raise FileNotFoundError(f"MODEL {src}: no tokenizer could be loaded ({err})") from None
+        # transformers may build an empty tokenizer (special tokens only) for a folder without one
+        if len(tokenizer) < 0.5 * config.vocab_size:
+            raise FileNotFoundError(
+                f"MODEL {src}: tokenizer has {len(tokenizer)} tokens but the model's vocabulary has "
+                f"{config.vocab_size}; the checkpoint's tokenizer files are missing or do not match"
+            )
+    return model, tokenizer
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out}: exists and is not a folder")
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"--out {out}: folder exists and is not empty; choose another --out or pass --overwrite")
+
+
+def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: bool = False) -> dict[str, Any]:
+    """Save ``model`` and ``tokenizer`` to ``out`` atomically and check the saved copy.
+
+    Writes into a temporary sibling folder, reloads it with ``AutoModelForMaskedLM`` and checks (1)
+    the reloaded logits equal the in-memory ones on a fixed input, (2) tying is as in memory (one
+    shared tensor: same ``data_ptr`` for head and input embeddings), (3) the recorded k; only then
+    renames it to ``out``. With ``overwrite`` an existing non-empty ``out`` is moved aside to
+    ``<out>.old-<timestamp>`` (kept, not deleted: it may be the input checkpoint itself).
+
+    Returns:
+        ``{"out", "tied", "k", "max_abs_logit_diff"}`` (plus ``"moved_aside"`` when an old ``out`` was kept).
+    Raises:
+        FileExistsError: ``out`` is non-empty (or a file) and not ``overwrite``.
+        RuntimeError: the reload check failed (nothing is left at ``out``).
+    """
+    import transformers
+
+    _quiet_transformers()
+    out = Path(out)
+    _check_out(out, overwrite)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        model.save_pretrained(tmp)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
+        trust = model.config.model_type in REMOTE_CODE_FAMILIES
+        reloaded = transformers.AutoModelForMaskedLM.from_pretrained(tmp, trust_remote_code=trust).eval()
+        g = torch.Generator().manual_seed(0)
+        low = 5 if model.config.vocab_size > 10 else 0
+        ids = torch.randint(low, model.config.vocab_size, (1, 8), generator=g)
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            diff = (model(input_ids=ids).logits - reloaded(input_ids=ids).logits).abs().max().item()
+        model.train(was_training)
+        tied_mem, tied_new = is_tied(model), is_tied(reloaded)
+        k_new = getattr(reloaded.config, K_ATTR, None)
+        scale = model(input_ids=ids).logits.abs().max().item() if diff > 0 else 1.0
+        if not (diff <= 1e-5 * max(1.0, scale)) or tied_mem != tied_new or k_new != getattr(model.config, K_ATTR, None):
+            raise RuntimeError(
+                f"saved checkpoint does not reload identically (max |logit diff| {diff:.3g}, tied "
+                f"{tied_mem}->{tied_new}, k {getattr(model.config, K_ATTR, None)}->{k_new}); nothing written"
+            )
+        if out.exists():
+            if out.is_dir() and not any(out.iterdir()):
+                out.rmdir()
+            else:
+                # the replaced folder is moved aside, never deleted (it may be the only copy of the input)
+                aside = out.with_name(f"{out.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
+                os.replace(out, aside)
+                os.replace(tmp, out)
+                return {"out": str(out), "tied": tied_new, "k": k_new, "max_abs_logit_diff": diff,
+                        "moved_aside": str(aside)}
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"out": str(out), "tied": tied_new, "k": k_new, "max_abs_logit_diff": diff}

@@ -1,0 +1,150 @@
+"""Find the MLM-head projection ``W_head`` of a Hugging Face masked-LM model and rescale it.
+
+SPLADE (Formal et al., "SPLADE v2: Sparse Lexical and Expansion Model for Information Retrieval",
+arXiv:2109.10086, eq. 1) turns the masked-LM logits of every token into term weights,
+
+    z = H W_head^T / k + b          (T, V)      H: (T, d) input of the vocabulary projection
+    a_j = max_t log(1 + ReLU(z_tj))  (V,)
+
+so the scale of the vocabulary projection ``W_head`` (shape ``(V, d)``) sets the scale of every term
+weight, score and FLOPS value at initialisation. Dividing ``W_head`` by a constant ``k`` before
+training (MLM-head rescaling) fixes backbones whose head norm is large. For tied models (the head
+shares its tensor with the input embeddings) the one shared tensor is divided, so the input
+embeddings are divided too; whether that changes the encoder's hidden states depends on where the
+family's embedding LayerNorm sits, which :func:`initlab.mlmhead.report.inspect_model` measures.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+
+#: ``config.model_type`` -> family name. Ettin checkpoints use ``modernbert``; GTE-MLM
+#: (Alibaba-NLP/gte-en-mlm-base) uses the remote-code type ``new``.
+FAMILIES: dict[str, str] = {
+    "bert": "BERT",
+    "distilbert": "DistilBERT",
+    "albert": "ALBERT",
+    "roberta": "RoBERTa",
+    "modernbert": "ModernBERT",
+    "new": "GTE-MLM",
+}
+#: families whose modelling code lives on the hub (loaded only with ``trust_remote_code=True``).
+REMOTE_CODE_FAMILIES = frozenset({"new"})
+#: the rescaling factors every report tabulates.
+K_GRID: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+#: name of the config attribute that records the cumulative rescaling factor.
+K_ATTR = "mlm_head_rescale_k"
+
+
+
+# ------------------------------------------------------------------------------------------------
+# finding and rescaling the head
+# ------------------------------------------------------------------------------------------------
+def family_of(model_or_config: Any) -> str:
+    """The architecture family (``"BERT"``, ..., ``"GTE-MLM"``) of a model or config.
+
+    Raises:
+        ValueError: ``config.model_type`` is not one of :data:`FAMILIES` (the known ones are named).
+    """
+    config = getattr(model_or_config, "config", model_or_config)
+    model_type = getattr(config, "model_type", None)
+    if model_type not in FAMILIES:
+        raise ValueError(
+            f"unknown model family {model_type!r}: expected config.model_type in {sorted(FAMILIES)} "
+            "(BERT, DistilBERT, ALBERT, RoBERTa, ModernBERT/Ettin, GTE-MLM)"
+        )
+    return FAMILIES[model_type]
+
+
+def _output_module(model: Any) -> torch.nn.Module:
+    if not isinstance(model, torch.nn.Module) or not hasattr(model, "get_output_embeddings"):
+        raise TypeError(f"model: expected a transformers PreTrainedModel, got {type(model).__name__}")
+    family_of(model)
+    out = model.get_output_embeddings()
+    if out is None or not isinstance(getattr(out, "weight", None), torch.Tensor):
+        raise ValueError(
+            f"model {type(model).__name__} has no MLM head (get_output_embeddings() is None); load the "
+            "checkpoint with AutoModelForMaskedLM"
+        )
+    return out
+
+
+def head_projection(model: Any) -> torch.nn.Parameter:
+    """The vocabulary projection ``W_head`` of a masked-LM model, shape ``(V, d)``.
+
+    ``d`` is the width of the head's input ``H`` (the hidden size, or ``embedding_size`` for ALBERT).
+    For tied models this is the same Parameter as the input embeddings.
+
+    Raises:
+        TypeError: ``model`` is not a transformers model.
+        ValueError: unknown family, or no MLM head.
+    """
+    return _output_module(model).weight
+
+
+def head_bias(model: Any) -> torch.Tensor | None:
+    """The vocabulary bias ``b`` ``(V,)`` added after the projection, or ``None`` if the family has none."""
+    return getattr(_output_module(model), "bias", None)
+
+
+def is_tied(model: Any) -> bool:
+    """Whether ``W_head`` shares storage with the input embeddings (one tensor)."""
+    w = head_projection(model)
+    emb = model.get_input_embeddings()
+    return emb is not None and emb.weight.data_ptr() == w.data_ptr() and emb.weight.shape == w.shape
+
+
+def _check_k(k: Any) -> float:
+    if isinstance(k, bool) or not isinstance(k, (int, float)):
+        raise TypeError(f"k: expected a positive finite float, got {type(k).__name__} {k!r}")
+    k = float(k)
+    if not math.isfinite(k) or k <= 0:
+        raise ValueError(f"k: expected a positive finite float, got {k!r}")
+    return k
+
+
+def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
+    """Divide the MLM head's vocabulary projection ``W_head`` by ``k``, in place; return ``model``.
+
+    ``W_head <- W_head / k`` (MLM-head rescaling, seed summary ``shared/seeds/000_*``); the bias ``b``
+    is left alone, so the logits become ``z = H W_head^T / k + b``. For a tied model the one shared
+    tensor is divided once and stays tied (the input embeddings are divided too); with
+    ``untie=True`` the head first gets its own copy (and its own bias copy, so the bias survives a
+    save/reload), ``config.tie_word_embeddings`` is set to False, and only the head is divided.
+    The cumulative factor is recorded as ``model.config.mlm_head_rescale_k`` (multiplied with any
+    earlier value).
+
+    Args:
+        model: a transformers masked-LM model of a family in :data:`FAMILIES`.
+        k: the rescaling factor, finite and > 0 (``k = 1`` changes nothing but is recorded).
+        untie: untie the head from the input embeddings before dividing.
+    Returns:
+        ``model`` (modified in place).
+    Raises:
+        ValueError: ``k <= 0``, NaN or inf, or so extreme that ``W_head / k`` over/underflows; unknown
+            family; model without an MLM head.
+        TypeError: ``k`` not a number, or ``model`` not a transformers model.
+    """
+    k = _check_k(k)
+    out = _output_module(model)  # validates family and head before anything changes
+    with torch.no_grad():  # a k so small (large) that W_head / k overflows (underflows) is refused up front
+        w = out.weight.detach()
+        q = w / k
+        if not bool(torch.isfinite(q).all()) or int(torch.count_nonzero(q)) != int(torch.count_nonzero(w)):
+            raise ValueError(f"k: {k!r} makes W_head / k overflow or underflow in {w.dtype}; expected a moderate "
+                             "positive factor (e.g. 1 to 64)")
+        del q
+    if untie and is_tied(model):
+        out.weight = torch.nn.Parameter(out.weight.detach().clone(), requires_grad=out.weight.requires_grad)
+        if getattr(out, "bias", None) is not None:
+            out.bias = torch.nn.Parameter(out.bias.detach().clone(), requires_grad=out.bias.requires_grad)
+        model.config.tie_word_embeddings = False
+    with torch.no_grad():
+        out.weight.div_(k)
+    previous = float(getattr(model.config, K_ATTR, None) or 1.0)
+    setattr(model.config, K_ATTR, previous * k)
+    return model

@@ -1,0 +1,218 @@
+"""The MLM-head scale report: every scale quantity of a masked-LM checkpoint measured on sample texts, against k.
+
+The term weights follow SPLADE v2 (arXiv:2109.10086, eq. 1, max pooling), computed by
+:func:`initlab.nn.pooling.splade_pool`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+
+from initlab.mlmhead.heads import K_ATTR, K_GRID, _check_k, family_of, head_bias, head_projection, is_tied
+from initlab.mlmhead.tiny import default_texts
+from initlab.theory.splade_terms import splade_term_weights as splade_from_logits
+
+
+# ------------------------------------------------------------------------------------------------
+# inspect
+# ------------------------------------------------------------------------------------------------
+def _stats(x: torch.Tensor) -> dict[str, float]:
+    x = x.double()
+    return {"mean": x.mean().item(), "std": x.std().item() if x.numel() > 1 else 0.0,
+            "min": x.min().item(), "max": x.max().item()}
+
+
+def _forward(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    with torch.inference_mode():
+        out = model(**batch, output_hidden_states=True)
+    return out.logits.float(), out.hidden_states[-1].float()
+
+
+def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, Any]:
+    """The recommended rescaling factor (a heuristic from :mod:`initlab.theory.score_scale`, not a law).
+
+    Rule: the smallest k of the table whose measured per-query score spread over unrelated texts
+    (``score_sd``) is at most ``sqrt(2 ln B)``, the point where an InfoNCE softmax over B in-batch
+    candidates starts to saturate; k = 1 if it already is (rescaling then only risks the opposite
+    failure, query vectors with no active terms, where the FLOPS gradient dominates); the largest k
+    with a warning if none is.
+    """
+    thr = math.sqrt(2 * math.log(batch))
+    ok = [r for r in table if r["score_sd"] <= thr]
+    if ok:
+        best = min(ok, key=lambda r: r["k"])
+        note = "smallest k with score sd <= sqrt(2 ln B)"
+    else:
+        best = max(table, key=lambda r: r["k"])
+        note = "no k in the table brings score sd below sqrt(2 ln B); largest k given"
+    warn = best["active_dims_per_text"] < 1.0
+    if warn:
+        note += "; WARNING: texts have < 1 active dimension at this k (ranking gradient may vanish)"
+    return {"k": best["k"], "threshold_score_sd": thr, "batch": batch, "rule": note}
+
+
+def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None, *,
+                  ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32) -> dict[str, Any]:
+    """Measure every MLM-head scale quantity of ``model`` on ``texts`` (default :func:`default_texts`).
+
+    For each k the model is actually rescaled as :func:`rescale_mlm_head` would do (tied: the shared
+    tensor, so the encoder input changes too) and run on the texts; the original weights are restored
+    afterwards (bit-exact copy). Per k: logit statistics over all (non-padding token, vocabulary)
+    entries, active fraction of logits, SPLADE active dimensions per text, FLOPS regulariser of the
+    text batch ``sum_j (mean_i a_ij)^2``, FLOPS cost (mean active-dimension overlap of two texts),
+    mean pairwise cosine of SPLADE vectors, score mean and per-query score sd over the other texts,
+    and the relative change of the encoder's last hidden states ``||H_k - H_1||_F / ||H_1||_F``.
+    A Gaussian fit of the k = 1 logits (mu, sigma) gives the theory's predicted active dimensions.
+
+    Returns:
+        A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``,
+        ``table`` (one row per k), ``gaussian_fit``, ``recommended``.
+    Raises:
+        ValueError: fewer than 2 texts, unknown family or no MLM head.
+    """
+    from initlab.theory import score_scale as ss
+
+    texts = default_texts() if texts is None else list(texts)
+    if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise ValueError("texts: expected at least 2 non-empty strings")
+    ks = [_check_k(k) for k in ks]
+    W = head_projection(model)
+    tied = is_tied(model)
+    bias = head_bias(model)
+    Wd = W.detach().double()
+    rows = Wd.norm(dim=1)
+    report: dict[str, Any] = {
+        "family": family_of(model),
+        "model_type": model.config.model_type,
+        "tied": tied,
+        "vocab": int(W.shape[0]),
+        "head_dim": int(W.shape[1]),
+        "recorded_k": getattr(model.config, K_ATTR, None),
+        "head": {"frobenius": Wd.norm().item(), "row_norm_mean": rows.mean().item(), "row_norm_max": rows.max().item()},
+        "bias": None if bias is None else _stats(bias.detach()),
+        "n_texts": len(texts),
+    }
+    # length-sorted buckets of up to 20 texts: little padding, bounded memory (logits are (b, T, V)),
+    # few large matrix products (small ones cost more thread synchronisation on a busy CPU)
+    lengths = [len(tokenizer(t, truncation=True, max_length=max_length)["input_ids"]) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: lengths[i])
+    buckets = []
+    for j in range(0, len(order), 20):
+        idx = order[j:j + 20]
+        enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        buckets.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})
+    n_tokens = sum(int(bk["attention_mask"].sum()) for bk in buckets)
+    W0 = W.detach().clone()
+    model.eval()
+    table = []
+    H_ref: list[torch.Tensor] | None = None
+    try:
+        for k in [1.0] + [k for k in ks if k != 1.0]:  # k = 1 first: the hidden-state reference
+            with torch.no_grad():
+                W.copy_(W0 / k)
+            acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0, "dH2": 0.0, "H2": 0.0}
+            a_parts, H_parts = [], []
+            for bk in buckets:
+                z, H = _forward(model, bk)
+                m = bk["attention_mask"].bool()
+                zt = z[m]  # (N_tokens, V)
+                acc["sum"] += zt.sum(dtype=torch.float64).item()
+                acc["sumsq"] += zt.double().pow(2).sum().item()
+                acc["max"] = max(acc["max"], zt.max().item())
+                acc["pos"] += int(torch.count_nonzero(zt > 0))
+                a_parts.append(splade_from_logits(z, m))  # (b, V)
+                H_parts.append(H[m])  # (N_tokens, d)
+                del z, zt
+            if H_ref is None:
+                H_ref = H_parts
+            Hk, H1 = torch.cat(H_parts), torch.cat(H_ref)
+            if k not in ks:  # the reference pass only
+                continue
+            n_entries = n_tokens * W.shape[0]
+            z_mean = acc["sum"] / n_entries
+            z_std = math.sqrt(max(acc["sumsq"] / n_entries - z_mean ** 2, 0.0) * n_entries / max(n_entries - 1, 1))
+            a = torch.cat(a_parts).double()  # (n_texts, V), length-sorted order
+            act = (a > 0).double()
+            n = a.shape[0]
+            off = ~torch.eye(n, dtype=torch.bool)
+            S = a @ a.T  # scores s(q, d) between all texts
+            an = torch.nn.functional.normalize(a, dim=1)
+            cos = an @ an.T
+            per_q_sd = torch.stack([S[i][off[i]].std() for i in range(n)]).mean().item()
+            table.append({
+                "k": k,
+                "logit_mean": z_mean,
+                "logit_std": z_std,
+                "logit_max": acc["max"],
+                "active_fraction_logits": acc["pos"] / n_entries,
+                "active_dims_per_text": act.sum(1).mean().item(),
+                "active_fraction_text": act.mean().item(),
+                "mean_term_weight": a.mean().item(),
+                "flops_reg": (a.mean(0) ** 2).sum().item(),
+                "flops_cost": (act @ act.T)[off].mean().item(),
+                "mean_pairwise_cosine": cos[off].mean().item(),
+                "score_mean": S[off].mean().item(),
+                "score_sd": per_q_sd,
+                "hidden_rel_change": ((Hk - H1).double().norm() / H1.double().norm()).item(),
+            })
+    finally:
+        with torch.no_grad():
+            W.copy_(W0)
+    table.sort(key=lambda r: r["k"])
+    mask_lengths = torch.tensor(lengths, dtype=torch.float64)
+    # Gaussian fit at k = 1 (theory prediction of active dims, max pooling over the mean text length)
+    row1 = next((r for r in table if r["k"] == 1.0), table[0])
+    L_mean = int(round(mask_lengths.mean().item()))
+    mu, sigma = row1["logit_mean"], max(row1["logit_std"], 1e-12)
+    fit = {"mu": mu, "sigma": sigma, "mean_tokens": L_mean, "fit_at_k": row1["k"]}
+    b_mean = 0.0 if bias is None else bias.detach().double().mean().item()
+    for r in table:
+        # bias part not divided by k, head part (mu - b_mean) and sigma divided by k / row1's k
+        scale = row1["k"] / r["k"]
+        mu_k, s_k = b_mean + (mu - b_mean) * scale, sigma * scale
+        r["predicted_active_dims_per_text"] = report["vocab"] * ss.pooled_active_fraction(mu_k, s_k, max(L_mean, 1))
+    report["gaussian_fit"] = fit
+    report["table"] = table
+    report["recommended"] = recommend_k(table, batch)
+    return report
+
+
+_TABLE_FMT = [
+    ("k", "k", "{:g}"),
+    ("logit_mean", "logit mean", "{:.3g}"),
+    ("logit_std", "logit std", "{:.3g}"),
+    ("active_fraction_logits", "active z>0", "{:.3g}"),
+    ("active_dims_per_text", "active dims", "{:.1f}"),
+    ("predicted_active_dims_per_text", "pred. dims", "{:.1f}"),
+    ("flops_reg", "FLOPS reg", "{:.4g}"),
+    ("flops_cost", "FLOPS cost", "{:.4g}"),
+    ("mean_pairwise_cosine", "mean cos", "{:.3f}"),
+    ("score_mean", "score mean", "{:.4g}"),
+    ("score_sd", "score sd", "{:.4g}"),
+    ("hidden_rel_change", "dH/H", "{:.2g}"),
+]
+
+
+def format_inspect(rep: dict[str, Any]) -> str:
+    """Human-readable report of :func:`inspect_model`."""
+    h, b = rep["head"], rep["bias"]
+    lines = [
+        f"family: {rep['family']} (model_type {rep['model_type']}); head {'tied to' if rep['tied'] else 'separate from'} "
+        f"the input embeddings; W_head {rep['vocab']} x {rep['head_dim']}"
+        + (f"; already rescaled, recorded k = {rep['recorded_k']:g}" if rep.get("recorded_k") else ""),
+        f"W_head: Frobenius norm {h['frobenius']:.4g}, row norm mean {h['row_norm_mean']:.4g}, max {h['row_norm_max']:.4g}",
+        "bias: none" if b is None else
+        f"bias: mean {b['mean']:.4g}, std {b['std']:.4g}, min {b['min']:.4g}, max {b['max']:.4g}",
+        f"texts: {rep['n_texts']} (mean {rep['gaussian_fit']['mean_tokens']} tokens); Gaussian fit of k=1 logits: "
+        f"mu {rep['gaussian_fit']['mu']:.4g}, sigma {rep['gaussian_fit']['sigma']:.4g}",
+        "",
+        " | ".join(f"{title:>10}" for _, title, _ in _TABLE_FMT),
+    ]
+    for r in rep["table"]:
+        lines.append(" | ".join(f"{fmt.format(r[key]):>10}" for key, _, fmt in _TABLE_FMT))
+    rec = rep["recommended"]
+    lines += ["", f"recommended k: {rec['k']:g}  ({rec['rule']}; sqrt(2 ln {rec['batch']}) = "
+                  f"{rec['threshold_score_sd']:.3g}; a heuristic, see README)"]
+    return "\n".join(lines)

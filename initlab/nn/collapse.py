@@ -1,0 +1,129 @@
+"""Collapse detection for SPLADE representations: one detector for synthetic and real-data SPLADE.
+
+A SPLADE model has collapsed when its term-weight vectors stop carrying ranking information. The
+detector flags, each with a reason string:
+
+* a non-finite training loss or non-finite weights/vectors;
+* empty vectors: queries or documents with fewer than one active dimension on average;
+* dense vectors: more than ``dense_fraction`` of the vocabulary active on average;
+* near-constant vectors (optional, given the vectors or the scores): document vectors whose mean pairwise
+  cosine exceeds ``max_mean_cosine``, or rankings that are the same for more than
+  ``max_same_ranking`` of the queries (every query ranks the documents identically).
+
+Near-constant collapse is what rescaling a tied head too far does: a model can keep a healthy number
+of active dimensions while every document vector points the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import torch
+
+__all__ = ["CollapseVerdict", "detect_collapse", "mean_pairwise_cosine", "same_ranking_share"]
+
+
+@dataclass
+class CollapseVerdict:
+    """``collapsed`` is True iff ``reasons`` is non-empty; ``stats`` holds the measured quantities."""
+
+    reasons: list[str] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def collapsed(self) -> bool:
+        return bool(self.reasons)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"collapsed": self.collapsed, "reasons": list(self.reasons), **self.stats}
+
+
+def mean_pairwise_cosine(X: torch.Tensor) -> float:
+    """Mean cosine over distinct pairs of rows of ``X (N, V)`` (zero rows count as cosine 0); N >= 2.
+
+    Raises:
+        ValueError: ``X`` not 2-d or fewer than 2 rows.
+    """
+    if X.dim() != 2 or X.shape[0] < 2:
+        raise ValueError(f"X: expected (N, V) with N >= 2 vectors, got {tuple(X.shape)}")
+    X = X.double()
+    n = X.norm(dim=1, keepdim=True)
+    U = torch.where(n > 0, X / n.clamp_min(1e-300), torch.zeros_like(X))
+    s = U.sum(dim=0)
+    N = X.shape[0]
+    total = float(s @ s) - float((U * U).sum())  # sum over i != j of cos_ij
+    return total / (N * (N - 1))
+
+
+def same_ranking_share(scores: torch.Tensor, top: int = 10) -> float:
+    """Share of queries whose top-``top`` ranking equals the most common one, from ``scores (Q, D)``.
+
+    Ties are broken by ascending document index (a stable sort), the order initlab uses everywhere.
+
+    Raises:
+        ValueError: ``scores`` not 2-d or empty.
+    """
+    if scores.dim() != 2 or scores.numel() == 0:
+        raise ValueError(f"scores: expected a non-empty (Q, D) matrix, got {tuple(scores.shape)}")
+    k = min(top, scores.shape[1])
+    order = torch.sort(-scores.double(), dim=1, stable=True).indices[:, :k]
+    counts: dict[tuple[int, ...], int] = {}
+    for row in order.tolist():
+        counts[tuple(row)] = counts.get(tuple(row), 0) + 1
+    return max(counts.values()) / scores.shape[0]
+
+
+def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_active: float | None = None,
+                    d_active: float | None = None, vocab_size: int | None = None, finite_weights: bool = True,
+                    doc_vectors: torch.Tensor | None = None, scores: torch.Tensor | None = None,
+                    dense_fraction: float = 0.9, max_mean_cosine: float = 0.99,
+                    max_same_ranking: float = 0.9) -> CollapseVerdict:
+    """The collapse verdict of one trained or evaluated SPLADE model.
+
+    Args:
+        losses: logged training losses, as numbers or as rows ``{"step", "loss", ...}`` (every numeric
+            value of a row is checked).
+        q_active, d_active: mean active dimensions per query / document (None: not measured).
+        vocab_size: V, needed for the dense rule.
+        finite_weights: False if the model's weights hold NaN or inf.
+        doc_vectors: ``(N, V)`` document term weights, for the mean-cosine rule (None: skipped).
+        scores: ``(Q, D)`` query-document scores, for the identical-ranking rule (None: skipped; needs D >= 2
+            and Q >= 2).
+        dense_fraction, max_mean_cosine, max_same_ranking: thresholds (fractions in (0, 1]).
+    Returns:
+        :class:`CollapseVerdict` with the reasons and ``stats`` (``mean_doc_cosine``, ``same_ranking_share``
+        when measured).
+    """
+    v = CollapseVerdict()
+    for i, row in enumerate(losses):
+        values = row.values() if isinstance(row, Mapping) else [row]
+        if any(isinstance(x, (int, float)) and not math.isfinite(float(x)) for x in values):
+            step = row.get("step", i) if isinstance(row, Mapping) else i
+            v.reasons.append(f"non-finite loss at step {step}")
+            break
+    if not finite_weights:
+        v.reasons.append("non-finite weights")
+    for name, a in (("documents", d_active), ("queries", q_active)):
+        if a is None:
+            continue
+        if not math.isfinite(a):
+            v.reasons.append(f"{name}: non-finite vectors")
+        elif a < 1.0:
+            v.reasons.append(f"{name} empty (mean active dims {a:.3g})")
+        elif vocab_size is not None and a > dense_fraction * vocab_size:
+            v.reasons.append(f"{name} dense ({a:.0f} of {vocab_size} dims active)")
+    if doc_vectors is not None and doc_vectors.dim() == 2 and doc_vectors.shape[0] >= 2:
+        if torch.isfinite(doc_vectors).all():
+            cos = mean_pairwise_cosine(doc_vectors)
+            v.stats["mean_doc_cosine"] = cos
+            if cos > max_mean_cosine:
+                v.reasons.append(f"documents near-constant (mean pairwise cosine {cos:.4f} > {max_mean_cosine:g})")
+    if scores is not None and scores.dim() == 2 and scores.shape[0] >= 2 and scores.shape[1] >= 2:
+        if torch.isfinite(scores).all():
+            share = same_ranking_share(scores)
+            v.stats["same_ranking_share"] = share
+            if share > max_same_ranking:
+                v.reasons.append(f"rankings near-constant ({share:.0%} of queries share one top-10 ranking)")
+    return v

@@ -1,0 +1,321 @@
+"""The stages of ``initlab reproduce``: each runs a library experiment, then draws its figures from what it saved.
+
+Every stage is ``stage(out_dir, preset="default", overwrite=False) -> markdown`` and writes into
+``out_dir``; a finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
+``overwrite`` (then the old folder is moved aside), and its saved summary is returned. Presets, the one
+vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
+reproduction), ``full`` (larger grids and more seeds, still CPU).
+
+* ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theory.verify`);
+* ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt`);
+* ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theory.score_scale`);
+* ``splade``      -- synthetic SPLADE under MLM-head rescaling (:mod:`initlab.synthetic.splade`);
+* ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.sweep`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
+from initlab.realdata.lra import sweep as lra_sweep
+from initlab.config import to_dict
+from initlab.runs import RunDir, atomic_write_text, torch_threads
+from initlab.synthetic import spt as synthetic_spt
+from initlab.synthetic import splade as synthetic_splade
+from initlab.theory import attention_gradient as ag
+from initlab.theory import attention_masked as am
+from initlab.theory import score_scale, verify
+
+__all__ = ["PRESETS", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt", "score_scale_stage", "splade", "lra_listops"]
+
+PRESETS = ("quick", "default", "full")
+
+
+def _check_preset(preset: str) -> None:
+    if preset not in PRESETS:
+        raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
+
+
+def finished_summary(out_dir: Path, overwrite: bool) -> str | None:
+    """The saved ``summary.md`` of a finished stage folder, or None if it must (re)run."""
+    out_dir = Path(out_dir)
+    if overwrite or not (out_dir / "DONE").exists() or not (out_dir / "summary.md").exists():
+        return None
+    return (out_dir / "summary.md").read_text()
+
+
+# ------------------------------------------------------------------------------------------------
+# theory
+# ------------------------------------------------------------------------------------------------
+def theory(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """The ``theory`` stage: verify every statement, the T2 and T4 curves, two figures; markdown summary.
+
+    Writes ``config.json``, ``verify.json``, ``t2_curve.json``, ``t4_curve.json``, ``t2_band_ratio.png``,
+    ``t4_projection_vs_p.png``, ``summary.md``, then ``DONE``; finished pieces are kept as cells.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    _check_preset(preset)
+    done = finished_summary(out_dir, overwrite)
+    if done is not None:
+        return done
+    with torch_threads(1):
+        return _theory(Path(out_dir), preset, overwrite)
+
+
+def _theory(out_dir: Path, preset: str, overwrite: bool) -> str:
+    cfg = verify.PRESETS[preset]
+    run = RunDir(out_dir, overwrite=overwrite, config=cfg)
+    if not run.has_cell("verify"):
+        run.save_cell("verify", verify.run_verify(cfg, progress=True))
+    report = run.load_cell("verify")
+    run.write_json("verify.json", report)
+    big = preset == "full"
+    if not run.has_cell("t2_curve"):
+        Ts = [4, 8, 16, 32, 64, 128, 256] + ([512] if big else [])
+        run.save_cell("t2_curve", t2_band_curve(cfg.seed, Ts, (1, 2, 4), 8 if big else 3))
+    if not run.has_cell("t4_curve"):
+        ps = [0.0, 0.2, 0.4, 0.6, 0.8, 0.95]
+        run.save_cell("t4_curve", t4_projection_curve(cfg.seed + 1, ps, 16, 4, 0.15, 2, max(2000, cfg.mc_samples)))
+    t2, t4 = run.load_cell("t2_curve"), run.load_cell("t4_curve")
+    run.write_json("t2_curve.json", t2)
+    run.write_json("t4_curve.json", t4)
+    theory_figures.draw_all(out_dir)
+    md = _theory_summary(report, preset, t2, t4)
+    atomic_write_text(out_dir / "summary.md", md)
+    run.mark_done()
+    return md
+
+
+def t2_band_curve(seed: int, Ts: Sequence[int], widths: Sequence[int], reps: int) -> list[dict[str, Any]]:
+    """Measured |<grad_S L, P^(w)>| / ||grad_S L||_F (mean and max over ``reps`` random cases) vs T."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = []
+    for w in widths:
+        for T in [T for T in Ts if T > 2 * w + 1]:  # for T <= 2w + 1 the band is (nearly) all-ones
+            vals = []
+            for _ in range(reps):
+                case = ag.random_case(gen, T, d=4, heads=1, e=3, f="tanh", loss="mse")
+                G = ag.score_gradient(case)[0]
+                vals.append(abs(float((G * ag.band_pattern(T, w)).sum())) / float(G.norm()))
+            rows.append({"w": w, "T": T, "mean_ratio": sum(vals) / len(vals), "max_ratio": max(vals), "bound": ag.band_relative_bound(T, w)})
+    return rows
+
+
+def t4_projection_curve(seed: int, ps: Sequence[float], T: int, K: int, q: float, w: int, n: int) -> list[dict[str, Any]]:
+    """Closed form vs Monte Carlo (linearised loss, and cross-entropy at beta = 1) of E<D, band> vs p."""
+    gen = torch.Generator().manual_seed(seed)
+    P = ag.band_pattern(T, w, diagonal=False)
+    C = torch.eye(K, dtype=torch.float64)
+    rows = []
+    for p in ps:
+        lin, lin_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="linear")
+        ce, ce_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="ce")
+        rows.append({"p": p, "closed_form": am.expected_projection(P, p, q, C), "mc_linear": lin, "mc_linear_se": lin_se, "mc_ce": ce, "mc_ce_se": ce_se})
+    return rows
+
+
+def _theory_summary(report: dict[str, Any], preset: str, t2: list[dict], t4: list[dict]) -> str:
+    lines = [
+        "## Theory: attention-gradient theorems T1-T5",
+        "",
+        f"`initlab theory verify` (preset `{preset}`, {report['config']['cases']} cases per statement, "
+        f"seed {report['config']['seed']}, symbolic derivations {'on' if report['config']['symbolic'] else 'off'}): "
+        f"**{'all PASS' if report['passed'] else 'FAIL'}** in {report['seconds']:.1f} s.",
+        "",
+        "| statement | cases | max abs err | max rel err | verdict |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in report["statements"]:
+        lines.append(f"| {r['statement']} | {r['cases']} | {r['max_abs_error']:.2e} | {r['max_rel_error']:.2e} | {r['verdict']} |")
+    fails = [f"- {r['statement']} failure: {f}" for r in report["statements"] for f in r["failures"][:5]]
+    if fails:
+        lines += [""] + fails
+    lines += ["", "T2 band derivative relative to the gradient norm (mean over random cases; bound ||d||/sqrt(T)):", ""]
+    for w in sorted({row["w"] for row in t2}):
+        sub = sorted((row for row in t2 if row["w"] == w), key=lambda row: row["T"])
+        a, b = sub[0], sub[-1]
+        lines.append(f"- w = {a['w']}: T = {a['T']}: {a['mean_ratio']:.3g} (bound {a['bound']:.3g}); T = {b['T']}: {b['mean_ratio']:.3g} (bound {b['bound']:.3g})")
+    lines += ["", "T4 expected descent projection on the off-diagonal band, copy path (closed form / MC linearised / MC cross-entropy at beta = 1):", ""]
+    for row in t4:
+        lines.append(f"- p = {row['p']:.2f}: {row['closed_form']:.4g} / {row['mc_linear']:.4g} ± {row['mc_linear_se']:.1g} / {row['mc_ce']:.4g} ± {row['mc_ce_se']:.1g}")
+    lines += ["", "Figures: `t2_band_ratio.png`, `t4_projection_vs_p.png`; full report: `verify.json`."]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# synthetic SPT
+# ------------------------------------------------------------------------------------------------
+def spt(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """The ``spt`` stage: the synthetic self-pretraining experiments of ``preset``, figures, summary.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    _check_preset(preset)
+    done = finished_summary(out_dir, overwrite)
+    if done is not None:
+        return done
+    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=2, threads=1,
+                             draw=spt_figures.make_figures)
+
+
+# ------------------------------------------------------------------------------------------------
+# score scale
+# ------------------------------------------------------------------------------------------------
+def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """The ``score_scale`` stage: theory + Monte Carlo table for k in {1, ..., 32} at a few sigma.
+
+    Writes JSON/CSV/config, a figure and ``summary.md``; each (sigma, k) cell is saved as it finishes.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    _check_preset(preset)
+    done = finished_summary(out_dir, overwrite)
+    if done is not None:
+        return done
+    out_dir = Path(out_dir)
+    from tqdm.auto import tqdm
+
+    cfg = score_scale.PRESETS[preset]
+    run = RunDir(out_dir, overwrite=overwrite, config=cfg)
+    rows = []
+    for sigma, k in tqdm([(s, k) for s in cfg.sigmas for k in cfg.ks], desc="score-scale cells"):
+        name = f"sigma={sigma:g}_k={k:g}"
+        if run.has_cell(name):
+            rows.append(run.load_cell(name))
+            continue
+        th = score_scale.theory_row(cfg, sigma, k)
+        mc = score_scale.monte_carlo(cfg, sigma, k)
+        row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")},
+               **{f"mc_{n}": v for n, v in mc.items()}}
+        run.save_cell(name, row)
+        rows.append(row)
+    mech = score_scale.mechanism(cfg)
+    run.write_json("score_scale.json", {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
+    run.write_csv("score_scale.csv", rows)
+    fig = score_scale_figures.plot_theory_vs_mc(rows, out_dir / "score_scale_theory_vs_mc.png").name
+    md = _score_scale_summary(cfg, rows, mech, fig)
+    atomic_write_text(out_dir / "summary.md", md)
+    run.mark_done()
+    return md
+
+
+def _score_scale_summary(cfg: score_scale.ScoreScaleConfig, rows: list[dict[str, Any]], mech: dict[str, Any], fig: str | None) -> str:
+    lines = [
+        "## MLM-head score scale: theory vs Monte Carlo",
+        "",
+        f"Gaussian logit model z ~ N(mu_b + mu_h/k, (sigma/k)^2), mu_b = {cfg.mu_b:g}, V = {cfg.vocab}, "
+        f"L_q = {cfg.L_q}, L_d = {cfg.L_d}, B = {cfg.batch}, lambda_d = {cfg.lambda_d:g}, {cfg.pooling} pooling; "
+        f"Monte Carlo: {cfg.mc_batches} batches of B queries and B documents over all V entries per cell.",
+        "",
+        "| sigma | k | active dims d (th / MC) | E[a_d] (th / MC) | FLOPS reg d (th / MC) | score spread (th / MC) | "
+        "grad FLOPS / grad rank (th / MC) | softmax entropy / ln B (MC) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        ratio_mc = r.get("mc_grad_flops", float("nan")) / r.get("mc_grad_rank", float("nan")) if r.get("mc_grad_rank") else float("nan")
+        lines.append(
+            f"| {r['sigma']:g} | {r['k']:g} | {r['th_active_dims_d']:.4g} / {r['mc_active_dims_d']:.4g} | "
+            f"{r['th_Ea_d']:.4g} / {r['mc_Ea_d']:.4g} | {r['th_flops_reg_d']:.4g} / {r['mc_flops_reg_d']:.4g} | "
+            f"{r['th_score_spread']:.4g} / {r['mc_score_spread']:.4g} | {r.get('th_grad_ratio', float('nan')):.3g} / "
+            f"{ratio_mc:.3g} | {r['mc_softmax_entropy_ratio']:.3f} |"
+        )
+    lines += [
+        "",
+        "Mechanism (theory): " + score_scale.describe_mechanism(mech),
+    ]
+    if fig:
+        lines += ["", f"![theory vs Monte Carlo]({fig})"]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# synthetic SPLADE
+# ------------------------------------------------------------------------------------------------
+def splade(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """The ``splade`` stage: the synthetic SPLADE sweep of ``preset`` and its figures; markdown summary.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    _check_preset(preset)
+    out_dir = Path(out_dir)
+    if overwrite or not (out_dir / "DONE").exists():
+        synthetic_splade.run_sweep(out_dir, synthetic_splade.PRESETS[preset], overwrite=overwrite,
+                                   draw=synthetic_splade_figures.draw_all)
+    figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
+    return (out_dir / "summary.md").read_text() + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# LRA ListOps on CPU (optional)
+# ------------------------------------------------------------------------------------------------
+def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+    """The CPU ListOps SPT-vs-scratch comparison as an ``initlab reproduce`` stage; returns markdown.
+
+    ``quick``: the toy preset, seed 0 (seconds); ``default``: ``cpu-listops``, seed 0 (about 3 minutes on
+    2 loaded cores); ``full``: ``cpu-listops``, seeds 0, 1, 2.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    from initlab.realdata.lra.config import CPU_LISTOPS, TOY
+
+    choice = {"quick": (TOY, (0,)), "default": (CPU_LISTOPS, (0,)), "full": (CPU_LISTOPS, (0, 1, 2))}
+    if preset not in choice:
+        raise ValueError(f"preset: expected one of {list(choice)}, got {preset!r}")
+    cfg, seeds = choice[preset]
+    rows = lra_sweep.run_sweep("spt-vs-scratch", cfg, out_dir, seeds, overwrite=overwrite, progress=False)
+    lines = ["## LRA ListOps on CPU: self-pretraining vs from scratch", "",
+             f"Generated ListOps ({cfg.listops_gen.n_train} training trees, lengths {cfg.listops_gen.min_length}-"
+             f"{cfg.listops_gen.max_length}), {cfg.n_layers} layers, d {cfg.d_model}; test accuracy at the best "
+             "validation epoch.", "", "| condition | seed | test acc | val acc | best epoch |", "| --- | --- | --- | --- | --- |"]
+    lines += [f"| {r['condition']} | {r['seed']} | {r['test_acc']:.3f} | {r['val_acc']:.3f} | {r['best_epoch']} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+#: stage name -> function; the default run, in order.
+STAGES: dict[str, Callable[..., str]] = {"theory": theory, "spt": spt, "score_scale": score_scale_stage, "splade": splade}
+#: stages run only when named in ``--only``.
+OPTIONAL_STAGES: dict[str, Callable[..., str]] = {"lra_listops": lra_listops}
+
+
+def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False) -> Path:
+    """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path.
+
+    Raises:
+        ValueError: unknown ``preset`` or stage name.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
+    stages = list(STAGES) if stages is None else list(stages)
+    known = {**STAGES, **OPTIONAL_STAGES}
+    unknown = [s for s in stages if s not in known]
+    if unknown:
+        raise ValueError(f"--only: unknown stage(s) {unknown}; expected names from {list(known)}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sections = [
+        "# initlab reproduce report",
+        "",
+        f"preset `{preset}`, stages {', '.join(stages)}; started {time.strftime('%Y-%m-%d %H:%M:%S')}.",
+        "",
+    ]
+    for name in stages:
+        print(f"\n=== initlab reproduce: stage {name} ===", flush=True)
+        t0 = time.perf_counter()
+        md = known[name](out / name, preset=preset, overwrite=overwrite)
+        dt = time.perf_counter() - t0
+        sections += [md.rstrip(), "", f"_stage `{name}` took {dt:.1f} s (0 s if it was already finished)_", ""]
+        atomic_write_text(out / "report.md", "\n".join(sections) + "\n")
+    report = out / "report.md"
+    print(f"\nreport: {report}")
+    return report

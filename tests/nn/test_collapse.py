@@ -1,0 +1,59 @@
+"""The one collapse detector on hand-made vectors: each rule fires exactly when it should."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from initlab.nn.collapse import detect_collapse, mean_pairwise_cosine, same_ranking_share
+
+
+def test_healthy_model_is_not_collapsed():
+    D = torch.cat([torch.eye(6), torch.zeros(6, 2)], dim=1)  # orthogonal documents
+    S = torch.eye(4, 6) * 2 + torch.arange(6.0) * 0.01  # each query prefers its own document
+    v = detect_collapse(losses=[1.0, 0.5], q_active=3.0, d_active=2.0, vocab_size=8, doc_vectors=D, scores=S)
+    assert not v.collapsed and v.reasons == []
+    assert v.stats["mean_doc_cosine"] == pytest.approx(0.0) and v.stats["same_ranking_share"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"losses": [1.0, math.nan]}, "non-finite loss"),
+    ({"losses": [{"step": 7, "loss": math.inf}]}, "step 7"),
+    ({"finite_weights": False}, "non-finite weights"),
+    ({"d_active": 0.4, "vocab_size": 10}, "documents empty"),
+    ({"q_active": 0.0, "vocab_size": 10}, "queries empty"),
+    ({"d_active": 9.5, "vocab_size": 10}, "documents dense"),
+    ({"q_active": math.nan}, "non-finite vectors"),
+])
+def test_each_rule_fires(kwargs, word):
+    v = detect_collapse(**kwargs)
+    assert v.collapsed and any(word in r for r in v.reasons), v.reasons
+
+
+def test_near_constant_documents_and_rankings_are_flagged():
+    base = torch.rand(1, 50, generator=torch.Generator().manual_seed(0))
+    D = base.repeat(20, 1) + 1e-4 * torch.rand(20, 50, generator=torch.Generator().manual_seed(1))
+    v = detect_collapse(q_active=10.0, d_active=50.0, vocab_size=1000, doc_vectors=D)
+    assert v.collapsed and "near-constant" in v.reasons[0] and v.stats["mean_doc_cosine"] > 0.99
+    S = torch.arange(20.0).repeat(8, 1)  # every query ranks the documents the same way
+    v = detect_collapse(scores=S)
+    assert v.collapsed and "rankings near-constant" in v.reasons[0] and v.stats["same_ranking_share"] == 1.0
+
+
+def test_ties_rank_by_ascending_document_index():
+    S = torch.zeros(3, 5)  # all tied: the order is 0, 1, 2, ... for every query
+    assert same_ranking_share(S) == 1.0
+    S[1, 4] = 1.0
+    assert same_ranking_share(S) == pytest.approx(2 / 3)
+
+
+def test_mean_pairwise_cosine_matches_a_loop_and_checks_shape():
+    X = torch.rand(7, 5, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    X[2] = 0
+    U = [x / x.norm() if x.norm() > 0 else x for x in X]
+    ref = sum(float(U[i] @ U[j]) for i in range(7) for j in range(7) if i != j) / 42
+    assert mean_pairwise_cosine(X) == pytest.approx(ref, abs=1e-12)
+    with pytest.raises(ValueError, match="X"):
+        mean_pairwise_cosine(torch.zeros(1, 3))
