@@ -65,22 +65,33 @@ def check_type(value: Any, tp: Any, name: str) -> Any:
         if not isinstance(value, Mapping):
             raise TypeError(f"{name}: expected a mapping for {tp.__name__}, got {type(value).__name__}")
         return from_dict(tp, value, _prefix=f"{name}.")
-    if origin in (tuple, list):
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"{name}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
-        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
-            if len(value) != len(args):
-                raise TypeError(f"{name}: expected {len(args)} items, got {len(value)}")
-            items = [check_type(v, a, f"{name}[{i}]") for i, (v, a) in enumerate(zip(value, args))]
-        else:
-            arm = args[0] if args else Any
-            items = [check_type(v, arm, f"{name}[{i}]") for i, v in enumerate(value)]
-        return tuple(items) if origin is tuple else list(items)
+    if origin in (tuple, list, dict):
+        return _check_container(value, tp, origin, args, name)
+    return _check_scalar(value, tp, name)
+    return value
+
+
+def _check_container(value: Any, tp: Any, origin: Any, args: tuple, name: str) -> Any:
+    """``tuple[X, ...]``, ``tuple[X, Y]``, ``list[X]`` and ``dict[K, V]`` for :func:`check_type`."""
     if origin is dict:
         if not isinstance(value, Mapping):
             raise TypeError(f"{name}: expected a mapping, got {type(value).__name__}")
         kt, vt = args if args else (Any, Any)
         return {check_type(k, kt, f"{name} key"): check_type(v, vt, f"{name}[{k!r}]") for k, v in value.items()}
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+        if len(value) != len(args):
+            raise TypeError(f"{name}: expected {len(args)} items, got {len(value)}")
+        items = [check_type(v, a, f"{name}[{i}]") for i, (v, a) in enumerate(zip(value, args))]
+    else:
+        arm = args[0] if args else Any
+        items = [check_type(v, arm, f"{name}[{i}]") for i, v in enumerate(value)]
+    return tuple(items) if origin is tuple else list(items)
+
+
+def _check_scalar(value: Any, tp: Any, name: str) -> Any:
+    """``bool``, ``int``, ``float`` (ints accepted and converted), ``str`` and plain classes for :func:`check_type`."""
     if tp is bool:
         if not isinstance(value, bool):
             raise TypeError(f"{name}: expected bool, got {type(value).__name__} {value!r}")
