@@ -64,7 +64,7 @@ AMOS: dict[str, dict[str, str]] = {
     "pathfinder": _amos("4/128/8/128", "constant", "5000", "32", "200", "2500", "32", "50", "lr 0.0005 wd 0.0", "1024",
                         _LIN, _CE, _KEEP_ACC, "mean pool, linear"),
 }
-AMOS["image"]["mask ratio"] = "0.5 (README command)"
+AMOS["image"]["mask ratio"] = "0.5"  # their README command line (dataset.mlm_prob=0.5)
 AMOS["listops"]["input encoding"] = "token embedding (operators, digits, brackets; EOS appended)"
 AMOS["text"]["input encoding"] = "token embedding (characters with min_freq 15, about 135; EOS appended)"
 AMOS["retrieval"]["input encoding"] = "token embedding (characters, 98; EOS appended)"
