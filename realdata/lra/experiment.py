@@ -117,6 +117,10 @@ def run_listops_plateau(out: str | Path, seeds: Sequence[int] | None = None, *, 
     summary.update(preset=preset, seconds_this_call=seconds)
     atomic_write_json(Path(out) / "summary.json", summary)
     atomic_write_text(Path(out) / "summary.md", _markdown(summary, seconds))
+    if summary.get("per_seed"):
+        from initlab.paper_figs.lra_figures import plot_listops_plateau
+
+        plot_listops_plateau(summary, Path(out) / "listops_plateau.png")
     return summary
 
 

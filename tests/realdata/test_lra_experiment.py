@@ -32,4 +32,4 @@ def test_toy_experiment_end_to_end(tmp_path):
     row = s["per_seed"][0]
     assert 0 < row["prox_init_spt"] <= 1 and 0 < row["uniform_proximity"] <= 1 and row["spt_epochs_run"] == 2
     assert json.loads((tmp_path / "x" / "summary.json").read_text())["verdict"] == s["verdict"]
-    assert "Verdict" in (tmp_path / "x" / "summary.md").read_text()
+    assert "Verdict" in (tmp_path / "x" / "summary.md").read_text() and (tmp_path / "x" / "listops_plateau.png").is_file()
