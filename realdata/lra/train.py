@@ -9,7 +9,14 @@
     weights, or a hybrid subset: W_Q,W_K / W_Q,W_K,W_V,W_O / FFN), optionally with frozen groups. The
     test accuracy reported is the one at the best validation epoch (Amos et al. 2024, §4).
 
-Both write ``config.json`` (resolved :class:`LRAConfig`), ``history.csv``, ``results.json`` and
+Budgets: ``spt_patience``/``patience`` stop a stage on a plateau (``spt_epochs``/``epochs`` are then
+caps). Guards: a NaN/inf loss or gradient stops training with :class:`~initlab.runs.NonFiniteError`
+(naming the step and the last finite checkpoint; ``results.json`` records the failure, no ``DONE``, no
+checkpoint of the failing epoch); resuming a folder that holds another config raises
+:class:`~initlab.runs.ConfigMismatchError`. Data/model/runtime helpers live in
+:mod:`initlab.realdata.lra.runtime`.
+
+Both write ``config.json`` (run kind and resolved :class:`LRAConfig`), ``history.csv``, ``results.json`` and
 ``DONE`` into a :class:`initlab.runs.RunDir`; ``ckpt/last.pt`` (plain state dicts, loaded with
 ``weights_only=True``) lets an interrupted run resume at the next epoch. Launch with
 ``accelerate launch`` or ``torchrun`` for multi-GPU DDP; each rank takes a disjoint share of each
@@ -41,9 +48,6 @@ from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, atomic_wri
 __all__ = ["load_data", "build_model", "pretrain", "finetune", "evaluate_accuracy", "spt_val_loss", "make_accelerator",
            "save_weights", "load_weights", "ConfigMismatchError", "NonFiniteError", "epochs_since_gain",
            "read_run_config", "task_vocab", "single_inputs", "batch_tensors"]
-
-_schedule = lr_schedule  # name kept for callers of the earlier module layout
-
 
 # ---------------------------------------------------------------------------------------------- run folders
 def _record(cfg: LRAConfig, kind: str) -> dict:
