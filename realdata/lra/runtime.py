@@ -31,10 +31,11 @@ __all__ = ["task_vocab", "load_data", "build_model", "single_inputs", "batch_ten
 
 def spt_view(cfg: LRAConfig) -> LRAConfig:
     """``cfg`` with the SPT stage's batch size, warm-up and schedule in the generic fields (each ``spt_*``
-    field that is ``None`` keeps the fine-tuning value), as the masked-pretraining files of Amos et al. set them."""
+    field that is ``None`` keeps the fine-tuning value), as the masked-pretraining files of Amos et al. set them.
+    A cosine SPT schedule decays over the SPT run's own steps (``schedule_steps`` is a fine-tuning horizon)."""
     return replace(cfg, batch_size=cfg.spt_batch_size or cfg.batch_size,
                    warmup_steps=cfg.warmup_steps if cfg.spt_warmup_steps is None else cfg.spt_warmup_steps,
-                   schedule=cfg.spt_schedule or cfg.schedule)
+                   schedule=cfg.spt_schedule or cfg.schedule, schedule_steps=None)
 
 
 def task_vocab(task: str) -> int:

@@ -29,7 +29,7 @@ from initlab.runs import NonFiniteError, RunDir, check_same_record
 
 __all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "reproduce_stage"]
 
-_FT_ONLY = ("init", "init_groups", "freeze", "epochs", "metrics_examples")
+_FT_ONLY = ("init", "init_groups", "freeze", "epochs", "patience", "schedule_steps", "metrics_examples")
 
 
 def expand_conditions(ablation: str, base: LRAConfig, seed: int) -> list[tuple[str, LRAConfig, int | None]]:
