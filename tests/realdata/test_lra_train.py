@@ -223,7 +223,7 @@ def test_lra_reproduce_stage_quick(tmp_path):
     assert reproduce_stage(tmp_path / "lra", preset="quick") == md  # finished: read back, not redone
     with pytest.raises(ValueError, match="preset"):
         reproduce_stage(tmp_path / "x", preset="huge")
-    with pytest.raises(ValueError, match="holds another ablation/seeds/config"):
+    with pytest.raises(T.ConfigMismatchError, match="holds results of a different sweep config"):
         reproduce_stage(tmp_path / "lra", preset="default")  # never mixed into a folder of another config
 
 
