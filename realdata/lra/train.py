@@ -38,12 +38,13 @@ import torch.nn.functional as F
 from initlab.config import to_dict
 from initlab.realdata.lra.config import LRAConfig, INIT_GROUPS
 from initlab.realdata.lra.data import Split, TaskData, iter_batches
+from initlab.realdata.lra.loop import _optimizer_step, _record_failure, epochs_since_gain
 from initlab.realdata.lra.masking import MASK_RATIO, causal_targets, mask_tokens, masked_loss, masked_pixel_l1
 from initlab.realdata.lra.model import LRAModel
 from initlab.realdata.lra.runtime import (_data_dir, _restore_last, _save_state, batch_tensors, build_model, load_data,
                                           load_weights, lr_schedule, make_accelerator, read_run_config, save_weights,
                                           single_inputs, spt_view, task_vocab)
-from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, atomic_write_bytes, check_finite, check_same_record
+from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, atomic_write_bytes, check_same_record
 
 __all__ = ["load_data", "build_model", "pretrain", "finetune", "evaluate_accuracy", "spt_val_loss", "make_accelerator",
            "save_weights", "load_weights", "ConfigMismatchError", "NonFiniteError", "epochs_since_gain",
@@ -85,50 +86,6 @@ def _progress(it, total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(it, total=total, desc=desc, disable=not enabled, leave=False, mininterval=2.0)
-
-
-# ---------------------------------------------------------------------------------------------- shared loop parts
-def epochs_since_gain(values: Sequence[float], *, higher_is_better: bool, min_rel_gain: float = 0.0) -> int:
-    """Epochs since the last one that set a new best of ``values`` (one per epoch; 0 = the last did).
-
-    A value is a new best when it beats the best so far: ``v > best`` (``higher_is_better``) or
-    ``v < best * (1 - min_rel_gain)`` (losses, positive). The plateau rule stops a run when this reaches
-    its patience. An empty list gives 0.
-    """
-    best, since = None, 0
-    for v in values:
-        gain = best is None or (v > best if higher_is_better else v < best * (1.0 - min_rel_gain))
-        best, since = (v, 0) if gain else (best, since + 1)
-    return since
-
-
-def _optimizer_step(loss, model, opt, sched, params, accelerator, cfg: LRAConfig, *, where: str, step: int,
-                    last: Path) -> float:
-    """One guarded optimisation step; returns the loss as a float.
-
-    Raises :class:`NonFiniteError` (naming ``step`` and the last finite checkpoint) on a NaN/inf loss,
-    before backward, or on a NaN/inf gradient norm, before the optimizer touches the weights. Under DDP the
-    loss is summed over ranks first, so every rank stops at the same step instead of hanging in a collective.
-    """
-    ckpt = last if last.exists() else None
-    probe = loss.detach().float().reshape(1)
-    if accelerator.num_processes > 1:
-        probe = accelerator.reduce(probe, "sum")
-    check_finite(probe[0], where=where, step=step, what="loss", last_checkpoint=ckpt)
-    opt.zero_grad(set_to_none=True)
-    accelerator.backward(loss)
-    norm = accelerator.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip else float("inf"))
-    check_finite(norm, where=where, step=step, what="gradient", last_checkpoint=ckpt)
-    opt.step()
-    sched.step()
-    return float(probe[0]) / accelerator.num_processes
-
-
-def _record_failure(run: RunDir, kind: str, cfg: LRAConfig, err: NonFiniteError, history: list) -> None:
-    """results.json of a run stopped by a non-finite value (no DONE: the folder stays resumable)."""
-    run.write_json("results.json", {"kind": kind, "task": cfg.task, "failed": True, "error": str(err),
-                                    "step": err.step, "what": err.what, "last_checkpoint": err.last_checkpoint,
-                                    "history": history})
 
 
 # ---------------------------------------------------------------------------------------------- SPT
