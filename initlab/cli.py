@@ -27,6 +27,8 @@ COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("lra", "pretrain"): ("initlab.commands.lra:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
     ("lra", "finetune"): ("initlab.commands.lra:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
     ("lra", "sweep"): ("initlab.commands.lra:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
+    ("lra", "listops-plateau"): ("initlab.commands.lra:listops_plateau_main", "the preregistered CPU ListOps SPT-vs-scratch experiment (plateau budgets)"),
+    ("lra", "fidelity"): ("initlab.commands.lra:fidelity_main", "the LRA preset fidelity table against Amos et al. and LRA's configs"),
     ("lra", "listops-generate"): ("initlab.commands.lra:listops_main", "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv"),
 }
 

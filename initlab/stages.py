@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
-from initlab.realdata.lra import sweep as lra_sweep
+from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
 from initlab.runs import RunDir, atomic_write_text, torch_threads
 from initlab.synthetic import spt as synthetic_spt
@@ -259,27 +259,20 @@ def splade(out_dir: Path, preset: str = "default", overwrite: bool = False) -> s
 # LRA ListOps on CPU (optional)
 # ------------------------------------------------------------------------------------------------
 def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
-    """The CPU ListOps SPT-vs-scratch comparison as an ``initlab reproduce`` stage; returns markdown.
+    """The preregistered CPU ListOps SPT-vs-scratch experiment (:mod:`initlab.realdata.lra.experiment`).
 
-    ``quick``: the toy preset, seed 0 (seconds); ``default``: ``cpu-listops``, seed 0 (about 3 minutes on
-    2 loaded cores); ``full``: ``cpu-listops``, seeds 0, 1, 2.
+    ``quick``: the toy preset, seed 0, the same budget rule (seconds); ``default`` and ``full``: the
+    preregistered preset and seeds (about 8 CPU-minutes). Not part of the default run.
 
     Raises:
         ValueError: unknown ``preset``.
     """
-    from initlab.realdata.lra.config import CPU_LISTOPS, TOY
-
-    choice = {"quick": (TOY, (0,)), "default": (CPU_LISTOPS, (0,)), "full": (CPU_LISTOPS, (0, 1, 2))}
-    if preset not in choice:
-        raise ValueError(f"preset: expected one of {list(choice)}, got {preset!r}")
-    cfg, seeds = choice[preset]
-    rows = lra_sweep.run_sweep("spt-vs-scratch", cfg, out_dir, seeds, overwrite=overwrite, progress=False)
-    lines = ["## LRA ListOps on CPU: self-pretraining vs from scratch", "",
-             f"Generated ListOps ({cfg.listops_gen.n_train} training trees, lengths {cfg.listops_gen.min_length}-"
-             f"{cfg.listops_gen.max_length}), {cfg.n_layers} layers, d {cfg.d_model}; test accuracy at the best "
-             "validation epoch.", "", "| condition | seed | test acc | val acc | best epoch |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['condition']} | {r['seed']} | {r['test_acc']:.3f} | {r['val_acc']:.3f} | {r['best_epoch']} |" for r in rows]
-    return "\n".join(lines) + "\n"
+    _check_preset(preset)
+    if preset == "quick":
+        summary = lra_experiment.run_listops_plateau(out_dir, (0,), overwrite=overwrite, preset="toy")
+    else:
+        summary = lra_experiment.run_listops_plateau(out_dir, overwrite=overwrite)
+    return lra_experiment.summary_markdown(summary, summary.get("seconds_this_call"))
 
 
 #: stage name -> function; the default run, in order.

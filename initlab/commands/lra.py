@@ -15,7 +15,7 @@ from pathlib import Path
 
 from initlab.config import derive, parse_overrides
 
-__all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main"]
+__all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main", "listops_plateau_main", "fidelity_main"]
 
 
 def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
@@ -139,4 +139,42 @@ def listops_main(argv: list[str] | None = None, prog: str | None = None) -> int:
         p.error(str(err))
     for k, v in paths.items():
         print(f"{k}: {v}")
+    return 0
+
+
+def listops_plateau_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """``initlab lra listops-plateau --out DIR``: the preregistered CPU ListOps experiment (resumable)."""
+    from initlab.realdata.lra.experiment import run_listops_plateau
+
+    p = argparse.ArgumentParser(prog=prog or "initlab lra listops-plateau",
+                                description="Run the preregistered CPU ListOps SPT-vs-scratch experiment (plateau budgets).")
+    p.add_argument("--out", type=Path, required=True, help="output folder (an unfinished run resumes)")
+    p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the preregistered 10,11,12)")
+    p.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    p.add_argument("--progress", action="store_true", help="show progress bars")
+    args = p.parse_args(argv)
+    try:
+        seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",") if s.strip()]
+        summary = run_listops_plateau(args.out, seeds, overwrite=args.overwrite, progress=args.progress)
+    except (ValueError, FileExistsError) as err:
+        p.error(str(err))
+    print((args.out / "summary.md").read_text())
+    return 0 if summary.get("seeds") else 1
+
+
+def fidelity_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """``initlab lra fidelity [--write PAGE]``: the LRA preset fidelity table vs Amos et al. and LRA's configs."""
+    from initlab.realdata.lra.fidelity import render, write_page
+
+    p = argparse.ArgumentParser(prog=prog or "initlab lra fidelity",
+                                description="Print the LRA preset fidelity table, or replace it in a markdown page.")
+    p.add_argument("--write", type=Path, default=None, help="markdown page holding the table's two marker lines")
+    args = p.parse_args(argv)
+    if args.write is None:
+        print(render())
+        return 0
+    try:
+        write_page(args.write)
+    except (ValueError, FileNotFoundError) as err:
+        p.error(str(err))
     return 0

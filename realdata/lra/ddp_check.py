@@ -8,6 +8,8 @@
    data, and after each step the parameters must be identical too.
 2. A one-epoch :func:`pretrain` on the toy ListOps preset, checking that the real loop finishes with
    ``world_size == 2``.
+3. A :func:`pretrain` at a learning rate that makes the loss or gradient non-finite: every rank must
+   stop with :class:`~initlab.runs.NonFiniteError` at the same step (none left waiting in a collective).
 
 Rank 0 writes ``OUT_DIR/ddp_check.json`` with the largest gradient and parameter differences across ranks.
 """
@@ -62,10 +64,19 @@ def main(argv: list[str] | None = None) -> int:
         param_diff = max(param_diff, float((w - w[0]).abs().max()))
     acc.wait_for_everyone()
     res = pretrain(cfg, out / "pretrain", progress=False)
+    from initlab.runs import NonFiniteError
+
+    nan_step = -1
+    try:
+        pretrain(replace(cfg, lr=1e3, spt_epochs=2), out / "pretrain_nan", progress=False)
+    except NonFiniteError as err:
+        nan_step = err.step
+    steps = acc.gather(torch.tensor([nan_step], device=acc.device)).tolist()
     if acc.is_main_process:
         atomic_write_json(out / "ddp_check.json", {"world_size": world, "max_grad_diff": grad_diff, "max_param_diff": param_diff,
                                                    "ranks_saw_different_data": data_differs,
                                                    "pretrain_world_size": res["world_size"],
+                                                   "nan_stop_step_per_rank": steps,
                                                    "backend": str(torch.distributed.get_backend()) if torch.distributed.is_initialized() else None})
     acc.wait_for_everyone()
     return 0

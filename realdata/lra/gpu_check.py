@@ -49,6 +49,7 @@ def measure(task: str, mode: str, *, steps: int, warmup: int, batch_size: int | 
     """
     from initlab.realdata.lra.config import TASK_PRESETS
     from initlab.realdata.lra.data import MASK_ID, N_SPECIAL
+    from initlab.realdata.lra.masking import masked_pixel_l1
     from initlab.realdata.lra.model import flops_per_sequence
     from initlab.realdata.lra.train import build_model
 
@@ -75,6 +76,8 @@ def measure(task: str, mode: str, *, steps: int, warmup: int, batch_size: int | 
         with ctx():
             if mode == "classify":
                 loss = F.cross_entropy(model(tok, mask, mode="classify").float(), y)
+            elif cfg.spt_loss == "l1":  # Image preset: masked-pixel L1 through the d -> 1 pixel head
+                loss = masked_pixel_l1(model(corrupted, mask, mode="pixel"), tok, masked)[0]
             else:
                 logits = model(corrupted, mask, mode="masked")
                 loss = F.cross_entropy(logits[masked].float(), tok[masked])
@@ -93,7 +96,8 @@ def measure(task: str, mode: str, *, steps: int, warmup: int, batch_size: int | 
     if use_cuda:
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    flops = flops_per_sequence(model.backbone.cfg, T, head=mode, training=True) * B * steps
+    head = "classify" if (mode == "masked" and cfg.spt_loss == "l1") else mode  # pixel head: 2d per token, not 2dV
+    flops = flops_per_sequence(model.backbone.cfg, T, head=head, training=True) * B * steps
     return {"task": task, "mode": mode, "batch_size": B, "T": T, "n_layers": cfg.n_layers, "d_model": cfg.d_model,
             "steps": steps, "seconds": dt, "tokens_per_s": B * T * steps / dt, "sequences_per_s": B * steps / dt,
             "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30 if use_cuda else None,

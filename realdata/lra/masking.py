@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from initlab.nn.masking import mask_tokens as _mask_tokens
 from initlab.realdata.lra.data import MASK_ID
 
-__all__ = ["MASK_RATIO", "mask_tokens", "masked_loss", "causal_targets"]
+__all__ = ["MASK_RATIO", "mask_tokens", "masked_loss", "causal_targets", "masked_pixel_l1"]
 
 MASK_RATIO = {"listops": 0.10, "text": 0.15, "retrieval": 0.15, "image": 0.50, "pathfinder": 0.50}
 
@@ -52,3 +52,21 @@ def causal_targets(tokens: torch.Tensor, pad_mask: torch.Tensor) -> tuple[torch.
     valid = torch.zeros_like(pad_mask)
     valid[:, :-1] = pad_mask[:, 1:]
     return targets, valid
+
+
+def masked_pixel_l1(pred: torch.Tensor, tokens: torch.Tensor, masked: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Masked-pixel L1 loss (the ``lm_loss: l1`` / ``masked_mae`` of Amos et al.'s Image pretraining file).
+
+    Args:
+        pred: ``(B, T)`` predicted pixel values / 255. tokens: ``(B, T)`` pixel tokens ``N_SPECIAL + v``.
+        masked: ``(B, T)`` bool, positions that count.
+    Returns:
+        ``(mean |pred - v / 255| over masked positions, n_masked)``; with none masked, ``0 * pred.sum()``.
+    """
+    from initlab.realdata.lra.data import N_SPECIAL
+
+    n = int(masked.sum())
+    if n == 0:
+        return pred.sum() * 0.0, 0
+    target = (tokens[masked] - N_SPECIAL).float() / 255.0
+    return (pred[masked].float() - target).abs().mean(), n

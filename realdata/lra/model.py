@@ -6,6 +6,10 @@ length-aware mean pooling) and adds
 * the Retrieval two-tower head: both documents go through the same encoder, are mean-pooled to
   ``x1, x2`` (B, d) and classified from ``[x1, x2, x1 * x2, x1 - x2]`` (B, 4d) by an MLP
   (Tay et al., LRA, §3.3, following the dual-encoder setup of the AAN task);
+* the pixel input path of Amos et al.'s Image/Pathfinder pipelines (``encoder: linear``):
+  :class:`PixelLinearEmbedding` maps a pixel token to ``W x + b`` with ``x = value / 255`` instead of a
+  256-entry embedding table, and an optional ``pixel_head`` (d -> 1) regresses masked pixel values
+  for the masked-pixel L1 loss of their Image pretraining file (``lm_loss: l1``);
 * a causal encoder pass (:func:`causal_encode`) for the autoregressive SPT option, built from the same
   blocks with a causal mask (the synthetic ``Attention`` has no causal switch; we reuse its
   ``W_Q/W_K/W_V/W_O`` and the block's LayerNorms and residuals).
@@ -16,12 +20,11 @@ Everything goes through ``forward(tokens, pad_mask, mode)`` so DDP's gradient ho
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer
 
-__all__ = ["LRAModel", "causal_encode", "flops_per_sequence", "backbone_config"]
+__all__ = ["LRAModel", "PixelLinearEmbedding", "causal_encode", "flops_per_sequence", "backbone_config"]
 
 
 def backbone_config(vocab_size: int, max_len: int, n_classes: int, *, n_layers: int, d_model: int, n_heads: int, d_ff: int,
@@ -42,17 +45,49 @@ def causal_encode(model: SequenceTransformer, tokens: torch.Tensor, pad_mask: to
     return model.encode(tokens, pad_mask, causal=causal)
 
 
+class PixelLinearEmbedding(nn.Module):
+    """Token ids -> (..., d) vectors where pixel tokens enter through a linear map of their value.
+
+    Pixel token ``N_SPECIAL + v`` (``v`` in 0..255) becomes ``proj(v / 255)`` (a d x 1 weight and a bias);
+    the special tokens (padding, the mask token) keep learned vectors ``special[id]``. Replaces
+    ``SequenceTransformer.tok_emb``, so every encoder pass (bidirectional, causal, reference) uses it.
+
+    Args: d_model, n_special (ids below it are special). Input ``ids (..., T)`` long; output ``(..., T, d)``.
+    """
+
+    def __init__(self, d_model: int, n_special: int):
+        super().__init__()
+        self.n_special = n_special
+        self.special = nn.Embedding(n_special, d_model)
+        self.proj = nn.Linear(1, d_model)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        is_pixel = ids >= self.n_special
+        value = ((ids - self.n_special).clamp_min(0).to(self.proj.weight.dtype) / 255.0)[..., None]
+        return torch.where(is_pixel[..., None], self.proj(value), self.special(ids.clamp_max(self.n_special - 1)))
+
+
 class LRAModel(nn.Module):
     """Classifier / SPT model for one LRA task.
 
     Args:
         cfg: backbone :class:`ModelConfig`. pair: Retrieval (two documents per example).
-    Attributes: ``backbone`` (SequenceTransformer), ``pair_head`` (Retrieval only: 4d -> d -> n_classes).
+        pixel_input: ``"token"`` (embedding table) or ``"linear"`` (:class:`PixelLinearEmbedding`).
+        pixel_head: add ``pixel_head`` (d -> 1) for the masked-pixel L1 objective (``mode="pixel"``).
+    Attributes: ``backbone`` (SequenceTransformer), ``pair_head`` (Retrieval only: 4d -> d -> n_classes),
+    ``pixel_head`` (only with ``pixel_head=True``).
     """
 
-    def __init__(self, cfg: ModelConfig, pair: bool = False):
+    def __init__(self, cfg: ModelConfig, pair: bool = False, pixel_input: str = "token", pixel_head: bool = False):
         super().__init__()
+        from initlab.realdata.lra.data import N_SPECIAL
+
+        if pixel_input not in ("token", "linear"):
+            raise ValueError(f"pixel_input: expected 'token' or 'linear', got {pixel_input!r}")
         self.backbone = SequenceTransformer(cfg)
+        if pixel_input == "linear":
+            self.backbone.tok_emb = PixelLinearEmbedding(cfg.d_model, N_SPECIAL)
+        self.pixel_head = nn.Linear(cfg.d_model, 1) if pixel_head else None
         self.pair = pair
         if pair:
             d = cfg.d_model
@@ -64,7 +99,9 @@ class LRAModel(nn.Module):
         if stage not in ("spt", "finetune"):
             raise ValueError(f"stage: expected 'spt' or 'finetune', got {stage!r}")
         bb = self.backbone
-        bb.mlm_head.requires_grad_(stage == "spt")
+        bb.mlm_head.requires_grad_(stage == "spt" and self.pixel_head is None)
+        if self.pixel_head is not None:
+            self.pixel_head.requires_grad_(stage == "spt")
         bb.cls_head.requires_grad_(stage == "finetune" and not self.pair)
         if self.pair:
             self.pair_head.requires_grad_(stage == "finetune")
@@ -84,14 +121,19 @@ class LRAModel(nn.Module):
 
     def forward(self, tokens: torch.Tensor, pad_mask: torch.Tensor, mode: str = "classify") -> torch.Tensor:
         """``mode``: ``classify`` -> (B, n_classes); ``masked`` -> reconstruction logits (B, T, V) of the
-        bidirectional encoder; ``causal`` -> next-token logits (B, T, V) of the causal encoder."""
+        bidirectional encoder; ``pixel`` -> predicted pixel values / 255 (B, T) of the bidirectional encoder
+        (needs ``pixel_head``); ``causal`` -> next-token logits (B, T, V) of the causal encoder."""
         if mode == "classify":
             return self.classify(tokens, pad_mask)
         if mode == "masked":
             return self.backbone.mlm_head(self.backbone.encode(tokens, pad_mask))
+        if mode == "pixel":
+            if self.pixel_head is None:
+                raise ValueError("mode: 'pixel' needs a model built with pixel_head=True (spt_loss='l1')")
+            return self.pixel_head(self.backbone.encode(tokens, pad_mask)).squeeze(-1)
         if mode == "causal":
             return self.backbone.mlm_head(causal_encode(self.backbone, tokens, pad_mask))
-        raise ValueError(f"mode: expected 'classify', 'masked' or 'causal', got {mode!r}")
+        raise ValueError(f"mode: expected 'classify', 'masked', 'pixel' or 'causal', got {mode!r}")
 
 
 def flops_per_sequence(cfg: ModelConfig, T: int, head: str = "classify", training: bool = True) -> float:

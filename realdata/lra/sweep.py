@@ -25,11 +25,11 @@ from typing import Sequence
 
 from initlab.config import derive, to_dict
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
-from initlab.runs import RunDir
+from initlab.runs import NonFiniteError, RunDir, check_same_record
 
 __all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep"]
 
-_FT_ONLY = ("init", "init_groups", "freeze", "epochs", "metrics_examples")
+_FT_ONLY = ("init", "init_groups", "freeze", "epochs", "patience", "schedule_steps", "metrics_examples")
 
 
 def expand_conditions(ablation: str, base: LRAConfig, seed: int) -> list[tuple[str, LRAConfig, int | None]]:
@@ -84,16 +84,14 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     Raises:
         ValueError: ``out`` holds a sweep with another ablation, seeds or config (unless ``overwrite``).
     """
-    meta = {"config_class": "LRAConfig", "kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
-    cfg_path = Path(out) / "config.json"
-    if cfg_path.exists() and not overwrite and json.loads(cfg_path.read_text()) != meta:
-        raise ValueError(f"{cfg_path}: this sweep folder holds another ablation/seeds/config; use another --out or --overwrite")
+    meta = {"kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
+    if not overwrite:  # another ablation/seeds/config in `out`: ConfigMismatchError naming the keys, nothing written
+        check_same_record(Path(out) / "config.json", meta, what="sweep config")
     if (Path(out) / "DONE").exists() and not overwrite:  # finished with the same config: read back, never redone
-        return json.loads((Path(out) / "results.json").read_text())["rows"]
+        return [_revive(r) for r in json.loads((Path(out) / "results.json").read_text())["rows"]]
     conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]  # bad ablation: nothing written
     fresh = not Path(out).exists()
-    run = RunDir(out, overwrite=overwrite, resume=True)
-    run.write_json("config.json", meta)
+    run = RunDir(out, overwrite=overwrite, resume=True, config=meta)
     try:
         rows = _run_cells(run, ablation, conds, progress)
     except (ValueError, TypeError, FileNotFoundError):
@@ -114,34 +112,71 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     return rows
 
 
-def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool) -> list[dict]:
-    """Run (or read back) every ``(seed, condition, config, milestone)`` cell; returns the rows in order."""
+def _revive(row: dict) -> dict:
+    """A saved row with the non-finite numbers that JSON stores as strings turned back into floats."""
+    return {k: float(v) if isinstance(v, str) and v in ("nan", "inf", "-inf") else v for k, v in row.items()}
+
+
+def _metric_columns(res: dict) -> dict:
+    """First- and last-layer attention metrics of a fine-tune result: at fine-tuning start (``*_init``)
+    and at the best validation epoch."""
+    out = {}
+    for tag, key in (("_init", "attention_metrics_init"), ("", "attention_metrics")):
+        layers = res.get(key, {}).get("layers", [])
+        if layers:
+            out.update({f"prox_first{tag}": layers[0]["proximity_mass"], f"rps_first{tag}": layers[0]["relative_position_score"],
+                        f"prox_last{tag}": layers[-1]["proximity_mass"], f"rps_last{tag}": layers[-1]["relative_position_score"]})
+            out["uniform_proximity"] = res[key]["uniform_proximity"]
+    return out
+
+
+def _run_cell(run: RunDir, ablation: str, seed: int, name: str, cfg: LRAConfig, ms: int | None,
+              milestones: dict[str, set[int]], progress: bool) -> dict:
+    """Pretrain (shared, reused when finished) and fine-tune one cell; returns its row."""
     from initlab.realdata.lra.train import finetune, pretrain
 
+    ckpt, spt_run = None, None
+    if cfg.init == "spt":
+        key = pretrain_key(cfg)
+        pdir = run.root / "pretrain" / key
+        spt_run = pretrain(pretrain_config(cfg), pdir, milestones=sorted(milestones.get(key, ())), progress=progress,
+                           reuse_finished=True)
+        ckpt = pdir / (f"spt_best_e{ms}.safetensors" if ms is not None else "spt_best.safetensors")
+    res = finetune(cfg, run.root / "finetune" / f"{name}-seed{seed}", ckpt, progress=progress, reuse_finished=True)
+    row = {"ablation": ablation, "condition": name, "seed": seed, "task": cfg.task, "n_layers": cfg.n_layers,
+           "init": cfg.init, "init_groups": cfg.init_groups, "freeze": "+".join(cfg.freeze),
+           "spt_epochs": (ms if ms is not None else cfg.spt_epochs) if cfg.init == "spt" else 0,
+           "spt_epochs_run": spt_run["epochs_run"] if spt_run and "epochs_run" in spt_run else "",
+           "spt_best_epoch": spt_run["best_epoch"] if spt_run else "",
+           "spt_task": (cfg.spt_task or cfg.task) if cfg.init == "spt" else "", "test_acc": res["test_acc"],
+           "val_acc": res["val_acc"], "best_epoch": res["best_epoch"], "epochs_run": res.get("epochs_run", ""),
+           "failed": False}
+    row.update(_metric_columns(res))
+    return row
+
+
+def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool) -> list[dict]:
+    """Run (or read back) every ``(seed, condition, config, milestone)`` cell; returns the rows in order.
+
+    Each cell is keyed by its own config (and SPT milestone): a finished cell computed under another
+    config raises :class:`~initlab.runs.ConfigMismatchError`. A cell whose training hits a NaN/inf loss or
+    gradient is recorded as failed (``failed``, ``error``, accuracies NaN) and the sweep goes on.
+    """
     milestones: dict[str, set[int]] = {}
     for _, _, cfg, ms in conds:
         if cfg.init == "spt" and ms is not None:
             milestones.setdefault(pretrain_key(cfg), set()).add(ms)
     rows = []
     for seed, name, cfg, ms in conds:
-        cell = f"{name}-seed{seed}"
-        if not run.has_cell(cell):
-            ckpt = None
-            if cfg.init == "spt":
-                key = pretrain_key(cfg)
-                pdir = run.root / "pretrain" / key
-                pretrain(pretrain_config(cfg), pdir, milestones=sorted(milestones.get(key, ())), progress=progress, reuse_finished=True)
-                ckpt = pdir / (f"spt_best_e{ms}.safetensors" if ms is not None else "spt_best.safetensors")
-            res = finetune(cfg, run.root / "finetune" / cell, ckpt, progress=progress, reuse_finished=True)
-            layers = res.get("attention_metrics", {}).get("layers", [])
-            row = {"ablation": ablation, "condition": name, "seed": seed, "task": cfg.task, "n_layers": cfg.n_layers,
-                   "init": cfg.init, "init_groups": cfg.init_groups, "freeze": "+".join(cfg.freeze),
-                   "spt_epochs": (ms if ms is not None else cfg.spt_epochs) if cfg.init == "spt" else 0,
-                   "spt_task": (cfg.spt_task or cfg.task) if cfg.init == "spt" else "", "test_acc": res["test_acc"],
-                   "val_acc": res["val_acc"], "best_epoch": res["best_epoch"]}
-            if layers:
-                row.update({"prox_first": layers[0]["proximity_mass"], "rps_first": layers[0]["relative_position_score"],
-                            "prox_last": layers[-1]["proximity_mass"], "rps_last": layers[-1]["relative_position_score"]})
-            run.save_cell(cell, row)
-        rows.append(run.load_cell(cell))
+        cell, key = f"{name}-seed{seed}", {"config": to_dict(cfg), "spt_milestone": ms}
+        if not run.has_cell(cell, key=key):
+            try:
+                row = _run_cell(run, ablation, seed, name, cfg, ms, milestones, progress)
+            except NonFiniteError as err:
+                print(f"[sweep] cell {cell} failed: {err}", flush=True)
+                row = {"ablation": ablation, "condition": name, "seed": seed, "task": cfg.task, "init": cfg.init,
+                       "test_acc": float("nan"), "val_acc": float("nan"), "best_epoch": None, "failed": True,
+                       "error": str(err)}
+            run.save_cell(cell, row, key=key)
+        rows.append(_revive(run.load_cell(cell, key=key)))
     return rows

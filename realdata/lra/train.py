@@ -9,7 +9,14 @@
     weights, or a hybrid subset: W_Q,W_K / W_Q,W_K,W_V,W_O / FFN), optionally with frozen groups. The
     test accuracy reported is the one at the best validation epoch (Amos et al. 2024, §4).
 
-Both write ``config.json`` (resolved :class:`LRAConfig`), ``history.csv``, ``results.json`` and
+Budgets: ``spt_patience``/``patience`` stop a stage on a plateau (``spt_epochs``/``epochs`` are then
+caps). Guards: a NaN/inf loss or gradient stops training with :class:`~initlab.runs.NonFiniteError`
+(naming the step and the last finite checkpoint; ``results.json`` records the failure, no ``DONE``, no
+checkpoint of the failing epoch); resuming a folder that holds another config raises
+:class:`~initlab.runs.ConfigMismatchError`. Data/model/runtime helpers live in
+:mod:`initlab.realdata.lra.runtime`.
+
+Both write ``config.json`` (run kind and resolved :class:`LRAConfig`), ``history.csv``, ``results.json`` and
 ``DONE`` into a :class:`initlab.runs.RunDir`; ``ckpt/last.pt`` (plain state dicts, loaded with
 ``weights_only=True``) lets an interrupted run resume at the next epoch. Launch with
 ``accelerate launch`` or ``torchrun`` for multi-GPU DDP; each rank takes a disjoint share of each
@@ -23,168 +30,36 @@ import math
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 
-from initlab.config import from_dict, to_dict
+from initlab.config import to_dict
 from initlab.realdata.lra.config import LRAConfig, INIT_GROUPS
-from initlab.realdata.lra.data import (BYTE_VOCAB, LISTOPS_VOCAB, TASK_MAX_LEN, TASK_CLASSES, Split, TaskData,
-                                       iter_batches, load_task, split_from_sequences)
-from initlab.realdata.lra.listops import generate_examples, write_listops_tsv
-from initlab.realdata.lra.masking import MASK_RATIO, causal_targets, mask_tokens, masked_loss
-from initlab.realdata.lra.model import LRAModel, backbone_config
-from initlab.runs import RunDir, atomic_write_bytes
+from initlab.realdata.lra.data import Split, TaskData, iter_batches
+from initlab.realdata.lra.loop import _optimizer_step, _record_failure, epochs_since_gain
+from initlab.realdata.lra.masking import MASK_RATIO, causal_targets, mask_tokens, masked_loss, masked_pixel_l1
+from initlab.realdata.lra.model import LRAModel
+from initlab.realdata.lra.runtime import (_data_dir, _restore_last, _save_state, batch_tensors, build_model, load_data,
+                                          load_weights, lr_schedule, make_accelerator, read_run_config, save_weights,
+                                          single_inputs, spt_view, task_vocab)
+from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, atomic_write_bytes, check_same_record
 
 __all__ = ["load_data", "build_model", "pretrain", "finetune", "evaluate_accuracy", "spt_val_loss", "make_accelerator",
-           "save_weights", "load_weights", "ConfigMismatchError"]
+           "save_weights", "load_weights", "ConfigMismatchError", "NonFiniteError", "epochs_since_gain",
+           "read_run_config", "task_vocab", "single_inputs", "batch_tensors"]
 
-
-class ConfigMismatchError(ValueError):
-    """Resuming a run folder whose saved config differs from the requested one."""
-
-
-# ---------------------------------------------------------------------------------------------- data & model
-def task_vocab(task: str) -> int:
-    return LISTOPS_VOCAB if task == "listops" else BYTE_VOCAB
-
-
-def _data_dir(cfg: LRAConfig, task: str) -> str | None:
-    """The folder ``task`` is read from: ``cfg.data_dir`` for the task itself, ``cfg.spt_data_dir`` for a cross-task SPT source."""
-    return cfg.data_dir if task == cfg.task else cfg.spt_data_dir
-
-
-def load_data(cfg: LRAConfig, task: str | None = None, data_dir: str | None = None, out: Path | None = None) -> TaskData:
-    """Load ``task`` (default ``cfg.task``). ListOps without a ``data_dir`` is generated from
-    ``cfg.listops_gen`` (written as ``basic_*.tsv`` into ``out/listops_data`` when ``out`` is given, then
-    read back through the real loader)."""
-    task = task or cfg.task
-    data_dir = data_dir if data_dir is not None else _data_dir(cfg, task)
-    if task == "listops" and data_dir is None:
-        if cfg.listops_gen is None:
-            raise ValueError("data_dir: ListOps needs --data-dir (basic_*.tsv) or a listops_gen config (generated data)")
-        if out is not None:
-            gen_dir = Path(out) / "listops_data"
-            if not (gen_dir / "basic_test.tsv").exists():
-                write_listops_tsv(gen_dir, cfg.listops_gen, overwrite=True)  # the run's own folder
-            data_dir = str(gen_dir)
-        else:
-            ex = generate_examples(cfg.listops_gen)
-            from initlab.realdata.lra.data import encode_listops
-
-            L = cfg.max_len or TASK_MAX_LEN["listops"]
-            sp = {k: split_from_sequences([encode_listops(s) for s, _ in v], [y for _, y in v], L) for k, v in ex.items()}
-            return TaskData("listops", LISTOPS_VOCAB, L, 10, sp["train"], sp["val"], sp["test"])
-    return load_task(task, data_dir, seed=cfg.seed, max_len=cfg.max_len if task == cfg.task else None, limit=cfg.limit)
-
-
-def build_model(cfg: LRAConfig) -> LRAModel:
-    """A freshly initialised model for ``cfg.task`` (seeded with ``cfg.seed``)."""
-    torch.manual_seed(cfg.seed)
-    mc = backbone_config(task_vocab(cfg.task), cfg.max_len or TASK_MAX_LEN[cfg.task], TASK_CLASSES[cfg.task],
-                         n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads, d_ff=cfg.d_ff, dropout=cfg.dropout)
-    return LRAModel(mc, pair=cfg.task == "retrieval")
-
-
-def single_inputs(split: Split) -> Split:
-    """Retrieval pairs (N, 2, T) -> the documents as N*2 single sequences (SPT inputs)."""
-    if split.tokens.dim() == 2:
-        return split
-    N, _, T = split.tokens.shape
-    return Split(split.tokens.reshape(N * 2, T), split.lengths.reshape(N * 2), split.labels.repeat_interleave(2))
-
-
-def batch_tensors(split: Split, idx: torch.Tensor, device, max_len: int | None = None):
-    """``(tokens long, pad_mask bool, labels)`` for rows ``idx``, trimmed to the longest real sequence
-    (and to ``max_len``). Empty documents count one (pad) token as real so pooling is defined."""
-    lengths = split.lengths[idx].clamp_min(1)
-    T = int(lengths.max())
-    if max_len is not None:
-        T = min(T, max_len)
-        lengths = lengths.clamp_max(max_len)
-    tok = split.tokens[idx][..., :T].long()
-    mask = torch.arange(T) < lengths[..., None]
-    return tok.to(device), mask.to(device), split.labels[idx].to(device)
-
-
-# ---------------------------------------------------------------------------------------------- runtime
-def make_accelerator(cfg: LRAConfig):
-    """An ``accelerate.Accelerator``: GPU with bf16 autocast when available (``cfg.device``), else CPU fp32.
-
-    Raises:
-        ValueError: ``device='cuda'`` without CUDA.
-    """
-    from accelerate import Accelerator
-
-    if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device: 'cuda' requested but torch.cuda.is_available() is False")
-    use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
-    if not use_cuda and cfg.cpu_threads:
-        torch.set_num_threads(cfg.cpu_threads)
-    return Accelerator(cpu=not use_cuda, mixed_precision="bf16" if (use_cuda and cfg.bf16) else "no")
-
-
-def _restore_last(last: Path, model, opt, sched) -> dict | None:
-    """Restore model, optimizer and scheduler from the resumable checkpoint ``last`` (plain tensors and
-    numbers, loaded with ``weights_only=True``); returns its saved state, or ``None`` if there is none yet."""
-    if not last.exists():
-        return None
-    st = torch.load(last, map_location="cpu", weights_only=True)
-    model.load_state_dict(st["model"])
-    opt.load_state_dict(st["optim"])
-    sched.load_state_dict(st["sched"])
-    return st
-
-
-def _schedule(cfg: LRAConfig, total_steps: int):
-    def f(step: int) -> float:
-        if cfg.warmup_steps and step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        if cfg.schedule == "cosine":
-            prog = (step - cfg.warmup_steps) / max(1, total_steps - cfg.warmup_steps)
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, prog)))
-        return 1.0
-
-    return f
-
-
-def save_weights(state: dict[str, torch.Tensor], path: Path) -> Path:
-    """A plain state dict as safetensors (atomically)."""
-    from safetensors.torch import save
-
-    return atomic_write_bytes(path, save({k: v.detach().cpu().contiguous() for k, v in state.items()}))
-
-
-def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
-    """Read a safetensors state dict. Raises ``FileNotFoundError`` naming the file."""
-    from safetensors.torch import load_file
-
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: SPT checkpoint not found (expected a .safetensors file written by initlab lra pretrain)")
-    return load_file(str(path))
-
-
-def _save_state(path: Path, **state: Any) -> None:
-    import io
-
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    atomic_write_bytes(path, buf.getvalue())
-
-
-def _check_same_config(cfg_path: Path, cfg: LRAConfig, kind: str) -> None:
-    saved = json.loads(cfg_path.read_text())
-    if saved.get("config") != to_dict(cfg) or saved.get("kind", kind) != kind:
-        raise ConfigMismatchError(f"{cfg_path}: this run was started with a different config; use another --out "
-                                  "or --overwrite")
+# ---------------------------------------------------------------------------------------------- run folders
+def _record(cfg: LRAConfig, kind: str) -> dict:
+    """What ``config.json`` holds and a resumed run must match: the run kind and the resolved config."""
+    return {"kind": kind, "config": to_dict(cfg)}
 
 
 def _finished(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrite: bool) -> dict | None:
     """Saved results of a finished run with the same config when ``reuse`` (sweeps), else None."""
     if reuse and not overwrite and (out / "DONE").exists():
-        _check_same_config(out / "config.json", cfg, kind)
+        check_same_record(out / "config.json", _record(cfg, kind))  # ConfigMismatchError naming the keys
         return json.loads((out / "results.json").read_text())
     return None
 
@@ -197,27 +72,14 @@ def _open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str) 
     out = Path(out)
     if not overwrite and (out / "DONE").exists():
         RunDir(out, overwrite=False)  # raises RunExistsError naming the folder
-    if not overwrite and (out / "config.json").exists():
-        _check_same_config(out / "config.json", cfg, kind)
+    if not overwrite:
+        check_same_record(out / "config.json", _record(cfg, kind))  # ConfigMismatchError before any data is read
     generated = task == "listops" and _data_dir(cfg, task) is None
     data = None if generated else load_data(cfg, task)
-    run = RunDir(out, overwrite=overwrite, resume=True)
-    cfg_path = run.root / "config.json"
-    if cfg_path.exists():
-        _check_same_config(cfg_path, cfg, kind)
-    else:
-        run.write_json("config.json", {"config_class": "LRAConfig", "kind": kind, "config": to_dict(cfg)})
+    run = RunDir(out, overwrite=overwrite, resume=True, config=_record(cfg, kind))
     if data is None:
         data = load_data(cfg, task, out=run.root)
     return run, data
-
-
-def read_run_config(out: str | Path) -> LRAConfig:
-    """The :class:`LRAConfig` saved in a run folder's ``config.json``."""
-    p = Path(out) / "config.json"
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: not found (expected a run folder written by initlab lra)")
-    return from_dict(LRAConfig, json.loads(p.read_text())["config"])
 
 
 def _progress(it, total: int, desc: str, enabled: bool):
@@ -227,9 +89,11 @@ def _progress(it, total: int, desc: str, enabled: bool):
 
 
 # ---------------------------------------------------------------------------------------------- SPT
-def _spt_loss(model, tok, mask, objective: str, ratio: float, gen: torch.Generator):
-    if objective == "masked":
+def _spt_loss(model, tok, mask, cfg: LRAConfig, ratio: float, gen: torch.Generator):
+    if cfg.spt_objective == "masked":
         corrupted, masked = mask_tokens(tok, mask, ratio, gen)
+        if cfg.spt_loss == "l1":
+            return masked_pixel_l1(model(corrupted, mask, mode="pixel"), tok, masked)
         logits = model(corrupted, mask, mode="masked")
         return masked_loss(logits, tok, masked)
     targets, valid = causal_targets(tok, mask)
@@ -253,20 +117,42 @@ def spt_val_loss(model, split: Split, cfg: LRAConfig, ratio: float, accelerator,
         tok, mask, _ = batch_tensors(split, idx, accelerator.device, max_len)
         gb = torch.Generator().manual_seed(int(gen.initial_seed()) + i)  # batch-local masks: independent of sharding
         with accelerator.autocast():
-            loss, n = _spt_loss(model, tok, mask, cfg.spt_objective, ratio, gb)
+            loss, n = _spt_loss(model, tok, mask, cfg, ratio, gb)
         tot += torch.tensor([float(loss) * n, n], dtype=torch.float64, device=accelerator.device)
     tot = accelerator.reduce(tot, "sum")
     model.train()
     return float(tot[0] / tot[1]) if tot[1] > 0 else float("nan")
 
 
+def _spt_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_task: str, accelerator):
+    """Run folder (main process), data, model, optimizer and scheduler of an SPT stage."""
+    run, data = _open_run(cfg, out, overwrite, "pretrain", spt_task) if accelerator.is_main_process else (None, None)
+    accelerator.wait_for_everyone()
+    if run is None:
+        run = RunDir(out, resume=True)
+        data = load_data(cfg, spt_task, out=out)
+    train_split, val_split = single_inputs(data.train), single_inputs(data.val)
+    model = build_model(cfg)
+    model.set_stage("spt")
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    view = spt_view(cfg)
+    steps_per_epoch = math.ceil((len(train_split) // accelerator.num_processes) / view.batch_size)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(view, steps_per_epoch * cfg.spt_epochs))
+    return run, train_split, val_split, model, params, opt, sched, view, steps_per_epoch
+
+
 def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milestones: Sequence[int] = (),
              progress: bool = True, reuse_finished: bool = False) -> dict:
     """Self-pretrain and return the results dict (also written to ``out/results.json``). See module doc.
 
+    With ``cfg.spt_patience`` the stage stops once the validation loss has not improved by the relative
+    margin ``cfg.spt_min_rel_gain`` for that many epochs (``cfg.spt_epochs`` is then a cap).
+
     Raises:
-        ValueError: cross-task data with a different vocabulary, ``spt_epochs == 0``, a config that
-            differs from an unfinished run in ``out``.
+        ValueError: cross-task data with a different vocabulary, ``spt_epochs == 0``.
+        ConfigMismatchError: ``out`` holds an unfinished run with another config.
+        NonFiniteError: a NaN/inf loss or gradient (``results.json`` records the failure; no ``DONE``).
     """
     out = Path(out)
     if cfg.spt_epochs < 1:
@@ -280,23 +166,11 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
         return done
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
-    run, data = _open_run(cfg, out, overwrite, "pretrain", spt_task) if main else (None, None)
-    accelerator.wait_for_everyone()
-    if run is None:
-        run = RunDir(out, resume=True)
-        data = load_data(cfg, spt_task, out=out)
-    train_split, val_split = single_inputs(data.train), single_inputs(data.val)
+    run, train_split, val_split, model, params, opt, sched, view, spe = _spt_setup(cfg, out, overwrite, spt_task, accelerator)
     ratio = cfg.mask_ratio if cfg.mask_ratio is not None else MASK_RATIO[spt_task]
-    model = build_model(cfg)
-    model.set_stage("spt")
     max_len = model.backbone.cfg.max_len
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    steps_per_epoch = math.ceil((len(train_split) // accelerator.num_processes) / cfg.batch_size)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(cfg, steps_per_epoch * cfg.spt_epochs))
     history: list[dict] = []
-    best = float("inf")
-    start = 0
+    best, start = float("inf"), 0
     last = run.root / "ckpt" / "last.pt"
     st = _restore_last(last, model, opt, sched)
     if st is not None:
@@ -305,25 +179,31 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
             print(f"[SPT {cfg.task}] resuming {run.root} after epoch {start}/{cfg.spt_epochs}", flush=True)
     model, opt = accelerator.prepare(model, opt)
     t0 = time.perf_counter()
+    plateau = lambda: bool(cfg.spt_patience) and epochs_since_gain(  # noqa: E731
+        [r["val_loss"] for r in history], higher_is_better=False, min_rel_gain=cfg.spt_min_rel_gain) >= cfg.spt_patience
     for epoch in range(start, cfg.spt_epochs):
+        if plateau():
+            break
         model.train()
         torch.manual_seed(cfg.seed * 1000 + epoch)
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch * 7 + accelerator.process_index)
-        batches = list(iter_batches(train_split, cfg.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
+        batches = list(iter_batches(train_split, view.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
                                     rank=accelerator.process_index, world=accelerator.num_processes))
         tot, cnt = 0.0, 0
-        for idx in _progress(batches, len(batches), f"SPT {cfg.task} epoch {epoch + 1}/{cfg.spt_epochs}", progress and main):
+        for i, idx in enumerate(_progress(batches, len(batches), f"SPT {cfg.task} epoch {epoch + 1}/{cfg.spt_epochs}",
+                                          progress and main)):
             tok, mask, _ = batch_tensors(train_split, idx, accelerator.device, max_len)
             with accelerator.autocast():
-                loss, n = _spt_loss(model, tok, mask, cfg.spt_objective, ratio, gen)
-            opt.zero_grad(set_to_none=True)
-            accelerator.backward(loss)
-            if cfg.grad_clip:
-                accelerator.clip_grad_norm_(params, cfg.grad_clip)
-            opt.step()
-            sched.step()
-            tot, cnt = tot + float(loss.detach()) * n, cnt + n
-        val = spt_val_loss(model, val_split, cfg, ratio, accelerator, max_len)
+                loss, n = _spt_loss(model, tok, mask, cfg, ratio, gen)
+            try:
+                value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, where=f"LRA SPT {cfg.task}",
+                                        step=epoch * spe + i, last=last)
+            except NonFiniteError as err:
+                if main:
+                    _record_failure(run, "pretrain", cfg, err, history)
+                raise
+            tot, cnt = tot + value * n, cnt + n
+        val = spt_val_loss(model, val_split, view, ratio, accelerator, max_len)
         row = {"epoch": epoch + 1, "train_loss": tot / max(cnt, 1), "val_loss": val, "lr": sched.get_last_lr()[0],
                "seconds": time.perf_counter() - t0}
         history.append(row)
@@ -339,8 +219,13 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
             run.write_csv("history.csv", history)
             print(f"[SPT {cfg.task}] epoch {epoch + 1}: train {row['train_loss']:.4f} val {val:.4f} (best {best:.4f})", flush=True)
         accelerator.wait_for_everyone()
+    if main:  # milestones past a plateau stop: the best checkpoint cannot change any more
+        for e in sorted(set(milestones)):
+            if e > len(history) and not (run.root / f"spt_best_e{e}.safetensors").exists():
+                atomic_write_bytes(run.root / f"spt_best_e{e}.safetensors", (run.root / "spt_best.safetensors").read_bytes())
     result = {"kind": "pretrain", "task": cfg.task, "spt_task": spt_task, "objective": cfg.spt_objective, "mask_ratio": ratio,
-              "epochs": cfg.spt_epochs, "best_val_loss": best,
+              "spt_loss": cfg.spt_loss, "epochs": cfg.spt_epochs, "epochs_run": len(history),
+              "stopped_on_plateau": len(history) < cfg.spt_epochs, "best_val_loss": best,
               "best_epoch": min(history, key=lambda r: r["val_loss"])["epoch"] if history else None,
               "checkpoint": str(run.root / "spt_best.safetensors"), "history": history,
               "world_size": accelerator.num_processes}
@@ -381,16 +266,64 @@ def init_from_spt(model: LRAModel, state: dict[str, torch.Tensor], groups: str) 
     return load_partial(model.backbone, state, list(sel))
 
 
+def _finetune_model(cfg: LRAConfig, spt_state: dict | None) -> tuple[LRAModel, list[str], list[str]]:
+    """The model to fine-tune: seeded init, SPT weights copied (``cfg.init_groups``), groups frozen."""
+    from initlab.nn.encoder import freeze
+
+    model = build_model(cfg)
+    copied = init_from_spt(model, spt_state, cfg.init_groups) if spt_state is not None else []
+    frozen = freeze(model.backbone, list(cfg.freeze)) if cfg.freeze else []
+    model.set_stage("finetune")
+    for n in frozen:  # set_stage must not unfreeze a frozen group
+        dict(model.backbone.named_parameters())[n].requires_grad_(False)
+    return model, copied, frozen
+
+
+def _init_metrics(run: RunDir, model: LRAModel, cfg: LRAConfig, split: Split) -> dict | None:
+    """Attention metrics of the model as fine-tuning starts (SPT or random init), computed once per run
+    folder (``metrics_init.json``), before any label step."""
+    from initlab.realdata.lra.metrics import attention_metrics
+
+    if not cfg.metrics_examples:
+        return None
+    path = run.root / "metrics_init.json"
+    if not path.exists():
+        run.write_json(path.name, attention_metrics(model, single_inputs(split), cfg.metrics_examples))
+    return json.loads(path.read_text())
+
+
+def _finetune_epoch(model, opt, sched, params, data: TaskData, cfg: LRAConfig, accelerator, epoch: int, max_len: int,
+                    spe: int, last: Path, progress: bool) -> float:
+    """One epoch of label training; returns the mean training loss."""
+    model.train()
+    torch.manual_seed(cfg.seed * 1000 + epoch)
+    batches = list(iter_batches(data.train, cfg.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
+                                rank=accelerator.process_index, world=accelerator.num_processes))
+    tot, cnt = 0.0, 0
+    for i, idx in enumerate(_progress(batches, len(batches), f"fine-tune {cfg.task} epoch {epoch + 1}/{cfg.epochs}",
+                                      progress)):
+        tok, mask, y = batch_tensors(data.train, idx, accelerator.device, max_len)
+        with accelerator.autocast():
+            loss = F.cross_entropy(model(tok, mask, mode="classify").float(), y)
+        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, where=f"LRA fine-tune {cfg.task}",
+                                step=epoch * spe + i, last=last)
+        tot, cnt = tot + value * len(y), cnt + len(y)
+    return tot / max(cnt, 1)
+
+
 def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None, *, overwrite: bool = False,
              progress: bool = True, reuse_finished: bool = False) -> dict:
     """Fine-tune on labels; returns the results dict (``test_acc`` at the best validation epoch).
 
-    Raises:
-        ValueError: ``epochs < 1``, ``init='spt'`` without ``spt_ckpt``, a config that differs from an
-            unfinished run in ``out``. FileNotFoundError: missing checkpoint.
-    """
-    from initlab.nn.encoder import freeze
+    With ``cfg.patience`` the run stops once ``patience`` epochs pass without a new best validation
+    accuracy (``cfg.epochs`` is then a cap). ``attention_metrics_init`` holds the attention metrics of the
+    initial model (proximity mass at fine-tuning start), ``attention_metrics`` those of the best model.
 
+    Raises:
+        ValueError: ``epochs < 1``, ``init='spt'`` without ``spt_ckpt``. FileNotFoundError: missing checkpoint.
+        ConfigMismatchError: ``out`` holds an unfinished run with another config.
+        NonFiniteError: a NaN/inf loss or gradient (``results.json`` records the failure; no ``DONE``).
+    """
     out = Path(out)
     if cfg.epochs < 1:
         raise ValueError(f"epochs: fine-tuning needs at least 1 epoch, got {cfg.epochs}")
@@ -407,17 +340,13 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     if run is None:
         run = RunDir(out, resume=True)
         data = load_data(cfg, out=out)
-    model = build_model(cfg)
-    copied = init_from_spt(model, spt_state, cfg.init_groups) if spt_state is not None else []
-    frozen = freeze(model.backbone, list(cfg.freeze)) if cfg.freeze else []
-    model.set_stage("finetune")
-    for n in frozen:  # set_stage must not unfreeze a frozen group
-        dict(model.backbone.named_parameters())[n].requires_grad_(False)
+    model, copied, frozen = _finetune_model(cfg, spt_state)
+    init_metrics = _init_metrics(run, model, cfg, data.val) if main else None
     max_len = model.backbone.cfg.max_len
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    steps_per_epoch = math.ceil((len(data.train) // accelerator.num_processes) / cfg.batch_size)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, _schedule(cfg, steps_per_epoch * cfg.epochs))
+    spe = math.ceil((len(data.train) // accelerator.num_processes) / cfg.batch_size)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg, spe * cfg.epochs))
     history: list[dict] = []
     best = {"val_acc": -1.0, "test_acc": float("nan"), "epoch": 0}
     start = 0
@@ -430,28 +359,21 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     model, opt = accelerator.prepare(model, opt)
     t0 = time.perf_counter()
     for epoch in range(start, cfg.epochs):
-        model.train()
-        torch.manual_seed(cfg.seed * 1000 + epoch)
-        batches = list(iter_batches(data.train, cfg.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
-                                    rank=accelerator.process_index, world=accelerator.num_processes))
-        tot, cnt = 0.0, 0
-        for idx in _progress(batches, len(batches), f"fine-tune {cfg.task} epoch {epoch + 1}/{cfg.epochs}", progress and main):
-            tok, mask, y = batch_tensors(data.train, idx, accelerator.device, max_len)
-            with accelerator.autocast():
-                loss = F.cross_entropy(model(tok, mask, mode="classify").float(), y)
-            opt.zero_grad(set_to_none=True)
-            accelerator.backward(loss)
-            if cfg.grad_clip:
-                accelerator.clip_grad_norm_(params, cfg.grad_clip)
-            opt.step()
-            sched.step()
-            tot, cnt = tot + float(loss.detach()) * len(y), cnt + len(y)
+        if cfg.patience and len(history) - best["epoch"] >= cfg.patience:
+            break  # plateau: no new best validation accuracy for `patience` epochs
+        try:
+            train_loss = _finetune_epoch(model, opt, sched, params, data, cfg, accelerator, epoch, max_len, spe, last,
+                                         progress and main)
+        except NonFiniteError as err:
+            if main:
+                _record_failure(run, "finetune", cfg, err, history)
+            raise
         val_acc = evaluate_accuracy(model, data.val, cfg.batch_size, accelerator, max_len)
         improved = val_acc > best["val_acc"]
         if improved:  # the test set is read only at new best-validation epochs
             test_acc = evaluate_accuracy(model, data.test, cfg.batch_size, accelerator, max_len)
             best = {"val_acc": val_acc, "test_acc": test_acc, "epoch": epoch + 1}
-        row = {"epoch": epoch + 1, "train_loss": tot / max(cnt, 1), "val_acc": val_acc,
+        row = {"epoch": epoch + 1, "train_loss": train_loss, "val_acc": val_acc,
                "test_acc_if_best": best["test_acc"] if improved else "", "seconds": time.perf_counter() - t0}
         history.append(row)
         if main:
@@ -466,9 +388,12 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     result = {"kind": "finetune", "task": cfg.task, "init": cfg.init, "init_groups": cfg.init_groups,
               "freeze": list(cfg.freeze), "spt_ckpt": None if spt_ckpt is None else str(spt_ckpt),
               "best_epoch": best["epoch"], "val_acc": best["val_acc"], "test_acc": best["test_acc"],
+              "epochs_run": len(history), "stopped_on_plateau": len(history) < cfg.epochs,
               "n_copied_from_spt": len(copied), "n_frozen": len(frozen), "history": history,
               "world_size": accelerator.num_processes}
     if main:
+        if init_metrics is not None:
+            result["attention_metrics_init"] = init_metrics
         if cfg.metrics_examples:
             result["attention_metrics"] = attention_metrics_on(run.root / "best.safetensors", cfg, data.val)
         run.write_json("results.json", result)

@@ -105,6 +105,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     args = p.parse_args(argv)
     if args.steps < 1 or args.batch < 1:
         p.error("--steps and --batch must be >= 1")
+    if not args.tiny and not torch.cuda.is_available():
+        p.error("no CUDA device (torch.cuda.is_available() is False); use --tiny for the CPU dry run")
     rep = run_gpu_check(backbone=args.backbone, k=args.k, steps=args.steps, batch=args.batch, tiny=args.tiny,
                         data_root=args.data_root, out=args.out, budget_s=args.budget_s)
     print(f"samples/s {rep['samples_per_s']:.1f}  tokens/s {rep['tokens_per_s']:.0f}  peak memory {rep['peak_memory_GiB']:.2f} GiB  "

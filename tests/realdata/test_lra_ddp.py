@@ -19,3 +19,5 @@ def test_lra_two_process_cpu_ddp(tmp_path):
     assert res["ranks_saw_different_data"]  # otherwise equal gradients would prove nothing
     assert res["max_grad_diff"] == 0.0 and res["max_param_diff"] == 0.0
     assert res["pretrain_world_size"] == 2 and (tmp_path / "pretrain" / "DONE").exists()
+    steps = res["nan_stop_step_per_rank"]  # non-finite guard: every rank stops at the same step, no DONE
+    assert len(steps) == 2 and steps[0] == steps[1] >= 0 and not (tmp_path / "pretrain_nan" / "DONE").exists()

@@ -1,0 +1,180 @@
+"""Data, model and runtime helpers shared by the LRA training loops (:mod:`initlab.realdata.lra.train`).
+
+Data (``load_data``: a task's splits, generated ListOps written into the run folder), models
+(``build_model``: seeded, with the pixel input path of ``cfg.pixel_input``), batches
+(``batch_tensors``), the accelerator (``make_accelerator``: bf16 on GPU, fp32 threads on CPU), the
+learning-rate schedule (warm-up then constant or cosine, with an optional fixed cosine horizon), the
+SPT stage's own optimisation fields (``spt_view``) and checkpoint I/O (safetensors, plain state dicts).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from initlab.config import from_dict
+from initlab.realdata.lra.config import LRAConfig
+from initlab.realdata.lra.data import (BYTE_VOCAB, LISTOPS_VOCAB, TASK_MAX_LEN, TASK_CLASSES, Split, TaskData,
+                                       load_task, split_from_sequences)
+from initlab.realdata.lra.listops import generate_examples, write_listops_tsv
+from initlab.realdata.lra.model import LRAModel, backbone_config
+from initlab.runs import atomic_write_bytes
+
+__all__ = ["task_vocab", "load_data", "build_model", "single_inputs", "batch_tensors", "make_accelerator", "spt_view",
+           "lr_schedule", "save_weights", "load_weights", "read_run_config"]
+
+
+def spt_view(cfg: LRAConfig) -> LRAConfig:
+    """``cfg`` with the SPT stage's batch size, warm-up and schedule in the generic fields (each ``spt_*``
+    field that is ``None`` keeps the fine-tuning value), as the masked-pretraining files of Amos et al. set them.
+    A cosine SPT schedule decays over the SPT run's own steps (``schedule_steps`` is a fine-tuning horizon)."""
+    return replace(cfg, batch_size=cfg.spt_batch_size or cfg.batch_size,
+                   warmup_steps=cfg.warmup_steps if cfg.spt_warmup_steps is None else cfg.spt_warmup_steps,
+                   schedule=cfg.spt_schedule or cfg.schedule, schedule_steps=None)
+
+
+def task_vocab(task: str) -> int:
+    return LISTOPS_VOCAB if task == "listops" else BYTE_VOCAB
+
+
+def _data_dir(cfg: LRAConfig, task: str) -> str | None:
+    """The folder ``task`` is read from: ``cfg.data_dir`` for the task itself, ``cfg.spt_data_dir`` for a cross-task SPT source."""
+    return cfg.data_dir if task == cfg.task else cfg.spt_data_dir
+
+
+def load_data(cfg: LRAConfig, task: str | None = None, data_dir: str | None = None, out: Path | None = None) -> TaskData:
+    """Load ``task`` (default ``cfg.task``). ListOps without a ``data_dir`` is generated from
+    ``cfg.listops_gen`` (written as ``basic_*.tsv`` into ``out/listops_data`` when ``out`` is given, then
+    read back through the real loader)."""
+    task = task or cfg.task
+    data_dir = data_dir if data_dir is not None else _data_dir(cfg, task)
+    if task == "listops" and data_dir is None:
+        if cfg.listops_gen is None:
+            raise ValueError("data_dir: ListOps needs --data-dir (basic_*.tsv) or a listops_gen config (generated data)")
+        if out is not None:
+            gen_dir = Path(out) / "listops_data"
+            if not (gen_dir / "basic_test.tsv").exists():
+                write_listops_tsv(gen_dir, cfg.listops_gen, overwrite=True)  # the run's own folder
+            data_dir = str(gen_dir)
+        else:
+            ex = generate_examples(cfg.listops_gen)
+            from initlab.realdata.lra.data import encode_listops
+
+            L = cfg.max_len or TASK_MAX_LEN["listops"]
+            sp = {k: split_from_sequences([encode_listops(s) for s, _ in v], [y for _, y in v], L) for k, v in ex.items()}
+            return TaskData("listops", LISTOPS_VOCAB, L, 10, sp["train"], sp["val"], sp["test"])
+    return load_task(task, data_dir, seed=cfg.seed, max_len=cfg.max_len if task == cfg.task else None, limit=cfg.limit)
+
+
+def build_model(cfg: LRAConfig) -> LRAModel:
+    """A freshly initialised model for ``cfg.task`` (seeded with ``cfg.seed``)."""
+    torch.manual_seed(cfg.seed)
+    mc = backbone_config(task_vocab(cfg.task), cfg.max_len or TASK_MAX_LEN[cfg.task], TASK_CLASSES[cfg.task],
+                         n_layers=cfg.n_layers, d_model=cfg.d_model, n_heads=cfg.n_heads, d_ff=cfg.d_ff, dropout=cfg.dropout)
+    return LRAModel(mc, pair=cfg.task == "retrieval", pixel_input=cfg.pixel_input, pixel_head=cfg.spt_loss == "l1")
+
+
+def single_inputs(split: Split) -> Split:
+    """Retrieval pairs (N, 2, T) -> the documents as N*2 single sequences (SPT inputs)."""
+    if split.tokens.dim() == 2:
+        return split
+    N, _, T = split.tokens.shape
+    return Split(split.tokens.reshape(N * 2, T), split.lengths.reshape(N * 2), split.labels.repeat_interleave(2))
+
+
+def batch_tensors(split: Split, idx: torch.Tensor, device, max_len: int | None = None):
+    """``(tokens long, pad_mask bool, labels)`` for rows ``idx``, trimmed to the longest real sequence
+    (and to ``max_len``). Empty documents count one (pad) token as real so pooling is defined."""
+    lengths = split.lengths[idx].clamp_min(1)
+    T = int(lengths.max())
+    if max_len is not None:
+        T = min(T, max_len)
+        lengths = lengths.clamp_max(max_len)
+    tok = split.tokens[idx][..., :T].long()
+    mask = torch.arange(T) < lengths[..., None]
+    return tok.to(device), mask.to(device), split.labels[idx].to(device)
+
+
+def make_accelerator(cfg: LRAConfig):
+    """An ``accelerate.Accelerator``: GPU with bf16 autocast when available (``cfg.device``), else CPU fp32.
+
+    Raises:
+        ValueError: ``device='cuda'`` without CUDA.
+    """
+    from accelerate import Accelerator
+
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device: 'cuda' requested but torch.cuda.is_available() is False")
+    use_cuda = cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available())
+    if not use_cuda and cfg.cpu_threads:
+        torch.set_num_threads(cfg.cpu_threads)
+    return Accelerator(cpu=not use_cuda, mixed_precision="bf16" if (use_cuda and cfg.bf16) else "no")
+
+
+def _restore_last(last: Path, model, opt, sched) -> dict | None:
+    """Restore model, optimizer and scheduler from the resumable checkpoint ``last`` (plain tensors and
+    numbers, loaded with ``weights_only=True``); returns its saved state, or ``None`` if there is none yet."""
+    if not last.exists():
+        return None
+    st = torch.load(last, map_location="cpu", weights_only=True)
+    model.load_state_dict(st["model"])
+    opt.load_state_dict(st["optim"])
+    sched.load_state_dict(st["sched"])
+    return st
+
+
+def lr_schedule(cfg: LRAConfig, total_steps: int):
+    """Multiplier of the learning rate at optimizer step ``step`` (0-based): linear warm-up over
+    ``cfg.warmup_steps``, then 1 (constant) or a half cosine to 0 at ``cfg.schedule_steps`` (when set, as
+    the Text file's ``num_training_steps``) or at ``total_steps``, held at 0 afterwards."""
+    horizon = cfg.schedule_steps or total_steps
+
+    def f(step: int) -> float:
+        if cfg.warmup_steps and step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        if cfg.schedule == "cosine":
+            prog = (step - cfg.warmup_steps) / max(1, horizon - cfg.warmup_steps)
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, prog)))
+        return 1.0
+
+    return f
+
+
+def save_weights(state: dict[str, torch.Tensor], path: Path) -> Path:
+    """A plain state dict as safetensors (atomically)."""
+    from safetensors.torch import save
+
+    return atomic_write_bytes(path, save({k: v.detach().cpu().contiguous() for k, v in state.items()}))
+
+
+def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    """Read a safetensors state dict. Raises ``FileNotFoundError`` naming the file."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: SPT checkpoint not found (expected a .safetensors file written by initlab lra pretrain)")
+    return load_file(str(path))
+
+
+def _save_state(path: Path, **state: Any) -> None:
+    import io
+
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+
+
+def read_run_config(out: str | Path) -> LRAConfig:
+    """The :class:`LRAConfig` saved in a run folder's ``config.json``."""
+    p = Path(out) / "config.json"
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: not found (expected a run folder written by initlab lra)")
+    return from_dict(LRAConfig, json.loads(p.read_text())["config"])
