@@ -85,9 +85,11 @@ def plot_nanobeir_vs_flops(summary_json: str | Path, out_png: str | Path) -> Pat
     return out_png
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m initlab.paper_figs.splade_scale_figures", description=__doc__.split("\n\n")[0])
-    p.add_argument("results_dir", type=Path)
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.splade_scale_figures",
+                                description="Redraw the SPLADE-at-scale figures from a sweep folder or one cell folder.")
+    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
+                   help="folder written by initlab splade sweep (summary.json) or initlab splade train (loss_curve.csv)")
     args = p.parse_args(argv)
     d = args.results_dir
     drawn = []
