@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ------------------------------------------------------------------------------------------------
 # The command table of the README and docs/commands.md, generated from this registry
 # ------------------------------------------------------------------------------------------------
-#: figure scripts that redraw saved results: (module, one-line help); run as ``python -m MODULE``
+#: scripts that redraw figures or tables from saved results: module -> one-line help; run as ``python -m MODULE``
 FIGURE_SCRIPTS: dict[str, str] = {
     "initlab.paper_figs.theory_figures": "redraw the theory figures (T2 band ratio, T4 projection) from a theory stage folder",
     "initlab.paper_figs.spt_figures": "redraw the synthetic SPT figures from a finished run folder",
@@ -94,6 +94,7 @@ FIGURE_SCRIPTS: dict[str, str] = {
     "initlab.paper_figs.synthetic_splade_figures": "redraw the synthetic SPLADE figures from a finished run folder",
     "initlab.paper_figs.splade_scale_figures": "redraw the SPLADE-at-scale figure (NanoBEIR nDCG@10 vs FLOPS) from a sweep folder",
     "initlab.paper_figs.lra_figures": "redraw the bar chart of an LRA sweep folder",
+    "initlab.paper_figs.tables": "write the result tables of a finished initlab reproduce folder as markdown pages",
 }
 BEGIN_MARK, END_MARK = "<!-- BEGIN commands -->", "<!-- END commands -->"
 
@@ -162,16 +163,18 @@ def usage_line(parser: argparse.ArgumentParser, name: str | None = None) -> str:
     return usage if name is None else name + usage[len(parser.prog):]
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+def _cell(text: str, code: bool = True) -> str:
+    """Text for a markdown table cell: pipes escaped, and outside code spans angle brackets too."""
+    text = text.replace("|", "\\|")
+    return text if code else text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def command_table_markdown() -> str:
     """The markdown command table (usage synopsis and one-line help per command), between the README markers."""
     lines = [BEGIN_MARK, "| command | what it does |", "| --- | --- |"]
     for name, help_, parser in all_parsers():
-        anchor = re.sub(r"[^a-z0-9 -]", "", name.lower()).replace(" ", "-")
-        lines.append(f"| `{_cell(usage_line(parser, name))}` | {_cell(help_)} ([options](docs/commands.md#{anchor})) |")
+        anchor = re.sub(r"[^a-z0-9_ -]", "", name.lower()).replace(" ", "-")
+        lines.append(f"| `{_cell(usage_line(parser, name))}` | {_cell(help_, code=False)} ([options](docs/commands.md#{anchor})) |")
     lines.append(END_MARK)
     return "\n".join(lines)
 
@@ -185,13 +188,12 @@ def commands_page_markdown() -> str:
         lines += [f"## {name}", "", help_ + ".", "", "```", usage_line(parser, name), "```", ""]
         rows = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
         if rows:
-            lines += ["| option | default | help |", "| --- | --- | --- |"]
+            formatter = argparse.HelpFormatter(parser.prog, width=100_000)
+            lines += ["| option | help |", "| --- | --- |"]
             for a in rows:
-                flag = ", ".join(a.option_strings) or (a.metavar or a.dest)
-                if a.nargs != 0 and a.option_strings:
-                    flag += " " + (a.metavar or a.dest.upper())
-                default = "required" if a.required else ("" if a.default in (None, False, [], "", argparse.SUPPRESS) else str(a.default))
-                lines.append(f"| `{_cell(flag)}` | {_cell(default)} | {_cell(a.help or '')} |")
+                flag = formatter._format_action_invocation(a) if a.option_strings else formatter._format_args(a, a.dest)
+                help_text = ("required; " if a.required else "") + (a.help or "")
+                lines.append(f"| `{_cell(flag)}` | {_cell(help_text, code=False)} |")
             lines.append("")
     return "\n".join(lines)
 

@@ -87,7 +87,16 @@ def _relative_links(path: Path) -> list[str]:
     return [link for link in links if not re.match(r"[a-z]+:", link) and not link.startswith("#")]
 
 
+#: pages written on parallel branches; while one is absent, links to it are an expected failure.
+#: Delete this set once all of them are merged.
+PAGES_IN_FLIGHT = {"docs/theory.md", "docs/synthetic_spt.md", "docs/synthetic_splade.md", "docs/lra.md", "docs/conventions.md"}
+
+
 @pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
 def test_relative_links_resolve(page):
-    missing = [link for link in _relative_links(page) if not (page.parent / link.split("#")[0]).exists()]
-    assert not missing, f"{page.name}: links to missing files {missing}"
+    missing = sorted({link.split("#")[0] for link in _relative_links(page) if not (page.parent / link.split("#")[0]).exists()})
+    if missing:
+        in_flight = {str((page.parent / m).resolve().relative_to(ROOT)) for m in missing} <= PAGES_IN_FLIGHT
+        if in_flight:
+            pytest.xfail(f"{page.name}: pages not merged yet: {missing}")
+        assert not missing, f"{page.name}: links to missing files {missing}"
