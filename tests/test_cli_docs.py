@@ -100,3 +100,21 @@ def test_relative_links_resolve(page):
         if in_flight:
             pytest.xfail(f"{page.name}: pages not merged yet: {missing}")
         assert not missing, f"{page.name}: links to missing files {missing}"
+
+
+def _slugs(page: Path) -> set[str]:
+    """GitHub's heading anchors of a markdown page (lower case, punctuation dropped, spaces to hyphens)."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    heads = re.findall(r"^#+ +(.+?) *$", text, flags=re.M)
+    return {re.sub(r"[^a-z0-9_ -]", "", h.lower()).replace(" ", "-") for h in heads}
+
+
+@pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name)
+def test_anchors_resolve(page):
+    bad = []
+    for link in _relative_links(page) + [l for l in re.findall(r"\]\((#[^)\s]+)\)", page.read_text(encoding="utf-8"))]:
+        target, _, anchor = link.partition("#")
+        path = page if not target else page.parent / target
+        if anchor and path.suffix == ".md" and path.exists() and anchor not in _slugs(path):
+            bad.append(link)
+    assert not bad, f"{page.name}: anchors that match no heading: {bad}"
