@@ -99,7 +99,7 @@ FIGURE_SCRIPTS: dict[str, str] = {
 BEGIN_MARK, END_MARK = "<!-- BEGIN commands -->", "<!-- END commands -->"
 
 
-class _ParserCaptured(Exception):
+class _ParserCaptured(BaseException):  # not an Exception: a command's broad except must not swallow it
     def __init__(self, parser: argparse.ArgumentParser) -> None:
         super().__init__(parser.prog)
         self.parser = parser

@@ -1,9 +1,10 @@
-"""The committed quick-preset result tables in docs/generated/quick/ are not stale.
+"""The committed result tables in docs/generated/<preset>/ are not stale.
 
-Runs ``initlab reproduce --preset quick`` into a temporary folder (about a minute on 2 idle cores, about
-two under load), regenerates the tables with ``python -m initlab.paper_figs.tables`` and compares them with
-the committed copies (numbers to within one unit of their last printed digit). When this fails after an
-intended change, regenerate the copies with the command in ``initlab.paper_figs.tables``'s docstring.
+Runs ``initlab reproduce --preset P`` into a temporary folder, regenerates the tables with
+``python -m initlab.paper_figs.tables`` and compares them with the committed copies (numbers to within one
+unit of their last printed digit). ``quick`` runs in CI (about a minute on 2 idle cores, about two under
+load); ``default`` is marked ``slow`` (about 9 minutes on 2 idle cores; ``pytest -m slow``). When this fails
+after an intended change, regenerate the copies with the command in the failure message.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import pytest
 from initlab.paper_figs import tables
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMITTED = ROOT / "docs" / "generated" / "quick"
-REGENERATE = ("initlab reproduce --preset quick --out /tmp/quick && "
-              "python -m initlab.paper_figs.tables /tmp/quick --out docs/generated/quick")
+GENERATED = ROOT / "docs" / "generated"
+
+
+def regenerate(preset: str) -> str:
+    return (f"initlab reproduce --preset {preset} --out /tmp/{preset} && "
+            f"python -m initlab.paper_figs.tables /tmp/{preset} --out docs/generated/{preset}")
 
 
 def test_compare_tables_tolerates_last_digit_only():
@@ -43,15 +47,16 @@ def test_write_tables_refuses_a_folder_without_report(tmp_path):
         tables.write_tables(tmp_path, tmp_path / "out")
 
 
-def test_committed_quick_tables_match_a_fresh_quick_run(tmp_path):
-    results, out = tmp_path / "quick", tmp_path / "tables"
+@pytest.mark.parametrize("preset", ["quick", pytest.param("default", marks=pytest.mark.slow)])
+def test_committed_tables_match_a_fresh_run(preset, tmp_path):
+    committed, results, out = GENERATED / preset, tmp_path / preset, tmp_path / "tables"
     env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg")
-    run = subprocess.run([sys.executable, "-m", "initlab.cli", "reproduce", "--preset", "quick", "--out", str(results)],
-                         capture_output=True, text=True, env=env, timeout=900)
+    run = subprocess.run([sys.executable, "-m", "initlab.cli", "reproduce", "--preset", preset, "--out", str(results)],
+                         capture_output=True, text=True, env=env, timeout=3600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert tables.main([str(results), "--out", str(out)]) == 0
     fresh = sorted(p.name for p in out.glob("*.md"))
-    assert fresh == sorted(p.name for p in COMMITTED.glob("*.md")), f"stages differ; regenerate: {REGENERATE}"
+    assert fresh == sorted(p.name for p in committed.glob("*.md")), f"stages differ; regenerate: {regenerate(preset)}"
     for name in fresh:
-        diffs = tables.compare_tables((COMMITTED / name).read_text(encoding="utf-8"), (out / name).read_text(encoding="utf-8"))
-        assert not diffs, f"docs/generated/quick/{name} is stale; regenerate: {REGENERATE}\n" + "\n".join(diffs[:10])
+        diffs = tables.compare_tables((committed / name).read_text(encoding="utf-8"), (out / name).read_text(encoding="utf-8"))
+        assert not diffs, f"docs/generated/{preset}/{name} is stale; regenerate: {regenerate(preset)}\n" + "\n".join(diffs[:10])
