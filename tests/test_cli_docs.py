@@ -54,6 +54,7 @@ def test_required_options_appear_unbracketed():
 
 @pytest.mark.parametrize("name,parser", [(n, p) for n, _, p in PARSERS], ids=[n for n, _, _ in PARSERS])
 def test_every_option_has_plain_help(name, parser):
+    parser.format_help()  # a stray % in a help string breaks --help
     assert parser.description and not MARKUP.search(parser.description), f"{name}: description {parser.description!r}"
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
