@@ -185,7 +185,7 @@ def commands_page_markdown() -> str:
              "Generated from the CLI's own parsers by `python -m initlab.cli --markdown-commands`; do not edit by hand",
              "(`tests/test_cli_docs.py` fails when this page and the parsers disagree).", ""]
     for name, help_, parser in all_parsers():
-        lines += [f"## {name}", "", help_ + ".", "", "```", usage_line(parser, name), "```", ""]
+        lines += [f"## {name}", "", help_[:1].upper() + help_[1:] + ".", "", "```", usage_line(parser, name), "```", ""]
         rows = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
         if rows:
             formatter = argparse.HelpFormatter(parser.prog, width=100_000)
