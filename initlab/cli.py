@@ -164,9 +164,10 @@ def usage_line(parser: argparse.ArgumentParser, name: str | None = None) -> str:
 
 
 def _cell(text: str, code: bool = True) -> str:
-    """Text for a markdown table cell: pipes escaped, and outside code spans angle brackets too."""
+    """Text for a markdown table cell: pipes escaped; outside code spans also angle brackets and asterisks
+    (a glob such as ``basic_*.tsv`` must not open an emphasis)."""
     text = text.replace("|", "\\|")
-    return text if code else text.replace("<", "&lt;").replace(">", "&gt;")
+    return text if code else text.replace("<", "&lt;").replace(">", "&gt;").replace("*", "\\*")
 
 
 def command_table_markdown() -> str:
