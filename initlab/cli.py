@@ -202,14 +202,19 @@ def commands_page_markdown() -> str:
 def write_command_docs(root: Path) -> int:
     """Rewrite the README block between the command markers and docs/commands.md under ``root``."""
     readme = root / "README.md"
+    if not readme.is_file():
+        raise SystemExit(f"initlab --markdown-commands: {readme}: no such file; run it from the repository root or pass the root")
     text = readme.read_text(encoding="utf-8")
     if text.count(BEGIN_MARK) != 1 or text.count(END_MARK) != 1:
         raise SystemExit(f"{readme}: expected exactly one {BEGIN_MARK} ... {END_MARK} block")
     head, rest = text.split(BEGIN_MARK)
     tail = rest.split(END_MARK)[1]
-    readme.write_text(head + command_table_markdown() + tail, encoding="utf-8")
-    (root / "docs").mkdir(exist_ok=True)
-    (root / "docs" / "commands.md").write_text(commands_page_markdown(), encoding="utf-8")
+    from initlab.runs import atomic_write_text
+
+    page = root / "docs" / "commands.md"
+    for path, text in ((readme, head + command_table_markdown() + tail), (page, commands_page_markdown())):
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        atomic_write_text(path, text).chmod(mode)  # keep the file's permissions (a temporary file is 0600)
     print(f"wrote the command table of {readme} and {root / 'docs' / 'commands.md'}")
     return 0
 
