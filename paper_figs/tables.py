@@ -104,7 +104,10 @@ def write_tables(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
     if not stages:
         raise FileNotFoundError(f"{results_dir}: no finished stage folder ({', '.join(STAGE_TITLES)})")
     out_dir.mkdir(parents=True, exist_ok=True)
-    return [atomic_write_text(out_dir / f"{s}.md", render_stage(results_dir / s, preset, date)) for s in stages]
+    paths = [atomic_write_text(out_dir / f"{s}.md", render_stage(results_dir / s, preset, date)) for s in stages]
+    for path in paths:
+        path.chmod(0o644)  # a page of the docs, not a private temporary file
+    return paths
 
 
 def _close(a: str, b: str) -> bool:
