@@ -1,6 +1,6 @@
 """Benchmark: exact top-10 SPLADE retrieval, ours vs a plain scipy sparse-matrix-product baseline.
 
-Synthetic SPLADE-like collection (issue 5, item 6): N documents (default 500,000) over V = 30,522 terms
+Synthetic SPLADE-like collection: N documents (default 500,000) over V = 30,522 terms
 (BERT's vocabulary), about 120 active terms per document and 30 per query. Term ids are drawn from a
 Zipf law (p_j ~ 1/j over term ranks j = 1..V, with replacement; the number of draws is calibrated once
 so the mean number of DISTINCT terms hits the target), weights are log(1 + X) with X lognormal(0, 0.5)

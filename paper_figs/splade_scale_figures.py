@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["plot_loss_curve", "plot_nanobeir_vs_flops", "main"]
+__all__ = ["LOSS_TERMS", "plot_loss_curve", "plot_nanobeir_vs_flops", "main"]
 
 
 def _plt():
@@ -36,58 +36,89 @@ def _num(x) -> float:
         return math.nan
 
 
+#: loss_curve.csv column -> legend label
+LOSS_TERMS = {
+    "loss": "total loss",
+    "base_loss": "ranking loss (InfoNCE)",
+    "query_regularizer_loss": "lambda_q x FLOPS regulariser (queries)",
+    "document_regularizer_loss": "lambda_d x FLOPS regulariser (documents)",
+}
+DPI = 200
+
+
 def plot_loss_curve(csv_path: str | Path, out_png: str | Path, title: str = "") -> Path:
-    """Draw ``loss``, ``base_loss`` and the two regulariser terms against ``step``. Raises FileNotFoundError."""
+    """Draw the total loss, its ranking part and the two weighted regulariser terms against the step.
+
+    The legend sits below the axes, never over the curves; written at :data:`DPI` dots per inch.
+
+    Raises:
+        FileNotFoundError: ``csv_path`` does not exist (it is written by ``initlab splade train``).
+    """
     csv_path = Path(csv_path)
     if not csv_path.is_file():
         raise FileNotFoundError(f"{csv_path}: loss curve not found (expected loss_curve.csv written by training)")
     with open(csv_path) as fh:
         rows = list(csv.DictReader(fh))
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = plt.subplots(figsize=(6, 4.2))
     steps = [_num(r["step"]) for r in rows]
-    for key in ("loss", "base_loss", "query_regularizer_loss", "document_regularizer_loss"):
+    for key, label in LOSS_TERMS.items():
         ys = [_num(r.get(key)) for r in rows]
         if any(math.isfinite(y) for y in ys):
-            ax.plot(steps, ys, label=key)
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss")
-    ax.set_title(title)
-    ax.legend(fontsize=7)
+            ax.plot(steps, ys, label=label, lw=1.4)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("loss per batch (nats; regularisers weighted)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
     fig.tight_layout()
     out_png = Path(out_png)
-    fig.savefig(out_png, dpi=120)
+    fig.savefig(out_png, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return out_png
 
 
 def plot_nanobeir_vs_flops(summary_json: str | Path, out_png: str | Path) -> Path:
-    """NanoBEIR mean nDCG@10 (y) against mean FLOPS (x, log scale), one line per backbone, points labelled by k."""
+    """NanoBEIR mean nDCG@10 (y) against mean FLOPS (x, log scale), one line per backbone over k.
+
+    Each point is labelled with its k, offset so labels do not sit on the markers; the legend is outside the
+    axes on the right. Written at :data:`DPI` dots per inch.
+    """
     rows = json.loads(Path(summary_json).read_text())
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for bb in sorted({r["backbone"] for r in rows}):
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    markers = "osD^vP*X"
+    for i, bb in enumerate(sorted({r["backbone"] for r in rows})):
         pts = sorted((_num(r.get("nanobeir_flops")), _num(r.get("nanobeir_nDCG@10")), r["k"]) for r in rows if r["backbone"] == bb)
         pts = [p for p in pts if math.isfinite(p[0]) and math.isfinite(p[1])]
         if not pts:
             continue
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=bb.split("/")[-1])
-        for x, y, k in pts:
-            ax.annotate(f"k={k:g}", (x, y), fontsize=6)
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)], label=bb.split("/")[-1])
+        for j, (x, y, k) in enumerate(pts):  # alternate above/below so neighbouring labels do not collide
+            ax.annotate(f"k={k:g}", (x, y), xytext=(4, 5 if j % 2 else -11), textcoords="offset points", fontsize=7,
+                        color=line.get_color())
     ax.set_xscale("log")
-    ax.set_xlabel("FLOPS (expected multiplications per query-document pair)")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("FLOPS (expected multiplications per query-document pair, log scale)")
     ax.set_ylabel("NanoBEIR mean nDCG@10")
-    ax.legend(fontsize=7)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="backbone", title_fontsize=8)
     fig.tight_layout()
     out_png = Path(out_png)
-    fig.savefig(out_png, dpi=120)
+    fig.savefig(out_png, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
     return out_png
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m initlab.paper_figs.splade_scale_figures", description=__doc__.split("\n\n")[0])
-    p.add_argument("results_dir", type=Path)
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.splade_scale_figures",
+                                description="Redraw the SPLADE-at-scale figures from a sweep folder or one cell folder.")
+    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
+                   help="folder written by initlab splade sweep (summary.json) or initlab splade train (loss_curve.csv)")
     args = p.parse_args(argv)
     d = args.results_dir
     drawn = []

@@ -197,7 +197,7 @@ def make_figures(run_dir: str | Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     ap = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.spt_figures", description=__doc__.split("\n\n")[0])
-    ap.add_argument("results_dir", type=Path, help="folder written by `initlab synthetic run`")
+    ap.add_argument("results_dir", type=Path, help="folder written by initlab synthetic spt")
     args = ap.parse_args(argv)
     try:
         for p in make_figures(args.results_dir):

@@ -206,7 +206,7 @@ def draw_all(results_dir: str | Path, out_dir: str | Path | None = None, with_th
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.synthetic_splade_figures", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", type=Path, help="folder written by `initlab synthetic splade`")
+    parser.add_argument("results_dir", type=Path, help="folder written by initlab synthetic splade")
     parser.add_argument("--out", type=Path, default=None, help="where to write the PNGs (default: RESULTS_DIR)")
     parser.add_argument("--no-theory", action="store_true", help="draw measured quantities only")
     args = parser.parse_args(argv)

@@ -25,7 +25,7 @@ def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
     parser.add_argument("--data-dir", default=None, help="task data in its standard layout (ListOps: folder of basic_*.tsv; "
                         "text: aclImdb; retrieval: folder of new_aan_pairs.*.tsv; image: cifar-10-batches-py; pathfinder: "
                         "lra_release or pathfinder32/curv_contour_length_14). Default: generated ListOps / datasets library")
-    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=None, help="seed of init, data order and masking (default: the preset's)")
     parser.add_argument("--limit", type=int, default=None, help="cap examples per split (quick runs)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any LRAConfig field")
     parser.add_argument("--out", type=Path, default=Path(default_out), help=f"output folder (default: {default_out})")
@@ -48,8 +48,9 @@ def pretrain_main(argv: list[str] | None = None, prog: str | None = None) -> int
 
     p = argparse.ArgumentParser(prog=prog or "initlab lra pretrain", description=pretrain_main.__doc__)
     _common(p, "results/lra/pretrain")
-    p.add_argument("--objective", choices=("masked", "causal"), default=None)
-    p.add_argument("--spt-epochs", type=int, default=None)
+    p.add_argument("--objective", choices=("masked", "causal"), default=None,
+                   help="masked: denoising on masked positions; causal: next-token prediction (default: the preset's)")
+    p.add_argument("--spt-epochs", type=int, default=None, help="self-pretraining epochs (default: the preset's)")
     p.add_argument("--spt-task", default=None, help="use another task's inputs for SPT (cross-task ablation)")
     p.add_argument("--spt-data-dir", default=None, help="data folder of --spt-task")
     p.add_argument("--milestones", default="", help="comma-separated epochs at which to keep the best-so-far checkpoint")
@@ -76,7 +77,7 @@ def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--init-groups", choices=("all", "qk", "qkvo", "ffn"), default=None,
                    help="hybrid init: copy only these SPT weights (default all)")
     p.add_argument("--freeze", default=None, help="comma-separated parameter groups kept at init, e.g. attention")
-    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--epochs", type=int, default=None, help="fine-tuning epochs (default: the preset's)")
     args = p.parse_args(argv)
     try:
         ckpt = args.spt
@@ -102,7 +103,7 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
     p = argparse.ArgumentParser(prog=prog or "initlab lra sweep", description=sweep_main.__doc__)
     _common(p, "results/lra/sweep")
-    p.add_argument("--ablation", required=True, choices=sorted(ABLATIONS))
+    p.add_argument("--ablation", required=True, choices=sorted(ABLATIONS), help="which ablation grid to run")
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     args = p.parse_args(argv)
     try:
@@ -129,7 +130,7 @@ def listops_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="folder for basic_*.tsv")
     p.add_argument("--size", choices=("lra", "cpu-listops", "toy"), default="lra",
                    help="lra: 96k/2k/2k, lengths 500-2000 (the LRA release); cpu-listops/toy: short generated sets")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     p.add_argument("--overwrite", action="store_true", help="replace basic_*.tsv files already in --out")
     args = p.parse_args(argv)
     gen = ListOpsGenConfig(seed=args.seed) if args.size == "lra" else derive(get_preset(args.size).listops_gen, seed=args.seed)

@@ -18,7 +18,7 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog or "initlab reproduce", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=prog or "initlab reproduce", description="The CPU reproduction of both phenomena, one report.")
     parser.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder (default: results/reproduce)")
     parser.add_argument("--preset", choices=PRESETS, default="default", help="experiment size (default: default, the CPU reproduction)")
     parser.add_argument("--only", default=None, help=f"comma-separated stages (default: {','.join(STAGES)}; optional: {','.join(OPTIONAL_STAGES)})")

@@ -89,11 +89,11 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
                         "ir_datasets:<id>, msmarco:<folder>[:split], beir:<folder>")
     p.add_argument("--out", type=Path, required=True, help="output folder for results.json|csv")
     p.add_argument("--data-root", default="", help="local data folder instead of downloads")
-    p.add_argument("--top-k", type=int, default=1000)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--trust-remote-code", action="store_true")
+    p.add_argument("--top-k", type=int, default=1000, help="documents retrieved per query, exactly (default 1000)")
+    p.add_argument("--batch-size", type=int, default=128, help="texts per encoding batch (default 128)")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for Alibaba-NLP/gte-en-mlm-base)")
     p.add_argument("--seismic", action="store_true", help="also retrieve approximately with pyseismic-lsr; report its recall vs exact")
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--overwrite", action="store_true", help="redo a finished evaluation (the old folder is moved aside)")
     args = p.parse_args(argv)
     from initlab.realdata.splade.data import BEIR13, NANOBEIR_NAMES
     from initlab.realdata.splade.sweep import eval_checkpoint
@@ -119,7 +119,7 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     p.add_argument("--backbones", default=None,
                    help=f"comma-separated short names or hub ids (default: {','.join(BACKBONES)}; gte only with --trust-remote-code)")
     p.add_argument("--ks", type=_ks, default=list(K_VALUES), help="comma-separated rescaling factors (default 1,2,4,8,16,32)")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="output folder of the sweep (one subfolder per cell)")
     _common(p)
     args = p.parse_args(argv)
     from initlab.realdata.splade.sweep import run_sweep

@@ -16,7 +16,7 @@ __all__ = ["verify_main", "score_scale_main"]
 
 def verify_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """``initlab theory verify [--json PATH] [--seed N] [--cases N] [--t-max N] [--mc-samples N] [--symbolic]``."""
-    parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description=verify.__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description="Check the attention-gradient theorems T1-T5 on fresh random cases.")
     parser.add_argument("--json", type=Path, default=None, help="also write the full report as JSON to PATH")
     parser.add_argument("--seed", type=int, default=verify.BASE.seed, help="base seed, an integer in [0, 2^40) (default 0)")
     parser.add_argument("--cases", type=int, default=verify.BASE.cases, help="random cases per statement (default 20)")
@@ -50,7 +50,7 @@ def score_scale_main(argv: Sequence[str] | None = None, prog: str | None = None)
     parser.add_argument("--sigma", type=float, nargs="+", default=None, help="logit std(s) at k = 1 (default 1 4 16)")
     parser.add_argument("--mu-b", type=float, default=score_scale.BASE.mu_b, help="logit mean (bias part, not divided by k)")
     parser.add_argument("--batch", type=int, default=score_scale.BASE.batch, help="in-batch size B")
-    parser.add_argument("--mc", action="store_true", help="also run the Monte Carlo check (mc_* fields in --json; slower)")
+    parser.add_argument("--mc", action="store_true", help="also run the Monte Carlo check (fields named mc_... in --json; slower)")
     args = parser.parse_args(argv)
     try:
         if args.batch < 2:
