@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from initlab.config import derive, parse_overrides
+from initlab.runs import check_output_path
 
 __all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main"]
 
@@ -55,6 +56,7 @@ def pretrain_main(argv: list[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--milestones", default="", help="comma-separated epochs at which to keep the best-so-far checkpoint")
     args = p.parse_args(argv)
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         cfg = _config(args, {"spt_objective": args.objective, "spt_epochs": args.spt_epochs, "spt_task": args.spt_task,
                              "spt_data_dir": args.spt_data_dir})
         ms = [int(x) for x in args.milestones.split(",") if x.strip()]
@@ -79,6 +81,7 @@ def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--epochs", type=int, default=None)
     args = p.parse_args(argv)
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         ckpt = args.spt
         if ckpt is not None and ckpt.is_dir():
             if not (ckpt / "DONE").exists():
@@ -106,6 +109,7 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     args = p.parse_args(argv)
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         cfg = _config(args, {})
         try:
             seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
