@@ -11,7 +11,9 @@ from typing import Any, Sequence
 import torch
 
 from initlab.mlmhead.heads import K_ATTR, K_GRID, _check_k, family_of, head_bias, head_projection, is_tied
+from initlab.mlmhead.lengths import check_length
 from initlab.mlmhead.tiny import default_texts
+from initlab.nn.collapse import detect_collapse
 from initlab.theory.splade_terms import splade_term_weights as splade_from_logits
 
 
@@ -50,6 +52,8 @@ def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, A
     warn = best["active_dims_per_text"] < 1.0
     if warn:
         note += "; WARNING: texts have < 1 active dimension at this k (ranking gradient may vanish)"
+    if best.get("collapsed"):
+        note += "; WARNING: representations collapse at this k (" + "; ".join(best.get("collapse_reasons", [])) + ")"
     return {"k": best["k"], "threshold_score_sd": thr, "batch": batch, "rule": note}
 
 
@@ -66,14 +70,21 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     and the relative change of the encoder's last hidden states ``||H_k - H_1||_F / ||H_1||_F``.
     A Gaussian fit of the k = 1 logits (mu, sigma) gives the theory's predicted active dimensions.
 
+    Each row also carries the collapse verdict of :func:`initlab.nn.collapse.detect_collapse` at that k
+    (empty or dense vectors, and near-constant ones: mean pairwise cosine of the text vectors, or one top-10
+    ranking shared by the queries when the first half of the texts queries the second half):
+    ``collapsed`` and ``collapse_reasons``.
+
     Returns:
         A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``,
-        ``table`` (one row per k), ``gaussian_fit``, ``recommended``.
+        ``table`` (one row per k), ``gaussian_fit``, ``recommended``, ``max_length``.
     Raises:
-        ValueError: fewer than 2 texts, unknown family or no MLM head.
+        ValueError: fewer than 2 texts, unknown family or no MLM head, ``max_length`` beyond the model's
+            usable length (:mod:`initlab.mlmhead.lengths`).
     """
     from initlab.theory import score_scale as ss
 
+    check_length(max_length, model, flag="--max-length", tokenizer=tokenizer)
     texts = default_texts() if texts is None else list(texts)
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ValueError("texts: expected at least 2 non-empty strings")
@@ -141,6 +152,9 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
             an = torch.nn.functional.normalize(a, dim=1)
             cos = an @ an.T
             per_q_sd = torch.stack([S[i][off[i]].std() for i in range(n)]).mean().item()
+            h = n // 2  # first half of the texts as queries against the second half as documents
+            verdict = detect_collapse(q_active=act.sum(1).mean().item(), d_active=act.sum(1).mean().item(),
+                                      vocab_size=int(W.shape[0]), doc_vectors=a, scores=S[:h, h:] if h >= 2 else None)
             table.append({
                 "k": k,
                 "logit_mean": z_mean,
@@ -156,6 +170,8 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
                 "score_mean": S[off].mean().item(),
                 "score_sd": per_q_sd,
                 "hidden_rel_change": ((Hk - H1).double().norm() / H1.double().norm()).item(),
+                "collapsed": verdict.collapsed,
+                "collapse_reasons": list(verdict.reasons),
             })
     finally:
         with torch.no_grad():
@@ -174,6 +190,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         mu_k, s_k = b_mean + (mu - b_mean) * scale, sigma * scale
         r["predicted_active_dims_per_text"] = report["vocab"] * ss.pooled_active_fraction(mu_k, s_k, max(L_mean, 1))
     report["gaussian_fit"] = fit
+    report["max_length"] = int(max_length)
     report["table"] = table
     report["recommended"] = recommend_k(table, batch)
     return report
@@ -212,6 +229,9 @@ def format_inspect(rep: dict[str, Any]) -> str:
     ]
     for r in rep["table"]:
         lines.append(" | ".join(f"{fmt.format(r[key]):>10}" for key, _, fmt in _TABLE_FMT))
+    flagged = [r for r in rep["table"] if r.get("collapsed")]
+    for r in flagged:
+        lines.append(f"COLLAPSED at k = {r['k']:g}: " + "; ".join(r["collapse_reasons"]))
     rec = rep["recommended"]
     lines += ["", f"recommended k: {rec['k']:g}  ({rec['rule']}; sqrt(2 ln {rec['batch']}) = "
                   f"{rec['threshold_score_sd']:.3g}; a heuristic, see README)"]
