@@ -220,3 +220,26 @@ def test_finished_folders_are_refused_and_failed_eval_leaves_nothing(tmp_path, c
     with pytest.raises(SystemExit):
         eval_main(["--model", str(out / "model"), "--out", str(bad), "--data-root", str(FIX), "--sets", "beir:/no/such"])
     assert "not found" in capsys.readouterr().err and not bad.exists()
+
+
+@pytest.mark.slow
+def test_diverging_ddp_training_stops_every_process_at_the_same_step(tmp_path):
+    # 2 gloo processes: the non-finite verdict is all-reduced, so no process hangs in the next all-reduce
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "ddp_nan"
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", str(port), "-m", "initlab.cli", "splade", "train", "--out", str(out)] + QUICK + [
+           "--set", "learning_rate=1e30", "--set", "save_steps=1"]
+    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode != 0
+    assert proc.stderr.count("non-finite") >= 2  # both ranks name the step
+    fail = json.loads((out / "failure.json").read_text())
+    assert fail["step"] >= 2 and not (out / "DONE").exists() and not (out / "model").exists()
