@@ -275,6 +275,10 @@ def _ir_datasets_errors(dataset_id: str):
         yield
     except KeyError as err:
         raise ValueError(f"ir_datasets id {dataset_id!r} is not registered ({err})") from None
+    except ValueError as err:
+        if "duplicate" in str(err):  # our own data-policy error: passed on unchanged
+            raise
+        raise OSError(f"ir_datasets {dataset_id!r}: could not load (ValueError: {str(err)[:200]})") from err
     except Exception as err:
         raise OSError(f"ir_datasets {dataset_id!r}: could not load ({type(err).__name__}: {str(err)[:200]}). "
                       "Without network, pass local files: --train-source <triples TSV> for training, "

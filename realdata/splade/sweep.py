@@ -56,6 +56,7 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     for name in set_names:
         check_eval_spec(name, data_root=data_root or None)
     model = load_splade(model_dir, trust_remote_code=trust_remote_code)  # fails before anything is written
+    check_checkpoint_lengths(model, model_dir)
     mdir = Path(model_dir).resolve()
     key = {"model": str(mdir), "sets": list(set_names), "top_k": top_k, "data_root": str(data_root or ""),
            "approx": bool(approx),
@@ -94,6 +95,18 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     if mark_done:
         run.mark_done()
     return res
+
+
+def check_checkpoint_lengths(model, model_dir: str | Path) -> None:
+    """Length policy (:mod:`initlab.mlmhead.lengths`) for a saved checkpoint: its query, document and maximum
+    sequence lengths must fit its backbone's position table; ValueError before anything is written."""
+    from initlab.mlmhead.lengths import check_length
+
+    tr = model[0]
+    for name in ("max_seq_length", "query_length", "document_length"):
+        value = getattr(tr, name, None)
+        if value:
+            check_length(int(value), tr.auto_model.config, flag=f"{model_dir}: {name}")
 
 
 def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:

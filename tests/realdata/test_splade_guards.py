@@ -220,6 +220,49 @@ def test_finished_folders_are_refused_and_failed_eval_leaves_nothing(tmp_path, c
     with pytest.raises(SystemExit):
         eval_main(["--model", str(out / "model"), "--out", str(bad), "--data-root", str(FIX), "--sets", "beir:/no/such"])
     assert "not found" in capsys.readouterr().err and not bad.exists()
+    # length policy at evaluation: a checkpoint whose document length exceeds its position table is refused
+    long = tmp_path / "long_model"
+    shutil.copytree(out / "model", long)
+    cfg = json.loads((long / "sentence_bert_config.json").read_text())
+    (long / "sentence_bert_config.json").write_text(json.dumps({**cfg, "document_length": 200}))
+    with pytest.raises(SystemExit):
+        eval_main(["--model", str(long), "--out", str(bad), "--data-root", str(FIX), "--sets", "scifact"])
+    assert "document_length 200" in capsys.readouterr().err and not bad.exists()
+
+
+def test_changed_config_resume_of_a_sweep_is_refused(tmp_path):
+    from initlab.config import derive
+    from initlab.realdata.splade.config import PRESETS
+    from initlab.realdata.splade.sweep import run_sweep
+    from initlab.runs import ConfigMismatchError, RunDir
+
+    base = derive(PRESETS["quick"], train_source=TRIPLES, data_root=str(FIX), eval_sets=("scifact",))
+    RunDir(tmp_path / "sweep", config=derive(base, max_steps=2))  # an interrupted sweep of another config
+    with pytest.raises(ConfigMismatchError, match="differs in: max_steps"):
+        run_sweep(base, tmp_path / "sweep", backbones=["tiny"], ks=[1], progress=False)
+    assert not (tmp_path / "sweep" / "tiny-bert__k1").exists()  # nothing trained
+
+
+def test_ir_datasets_duplicates_are_refused(monkeypatch):
+    import sys
+    import types
+    from collections import namedtuple
+
+    Doc, Query, Qrel = namedtuple("Doc", "doc_id text"), namedtuple("Query", "query_id text"), namedtuple("Qrel", "query_id doc_id relevance")
+
+    def fake(docs, queries, qrels):
+        ds = types.SimpleNamespace(docs_iter=lambda: iter(docs), queries_iter=lambda: iter(queries), qrels_iter=lambda: iter(qrels))
+        monkeypatch.setitem(sys.modules, "ir_datasets", types.SimpleNamespace(load=lambda _id: ds))
+
+    docs, queries = [Doc("d0", "a"), Doc("d1", "b")], [Query("q0", "a")]
+    fake(docs, queries, [Qrel("q0", "d0", 1)])
+    assert data.load_ir_datasets("x/y").qrels == {"q0": {"d0": 1}}
+    fake(docs + [Doc("d0", "c")], queries, [Qrel("q0", "d0", 1)])
+    with pytest.raises(ValueError, match=r"docs record 3: duplicate document id 'd0' \(first at .*record 1\)"):
+        data.load_ir_datasets("x/y")
+    fake(docs, queries, [Qrel("q0", "d0", 1), Qrel("q0", "d0", 0)])
+    with pytest.raises(ValueError, match="qrels record 2: duplicate judgement"):
+        data.load_ir_datasets("x/y")
 
 
 @pytest.mark.slow
