@@ -11,6 +11,7 @@ from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.report import format_inspect, inspect_model
 from initlab.mlmhead.tiny import _parse_texts
+from initlab.nn.collapse import detect_collapse
 from initlab.runs import RunExistsError, check_output_path
 
 __all__ = ["inspect_main", "rescale_main"]
@@ -38,7 +39,8 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         if args.max_length < 2 or args.batch < 2:
             raise ValueError("--max-length and --batch: expected integers >= 2")
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
-        rep = inspect_model(model, tokenizer, texts, max_length=args.max_length, batch=args.batch)
+        rep = inspect_model(model, tokenizer, texts, max_length=args.max_length, batch=args.batch,
+                            collapse=detect_collapse)
     except (ValueError, TypeError, FileNotFoundError, RunExistsError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2

@@ -6,14 +6,13 @@ The term weights follow SPLADE v2 (arXiv:2109.10086, eq. 1, max pooling), comput
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
 from initlab.mlmhead.heads import K_ATTR, K_GRID, _check_k, family_of, head_bias, head_projection, is_tied
 from initlab.mlmhead.lengths import check_length
 from initlab.mlmhead.tiny import default_texts
-from initlab.nn.collapse import detect_collapse
 from initlab.theory.splade_terms import splade_term_weights as splade_from_logits
 
 
@@ -58,7 +57,8 @@ def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, A
 
 
 def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None, *,
-                  ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32) -> dict[str, Any]:
+                  ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32,
+                  collapse: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Measure every MLM-head scale quantity of ``model`` on ``texts`` (default :func:`default_texts`).
 
     For each k the model is actually rescaled as :func:`rescale_mlm_head` would do (tied: the shared
@@ -70,10 +70,11 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     and the relative change of the encoder's last hidden states ``||H_k - H_1||_F / ||H_1||_F``.
     A Gaussian fit of the k = 1 logits (mu, sigma) gives the theory's predicted active dimensions.
 
-    Each row also carries the collapse verdict of :func:`initlab.nn.collapse.detect_collapse` at that k
-    (empty or dense vectors, and near-constant ones: mean pairwise cosine of the text vectors, or one top-10
-    ranking shared by the queries when the first half of the texts queries the second half):
-    ``collapsed`` and ``collapse_reasons``.
+    With ``collapse`` (the one detector, :func:`initlab.nn.collapse.detect_collapse`, passed in by the caller
+    since this layer does not import :mod:`initlab.nn`; ``initlab mlmhead inspect`` does) each row also
+    carries its verdict at that k (empty or dense vectors, and near-constant ones: mean pairwise cosine of the
+    text vectors, or one top-10 ranking shared by the queries when the first half of the texts queries the
+    second half): ``collapsed`` and ``collapse_reasons``.
 
     Returns:
         A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``,
@@ -152,9 +153,6 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
             an = torch.nn.functional.normalize(a, dim=1)
             cos = an @ an.T
             per_q_sd = torch.stack([S[i][off[i]].std() for i in range(n)]).mean().item()
-            h = n // 2  # first half of the texts as queries against the second half as documents
-            verdict = detect_collapse(q_active=act.sum(1).mean().item(), d_active=act.sum(1).mean().item(),
-                                      vocab_size=int(W.shape[0]), doc_vectors=a, scores=S[:h, h:] if h >= 2 else None)
             table.append({
                 "k": k,
                 "logit_mean": z_mean,
@@ -170,9 +168,12 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
                 "score_mean": S[off].mean().item(),
                 "score_sd": per_q_sd,
                 "hidden_rel_change": ((Hk - H1).double().norm() / H1.double().norm()).item(),
-                "collapsed": verdict.collapsed,
-                "collapse_reasons": list(verdict.reasons),
             })
+            if collapse is not None:
+                h = n // 2  # first half of the texts as queries against the second half as documents
+                verdict = collapse(q_active=table[-1]["active_dims_per_text"], d_active=table[-1]["active_dims_per_text"],
+                                   vocab_size=int(W.shape[0]), doc_vectors=a, scores=S[:h, h:] if h >= 2 else None)
+                table[-1].update({"collapsed": verdict.collapsed, "collapse_reasons": list(verdict.reasons)})
     finally:
         with torch.no_grad():
             W.copy_(W0)

@@ -168,7 +168,7 @@ def test_tokenizer_model_max_length_disagreeing_warns_and_the_model_wins(tok):
         tok.model_max_length = int(1e30)
 
 
-def test_inspect_flags_near_constant_representations(tok, capsys):
+def test_inspect_flags_near_constant_representations(tok, tmp_path, capsys):
     from initlab.mlmhead import head_bias
     from initlab.mlmhead.report import format_inspect
 
@@ -176,9 +176,19 @@ def test_inspect_flags_near_constant_representations(tok, capsys):
     with torch.no_grad():
         head_projection(model).mul_(1e-4)  # logits ~ the bias alone: every text gets the same vector
         head_bias(model).copy_(torch.rand(tok.vocab_size, generator=torch.Generator().manual_seed(0)) * 4)
-    rep = inspect_model(model, tok, ks=(1.0,))
+    src, out = tmp_path / "flat", tmp_path / "flat.json"
+    model.save_pretrained(src)
+    tok.save_pretrained(src)
+    from initlab.nn.collapse import detect_collapse
+
+    rep = inspect_model(model, tok, ks=(1.0,), collapse=detect_collapse)
     row = rep["table"][0]
     assert row["collapsed"] and any("near-constant" in r for r in row["collapse_reasons"])
     assert "COLLAPSED at k = 1" in format_inspect(rep)
-    healthy = inspect_model(tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1), tok, ks=(1.0,))
+    # the command line passes the detector in and prints the verdict
+    assert cli_main(["mlmhead", "inspect", str(src), "--json", str(out)]) == 0
+    assert "COLLAPSED at k = " in capsys.readouterr().out
+    assert json.loads(out.read_text())["table"][0]["collapsed"] is True
+    healthy = inspect_model(tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1), tok, ks=(1.0,),
+                            collapse=detect_collapse)
     assert not any("near-constant" in r for r in healthy["table"][0]["collapse_reasons"])
