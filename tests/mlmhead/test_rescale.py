@@ -250,3 +250,17 @@ def test_rescale_of_a_tied_model_says_when_hidden_states_change(family, says, to
     assert ("hidden states changed" in out and "--untie" in out) == says
     assert rescale_main([str(src), "--k", "16", "--out", str(tmp_path / "untied"), "--untie"]) == 0
     assert "hidden states changed" not in capsys.readouterr().out
+
+
+def test_rescaled_folder_gets_the_permissions_of_a_normal_mkdir(tok_dir, tmp_path):
+    import os
+    import stat
+
+    src = tmp_path / "src"
+    _save_tiny("bert", tok_dir, src)
+    old = os.umask(0o022)
+    try:
+        assert rescale_main([str(src), "--k", "2", "--out", str(tmp_path / "out")]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755  # mkdtemp alone gave 0o700
