@@ -61,6 +61,7 @@ __all__ = [
     "check_eval_spec",
     "read_triples",
     "iter_ir_datasets_triples",
+    "read_margin_triples",
 ]
 
 MSMARCO_TRAIN_ID = "msmarco-passage/train/triples-small"
