@@ -286,3 +286,31 @@ def test_diverging_ddp_training_stops_every_process_at_the_same_step(tmp_path):
     assert proc.stderr.count("non-finite") >= 2  # both ranks name the step
     fail = json.loads((out / "failure.json").read_text())
     assert fail["step"] >= 2 and not (out / "DONE").exists() and not (out / "model").exists()
+
+
+def test_sweep_records_a_diverged_cell_as_failed_and_goes_on(tmp_path, monkeypatch):
+    from initlab.config import derive
+    from initlab.realdata.splade import sweep
+    from initlab.realdata.splade.config import PRESETS
+    from initlab.runs import NonFiniteError
+
+    calls = []
+
+    def fake_cell(cfg, out, progress=True):
+        calls.append(cfg.k)
+        if cfg.k == 2.0:
+            raise NonFiniteError("SPLADE training", 3, "loss", float("nan"), None)
+        return {"cell": sweep.cell_name(cfg), "backbone": cfg.backbone, "k": cfg.k, "status": "finished"}
+
+    monkeypatch.setattr(sweep, "run_cell", fake_cell)
+    base = derive(PRESETS["quick"], train_source=TRIPLES, data_root=str(FIX), eval_sets=("scifact",))
+    rows = sweep.run_sweep(base, tmp_path / "sw", backbones=["tiny"], ks=[1, 2, 4], progress=False)
+    assert calls == [1.0, 2.0, 4.0]  # went on after the failure
+    assert [r["status"] for r in rows] == ["finished", "failed", "finished"] and "step 3" in rows[1]["error"]
+    assert not (tmp_path / "sw" / "DONE").exists()  # not finished: a rerun retries the failed cell only
+    assert json.loads((tmp_path / "sw" / "summary.json").read_text())[1]["status"] == "failed"
+    calls.clear()
+    monkeypatch.setattr(sweep, "run_cell", lambda cfg, out, progress=True: calls.append(cfg.k) or
+                        {"cell": sweep.cell_name(cfg), "k": cfg.k, "backbone": cfg.backbone, "status": "finished"})
+    rows = sweep.run_sweep(base, tmp_path / "sw", backbones=["tiny"], ks=[1, 2, 4], progress=False)
+    assert calls == [2.0] and (tmp_path / "sw" / "DONE").exists()
