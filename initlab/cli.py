@@ -78,11 +78,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"initlab {__version__}")
         return 0
+    from initlab.runs import NonFiniteError, OutputPathError, RunExistsError
+
     target, rest, prog = _resolve(argv)
     module_name, func_name = target.split(":")
     module = importlib.import_module(module_name)
     func = getattr(module, func_name)
-    return int(func(rest, prog=f"initlab {prog}") or 0)
+    try:
+        return int(func(rest, prog=f"initlab {prog}") or 0)
+    except NonFiniteError as err:  # a diverged training: no DONE was written; exit 1 like a failed check
+        print(f"initlab {prog}: error: {err}", file=sys.stderr)
+        return 1
+    except (RunExistsError, OutputPathError) as err:  # the one output-folder rule (docs/conventions.md)
+        print(f"initlab {prog}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        # Ctrl-C: no traceback. Finished cells and checkpoints are kept; the same command resumes.
+        print(f"\ninitlab {prog}: interrupted; finished parts are kept, rerun the same command to resume",
+              file=sys.stderr)
+        return 130
 
 
 # ------------------------------------------------------------------------------------------------

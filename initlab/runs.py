@@ -19,6 +19,7 @@ import json
 import math
 import os
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import is_dataclass
@@ -36,6 +37,8 @@ __all__ = [
     "atomic_write_csv",
     "RunDir",
     "check_same_record",
+    "check_output_path",
+    "OutputPathError",
     "torch_threads",
 ]
 
@@ -84,12 +87,41 @@ def check_finite(value: Any, *, where: str, step: int, what: str = "loss",
     return v
 
 
+def _current_umask() -> int:
+    """The process umask (read from /proc where available, else by setting and restoring it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # pragma: no cover - non-Linux fallback
+    os.umask(mask)
+    return mask
+
+
+def _normal_write_mode(path: Path) -> int:
+    """The permission bits a plain ``open(path, "w")`` would leave: those of the file it replaces, or
+    ``0o666 & ~umask`` for a new file (``tempfile.mkstemp`` alone would give 0600)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_current_umask()
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + ``os.replace``); parents are created."""
+    """Write ``data`` to ``path`` atomically (temp file + ``os.replace``); parents are created.
+
+    The file gets the permissions a normal write would give (those of the file it replaces, else
+    ``0o666`` minus the umask), not the 0600 of a private temporary file.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _normal_write_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -260,7 +292,7 @@ class RunDir:
 
     def save_cell(self, name: str, result: Any, key: Any = None) -> Path:
         """Write the result of cell ``name`` atomically; with ``key``, record the cell's config beside it
-        (``cells/<name>.key.json``) so a resume under another config is refused."""
+        (``cells/<name>.key``) so a resume under another config is refused."""
         if key is not None:
             atomic_write_json(self._key_path(name), _config_record(key))
         return atomic_write_json(self._cell_path(name), result)
@@ -323,6 +355,54 @@ def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "
             f"{path.parent} holds results of a different {what} (differs in: {', '.join(keys) or 'content'}); "
             "choose another --out or pass --overwrite (the old folder is then moved aside)"
         )
+
+
+class OutputPathError(ValueError):
+    """An output path (``--out`` / ``--json``) that no run may write to (see :func:`check_output_path`)."""
+
+
+def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder", overwrite: bool = False) -> Path | None:
+    """The one output-path rule of every initlab command, checked before any work starts.
+
+    * ``kind="file"`` (``--json PATH``, a single result file): the parent folder must already exist
+      (no folders are created for a file); ``PATH`` must not be a folder; an existing file is replaced
+      only with ``overwrite`` (else :class:`RunExistsError`).
+    * ``kind="folder"`` (``--out DIR``, a run folder): ``DIR`` must not be an existing file; missing
+      folders are created when the run starts; a finished run in it (``DONE``) is refused unless
+      ``overwrite``, which moves the old folder aside (:class:`RunDir`).
+
+    Returns ``Path(path)`` (None for None).
+
+    Raises:
+        OutputPathError: a folder where a file is expected, a file where a folder is expected, or a
+            missing parent folder of a file.
+        RunExistsError: the file exists, or the folder holds a finished run, and not ``overwrite``.
+        ValueError: unknown ``kind``.
+    """
+    if path is None:
+        return None
+    path = Path(path)
+    if kind == "file":
+        if path.is_dir():
+            raise OutputPathError(f"{flag} {path}: is a folder; expected a file path")
+        parent = path.parent if str(path.parent) else Path(".")
+        if not parent.is_dir():
+            raise OutputPathError(f"{flag} {path}: folder {parent} does not exist (create it first; initlab "
+                                  "creates folders only for run folders, not for single files)")
+        if path.exists() and not overwrite:
+            raise RunExistsError(f"{flag} {path}: file exists; choose another path or pass --overwrite to replace it")
+    elif kind == "folder":
+        if path.exists() and not path.is_dir():
+            raise OutputPathError(f"{flag} {path}: exists and is a file; expected a folder (choose another {flag})")
+        for up in path.parents:  # a file in the way of a folder to be created
+            if up.exists() and not up.is_dir():
+                raise OutputPathError(f"{flag} {path}: {up} is a file, so the folder cannot be created")
+        if (path / "DONE").exists() and not overwrite:
+            raise RunExistsError(f"{flag} {path}: already holds a finished run; choose another {flag} or pass "
+                                 "--overwrite (the old folder is then moved aside, not deleted)")
+    else:
+        raise ValueError(f"kind: expected 'file' or 'folder', got {kind!r}")
+    return path
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ reproduction), ``full`` (larger grids and more seeds, still CPU).
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -24,7 +25,7 @@ import torch
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
-from initlab.runs import RunDir, atomic_write_text, torch_threads
+from initlab.runs import RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic import splade as synthetic_splade
 from initlab.theory import attention_gradient as ag
@@ -71,19 +72,22 @@ def theory(out_dir: Path, preset: str = "default", overwrite: bool = False) -> s
 
 def _theory(out_dir: Path, preset: str, overwrite: bool) -> str:
     cfg = verify.PRESETS[preset]
-    run = RunDir(out_dir, overwrite=overwrite, config=cfg)
-    if not run.has_cell("verify"):
-        run.save_cell("verify", verify.run_verify(cfg, progress=True))
-    report = run.load_cell("verify")
-    run.write_json("verify.json", report)
+    run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
     big = preset == "full"
-    if not run.has_cell("t2_curve"):
-        Ts = [4, 8, 16, 32, 64, 128, 256] + ([512] if big else [])
-        run.save_cell("t2_curve", t2_band_curve(cfg.seed, Ts, (1, 2, 4), 8 if big else 3))
-    if not run.has_cell("t4_curve"):
-        ps = [0.0, 0.2, 0.4, 0.6, 0.8, 0.95]
-        run.save_cell("t4_curve", t4_projection_curve(cfg.seed + 1, ps, 16, 4, 0.15, 2, max(2000, cfg.mc_samples)))
-    t2, t4 = run.load_cell("t2_curve"), run.load_cell("t4_curve")
+    Ts = [4, 8, 16, 32, 64, 128, 256] + ([512] if big else [])
+    t2_args = {"seed": cfg.seed, "Ts": Ts, "widths": [1, 2, 4], "reps": 8 if big else 3}
+    t4_args = {"seed": cfg.seed + 1, "ps": [0.0, 0.2, 0.4, 0.6, 0.8, 0.95], "T": 16, "K": 4, "q": 0.15, "w": 2,
+               "n": max(2000, cfg.mc_samples)}
+    # every cell records the arguments it was computed with: a resume under others raises ConfigMismatchError
+    if not run.has_cell("verify", key=cfg):
+        run.save_cell("verify", verify.run_verify(cfg, progress=True), key=cfg)
+    report = run.load_cell("verify", key=cfg)
+    run.write_json("verify.json", report)
+    if not run.has_cell("t2_curve", key=t2_args):
+        run.save_cell("t2_curve", t2_band_curve(**t2_args), key=t2_args)
+    if not run.has_cell("t4_curve", key=t4_args):
+        run.save_cell("t4_curve", t4_projection_curve(**t4_args), key=t4_args)
+    t2, t4 = run.load_cell("t2_curve", key=t2_args), run.load_cell("t4_curve", key=t4_args)
     run.write_json("t2_curve.json", t2)
     run.write_json("t4_curve.json", t4)
     theory_figures.draw_all(out_dir)
@@ -185,18 +189,19 @@ def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = 
     from tqdm.auto import tqdm
 
     cfg = score_scale.PRESETS[preset]
-    run = RunDir(out_dir, overwrite=overwrite, config=cfg)
+    run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
     rows = []
     for sigma, k in tqdm([(s, k) for s in cfg.sigmas for k in cfg.ks], desc="score-scale cells"):
         name = f"sigma={sigma:g}_k={k:g}"
-        if run.has_cell(name):
-            rows.append(run.load_cell(name))
+        key = {"config": to_dict(cfg), "sigma": sigma, "k": k}  # a cell of another config is never reused
+        if run.has_cell(name, key=key):
+            rows.append(run.load_cell(name, key=key))
             continue
         th = score_scale.theory_row(cfg, sigma, k)
         mc = score_scale.monte_carlo(cfg, sigma, k)
         row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")},
                **{f"mc_{n}": v for n, v in mc.items()}}
-        run.save_cell(name, row)
+        run.save_cell(name, row, key=key)
         rows.append(row)
     mech = score_scale.mechanism(cfg)
     run.write_json("score_scale.json", {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
@@ -281,8 +286,18 @@ STAGES: dict[str, Callable[..., str]] = {"theory": theory, "spt": spt, "score_sc
 OPTIONAL_STAGES: dict[str, Callable[..., str]] = {"lra_listops": lra_listops}
 
 
+def _stage_time_line(name: str, rec: dict[str, Any] | None, was_done: bool) -> str:
+    if rec is None:  # finished by a version of initlab that did not record stage times
+        return f"_stage `{name}` was finished by an earlier run whose time was not recorded_"
+    when = f", finished {rec['finished']} (resumed run: not redone)" if was_done else ""
+    return f"_stage `{name}` took {rec['seconds']:.1f} s{when}_"
+
+
 def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False) -> Path:
     """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path.
+
+    ``out/stage_times.json`` keeps the wall-clock seconds of each stage's real run, so a resumed call
+    reports a finished stage with the time it took then.
 
     Raises:
         ValueError: unknown ``preset`` or stage name.
@@ -302,12 +317,20 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
         f"preset `{preset}`, stages {', '.join(stages)}; started {time.strftime('%Y-%m-%d %H:%M:%S')}.",
         "",
     ]
+    # Wall-clock time of each stage's real run, kept across resumes: a stage finished by an earlier call
+    # is reported with the time it took then, not the second it takes to read its summary.
+    times_path = out / "stage_times.json"
+    times: dict[str, Any] = json.loads(times_path.read_text()) if times_path.is_file() else {}
     for name in stages:
         print(f"\n=== initlab reproduce: stage {name} ===", flush=True)
+        was_done = (out / name / "DONE").exists() and not overwrite
         t0 = time.perf_counter()
         md = known[name](out / name, preset=preset, overwrite=overwrite)
         dt = time.perf_counter() - t0
-        sections += [md.rstrip(), "", f"_stage `{name}` took {dt:.1f} s (0 s if it was already finished)_", ""]
+        if not was_done:
+            times[name] = {"seconds": dt, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "preset": preset}
+            atomic_write_json(times_path, times)
+        sections += [md.rstrip(), "", _stage_time_line(name, times.get(name), was_done), ""]
         atomic_write_text(out / "report.md", "\n".join(sections) + "\n")
     report = out / "report.md"
     print(f"\nreport: {report}")

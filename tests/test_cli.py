@@ -36,3 +36,37 @@ def test_group_help_lists_only_that_group(capsys):
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert "theory verify" in out and "splade train" not in out
+
+
+def test_ctrl_c_exits_130_without_traceback(monkeypatch, capsys):
+    import types
+
+    def interrupted(argv, prog):
+        raise KeyboardInterrupt
+
+    fake = types.SimpleNamespace(main=interrupted)
+    monkeypatch.setitem(cli.COMMANDS, ("fake", None), ("fake_mod:main", "test"))
+    monkeypatch.setattr(importlib, "import_module", lambda name: fake)
+    assert cli.main(["fake"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_existing_output_file_is_a_clear_error_not_a_traceback(tmp_path, capsys):
+    existing = tmp_path / "report.json"
+    existing.write_text("{}")
+    # reproduce --out naming a file; theory verify --json naming an existing file / a missing folder:
+    # refused before any work starts, with exit code 2 and the flag named
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reproduce", "--out", str(existing), "--only", "theory"])
+    assert exc.value.code == 2 and "--out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["theory", "verify", "--cases", "1", "--json", str(existing)])
+    assert exc.value.code == 2 and "file exists" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["theory", "score-scale", "--json", str(tmp_path / "nonexistent" / "dir" / "x.json")])
+    assert exc.value.code == 2 and "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "nonexistent").exists()
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["synthetic", "spt", "--preset", "quick", "--out", str(existing)])
+    assert exc.value.code == 2 and "--out" in capsys.readouterr().err

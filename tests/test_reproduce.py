@@ -43,3 +43,48 @@ def test_bad_preset_and_stage_are_named(tmp_path):
         stages.run_reproduce(tmp_path, stages=["nope"])
     with pytest.raises(SystemExit):
         reproduce.main(["--only", "nope", "--out", str(tmp_path / "x")])
+
+
+def test_resumed_report_keeps_the_real_stage_times(tmp_path, monkeypatch):
+    import time
+
+    def slow(out_dir, preset, overwrite):
+        if (out_dir / "DONE").exists() and not overwrite:
+            return "## slow\nsaved"
+        time.sleep(0.3)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "DONE").write_text("x")
+        return "## slow\nsaved"
+
+    monkeypatch.setattr(stages, "STAGES", {"slow": slow})
+    first = stages.run_reproduce(tmp_path / "out", preset="quick").read_text()
+    second = stages.run_reproduce(tmp_path / "out", preset="quick").read_text()
+
+    def seconds(text):
+        line = next(ln for ln in text.splitlines() if ln.startswith("_stage `slow` took"))
+        return float(line.split("took ")[1].split(" s")[0])
+
+    assert seconds(first) >= 0.3
+    assert seconds(second) == seconds(first) and "resumed run: not redone" in second
+
+
+def test_theory_and_score_scale_stages_refuse_a_changed_config(tmp_path):
+    from initlab.config import derive
+    from initlab.runs import ConfigMismatchError, RunDir
+    from initlab.theory import score_scale, verify
+
+    # an interrupted stage folder (no DONE) written under another config is not resumed
+    RunDir(tmp_path / "theory", config=derive(verify.PRESETS["quick"], cases=verify.PRESETS["quick"].cases + 1))
+    with pytest.raises(ConfigMismatchError, match="differs in: cases"):
+        stages.theory(tmp_path / "theory", preset="quick")
+    other = derive(score_scale.PRESETS["quick"], mc_batches=score_scale.PRESETS["quick"].mc_batches + 1)
+    RunDir(tmp_path / "ss", config=other)
+    with pytest.raises(ConfigMismatchError, match="differs in: mc_batches"):
+        stages.score_scale_stage(tmp_path / "ss", preset="quick")
+    # a cell computed under another config (same config.json) is not reused either
+    cfg = score_scale.PRESETS["quick"]
+    run = RunDir(tmp_path / "ss2", config=cfg)
+    sigma, k = cfg.sigmas[0], cfg.ks[0]
+    run.save_cell(f"sigma={sigma:g}_k={k:g}", {"sigma": sigma, "k": k}, key={"config": {"old": 1}, "sigma": sigma, "k": k})
+    with pytest.raises(ConfigMismatchError, match="cell 'sigma="):
+        stages.score_scale_stage(tmp_path / "ss2", preset="quick")

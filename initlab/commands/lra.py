@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from initlab.config import derive, parse_overrides
+from initlab.runs import check_output_path
 
 __all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main", "listops_plateau_main", "fidelity_main"]
 
@@ -56,6 +57,7 @@ def pretrain_main(argv: list[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--milestones", default="", help="comma-separated epochs at which to keep the best-so-far checkpoint")
     args = p.parse_args(argv)
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         cfg = _config(args, {"spt_objective": args.objective, "spt_epochs": args.spt_epochs, "spt_task": args.spt_task,
                              "spt_data_dir": args.spt_data_dir})
         ms = [int(x) for x in args.milestones.split(",") if x.strip()]
@@ -80,6 +82,7 @@ def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--epochs", type=int, default=None, help="fine-tuning epochs (default: the preset's)")
     args = p.parse_args(argv)
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         ckpt = args.spt
         if ckpt is not None and ckpt.is_dir():
             if not (ckpt / "DONE").exists():
@@ -107,6 +110,7 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
     args = p.parse_args(argv)
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         cfg = _config(args, {})
         try:
             seeds = [int(s) for s in args.seeds.split(",") if s.strip()]

@@ -11,6 +11,8 @@ from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.report import format_inspect, inspect_model
 from initlab.mlmhead.tiny import _parse_texts
+from initlab.nn.collapse import detect_collapse
+from initlab.runs import RunExistsError, check_output_path
 
 __all__ = ["inspect_main", "rescale_main"]
 
@@ -25,8 +27,10 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
     parser.add_argument("--max-length", type=int, default=64, help="tokens per text (default 64)")
     parser.add_argument("--batch", type=int, default=32, help="training batch size B for the recommendation rule")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
     try:
+        check_output_path(args.json, flag="--json", kind="file", overwrite=args.overwrite)
         texts = None
         if args.texts is not None:
             if not args.texts.is_file():
@@ -35,8 +39,9 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         if args.max_length < 2 or args.batch < 2:
             raise ValueError("--max-length and --batch: expected integers >= 2")
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
-        rep = inspect_model(model, tokenizer, texts, max_length=args.max_length, batch=args.batch)
-    except (ValueError, TypeError, FileNotFoundError) as err:
+        rep = inspect_model(model, tokenizer, texts, max_length=args.max_length, batch=args.batch,
+                            collapse=detect_collapse)
+    except (ValueError, TypeError, FileNotFoundError, RunExistsError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     rep["model"] = str(args.model)
@@ -68,8 +73,10 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
         tied_before = is_tied(model)
         norm_before = head_projection(model).detach().double().norm().item()
+        H_before = _last_hidden(model)
         rescale_mlm_head(model, args.k, untie=args.untie)
         norm_after = head_projection(model).detach().double().norm().item()
+        H_after = _last_hidden(model)
         info = save_rescaled(model, tokenizer, args.out, overwrite=args.overwrite)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, RuntimeError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
@@ -82,4 +89,21 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
     )
     if "moved_aside" in info:
         print(f"the previous contents of {info['out']} were moved aside to {info['moved_aside']}")
+    change = float((H_after - H_before).norm() / H_before.norm().clamp_min(1e-30))
+    if info["tied"] and change > 1e-3:
+        print(f"note: the head is tied to the input embeddings, so they were divided by k too; in {family_of(model)} "
+              f"they are summed with position embeddings before a LayerNorm, so the encoder's hidden states changed "
+              f"(||H_k - H_1|| / ||H_1|| = {change:.2g} on a fixed 8-token input). To rescale the head only, rerun "
+              "with --untie.")
     return 0
+
+
+def _last_hidden(model):
+    """Last hidden states ``(1, 8, d)`` (float64) of a fixed 8-token input: measures what a tied rescale changes."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    low = 5 if model.config.vocab_size > 10 else 0
+    ids = torch.randint(low, model.config.vocab_size, (1, 8), generator=g)
+    with torch.no_grad():
+        return model(input_ids=ids, output_hidden_states=True).hidden_states[-1].double()

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
+from initlab.runs import RunExistsError, check_output_path
 from initlab.stages import OPTIONAL_STAGES, PRESETS, STAGES, run_reproduce
 
 __all__ = ["main"]
@@ -26,7 +27,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     args = parser.parse_args(argv)
     stages = None if args.only is None else [s.strip() for s in args.only.split(",") if s.strip()]
     try:
+        # the report folder itself is never "finished": each stage folder is (its DONE), checked by the stage
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=True)
         run_reproduce(args.out, args.preset, stages, args.overwrite)
-    except ValueError as err:
+    except (ValueError, RunExistsError) as err:
         parser.error(str(err))
     return 0

@@ -1,7 +1,10 @@
 """``initlab splade train|eval|sweep``: thin argparse layers over :mod:`.train`, :mod:`.sweep`.
 
 Any config field can be overridden with ``--set FIELD=VALUE`` (VALUE parsed as JSON, else a string),
-on top of ``--preset`` (``toy``, ``default``, ``full``; see :mod:`.config`).
+on top of ``--preset`` (``quick``, ``default``, ``full``; ``toy`` is a deprecated alias of ``quick``; see
+:mod:`.config`). Output folders follow initlab's one rule (docs/conventions.md): a finished run (``DONE``, or a
+finished training) is refused unless ``--overwrite``; an interrupted one resumes under the same config only.
+Exit codes: 0 done, 1 a training diverged (NaN/inf; see ``failure.json``), 2 bad arguments or output path.
 Multi-GPU: ``torchrun --nproc_per_node N -m initlab.cli splade train ...``.
 """
 
@@ -14,15 +17,18 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.config import derive, parse_overrides
-
-from initlab.realdata.splade.config import BACKBONES, K_VALUES, PRESETS, SpladeTrainConfig, cell_config, get_preset
+from initlab.realdata.splade.config import (BACKBONES, DEPRECATED_PRESETS, K_VALUES, PRESETS, SpladeTrainConfig,
+                                            cell_config, get_preset)
+from initlab.runs import NonFiniteError, check_output_path
 
 __all__ = ["train_main", "eval_main", "sweep_main", "parse_overrides"]
 
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", choices=sorted(PRESETS), default="full", help="recipe preset (default: full, the paper recipe)")
+    p.add_argument("--preset", choices=sorted(PRESETS) + sorted(DEPRECATED_PRESETS), default="full",
+                   help="recipe preset: quick (tiny in-process model, a few CPU steps), default (20k steps), full (the "
+                        "paper recipe, the default); toy: deprecated name of quick")
     p.add_argument("--train-source", default=None, help="ir_datasets:<id> or a local triples TSV (text or id triples)")
     p.add_argument("--train-collection", default=None, help="collection.tsv for id triples")
     p.add_argument("--train-queries", default=None, help="queries.train.tsv for id triples")
@@ -34,6 +40,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _base_config(args) -> SpladeTrainConfig:
+    if args.preset in DEPRECATED_PRESETS:
+        print(f"note: --preset {args.preset} is deprecated, use --preset {DEPRECATED_PRESETS[args.preset]} (the same "
+              "preset); the old name will be removed in the next release", file=sys.stderr)
+        args.preset = DEPRECATED_PRESETS[args.preset]
     diff = parse_overrides(args.overrides)
     for field, val in (("train_source", args.train_source), ("train_collection", args.train_collection),
                        ("train_queries", args.train_queries), ("data_root", args.data_root)):
@@ -54,26 +64,38 @@ def _ks(text: str) -> list[float]:
     return ks
 
 
+def _diverged(p: argparse.ArgumentParser, err: NonFiniteError) -> int:
+    print(f"{p.prog}: error: {err}", file=sys.stderr)
+    return 1
+
+
 def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "initlab splade train",
                                 description="Train one SPLADE model (backbone x k) and save a safetensors checkpoint; resumable.")
-    p.add_argument("--backbone", default="bert", help=f"short name ({', '.join(BACKBONES)}) or hub id / folder")
-    p.add_argument("--k", type=float, default=1.0, help="MLM-head rescaling factor (W_head / k before training)")
+    p.add_argument("--backbone", required=True,
+                   help=f"short name ({', '.join(BACKBONES)}), hub id or model folder; 'tiny' with --preset quick")
+    p.add_argument("--k", type=float, required=True, help="MLM-head rescaling factor (W_head / k before training)")
     p.add_argument("--out", type=Path, required=True, help="output folder of the run")
     p.add_argument("--eval", action="store_true", help="evaluate after training (the config's eval sets)")
     _common(p)
     args = p.parse_args(argv)
-    from initlab.realdata.splade.sweep import run_cell
+    from initlab.realdata.splade.sweep import resolve_eval_sets, run_cell
     from initlab.realdata.splade.train import train_splade
 
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         cfg = cell_config(_base_config(args), args.backbone, args.k)
         if args.eval:
+            if not resolve_eval_sets(cfg):
+                raise ValueError(f"--eval: preset {args.preset} has no evaluation sets (eval_sets empty, beir and "
+                                 "nanobeir off); add e.g. --set 'eval_sets=[\"msmarco-dev\"]' --data-root DIR, or drop --eval")
             res = run_cell(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
         else:
             res = train_splade(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
             res = {k: v for k, v in res.items() if k != "config"}
-    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network
+    except NonFiniteError as err:
+        return _diverged(p, err)
+    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run
         p.error(str(err))
     if res:
         print(json.dumps(res, indent=2, default=str))
@@ -87,7 +109,7 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--sets", default="msmarco-dev,trec-dl-2019,beir13,nanobeir",
                    help="comma-separated: msmarco-dev, trec-dl-2019, beir13, nanobeir, a BEIR name, nano:<Name>, "
                         "ir_datasets:<id>, msmarco:<folder>[:split], beir:<folder>")
-    p.add_argument("--out", type=Path, required=True, help="output folder for results.json|csv")
+    p.add_argument("--out", type=Path, required=True, help="output folder for results.json|csv (a new folder per evaluation)")
     p.add_argument("--data-root", default="", help="local data folder instead of downloads")
     p.add_argument("--top-k", type=int, default=1000, help="documents retrieved per query, exactly (default 1000)")
     p.add_argument("--batch-size", type=int, default=128, help="texts per encoding batch (default 128)")
@@ -101,15 +123,20 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
     names: list[str] = []
     for s in (x.strip() for x in args.sets.split(",") if x.strip()):
         names += list(BEIR13) if s == "beir13" else [f"nano:{n}" for n in NANOBEIR_NAMES] if s == "nanobeir" else [s]
+    if not names:
+        p.error("--sets: expected at least one evaluation set")
     if args.top_k < 1:
         p.error("--top-k: expected >= 1")
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         res = eval_checkpoint(args.model, names, args.out, data_root=args.data_root, top_k=args.top_k,
                               batch_size=args.batch_size, overwrite=args.overwrite, trust_remote_code=args.trust_remote_code,
                               approx=args.seismic)
-    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network
+    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run
         p.error(str(err))
     print(json.dumps(res["summary"], indent=2, default=str))
+    if res["summary"]["collapsed"]:
+        print("WARNING: collapsed representations: " + "; ".join(res["summary"]["collapse_reasons"]), file=sys.stderr)
     return 0
 
 
@@ -131,12 +158,21 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     else:
         backbones = [b.strip() for b in args.backbones.split(",") if b.strip()]
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         rows = run_sweep(_base_config(args), args.out, backbones=backbones,
                          ks=args.ks, overwrite=args.overwrite, progress=not args.no_progress)
-    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network
+    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run
         p.error(str(err))
     for r in rows:
-        print(f"{r['cell']:<40} nano nDCG@10 {r.get('nanobeir_nDCG@10')}  collapsed {r.get('collapsed')}")
+        if r.get("status") == "failed":
+            print(f"{r['cell']:<40} FAILED: {r['error']}")
+        else:
+            print(f"{r['cell']:<40} nano nDCG@10 {r.get('nanobeir_nDCG@10')}  collapsed {r.get('collapsed')}")
+    failed = [r["cell"] for r in rows if r.get("status") == "failed"]
+    if failed:
+        print(f"{p.prog}: {len(failed)} cell(s) diverged: {', '.join(failed)}; the sweep is not marked DONE "
+              "(rerun to retry them)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
-from initlab.runs import RunExistsError
+from initlab.runs import RunExistsError, check_output_path
 from initlab.synthetic import splade as synthetic_splade
 from initlab.synthetic import spt as synthetic_spt
 
@@ -30,6 +30,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_spt") / args.preset
     try:
+        check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
                  workers=args.workers, threads=args.threads, draw=spt_figures.make_figures)
     except ValueError as err:
@@ -57,6 +58,7 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
     out = args.out or Path("results/synthetic_splade") / args.preset
     t0 = time.perf_counter()
     try:
+        check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         rd = synthetic_splade.run_sweep(out, synthetic_splade.PRESETS[args.preset], overwrite=args.overwrite, draw=synthetic_splade_figures.draw_all)
     except (FileExistsError, ValueError) as err:
         parser.error(str(err))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.config import derive, to_dict
-from initlab.runs import atomic_write_json
+from initlab.runs import RunExistsError, atomic_write_json, check_output_path
 from initlab.theory import score_scale, verify
 
 __all__ = ["verify_main", "score_scale_main"]
@@ -23,7 +23,12 @@ def verify_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
     parser.add_argument("--t-max", type=int, default=verify.BASE.t_max, help="largest sequence length T of the random cases (default 128; T4's Monte Carlo uses T in 4..24)")
     parser.add_argument("--mc-samples", type=int, default=verify.BASE.mc_samples, help="Monte Carlo sequences per T4 run (default 20000)")
     parser.add_argument("--symbolic", action="store_true", help="also run the sympy derivations (about 15 s)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
+    try:
+        check_output_path(args.json, flag="--json", kind="file", overwrite=args.overwrite)
+    except (ValueError, RunExistsError) as err:
+        parser.error(str(err))
     for flag, value, low in (("--cases", args.cases, 1), ("--t-max", args.t_max, 2), ("--mc-samples", args.mc_samples, 2)):
         if value < low:
             parser.error(f"argument {flag}: expected an integer >= {low}, got {value}")
@@ -51,8 +56,10 @@ def score_scale_main(argv: Sequence[str] | None = None, prog: str | None = None)
     parser.add_argument("--mu-b", type=float, default=score_scale.BASE.mu_b, help="logit mean (bias part, not divided by k)")
     parser.add_argument("--batch", type=int, default=score_scale.BASE.batch, help="in-batch size B")
     parser.add_argument("--mc", action="store_true", help="also run the Monte Carlo check (fields named mc_... in --json; slower)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
     try:
+        check_output_path(args.json, flag="--json", kind="file", overwrite=args.overwrite)
         if args.batch < 2:
             raise ValueError(f"--batch: expected an in-batch size B >= 2 (InfoNCE needs a negative), got {args.batch}")
         cfg = derive(score_scale.BASE, mu_b=args.mu_b, batch=args.batch, **({"sigmas": tuple(args.sigma)} if args.sigma else {}))
@@ -60,7 +67,7 @@ def score_scale_main(argv: Sequence[str] | None = None, prog: str | None = None)
             raise ValueError(f"--sigma: expected positive finite values, got {list(cfg.sigmas)}")
         rows = score_scale.score_scale_table(cfg, with_mc=args.mc)
         mech = score_scale.mechanism(cfg)
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, RunExistsError) as err:
         parser.error(str(err))
     print(score_scale.format_table(rows))
     print("\n" + score_scale.describe_mechanism(mech))

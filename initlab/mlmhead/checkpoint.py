@@ -121,6 +121,9 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
+        from initlab.runs import _current_umask
+
+        os.chmod(tmp, 0o777 & ~_current_umask())  # the mode a plain mkdir gives, not mkdtemp's private 0700
         model.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)

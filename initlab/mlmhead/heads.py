@@ -110,7 +110,7 @@ def _check_k(k: Any) -> float:
 def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
     """Divide the MLM head's vocabulary projection ``W_head`` by ``k``, in place; return ``model``.
 
-    ``W_head <- W_head / k`` (MLM-head rescaling, seed summary ``shared/seeds/000_*``); the bias ``b``
+    ``W_head <- W_head / k`` (MLM-head rescaling, see the module docstring); the bias ``b``
     is left alone, so the logits become ``z = H W_head^T / k + b``. For a tied model the one shared
     tensor is divided once and stays tied (the input embeddings are divided too); with
     ``untie=True`` the head first gets its own copy (and its own bias copy, so the bias survives a

@@ -6,11 +6,12 @@ The term weights follow SPLADE v2 (arXiv:2109.10086, eq. 1, max pooling), comput
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
 from initlab.mlmhead.heads import K_ATTR, K_GRID, _check_k, family_of, head_bias, head_projection, is_tied
+from initlab.mlmhead.lengths import check_length
 from initlab.mlmhead.tiny import default_texts
 from initlab.theory.splade_terms import splade_term_weights as splade_from_logits
 
@@ -50,11 +51,14 @@ def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, A
     warn = best["active_dims_per_text"] < 1.0
     if warn:
         note += "; WARNING: texts have < 1 active dimension at this k (ranking gradient may vanish)"
+    if best.get("collapsed"):
+        note += "; WARNING: representations collapse at this k (" + "; ".join(best.get("collapse_reasons", [])) + ")"
     return {"k": best["k"], "threshold_score_sd": thr, "batch": batch, "rule": note}
 
 
 def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None, *,
-                  ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32) -> dict[str, Any]:
+                  ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32,
+                  collapse: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Measure every MLM-head scale quantity of ``model`` on ``texts`` (default :func:`default_texts`).
 
     For each k the model is actually rescaled as :func:`rescale_mlm_head` would do (tied: the shared
@@ -66,14 +70,22 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     and the relative change of the encoder's last hidden states ``||H_k - H_1||_F / ||H_1||_F``.
     A Gaussian fit of the k = 1 logits (mu, sigma) gives the theory's predicted active dimensions.
 
+    With ``collapse`` (the one detector, :func:`initlab.nn.collapse.detect_collapse`, passed in by the caller
+    since this layer does not import :mod:`initlab.nn`; ``initlab mlmhead inspect`` does) each row also
+    carries its verdict at that k (empty or dense vectors, and near-constant ones: mean pairwise cosine of the
+    text vectors, or one top-10 ranking shared by the queries when the first half of the texts queries the
+    second half): ``collapsed`` and ``collapse_reasons``.
+
     Returns:
         A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``,
-        ``table`` (one row per k), ``gaussian_fit``, ``recommended``.
+        ``table`` (one row per k), ``gaussian_fit``, ``recommended``, ``max_length``.
     Raises:
-        ValueError: fewer than 2 texts, unknown family or no MLM head.
+        ValueError: fewer than 2 texts, unknown family or no MLM head, ``max_length`` beyond the model's
+            usable length (:mod:`initlab.mlmhead.lengths`).
     """
     from initlab.theory import score_scale as ss
 
+    check_length(max_length, model, flag="--max-length", tokenizer=tokenizer)
     texts = default_texts() if texts is None else list(texts)
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ValueError("texts: expected at least 2 non-empty strings")
@@ -157,6 +169,11 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
                 "score_sd": per_q_sd,
                 "hidden_rel_change": ((Hk - H1).double().norm() / H1.double().norm()).item(),
             })
+            if collapse is not None:
+                h = n // 2  # first half of the texts as queries against the second half as documents
+                verdict = collapse(q_active=table[-1]["active_dims_per_text"], d_active=table[-1]["active_dims_per_text"],
+                                   vocab_size=int(W.shape[0]), doc_vectors=a, scores=S[:h, h:] if h >= 2 else None)
+                table[-1].update({"collapsed": verdict.collapsed, "collapse_reasons": list(verdict.reasons)})
     finally:
         with torch.no_grad():
             W.copy_(W0)
@@ -174,6 +191,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         mu_k, s_k = b_mean + (mu - b_mean) * scale, sigma * scale
         r["predicted_active_dims_per_text"] = report["vocab"] * ss.pooled_active_fraction(mu_k, s_k, max(L_mean, 1))
     report["gaussian_fit"] = fit
+    report["max_length"] = int(max_length)
     report["table"] = table
     report["recommended"] = recommend_k(table, batch)
     return report
@@ -212,6 +230,9 @@ def format_inspect(rep: dict[str, Any]) -> str:
     ]
     for r in rep["table"]:
         lines.append(" | ".join(f"{fmt.format(r[key]):>10}" for key, _, fmt in _TABLE_FMT))
+    flagged = [r for r in rep["table"] if r.get("collapsed")]
+    for r in flagged:
+        lines.append(f"COLLAPSED at k = {r['k']:g}: " + "; ".join(r["collapse_reasons"]))
     rec = rep["recommended"]
     lines += ["", f"recommended k: {rec['k']:g}  ({rec['rule']}; sqrt(2 ln {rec['batch']}) = "
                   f"{rec['threshold_score_sd']:.3g}; a heuristic, see README)"]

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-__all__ = ["CollapseVerdict", "detect_collapse", "mean_pairwise_cosine", "same_ranking_share"]
+__all__ = ["CollapseVerdict", "detect_collapse", "mean_pairwise_cosine", "same_ranking_share", "modal_ranking_share"]
 
 
 @dataclass
@@ -40,12 +40,33 @@ class CollapseVerdict:
         return {"collapsed": self.collapsed, "reasons": list(self.reasons), **self.stats}
 
 
-def mean_pairwise_cosine(X: torch.Tensor) -> float:
+def _is_scipy_sparse(X: Any) -> bool:
+    return hasattr(X, "tocsr") and hasattr(X, "nnz")
+
+
+def mean_pairwise_cosine(X: Any) -> float:
     """Mean cosine over distinct pairs of rows of ``X (N, V)`` (zero rows count as cosine 0); N >= 2.
+
+    ``X`` is a dense tensor or a ``scipy.sparse`` matrix (real corpora: O(nnz) memory, no densifying).
+    Uses ``sum_{i != j} cos_ij = ||sum_i u_i||^2 - sum_i ||u_i||^2`` with ``u_i`` the unit rows.
 
     Raises:
         ValueError: ``X`` not 2-d or fewer than 2 rows.
     """
+    if _is_scipy_sparse(X):
+        import numpy as np
+
+        if X.ndim != 2 or X.shape[0] < 2:
+            raise ValueError(f"X: expected (N, V) with N >= 2 vectors, got {tuple(X.shape)}")
+        M = X.tocsr().astype(np.float64)
+        norms = np.sqrt(np.asarray(M.multiply(M).sum(axis=1)).ravel())
+        inv = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        import scipy.sparse as sp
+
+        U = sp.diags(inv) @ M
+        s = np.asarray(U.sum(axis=0)).ravel()
+        N = M.shape[0]
+        return float((s @ s - float((inv > 0).sum())) / (N * (N - 1)))
     if X.dim() != 2 or X.shape[0] < 2:
         raise ValueError(f"X: expected (N, V) with N >= 2 vectors, got {tuple(X.shape)}")
     X = X.double()
@@ -69,17 +90,32 @@ def same_ranking_share(scores: torch.Tensor, top: int = 10) -> float:
         raise ValueError(f"scores: expected a non-empty (Q, D) matrix, got {tuple(scores.shape)}")
     k = min(top, scores.shape[1])
     order = torch.sort(-scores.double(), dim=1, stable=True).indices[:, :k]
+    return modal_ranking_share(order)
+
+
+def modal_ranking_share(rankings: Any, top: int = 10) -> float:
+    """Share of queries whose top-``top`` ranking equals the most common one, from ``rankings (Q, k)``
+    (document indices by rank, e.g. the indices an exact top-k search returns).
+
+    Raises:
+        ValueError: ``rankings`` not 2-d or empty.
+    """
+    rows = rankings.tolist() if hasattr(rankings, "tolist") else list(rankings)
+    if not rows or not all(hasattr(r, "__len__") for r in rows):
+        raise ValueError("rankings: expected a non-empty (Q, k) array of document indices")
     counts: dict[tuple[int, ...], int] = {}
-    for row in order.tolist():
-        counts[tuple(row)] = counts.get(tuple(row), 0) + 1
-    return max(counts.values()) / scores.shape[0]
+    for row in rows:
+        key = tuple(int(x) for x in row[:top])
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts.values()) / len(rows)
 
 
 def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_active: float | None = None,
                     d_active: float | None = None, vocab_size: int | None = None, finite_weights: bool = True,
-                    doc_vectors: torch.Tensor | None = None, scores: torch.Tensor | None = None,
+                    doc_vectors: Any = None, scores: torch.Tensor | None = None,
                     dense_fraction: float = 0.9, max_mean_cosine: float = 0.99,
-                    max_same_ranking: float = 0.9) -> CollapseVerdict:
+                    max_same_ranking: float = 0.9, rankings: Any = None,
+                    min_queries: int = 5) -> CollapseVerdict:
     """The collapse verdict of one trained or evaluated SPLADE model.
 
     Args:
@@ -88,9 +124,13 @@ def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_activ
         q_active, d_active: mean active dimensions per query / document (None: not measured).
         vocab_size: V, needed for the dense rule.
         finite_weights: False if the model's weights hold NaN or inf.
-        doc_vectors: ``(N, V)`` document term weights, for the mean-cosine rule (None: skipped).
+        doc_vectors: ``(N, V)`` document term weights (tensor or scipy sparse), for the mean-cosine rule
+            (None: skipped).
         scores: ``(Q, D)`` query-document scores, for the identical-ranking rule (None: skipped; needs D >= 2
             and Q >= 2).
+        rankings: ``(Q, k)`` document indices by rank (an exact top-k search's output), the same rule
+            without the full score matrix (None: skipped; needs Q >= ``min_queries`` and k >= 2: with a
+            handful of queries an identical top 10 is not evidence of collapse).
         dense_fraction, max_mean_cosine, max_same_ranking: thresholds (fractions in (0, 1]).
     Returns:
         :class:`CollapseVerdict` with the reasons and ``stats`` (``mean_doc_cosine``, ``same_ranking_share``
@@ -114,8 +154,10 @@ def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_activ
             v.reasons.append(f"{name} empty (mean active dims {a:.3g})")
         elif vocab_size is not None and a > dense_fraction * vocab_size:
             v.reasons.append(f"{name} dense ({a:.0f} of {vocab_size} dims active)")
-    if doc_vectors is not None and doc_vectors.dim() == 2 and doc_vectors.shape[0] >= 2:
-        if torch.isfinite(doc_vectors).all():
+    if doc_vectors is not None and len(doc_vectors.shape) == 2 and doc_vectors.shape[0] >= 2:
+        finite = (bool(np_isfinite_all(doc_vectors.data)) if _is_scipy_sparse(doc_vectors)
+                  else bool(torch.isfinite(doc_vectors).all()))
+        if finite:
             cos = mean_pairwise_cosine(doc_vectors)
             v.stats["mean_doc_cosine"] = cos
             if cos > max_mean_cosine:
@@ -126,4 +168,16 @@ def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_activ
             v.stats["same_ranking_share"] = share
             if share > max_same_ranking:
                 v.reasons.append(f"rankings near-constant ({share:.0%} of queries share one top-10 ranking)")
+    if rankings is not None and "same_ranking_share" not in v.stats and len(rankings) >= max(2, min_queries):
+        if len(rankings[0]) >= 2:
+            share = modal_ranking_share(rankings)
+            v.stats["same_ranking_share"] = share
+            if share > max_same_ranking:
+                v.reasons.append(f"rankings near-constant ({share:.0%} of queries share one top-10 ranking)")
     return v
+
+
+def np_isfinite_all(values: Any) -> bool:
+    import numpy as np
+
+    return bool(np.isfinite(values).all())

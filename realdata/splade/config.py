@@ -25,7 +25,7 @@ from typing import Literal
 
 from initlab.config import derive
 
-__all__ = ["SpladeTrainConfig", "RECIPE", "BACKBONES", "K_VALUES", "REMOTE_CODE", "PRESETS", "get_preset", "cell_config", "cell_name"]
+__all__ = ["SpladeTrainConfig", "RECIPE", "BACKBONES", "K_VALUES", "REMOTE_CODE", "PRESETS", "DEPRECATED_PRESETS", "get_preset", "cell_config", "cell_name"]
 
 BACKBONES: dict[str, str] = {
     "bert": "bert-base-uncased",
@@ -91,16 +91,26 @@ PRESETS: dict[str, SpladeTrainConfig] = {
     "full": RECIPE,
     # A shorter schedule for a first look (same lambdas and lr; 20k steps, eval on dev + DL19 + NanoBEIR).
     "default": derive(RECIPE, max_steps=20_000, warmup_steps=1_000, save_steps=5_000, beir=False),
-    # Toy: tiny in-process model on local fixture files, a few steps on CPU.
-    "toy": derive(RECIPE, max_steps=4, warmup_steps=0, global_batch_size=4, query_max_length=16, doc_max_length=32,
+    # Quick (formerly "toy"): tiny in-process model on local fixture files, a few steps on CPU.
+    "quick": derive(RECIPE, max_steps=4, warmup_steps=0, global_batch_size=4, query_max_length=16, doc_max_length=32,
                   learning_rate=1e-3, lambda_q=1e-2, lambda_d=1e-2, logging_steps=1, save_steps=2, beir=False,
                   nanobeir=False, eval_sets=(), eval_batch_size=8, top_k=10, bf16=False, tiny_model="bert"),
 }
 # Preset names per grid cell are "<preset>" + backbone + k, built by cell_config.
+#: former preset names still accepted, with a deprecation message: old name -> new name.
+DEPRECATED_PRESETS: dict[str, str] = {"toy": "quick"}
 
 
 def get_preset(name: str) -> SpladeTrainConfig:
-    """Return the named preset. Raises ValueError naming the choices."""
+    """Return the named preset (``quick``, ``default``, ``full``; ``toy`` is a deprecated alias of ``quick``,
+    accepted with a ``FutureWarning``). Raises ValueError naming the choices."""
+    if name in DEPRECATED_PRESETS:
+        import warnings
+
+        new = DEPRECATED_PRESETS[name]
+        warnings.warn(f"preset {name!r} is deprecated and will be removed in the next release; use {new!r} "
+                      "(the same preset)", FutureWarning, stacklevel=2)
+        name = new
     if name not in PRESETS:
         raise ValueError(f"preset: expected one of {sorted(PRESETS)}, got {name!r}")
     return PRESETS[name]
@@ -108,10 +118,18 @@ def get_preset(name: str) -> SpladeTrainConfig:
 
 def cell_config(base: SpladeTrainConfig, backbone: str, k: float) -> SpladeTrainConfig:
     """The grid cell ``(backbone, k)`` of ``base``: ``backbone`` is a short name of :data:`BACKBONES` or a
-    hub id / folder. gte-en-mlm-base needs ``trust_remote_code`` (raise ValueError otherwise)."""
+    hub id / folder. gte-en-mlm-base needs ``trust_remote_code`` (raise ValueError otherwise). With the
+    tiny in-process model (``base.tiny_model``, the quick preset) the backbone must be ``"tiny"`` or the
+    tiny model's family (``"bert"``): another backbone would be recorded but not trained."""
+    if base.tiny_model:
+        if backbone not in ("tiny", base.tiny_model, BACKBONES.get(base.tiny_model)):
+            raise ValueError(f"--backbone {backbone!r}: this preset trains the tiny in-process {base.tiny_model} "
+                             f"(tiny_model={base.tiny_model!r}); pass --backbone tiny, or --set tiny_model='' to train "
+                             f"{backbone!r} itself")
+        backbone = base.tiny_model
     hub = BACKBONES.get(backbone, backbone)
-    if k <= 0:
-        raise ValueError(f"k: expected > 0, got {k}")
+    if not (k > 0 and k < float("inf")):
+        raise ValueError(f"k: expected a positive finite number, got {k}")
     if hub in REMOTE_CODE and not base.trust_remote_code:
         raise ValueError(f"backbone {hub} runs code from the hub: pass --trust-remote-code explicitly")
     return derive(base, backbone=hub, k=float(k))

@@ -24,12 +24,25 @@ BEIR (Thakur et al., NeurIPS 2021 datasets track), one folder per dataset:
 
 A missing or malformed file raises ``FileNotFoundError`` / ``ValueError`` naming the file, the line and
 the expected layout.
+
+Evaluation-data policy (the same for every loader: MS MARCO TSV, BEIR folders, ir_datasets, NanoBEIR):
+
+* a duplicate id (a second document or query with the same id, or a second judgement of the same
+  query-document pair) is refused with a ``ValueError`` naming the file and both lines (ir_datasets and
+  Hugging Face sources: both record numbers), never "last copy wins";
+* the evaluated queries are those present in both the queries file and the qrels; the qrels handed to
+  the measures are cut to them, so a judged query without text is never averaged in as 0. The counts
+  (queries in the file, judged queries, evaluated queries) are kept in :attr:`RetrievalSet.meta` and
+  every results row, and judged queries without text are listed in a warning;
+* judged documents absent from the corpus are kept in the qrels (they count as relevant and never
+  retrieved, as in trec_eval), counted and listed in a warning.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -45,8 +58,10 @@ __all__ = [
     "load_ir_datasets",
     "load_nanobeir",
     "load_eval_set",
+    "check_eval_spec",
     "read_triples",
     "iter_ir_datasets_triples",
+    "read_margin_triples",
 ]
 
 MSMARCO_TRAIN_ID = "msmarco-passage/train/triples-small"
@@ -93,11 +108,38 @@ class RetrievalSet:
             raise ValueError(f"{self.name}: empty corpus")
         if not self.queries:
             raise ValueError(f"{self.name}: no queries")
-        judged = [q for q in self.queries if q in self.qrels]
+        judged = [q for q in self.queries if self.qrels.get(q)]
         if not judged:
-            raise ValueError(f"{self.name}: no query has relevance judgements (qrels)")
-        # Evaluate judged queries only (as BEIR and ir_measures do).
+            raise ValueError(f"{self.name}: no query of the queries file has relevance judgements (qrels)")
+        # Policy (module docstring): evaluate the queries present in both the queries file and the qrels.
+        no_text = sorted(q for q in self.qrels if q not in self.queries)
+        unknown_docs = sorted({d for q in judged for d in self.qrels[q] if d not in self.corpus})
+        self.meta.update({
+            "n_queries_file": len(self.queries), "n_queries_judged": sum(1 for q in self.qrels if self.qrels[q]),
+            "n_queries_evaluated": len(judged), "judged_queries_without_text": len(no_text),
+            "judged_docs_not_in_corpus": len(unknown_docs),
+        })
+        if no_text:
+            warnings.warn(f"{self.name}: {len(no_text)} judged quer{'y' if len(no_text) == 1 else 'ies'} not in the "
+                          f"queries file, left out of every measure: {_first(no_text)}", RuntimeWarning, stacklevel=3)
+        if unknown_docs:
+            warnings.warn(f"{self.name}: {len(unknown_docs)} judged document id(s) not in the corpus (kept as relevant, "
+                          f"never retrieved): {_first(unknown_docs)}", RuntimeWarning, stacklevel=3)
         self.queries = {q: self.queries[q] for q in judged}
+        self.qrels = {q: self.qrels[q] for q in judged}
+
+
+def _first(ids: list[str], n: int = 10) -> str:
+    return ", ".join(ids[:n]) + (f" ... ({len(ids) - n} more)" if len(ids) > n else "")
+
+
+def _put(store: dict, key, value, seen: dict, where: str, what: str) -> None:
+    """``store[key] = value``, refusing a duplicate ``key`` (``seen`` maps keys to their first location)."""
+    if key in store:
+        raise ValueError(f"{where}: duplicate {what} {key!r} (first at {seen[key]}); ids must be unique, "
+                         "remove one of the copies")
+    store[key] = value
+    seen[key] = where
 
 
 def _need(path: Path, layout: str) -> Path:
@@ -106,7 +148,7 @@ def _need(path: Path, layout: str) -> Path:
     return path
 
 
-def _read_tsv(path: Path, n_cols: int, what: str, layout: str) -> Iterator[list[str]]:
+def _read_tsv(path: Path, n_cols: int, what: str, layout: str, with_lineno: bool = False) -> Iterator:
     with open(_need(path, layout), encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\n").rstrip("\r")
@@ -115,14 +157,15 @@ def _read_tsv(path: Path, n_cols: int, what: str, layout: str) -> Iterator[list[
             parts = line.split("\t")
             if len(parts) != n_cols:
                 raise ValueError(f"{path}:{lineno}: expected {n_cols} tab-separated columns ({what}), got {len(parts)}; {layout}")
-            yield parts
+            yield (lineno, parts) if with_lineno else parts
 
 
 def read_id_text_tsv(path: str | Path, what: str = "id<TAB>text") -> dict[str, str]:
     """Read ``id<TAB>text`` lines (MS MARCO collection.tsv, queries.*.tsv) into a dict."""
     out: dict[str, str] = {}
-    for i, t in _read_tsv(Path(path), 2, what, MSMARCO_LAYOUT):
-        out[i.strip()] = t
+    seen: dict[str, str] = {}
+    for lineno, (i, t) in _read_tsv(Path(path), 2, what, MSMARCO_LAYOUT, with_lineno=True):
+        _put(out, i.strip(), t, seen, f"{path}:{lineno}", "id")
     if not out:
         raise ValueError(f"{path}: no lines (expected {what})")
     return out
@@ -132,6 +175,7 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """Read TREC qrels ``qid 0 docid relevance`` (whitespace separated, 4 columns)."""
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
+    seen: dict = {}
     with open(_need(path, "TREC qrels 'qid 0 docid relevance'"), encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             parts = line.split()
@@ -143,7 +187,8 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
                 rel = int(parts[3])
             except ValueError:
                 raise ValueError(f"{path}:{lineno}: relevance {parts[3]!r} is not an integer (TREC qrels 'qid 0 docid relevance')") from None
-            qrels.setdefault(parts[0], {})[parts[2]] = rel
+            _put(qrels.setdefault(parts[0], {}), parts[2], rel, seen.setdefault(parts[0], {}), f"{path}:{lineno}",
+                 f"judgement of query {parts[0]!r} for document")
     if not qrels:
         raise ValueError(f"{path}: no judgements (expected TREC qrels 'qid 0 docid relevance')")
     return qrels
@@ -169,7 +214,7 @@ def load_msmarco_folder(folder: str | Path, split: str = "dev.small", *, name: s
     return RetrievalSet(name or default, corpus, queries, qrels, binary_rel, source=str(folder))
 
 
-def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[dict]:
+def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
     with open(_need(path, BEIR_LAYOUT), encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -181,7 +226,7 @@ def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[dict]:
             missing = [k for k in keys if not isinstance(obj, dict) or k not in obj]
             if missing:
                 raise ValueError(f"{path}:{lineno}: missing key(s) {missing}; {BEIR_LAYOUT}")
-            yield obj
+            yield lineno, obj
 
 
 def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | None = None,
@@ -194,22 +239,31 @@ def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | Non
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: BEIR folder not found ({BEIR_LAYOUT})")
-    corpus = {}
-    for obj in _read_jsonl(folder / "corpus.jsonl", ("_id", "text")):
+    corpus: dict[str, str] = {}
+    seen: dict = {}
+    for lineno, obj in _read_jsonl(folder / "corpus.jsonl", ("_id", "text")):
         title = (obj.get("title") or "").strip()
-        corpus[str(obj["_id"])] = f"{title} {obj['text']}".strip() if title else obj["text"]
-    queries = {str(o["_id"]): o["text"] for o in _read_jsonl(folder / "queries.jsonl", ("_id", "text"))}
+        _put(corpus, str(obj["_id"]), f"{title} {obj['text']}".strip() if title else obj["text"], seen,
+             f"{folder / 'corpus.jsonl'}:{lineno}", "document id")
+    queries: dict[str, str] = {}
+    seen = {}
+    for lineno, obj in _read_jsonl(folder / "queries.jsonl", ("_id", "text")):
+        _put(queries, str(obj["_id"]), obj["text"], seen, f"{folder / 'queries.jsonl'}:{lineno}", "query id")
     qpath = folder / "qrels" / f"{split}.tsv"
-    rows = _read_tsv(qpath, 3, "query-id<TAB>corpus-id<TAB>score", BEIR_LAYOUT)
-    header = next(rows, None)
+    rows = _read_tsv(qpath, 3, "query-id<TAB>corpus-id<TAB>score", BEIR_LAYOUT, with_lineno=True)
+    first = next(rows, None)
+    header = None if first is None else first[1]
     if header is None or [h.strip() for h in header] != ["query-id", "corpus-id", "score"]:
         raise ValueError(f"{qpath}: expected header 'query-id<TAB>corpus-id<TAB>score', got {header}; {BEIR_LAYOUT}")
     qrels: dict[str, dict[str, int]] = {}
-    for q, d, s in rows:
+    seen = {}
+    for lineno, (q, d, s) in rows:
         try:
-            qrels.setdefault(q, {})[d] = int(float(s))
+            rel = int(float(s))
         except ValueError:
-            raise ValueError(f"{qpath}: score {s!r} of query {q!r}, document {d!r} is not a number; {BEIR_LAYOUT}") from None
+            raise ValueError(f"{qpath}:{lineno}: score {s!r} of query {q!r}, document {d!r} is not a number; {BEIR_LAYOUT}") from None
+        _put(qrels.setdefault(q, {}), d, rel, seen.setdefault(q, {}), f"{qpath}:{lineno}",
+             f"judgement of query {q!r} for document")
     return RetrievalSet(name or folder.name, corpus, queries, qrels, 1, source=str(folder),
                         ignore_identical_ids=ignore_identical_ids)
 
@@ -222,6 +276,10 @@ def _ir_datasets_errors(dataset_id: str):
         yield
     except KeyError as err:
         raise ValueError(f"ir_datasets id {dataset_id!r} is not registered ({err})") from None
+    except ValueError as err:
+        if "duplicate" in str(err):  # our own data-policy error: passed on unchanged
+            raise
+        raise OSError(f"ir_datasets {dataset_id!r}: could not load (ValueError: {str(err)[:200]})") from err
     except Exception as err:
         raise OSError(f"ir_datasets {dataset_id!r}: could not load ({type(err).__name__}: {str(err)[:200]}). "
                       "Without network, pass local files: --train-source <triples TSV> for training, "
@@ -236,18 +294,25 @@ def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int 
     """
     import ir_datasets
 
-    corpus = {}
+    corpus: dict[str, str] = {}
+    queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     with _ir_datasets_errors(dataset_id):
         ds = ir_datasets.load(dataset_id)
+        seen: dict = {}
         for i, doc in enumerate(ds.docs_iter()):
             if max_docs is not None and i >= max_docs:
                 break
             title = (getattr(doc, "title", "") or "").strip()
-            corpus[doc.doc_id] = f"{title} {doc.text}".strip() if title else doc.text
-        queries = {q.query_id: q.text for q in ds.queries_iter()}
-        for r in ds.qrels_iter():
-            qrels.setdefault(r.query_id, {})[r.doc_id] = int(r.relevance)
+            _put(corpus, doc.doc_id, f"{title} {doc.text}".strip() if title else doc.text, seen,
+                 f"ir_datasets {dataset_id} docs record {i + 1}", "document id")
+        seen = {}
+        for i, q in enumerate(ds.queries_iter()):
+            _put(queries, q.query_id, q.text, seen, f"ir_datasets {dataset_id} queries record {i + 1}", "query id")
+        seen = {}
+        for i, r in enumerate(ds.qrels_iter()):
+            _put(qrels.setdefault(r.query_id, {}), r.doc_id, int(r.relevance), seen.setdefault(r.query_id, {}),
+                 f"ir_datasets {dataset_id} qrels record {i + 1}", f"judgement of query {r.query_id!r} for document")
     binary_rel = 2 if "trec-dl" in dataset_id else 1
     return RetrievalSet(name or dataset_id, corpus, queries, qrels, binary_rel, source=f"ir_datasets:{dataset_id}",
                         ignore_identical_ids=dataset_id.startswith("beir/"))
@@ -264,12 +329,47 @@ def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
         return load_beir_folder(Path(local_folder) / name, "test", name=name, ignore_identical_ids=False)
     from datasets import load_dataset
 
-    corpus = {str(r["_id"]): r["text"] for r in load_dataset(dataset_id, "corpus", split=name)}
-    queries = {str(r["_id"]): r["text"] for r in load_dataset(dataset_id, "queries", split=name)}
+    src = f"hf:{dataset_id}/{name}"
+    corpus: dict[str, str] = {}
+    queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for r in load_dataset(dataset_id, "qrels", split=name):
-        qrels.setdefault(str(r["query-id"]), {})[str(r["corpus-id"])] = int(r.get("score", 1))
-    return RetrievalSet(name, corpus, queries, qrels, 1, source=f"hf:{dataset_id}/{name}")
+    for part, store in (("corpus", corpus), ("queries", queries)):
+        seen: dict = {}
+        for i, r in enumerate(load_dataset(dataset_id, part, split=name)):
+            _put(store, str(r["_id"]), r["text"], seen, f"{src} {part} record {i + 1}", "id")
+    seen = {}
+    for i, r in enumerate(load_dataset(dataset_id, "qrels", split=name)):
+        q = str(r["query-id"])
+        _put(qrels.setdefault(q, {}), str(r["corpus-id"]), int(r.get("score", 1)), seen.setdefault(q, {}),
+             f"{src} qrels record {i + 1}", f"judgement of query {q!r} for document")
+    return RetrievalSet(name, corpus, queries, qrels, 1, source=src)
+
+
+def check_eval_spec(spec: str, *, data_root: str | Path | None = None) -> None:
+    """Check an evaluation-set name of :func:`load_eval_set` without loading it (syntax, known names, local
+    folders exist), so a run can refuse a bad ``--sets`` before writing anything. Raises ValueError /
+    FileNotFoundError like :func:`load_eval_set`."""
+    root = Path(data_root) if data_root else None
+    folder: Path | None = None
+    if spec.startswith("ir_datasets:"):
+        if not spec.split(":", 1)[1]:
+            raise ValueError(f"evaluation set {spec!r}: expected ir_datasets:<id>")
+        return
+    if spec.startswith(("msmarco:", "beir:")):
+        folder = Path(spec.split(":")[1])
+    elif spec.startswith("nano:"):
+        nm = spec.split(":", 1)[1]
+        if nm not in NANOBEIR_NAMES:
+            raise ValueError(f"NanoBEIR name: expected one of {NANOBEIR_NAMES}, got {nm!r}")
+        folder = None if root is None else root / "nanobeir" / nm
+    elif spec in MSMARCO_EVAL_IDS:
+        folder = None if root is None else root / "msmarco"
+    elif spec in BEIR13:
+        folder = None if root is None else root / "beir" / spec
+    else:
+        load_eval_set(spec, data_root=data_root)  # raises the unknown-name error
+    if folder is not None and not folder.is_dir():
+        raise FileNotFoundError(f"evaluation set {spec!r}: folder {folder} not found ({MSMARCO_LAYOUT}; {BEIR_LAYOUT})")
 
 
 def load_eval_set(spec: str, *, data_root: str | Path | None = None) -> RetrievalSet:
@@ -303,82 +403,5 @@ def load_eval_set(spec: str, *, data_root: str | Path | None = None) -> Retrieva
                      "ir_datasets:<id>, msmarco:<folder>[:split] or beir:<folder>")
 
 
-def read_triples(path: str | Path, *, collection: str | Path | None = None, queries: str | Path | None = None,
-                 limit: int | None = None) -> list[tuple[str, str, str]]:
-    """Read MS MARCO training triples as ``(query, positive, negative)`` texts.
-
-    Either text triples (``triples.train.small.tsv``: ``query<TAB>positive<TAB>negative``) or id triples
-    (``qidpidtriples.train.full.2.tsv``: ``qid<TAB>pos_pid<TAB>neg_pid``, resolved through ``collection``
-    and ``queries`` TSV files). The kind is detected from the first line (three integers = ids).
-    """
-    path = Path(path)
-    layout = "triples 'query<TAB>positive<TAB>negative' or 'qid<TAB>pos_pid<TAB>neg_pid'"
-    rows = _read_tsv(path, 3, "triple", layout)
-    out: list[tuple[str, str, str]] = []
-    docs = qs = None
-    for lineno, row in enumerate(rows, 1):
-        if limit is not None and len(out) >= limit:
-            break
-        is_ids = all(c.strip().isdigit() for c in row)
-        if lineno == 1 and is_ids:
-            if collection is None or queries is None:
-                raise ValueError(f"{path}: id triples (qid pid pid) need the collection and queries TSV files "
-                                 "(--collection collection.tsv --queries queries.train.tsv)")
-            docs = read_id_text_tsv(collection, "pid<TAB>passage")
-            qs = read_id_text_tsv(queries, "qid<TAB>query")
-        if docs is not None:
-            try:
-                out.append((qs[row[0].strip()], docs[row[1].strip()], docs[row[2].strip()]))
-            except KeyError as err:
-                raise ValueError(f"{path}:{lineno}: id {err.args[0]} not found in {queries} / {collection}") from None
-        else:
-            out.append((row[0], row[1], row[2]))
-    if not out:
-        raise ValueError(f"{path}: no triples ({layout})")
-    return out
-
-
-def iter_ir_datasets_triples(dataset_id: str = MSMARCO_TRAIN_ID, limit: int | None = None) -> list[tuple[str, str, str]]:
-    """``(query, positive, negative)`` texts from an ir_datasets docpairs dataset (ids resolved through
-    its docs store and queries)."""
-    import ir_datasets
-
-    out = []
-    with _ir_datasets_errors(dataset_id):
-        ds = ir_datasets.load(dataset_id)
-        queries = {q.query_id: q.text for q in ds.queries_iter()}
-        store = ds.docs_store()
-        for pair in ds.docpairs_iter():
-            if limit is not None and len(out) >= limit:
-                break
-            out.append((queries[pair.query_id], store.get(pair.doc_id_a).text, store.get(pair.doc_id_b).text))
-    return out
-
-
-def read_margin_triples(path: str | Path, *, collection: str | Path, queries: str | Path,
-                        limit: int | None = None) -> list[tuple[str, str, str, float]]:
-    """Teacher-scored triples for margin-MSE (Hofstätter et al. 2020, "Improving efficient neural ranking
-    models with cross-architecture knowledge distillation", file
-    ``bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv``):
-    ``pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid``. Returns ``(query, positive, negative,
-    pos_score - neg_score)``."""
-    path = Path(path)
-    layout = "margin triples 'pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid'"
-    if not collection or not queries:
-        raise ValueError(f"{path}: margin triples need the collection and queries TSV files")
-    docs = read_id_text_tsv(collection, "pid<TAB>passage")
-    qs = read_id_text_tsv(queries, "qid<TAB>query")
-    out = []
-    for lineno, row in enumerate(_read_tsv(path, 5, "margin triple", layout), 1):
-        if limit is not None and len(out) >= limit:
-            break
-        try:
-            margin = float(row[0]) - float(row[1])
-            out.append((qs[row[2].strip()], docs[row[3].strip()], docs[row[4].strip()], margin))
-        except ValueError:
-            raise ValueError(f"{path}:{lineno}: scores must be numbers; {layout}") from None
-        except KeyError as err:
-            raise ValueError(f"{path}:{lineno}: id {err.args[0]} not found in {queries} / {collection}") from None
-    if not out:
-        raise ValueError(f"{path}: no lines ({layout})")
-    return out
+# Training triples live in .triples (re-exported here: ``data.read_triples`` etc. keep working).
+from .triples import iter_ir_datasets_triples, read_margin_triples, read_triples  # noqa: E402

@@ -9,8 +9,17 @@ For every evaluation set (:class:`initlab.realdata.splade.data.RetrievalSet`):
 3. metrics with ir_measures: RR@10, nDCG@10, R@top_k (relevance >= 2 counts for R on TREC DL 2019);
 4. FLOPS (expected multiplications per query-document pair, :func:`~.retrieval.flops`) and average
    active dimensions of queries and documents;
-5. collapse check (:func:`~.train.detect_collapse`): NaN vectors, active dims -> 0 or ~V. A collapsed
-   model gets NaN metrics and a warning, not a crash.
+5. collapse check (:func:`~.train.detect_collapse`, the one detector of :mod:`initlab.nn.collapse`): NaN
+   vectors, active dims -> 0 or ~V, and near-constant representations (mean pairwise cosine of the
+   document vectors, share of queries with one identical top-10 ranking). A model with non-finite vectors
+   gets NaN metrics; every collapsed model gets a warning and ``collapsed: true``, not a crash.
+
+Ties: the retrieval orders documents by descending score, then ascending document index (the order of
+the corpus); the run handed to ir_measures encodes that rank as its score (``top_k - rank``), so every
+measure sees the same order (ir_measures itself breaks score ties by document id, differently per measure).
+
+Evaluated queries follow the data policy of :mod:`.data`: those present in both the queries file and the
+qrels; each row reports ``n_queries`` (evaluated) beside the counts in the files.
 
 The NanoBEIR summary is the mean nDCG@10 and mean FLOPS over the ``Nano*`` sets.
 """
@@ -28,7 +37,7 @@ import torch
 from .data import RetrievalSet
 from .retrieval import SparseIndex, active_dims, flops
 
-__all__ = ["encode_texts", "evaluate_set", "evaluate_model", "summarise"]
+__all__ = ["encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run"]
 
 
 def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 128, progress: bool = False,
@@ -86,22 +95,23 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     t_enc = time.perf_counter() - t0
     V = int(D.shape[1])
     row: dict[str, Any] = {"set": ds.name, "n_queries": len(qids), "n_docs": len(dids), "encode_s": t_enc,
-                           "ignore_identical_ids": ds.ignore_identical_ids}
+                           "ignore_identical_ids": ds.ignore_identical_ids,
+                           **{k: ds.meta[k] for k in ("n_queries_file", "n_queries_judged", "judged_queries_without_text",
+                                                      "judged_docs_not_in_corpus") if k in ds.meta}}
     if _has_nonfinite(Q) or _has_nonfinite(D):
         verdict = detect_collapse(losses=[], q_active=float("nan"), d_active=float("nan"), vocab_size=V)
         row.update({"RR@10": math.nan, "nDCG@10": math.nan, f"R@{top_k}": math.nan, "flops": math.nan,
                     "q_active": math.nan, "d_active": math.nan, **verdict})
         return row
     qa, da = active_dims(Q), active_dims(D)
-    verdict = detect_collapse(losses=[], q_active=qa, d_active=da, vocab_size=V)
     device = model.device if torch.cuda.is_available() else "cpu"
     index = SparseIndex.build(D, device=device)
     t1 = time.perf_counter()
     scores, idx = index.search(Q, k=top_k, progress=progress, chunk_size=64 if index.device.type == "cuda" else 8)
     t_ret = time.perf_counter() - t1
-    # Documents sharing no active term with the query (score 0) are not retrieved, as with an inverted index.
-    run = {qids[i]: {dids[j]: float(s) for s, j in zip(scores[i].tolist(), idx[i].tolist())
-                     if s > 0 and not (ds.ignore_identical_ids and dids[j] == qids[i])} for i in range(len(qids))}
+    verdict = detect_collapse(losses=[], q_active=qa, d_active=da, vocab_size=V, doc_vectors=D,
+                              rankings=idx[:, :10].numpy())
+    run = ranked_run(qids, dids, scores, idx, ignore_identical_ids=ds.ignore_identical_ids)
     measures = [RR @ 10, nDCG @ 10, R(rel=ds.binary_rel) @ top_k]
     agg = ir_measures.calc_aggregate(measures, ds.qrels, run)
     if approx:
@@ -109,9 +119,8 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
 
         a_idx, a_sc, build_s, search_s = seismic_search(Q, D, k=min(top_k, len(dids)))
         exact = idx.numpy()
-        a_run = {qids[i]: {dids[j]: float(sc) for j, sc in zip(a_idx[i].tolist(), a_sc[i].tolist()) if j >= 0 and sc > 0
-                           and not (ds.ignore_identical_ids and dids[j] == qids[i])}
-                 for i in range(len(qids))}
+        a_run = ranked_run(qids, dids, torch.from_numpy(a_sc), torch.from_numpy(a_idx),
+                           ignore_identical_ids=ds.ignore_identical_ids)
         row.update({f"seismic_recall@{top_k}": recall_at_k(a_idx, exact), "seismic_build_s": build_s,
                     "seismic_search_s": search_s,
                     "seismic_nDCG@10": float(ir_measures.calc_aggregate([nDCG @ 10], ds.qrels, a_run)[nDCG @ 10])})
@@ -119,6 +128,26 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
                 f"R@{top_k}": float(agg[R(rel=ds.binary_rel) @ top_k]),
                 "flops": flops(Q, D), "q_active": qa, "d_active": da, "retrieve_s": t_ret, **verdict})
     return row
+
+
+def ranked_run(qids: Sequence[str], dids: Sequence[str], scores: torch.Tensor, idx: torch.Tensor, *,
+               ignore_identical_ids: bool = False) -> dict[str, dict[str, float]]:
+    """The run handed to ir_measures: ``{query id: {doc id: top_k - rank}}`` from ``scores (Nq, k)`` and
+    ``idx (Nq, k)`` (document rows, already ordered by descending score then ascending index).
+
+    The score of each entry is its rank, not the raw dot product, so that every measure sees our
+    order (ir_measures/trec_eval break score ties by document id, and RR and nDCG differently).
+    Documents sharing no active term with the query (score <= 0) and padding (index < 0) are not
+    retrieved, as with an inverted index; with ``ignore_identical_ids`` a document whose id is the query
+    id is dropped (BEIR's default).
+    """
+    k = idx.shape[1]
+    run: dict[str, dict[str, float]] = {}
+    for i, qid in enumerate(qids):
+        kept = [dids[j] for s, j in zip(scores[i].tolist(), idx[i].tolist())
+                if j >= 0 and s > 0 and not (ignore_identical_ids and dids[j] == qid)]
+        run[qid] = {d: float(k - r) for r, d in enumerate(kept)}
+    return run
 
 
 def evaluate_model(model, sets: Sequence[RetrievalSet], *, top_k: int = 1000, batch_size: int = 128,
@@ -132,7 +161,9 @@ def evaluate_model(model, sets: Sequence[RetrievalSet], *, top_k: int = 1000, ba
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Headline numbers: MS MARCO dev RR@10, DL19 nDCG@10, BEIR-13 mean nDCG@10, NanoBEIR mean nDCG@10 and
-    mean FLOPS (each NaN when its sets were not evaluated), and whether any set collapsed."""
+    mean FLOPS (each present only when its sets were evaluated), ``sets`` (RR@10, nDCG@10, FLOPS and
+    evaluated queries of every set, e.g. a ``beir:FOLDER`` set), and whether any set collapsed (with the
+    reasons, prefixed by the set)."""
     from .data import BEIR13
 
     by = {r["set"]: r for r in rows}
@@ -142,12 +173,16 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return float(np.mean(vals)) if vals and len(vals) == len(names) else math.nan
 
     nano = [n for n in by if n.startswith("Nano")]
-    return {
-        "msmarco_dev_RR@10": by.get("msmarco-dev", {}).get("RR@10", math.nan),
-        "dl19_nDCG@10": by.get("trec-dl-2019", {}).get("nDCG@10", math.nan),
-        "beir13_nDCG@10": mean(list(BEIR13), "nDCG@10"),
-        "nanobeir_nDCG@10": mean(nano, "nDCG@10") if nano else math.nan,
-        "nanobeir_flops": mean(nano, "flops") if nano else math.nan,
-        "collapsed": any(r.get("collapsed") for r in rows),
-        "collapse_reasons": sorted({x for r in rows for x in r.get("reasons", [])}),
+    headline = {
+        "msmarco_dev_RR@10": by.get("msmarco-dev", {}).get("RR@10"),
+        "dl19_nDCG@10": by.get("trec-dl-2019", {}).get("nDCG@10"),
+        "beir13_nDCG@10": mean(list(BEIR13), "nDCG@10") if all(n in by for n in BEIR13) else None,
+        "nanobeir_nDCG@10": mean(nano, "nDCG@10") if nano else None,
+        "nanobeir_flops": mean(nano, "flops") if nano else None,
     }
+    # Only the headline numbers whose sets were evaluated (no NaN placeholders), then every set's own numbers.
+    out = {k: v for k, v in headline.items() if v is not None}
+    out["sets"] = {r["set"]: {m: r.get(m) for m in ("RR@10", "nDCG@10", "flops", "n_queries")} for r in rows}
+    out["collapsed"] = any(r.get("collapsed") for r in rows)
+    out["collapse_reasons"] = sorted({f"{r['set']}: {x}" for r in rows for x in r.get("reasons", [])})
+    return out

@@ -19,6 +19,8 @@ import torch
 __all__ = ["build_tiny_backbone", "build_splade", "load_splade", "checkpoint_is_safetensors"]
 
 _SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+#: position table of the tiny in-process backbone (the README's recipe): inputs up to 128 tokens.
+TINY_POSITIONS = 128
 
 
 def build_tiny_backbone(folder: str | Path, texts: Sequence[str], *, hidden: int = 32, layers: int = 1, seed: int = 0) -> Path:
@@ -44,7 +46,7 @@ def build_tiny_backbone(folder: str | Path, texts: Sequence[str], *, hidden: int
     if tok.tokenize(words[-1]) != [words[-1]]:
         raise RuntimeError("tiny tokenizer does not know its own vocabulary")
     cfg = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                     intermediate_size=2 * hidden, max_position_embeddings=128, hidden_dropout_prob=0.0,
+                     intermediate_size=2 * hidden, max_position_embeddings=TINY_POSITIONS, hidden_dropout_prob=0.0,
                      attention_probs_dropout_prob=0.0, pad_token_id=0)
     torch.manual_seed(seed)
     model = BertForMaskedLM(cfg)

@@ -38,54 +38,101 @@ def resolve_eval_sets(cfg: SpladeTrainConfig, extra: Sequence[str] = ()) -> list
 
 def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | Path, *, data_root: str = "",
                     top_k: int = 1000, batch_size: int = 128, overwrite: bool = False, trust_remote_code: bool = False,
-                    meta: dict | None = None, approx: bool = False) -> dict[str, Any]:
-    """Evaluate the safetensors checkpoint ``model_dir`` on ``set_names``; write ``results.json|csv`` into ``out``."""
-    from .data import load_eval_set
+                    meta: dict | None = None, approx: bool = False, mark_done: bool = True) -> dict[str, Any]:
+    """Evaluate the safetensors checkpoint ``model_dir`` on ``set_names``; write ``results.json|csv`` into ``out``.
+
+    ``out`` follows the run-folder rule: a finished evaluation (``DONE``, written at the end when
+    ``mark_done``) is refused unless ``overwrite``; an interrupted one resumes its finished sets only under
+    the same key (checkpoint, its weight files, sets, top-k, data root, backend; ``eval_key.json``), else
+    :class:`initlab.runs.ConfigMismatchError`. Set names and the checkpoint are checked before anything is
+    written, and an evaluation that fails before its first set is finished leaves nothing behind.
+    """
+    import shutil
+
+    from .data import check_eval_spec, load_eval_set
     from .evaluate import evaluate_set, summarise
     from .modeling import load_splade
 
+    for name in set_names:
+        check_eval_spec(name, data_root=data_root or None)
     model = load_splade(model_dir, trust_remote_code=trust_remote_code)  # fails before anything is written
-    # Cached per-set cells are only reused for the same checkpoint and settings: the key names the
-    # checkpoint (resolved path, size and mtime of its weight files), top-k, data root and backend.
+    check_checkpoint_lengths(model, model_dir)
     mdir = Path(model_dir).resolve()
-    key = {"model": str(mdir), "top_k": top_k, "data_root": str(data_root or ""), "approx": bool(approx),
+    key = {"model": str(mdir), "sets": list(set_names), "top_k": top_k, "data_root": str(data_root or ""),
+           "approx": bool(approx),
            "weights": {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in sorted(mdir.rglob("*.safetensors"))}}
+    out = Path(out)
+    fresh = not out.exists()
     if not overwrite:
-        check_same_record(Path(out) / "eval_key.json", key, what="evaluation (checkpoint or settings)")
-    run = RunDir(out, overwrite=overwrite)
-    run.write_json("eval_key.json", key)
+        check_same_record(out / "eval_key.json", key, what="evaluation (checkpoint, sets or settings)")
+    run = RunDir(out, overwrite=overwrite, config=key, config_name="eval_key.json")
     rows = []
     from tqdm.auto import tqdm
 
-    for name in tqdm(list(set_names), desc="eval sets"):
-        if run.has_cell(f"eval_{name}"):
-            rows.append(run.load_cell(f"eval_{name}"))
-            continue
-        ds = load_eval_set(name, data_root=data_root or None)
-        row = evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, approx=approx)
-        run.save_cell(f"eval_{name}", row)
-        rows.append(row)
+    try:
+        for name in tqdm(list(set_names), desc="eval sets"):
+            cell = f"eval_{name}"
+            if run.has_cell(cell, key=key):
+                rows.append(run.load_cell(cell, key=key))
+                continue
+            ds = load_eval_set(name, data_root=data_root or None)
+            row = evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, approx=approx)
+            run.save_cell(cell, row, key=key)
+            rows.append(row)
+    except BaseException:
+        if not rows:  # nothing finished: leave no trace of this evaluation
+            if fresh:
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                (out / "eval_key.json").unlink(missing_ok=True)
+                if (out / "cells").is_dir() and not any((out / "cells").iterdir()):
+                    (out / "cells").rmdir()
+        raise
     summary = summarise(rows)
     res = {"model": str(model_dir), **(meta or {}), "summary": summary, "sets": rows}
     run.write_json("results.json", res)
     run.write_csv("results.csv", [{k: v for k, v in r.items() if k != "reasons"} for r in rows])
+    if mark_done:
+        run.mark_done()
     return res
 
 
+def check_checkpoint_lengths(model, model_dir: str | Path) -> None:
+    """Length policy (:mod:`initlab.mlmhead.lengths`) for a saved checkpoint: its query, document and maximum
+    sequence lengths must fit its backbone's position table; ValueError before anything is written."""
+    from initlab.mlmhead.lengths import check_length
+
+    tr = model[0]
+    for name in ("max_seq_length", "query_length", "document_length"):
+        value = getattr(tr, name, None)
+        if value:
+            check_length(int(value), tr.auto_model.config, flag=f"{model_dir}: {name}")
+
+
 def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
-    """Train ``cfg`` into ``out`` then evaluate it; returns the flat cell result (also in ``out/results.json``)."""
+    """Train ``cfg`` into ``out`` then evaluate it; returns the flat cell result (also in ``out/results.json``).
+
+    A cell whose training finished but whose evaluation was interrupted resumes with the evaluation.
+
+    Raises:
+        ValueError: ``cfg`` has no evaluation sets (nothing would be measured).
+        NonFiniteError: training diverged (``out/failure.json`` records it; no ``DONE``).
+    """
     import os
 
     from .train import detect_collapse, train_splade
 
     out = Path(out)
-    tr = train_splade(cfg, out, overwrite=overwrite, progress=progress)
+    sets = resolve_eval_sets(cfg)
+    if not sets:
+        raise ValueError("--eval: the config has no evaluation sets (eval_sets is empty and beir, nanobeir are off, as "
+                         "in the quick preset); add e.g. --set 'eval_sets=[\"msmarco-dev\"]' --data-root DIR, or drop --eval")
+    tr = train_splade(cfg, out, overwrite=overwrite, progress=progress, reuse_finished=True)
     if int(os.environ.get("RANK", "0")) != 0:
         return {}
-    sets = resolve_eval_sets(cfg)
     res = eval_checkpoint(out / "model", sets, out, data_root=cfg.data_root, top_k=cfg.top_k,
                           batch_size=cfg.eval_batch_size, trust_remote_code=cfg.trust_remote_code,
-                          meta={"backbone": cfg.backbone, "k": cfg.k})
+                          meta={"backbone": cfg.backbone, "k": cfg.k}, mark_done=False)
     losses = []
     if (out / "loss_curve.csv").exists():
         import csv
@@ -95,58 +142,78 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
     train_verdict = detect_collapse(losses=losses, q_active=None, d_active=None, vocab_size=1)
     s = res["summary"]
     collapsed = bool(s["collapsed"] or train_verdict["collapsed"])
-    flat = {"cell": cell_name(cfg), "backbone": cfg.backbone if not cfg.tiny_model else f"tiny-{cfg.tiny_model}", "k": cfg.k, "steps": tr.get("steps"),
-            "final_loss": tr.get("final_loss"), **{k: v for k, v in s.items() if k not in ("collapsed", "collapse_reasons")},
+    flat = {"cell": cell_name(cfg), "backbone": cfg.backbone if not cfg.tiny_model else f"tiny-{cfg.tiny_model}", "k": cfg.k,
+            "status": "finished", "steps": tr.get("steps"), "final_loss": tr.get("final_loss"),
+            **{k: v for k, v in s.items() if k not in ("collapsed", "collapse_reasons", "sets")},
             "collapsed": collapsed, "collapse_reasons": "; ".join(s["collapse_reasons"] + train_verdict["reasons"])}
     for r in res["sets"]:
         flat[f"{r['set']}:nDCG@10"] = r["nDCG@10"]
     res["cell"] = flat
-    from initlab.runs import atomic_write_json
+    from initlab.runs import atomic_write_json, atomic_write_text
 
     atomic_write_json(out / "results.json", res)
-    from initlab.runs import atomic_write_text
-
     atomic_write_text(out / "DONE", "done\n")
     return flat
 
 
 def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[str] = tuple(BACKBONES),
               ks: Sequence[float] = K_VALUES, overwrite: bool = False, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every ``(backbone, k)`` cell of the grid into ``out``; finished cells are skipped (RunDir cells).
-    Writes ``summary.csv|json`` and the NanoBEIR-vs-FLOPS figure after every cell."""
+    """Run every ``(backbone, k)`` cell of the grid into ``out``; finished cells are skipped (RunDir cells,
+    keyed by the cell's config). Writes ``summary.csv|json`` and the NanoBEIR-vs-FLOPS figure after every cell.
+
+    A cell whose training diverges (NaN/inf) is recorded as ``status: failed`` with its error and the sweep
+    goes on; the sweep is then not marked ``DONE`` (a rerun retries the failed cells only).
+
+    Raises:
+        ConfigMismatchError: ``out`` holds a sweep of another base config, or a cell of another config.
+    """
+    import json
+
     from tqdm.auto import tqdm
 
+    from initlab.config import to_dict
+    from initlab.runs import NonFiniteError
+
     cells = [cell_config(base, b, k) for b in backbones for k in ks]  # validates (remote code, k) before writing
-    run = RunDir(out, overwrite=overwrite)
-    run.write_config(base)
+    if not resolve_eval_sets(base):
+        raise ValueError("the sweep's config has no evaluation sets; set eval_sets, beir or nanobeir")
+    run = RunDir(out, overwrite=overwrite, config=base)
     rows = []
     for cfg in tqdm(cells, desc="sweep cells", disable=not progress):
-        name = cell_name(cfg)
-        if run.has_cell(name):
-            rows.append(run.load_cell(name))
+        name, key = cell_name(cfg), to_dict(cfg)
+        if run.has_cell(name, key=key):
+            rows.append(run.load_cell(name, key=key))
             continue
         done = run.root / name / "results.json"
         if (run.root / name / "DONE").exists() and done.exists():  # finished but not yet recorded as a cell
-            import json
-
+            check_same_record(run.root / name / "config.json", key, what="training config")
             flat = json.loads(done.read_text())["cell"]
-            run.save_cell(name, flat)
+            run.save_cell(name, flat, key=key)
             rows.append(flat)
             continue
-        flat = run_cell(cfg, run.root / name, progress=progress)
-        run.save_cell(name, flat)
-        rows.append(flat)
-        run.write_csv("summary.csv", rows)
-        run.write_json("summary.json", rows)
         try:
-            from initlab.paper_figs.splade_scale_figures import plot_nanobeir_vs_flops
+            flat = run_cell(cfg, run.root / name, progress=progress)
+        except NonFiniteError as err:
+            rows.append({"cell": name, "backbone": cfg.backbone, "k": cfg.k, "status": "failed", "error": str(err)})
+            print(f"cell {name} FAILED: {err}")
+        else:
+            run.save_cell(name, flat, key=key)
+            rows.append(flat)
+        _write_summary(run, rows)
+    _write_summary(run, rows)
+    if all(r.get("status", "finished") != "failed" for r in rows):
+        run.mark_done()
+    return rows
 
-            plot_nanobeir_vs_flops(run.root / "summary.json", run.root / "nanobeir_vs_flops.png")
-        except Exception as err:  # a figure never fails a sweep
-            import warnings
 
-            warnings.warn(f"figure not drawn: {err}")
+def _write_summary(run: RunDir, rows: list[dict[str, Any]]) -> None:
     run.write_csv("summary.csv", rows)
     run.write_json("summary.json", rows)
-    run.mark_done()
-    return rows
+    try:
+        from initlab.paper_figs.splade_scale_figures import plot_nanobeir_vs_flops
+
+        plot_nanobeir_vs_flops(run.root / "summary.json", run.root / "nanobeir_vs_flops.png")
+    except Exception as err:  # a figure never fails a sweep
+        import warnings
+
+        warnings.warn(f"figure not drawn: {err}")

@@ -16,6 +16,14 @@ Loss (SPLADE, Formal et al. SIGIR 2021, eq. 4-5; SPLADE v2 arXiv:2109.10086 §3)
 
 Multi-GPU: run the same command under ``torchrun --nproc_per_node N -m initlab.cli splade train ...``;
 the Trainer uses DDP and the per-device batch is ``global_batch_size / N``.
+
+NaN policy: before every optimizer step the loss of the step and the gradients are checked
+(:class:`NonFiniteGuard`; under DDP the verdict is all-reduced so every process stops at the same step).
+A non-finite value stops training with :class:`initlab.runs.NonFiniteError` naming the step and the last
+complete Trainer checkpoint (all of them hold finite weights: the optimizer never applied a non-finite
+update); ``failure.json`` records it, no model, results or ``DONE`` are written. The Trainer's own
+``logging_nan_inf_filter`` (which replaces a NaN loss by the mean of earlier ones in the logs) is off, so
+a NaN is never logged as a number.
 """
 
 from __future__ import annotations
@@ -27,14 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import TrainerCallback
 
 from initlab.config import to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
-from initlab.runs import RunDir, atomic_write_csv, atomic_write_json, check_same_record
+from initlab.runs import NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json, check_same_record
 
 from .config import SpladeTrainConfig
 
-__all__ = ["GlobalFlopsLoss", "make_loss", "check_backbone", "last_complete_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
+__all__ = ["GlobalFlopsLoss", "NonFiniteGuard", "make_loss", "check_backbone", "check_lengths", "last_complete_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
 
 
 def _flops_loss_cls():
@@ -132,22 +141,75 @@ def detect_collapse(*, losses: list[float], q_active: float | None, d_active: fl
     return verdict.as_dict()
 
 
-def check_backbone(backbone: str, *, trust_remote_code: bool = False) -> None:
-    """Raise ValueError unless ``backbone`` is a local folder with ``config.json`` or a hub id whose config
-    can be fetched (or is cached); names the short names of :data:`.config.BACKBONES`."""
+def check_backbone(backbone: str, *, trust_remote_code: bool = False):
+    """The backbone's transformers config; raise ValueError unless ``backbone`` is a local folder with
+    ``config.json`` or a hub id whose config can be fetched (or is cached); names the short names of
+    :data:`.config.BACKBONES`."""
     from transformers import AutoConfig
 
     from .config import BACKBONES
 
     path = Path(backbone)
-    if path.is_dir() and (path / "config.json").is_file():
-        return
+    if path.exists() and not (path / "config.json").is_file():
+        raise ValueError(f"backbone {backbone!r}: a local path must be a model folder holding config.json")
+    if not path.exists() and backbone.startswith((".", "/", "~")):
+        raise ValueError(f"backbone {backbone!r}: no such folder; expected one of the short names {sorted(BACKBONES)}, "
+                         "a hub id, or a model folder")
     try:
-        AutoConfig.from_pretrained(backbone, trust_remote_code=trust_remote_code)
+        return AutoConfig.from_pretrained(backbone, trust_remote_code=trust_remote_code)
     except Exception as err:  # OSError (unknown id / offline), ValueError (remote code refused), ...
         raise ValueError(f"backbone {backbone!r}: not a local model folder with config.json and not loadable from the "
                          f"hub or its cache ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
                          f"expected one of the short names {sorted(BACKBONES)}, a hub id, or a folder") from None
+
+
+def check_lengths(cfg: SpladeTrainConfig, backbone_config: Any) -> None:
+    """Length policy (:mod:`initlab.mlmhead.lengths`): ``query_max_length`` and ``doc_max_length`` must fit the
+    backbone's position table; raise ValueError naming the field before anything is written."""
+    from initlab.mlmhead.lengths import check_length
+
+    for name in ("query_max_length", "doc_max_length"):
+        check_length(getattr(cfg, name), backbone_config, flag=f"--set {name}")
+
+
+class NonFiniteGuard(TrainerCallback):
+    """Trainer callback: before each optimizer step, stop on a non-finite loss or gradient (NaN policy in the
+    module docstring). ``trainer`` must be set to the :func:`_guarded_trainer` instance after construction."""
+
+    def __init__(self, checkpoints: str | Path):
+        self.checkpoints = Path(checkpoints)
+        self.trainer = None
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        loss = getattr(self.trainer, "last_step_loss", None)
+        grads = [p.grad for p in model.parameters() if p.grad is not None] if model is not None else []
+        loss_bad = loss is not None and not bool(torch.isfinite(loss).all())
+        grad_bad = bool(grads) and not bool(torch.isfinite(torch.stack([g.detach().float().norm() for g in grads]).sum()))
+        flags = torch.tensor([float(loss_bad), float(grad_bad)],
+                             device=grads[0].device if grads else "cpu")
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)  # every process stops together
+        if bool(flags.any()):
+            what = "loss" if bool(flags[0]) else "gradient"
+            value = float(loss.detach().float().mean()) if (what == "loss" and loss is not None and loss_bad) else float("nan")
+            raise NonFiniteError("SPLADE training", state.global_step + 1, what, value,
+                                 last_complete_checkpoint(self.checkpoints))
+        return control
+
+
+def _guarded_trainer(**kwargs):
+    """A SparseEncoderTrainer that keeps the loss of its last training step (for :class:`NonFiniteGuard`)."""
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainer
+
+    class GuardedSparseEncoderTrainer(SparseEncoderTrainer):
+        last_step_loss = None
+
+        def training_step(self, *args, **kw):
+            loss = super().training_step(*args, **kw)
+            self.last_step_loss = loss.detach()
+            return loss
+
+    return GuardedSparseEncoderTrainer(**kwargs)
 
 
 def last_complete_checkpoint(folder: str | Path, *, remove_incomplete: bool = False) -> str | None:
@@ -184,22 +246,29 @@ def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
+def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True,
+                 reuse_finished: bool = False) -> dict[str, Any]:
     """Train the cell ``cfg`` into ``out`` (resumable from the Trainer's checkpoints under ``out/checkpoints``).
 
     Writes (rank 0): ``config.json``, ``model/`` (safetensors), ``loss_curve.csv`` (+ png),
     ``flops_terms.json`` (unweighted query/document FLOPS term of every step from ``first_step``; a resumed
     run holds the steps after its checkpoint only), ``train_results.json``.
-    A finished training (``out/model`` exists with ``train_results.json``) is not redone.
+    A finished training (``out/train_results.json`` and ``out/model``) is refused unless ``overwrite``
+    (moved aside); ``reuse_finished=True`` (used by :func:`.sweep.run_cell` to resume a cell whose
+    evaluation was interrupted) returns its saved results instead. Everything that can be checked (config
+    of an existing folder, backbone, lengths, training data) is checked before anything is written.
 
     Raises:
-        ValueError: global batch not divisible by the number of processes; bad config values.
-        RunExistsError: ``out`` holds a finished run and ``overwrite`` is False.
+        ValueError: global batch not divisible by the number of processes; bad config values; a length
+            beyond the backbone's positions.
+        RunExistsError: ``out`` holds a finished training and neither ``overwrite`` nor ``reuse_finished``.
+        ConfigMismatchError: ``out`` holds a run of another config.
+        NonFiniteError: the loss or a gradient became NaN/inf (``out/failure.json`` records it).
     """
     from datasets import Dataset
-    from sentence_transformers.sparse_encoder import SparseEncoderTrainer, SparseEncoderTrainingArguments
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainingArguments
 
-    from .modeling import build_splade, build_tiny_backbone
+    from .modeling import TINY_POSITIONS, build_splade, build_tiny_backbone
 
     out = Path(out)
     world = _world_size()
@@ -209,20 +278,25 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     if not overwrite:  # never resume or reuse a folder that holds another configuration
         check_same_record(out / "config.json", to_dict(cfg), what="training config")
     if (out / "train_results.json").exists() and (out / "model").is_dir() and not overwrite:
+        if not reuse_finished:
+            raise RunExistsError(f"{out}: already holds a finished training; choose another --out or pass --overwrite "
+                                 f"(the old folder is then moved aside); to evaluate it: initlab splade eval --model {out / 'model'}")
         import json
 
-        if rank == 0:
-            print(f"{out}: this training is already finished; its saved results are returned (--overwrite to redo)")
         return json.loads((out / "train_results.json").read_text())
     # Validate everything that can be checked cheaply before anything is written into ``out``.
     if cfg.tiny_model and cfg.tiny_model != "bert":
         raise ValueError(f"tiny_model: expected '' or 'bert', got {cfg.tiny_model!r}")
-    if not cfg.tiny_model:
-        check_backbone(cfg.backbone, trust_remote_code=cfg.trust_remote_code)
+    if cfg.tiny_model:
+        from transformers import BertConfig
+
+        check_lengths(cfg, BertConfig(max_position_embeddings=TINY_POSITIONS))
+    else:
+        check_lengths(cfg, check_backbone(cfg.backbone, trust_remote_code=cfg.trust_remote_code))
     columns = load_training_triples(cfg)
     if rank == 0:
-        run = RunDir(out, overwrite=overwrite)
-        run.write_config(cfg)
+        RunDir(out, overwrite=overwrite, config=cfg)
+        (out / "failure.json").unlink(missing_ok=True)  # a resumed run starts without the old failure record
     backbone = cfg.backbone
     if cfg.tiny_model:
         backbone = str(build_tiny_backbone(out / "tiny_backbone", tiny_texts(columns), seed=cfg.seed)) if rank == 0 else str(out / "tiny_backbone")
@@ -247,6 +321,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         dataloader_drop_last=True,
         disable_tqdm=not progress,
         ddp_find_unused_parameters=False,
+        logging_nan_inf_filter=False,  # never log the mean of earlier losses in place of a NaN (NaN policy)
     )
     if world > 1 and torch.distributed.is_initialized():
         torch.distributed.barrier()  # rank 0 has written the tiny backbone / run folder
@@ -254,10 +329,18 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
                          trust_remote_code=cfg.trust_remote_code)
     loss, reg_cb = make_loss(model, cfg)
-    trainer = SparseEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
-                                   callbacks=[reg_cb])
+    guard = NonFiniteGuard(out / "checkpoints")
+    trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
+                               callbacks=[reg_cb, guard])
+    guard.trainer = trainer
     last = last_complete_checkpoint(out / "checkpoints", remove_incomplete=rank == 0)
-    trainer.train(resume_from_checkpoint=last)
+    try:
+        trainer.train(resume_from_checkpoint=last)
+    except NonFiniteError as err:
+        if rank == 0:
+            atomic_write_json(out / "failure.json", {"status": "failed", "error": str(err), "step": err.step,
+                                                     "what": err.what, "last_checkpoint": err.last_checkpoint})
+        raise
 
     if not trainer.is_world_process_zero():
         return {}

@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from initlab.cli import main as cli_main
-from initlab.commands.mlmhead import inspect_main
 from initlab.mlmhead import K_GRID, head_projection, inspect_model, recommend_k, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
 from initlab.nn.pooling import splade_pool as splade_from_logits
 
@@ -124,3 +123,71 @@ def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys, monkeypatch):
     assert "no-such-model-dir" in capsys.readouterr().err
     out = tmp_path / "r.json"
     assert not out.exists()
+
+
+def test_length_beyond_the_position_table_is_refused_before_writing(tok, tmp_path, capsys):
+    src = tmp_path / "tiny"
+    tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)  # 128 positions
+    tok.save_pretrained(src)
+    long = tmp_path / "long.txt"
+    long.write_text(("the cat sleeps on the warm sofa " * 50 + "\n") * 3)  # ~300 words per line
+    out = tmp_path / "r.json"
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(long), "--max-length", "129", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--max-length 129" in err and "usable length 128" in err and "Traceback" not in err
+    assert not out.exists()
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(long), "--max-length", "128", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["max_length"] == 128
+
+
+@pytest.mark.parametrize("family, limit", [("bert", 128), ("distilbert", 128), ("albert", 128), ("roberta", 129),
+                                           ("modernbert", 128)])
+def test_usable_length_comes_from_each_family_position_table(tok, family, limit):
+    from initlab.mlmhead.lengths import usable_length
+
+    model = tiny_masked_lm(family, tok.vocab_size, hidden=16, layers=1)
+    assert usable_length(model)[0] == limit
+    with pytest.raises(ValueError, match=f"--max-length {limit + 1}.*usable length {limit}"):
+        inspect_model(model, tok, ["a cat", "a dog"], ks=(1.0,), max_length=limit + 1)
+    # a rotary model (ModernBERT) runs past its length without an error: only the check stops it
+    if family == "modernbert":
+        ids = torch.randint(5, tok.vocab_size, (1, limit + 20))
+        assert torch.isfinite(model(input_ids=ids).logits).all()
+
+
+def test_tokenizer_model_max_length_disagreeing_warns_and_the_model_wins(tok):
+    from initlab.mlmhead.lengths import usable_length
+
+    model = tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1)
+    tok.model_max_length = 512
+    try:
+        with pytest.warns(UserWarning, match=r"model_max_length \(512\) differs.*\(128"):
+            assert usable_length(model, tok)[0] == 128
+    finally:
+        tok.model_max_length = int(1e30)
+
+
+def test_inspect_flags_near_constant_representations(tok, tmp_path, capsys):
+    from initlab.mlmhead import head_bias
+    from initlab.mlmhead.report import format_inspect
+
+    model = tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1)
+    with torch.no_grad():
+        head_projection(model).mul_(1e-4)  # logits ~ the bias alone: every text gets the same vector
+        head_bias(model).copy_(torch.rand(tok.vocab_size, generator=torch.Generator().manual_seed(0)) * 4)
+    src, out = tmp_path / "flat", tmp_path / "flat.json"
+    model.save_pretrained(src)
+    tok.save_pretrained(src)
+    from initlab.nn.collapse import detect_collapse
+
+    rep = inspect_model(model, tok, ks=(1.0,), collapse=detect_collapse)
+    row = rep["table"][0]
+    assert row["collapsed"] and any("near-constant" in r for r in row["collapse_reasons"])
+    assert "COLLAPSED at k = 1" in format_inspect(rep)
+    # the command line passes the detector in and prints the verdict
+    assert cli_main(["mlmhead", "inspect", str(src), "--json", str(out)]) == 0
+    assert "COLLAPSED at k = " in capsys.readouterr().out
+    assert json.loads(out.read_text())["table"][0]["collapsed"] is True
+    healthy = inspect_model(tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1), tok, ks=(1.0,),
+                            collapse=detect_collapse)
+    assert not any("near-constant" in r for r in healthy["table"][0]["collapse_reasons"])

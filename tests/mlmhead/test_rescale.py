@@ -237,3 +237,30 @@ def test_mlm_head_rescale_remote_code_refused_by_default(tmp_path, capsys):
     assert rescale_main([str(folder), "--k", "2", "--out", str(tmp_path / "o")]) == 2
     assert "--trust-remote-code" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("family, says", [("bert", True), ("roberta", True), ("albert", True), ("modernbert", False)])
+def test_rescale_of_a_tied_model_says_when_hidden_states_change(family, says, tok_dir, tmp_path, capsys):
+    # a tied head shares its tensor with the input embeddings; where position embeddings are summed before the
+    # embedding LayerNorm (BERT, RoBERTa, ALBERT) dividing it changes the encoder: the closing message says so
+    src = tmp_path / "src"
+    _save_tiny(family, tok_dir, src)
+    assert rescale_main([str(src), "--k", "16", "--out", str(tmp_path / "tied")]) == 0
+    out = capsys.readouterr().out
+    assert ("hidden states changed" in out and "--untie" in out) == says
+    assert rescale_main([str(src), "--k", "16", "--out", str(tmp_path / "untied"), "--untie"]) == 0
+    assert "hidden states changed" not in capsys.readouterr().out
+
+
+def test_rescaled_folder_gets_the_permissions_of_a_normal_mkdir(tok_dir, tmp_path):
+    import os
+    import stat
+
+    src = tmp_path / "src"
+    _save_tiny("bert", tok_dir, src)
+    old = os.umask(0o022)
+    try:
+        assert rescale_main([str(src), "--k", "2", "--out", str(tmp_path / "out")]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755  # mkdtemp alone gave 0o700

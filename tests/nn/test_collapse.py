@@ -57,3 +57,23 @@ def test_mean_pairwise_cosine_matches_a_loop_and_checks_shape():
     assert mean_pairwise_cosine(X) == pytest.approx(ref, abs=1e-12)
     with pytest.raises(ValueError, match="X"):
         mean_pairwise_cosine(torch.zeros(1, 3))
+
+
+def test_sparse_cosine_and_rankings_match_the_dense_rules():
+    import numpy as np
+    import scipy.sparse as sp
+
+    from initlab.nn.collapse import modal_ranking_share
+
+    X = torch.rand(9, 6, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    X[X < 0.5] = 0
+    X[3] = 0
+    assert mean_pairwise_cosine(sp.csr_matrix(X.numpy())) == pytest.approx(mean_pairwise_cosine(X), abs=1e-12)
+    S = torch.rand(6, 12, generator=torch.Generator().manual_seed(5))
+    S[:4] = S[0]  # 4 of 6 queries rank identically
+    order = torch.sort(-S.double(), dim=1, stable=True).indices[:, :10]
+    assert modal_ranking_share(order.numpy()) == same_ranking_share(S) == pytest.approx(4 / 6)
+    same = np.tile(np.arange(10), (8, 1))
+    v = detect_collapse(rankings=same, doc_vectors=sp.csr_matrix(np.eye(5)))
+    assert v.collapsed and "rankings near-constant" in v.reasons[0] and v.stats["mean_doc_cosine"] == 0.0
+    assert not detect_collapse(rankings=same[:3]).collapsed  # too few queries to call it

@@ -23,11 +23,11 @@ def test_recipe_fixed_across_grid():
 def test_remote_code_needs_explicit_flag_and_k_positive():
     with pytest.raises(ValueError, match="--trust-remote-code"):
         cell_config(RECIPE, "gte", 1)
-    with pytest.raises(ValueError, match="k: expected > 0"):
+    with pytest.raises(ValueError, match="k: expected a positive finite number"):
         cell_config(RECIPE, "bert", 0)
     with pytest.raises(ValueError, match="preset: expected one of"):
         get_preset("huge")
-    assert PRESETS["toy"].tiny_model == "bert" and PRESETS["full"] == RECIPE
+    assert PRESETS["quick"].tiny_model == "bert" and PRESETS["full"] == RECIPE and "toy" not in PRESETS
 
 
 def test_parse_overrides_and_cli_errors(capsys):
@@ -36,10 +36,10 @@ def test_parse_overrides_and_cli_errors(capsys):
     with pytest.raises(ValueError, match="FIELD=VALUE"):
         parse_overrides(["max_steps"])
     with pytest.raises(SystemExit):
-        train_main(["--backbone", "gte", "--out", "/nonexistent/x"])
+        train_main(["--backbone", "gte", "--k", "1", "--out", "/nonexistent/x"])
     assert "--trust-remote-code" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        train_main(["--out", "/nonexistent/x", "--set", "no_such_field=1"])
+        train_main(["--backbone", "bert", "--k", "1", "--out", "/nonexistent/x", "--set", "no_such_field=1"])
     assert "no_such_field" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         sweep_main(["--out", "/nonexistent/x", "--ks", "1,-2"])
@@ -51,11 +51,11 @@ def test_bad_backbone_or_training_file_fails_before_writing(tmp_path, capsys):
     fix = Path(__file__).parent / "fixtures" / "splade" / "msmarco"
     out = tmp_path / "run"
     with pytest.raises(SystemExit):
-        train_main(["--backbone", str(tmp_path / "no_such_model"), "--out", str(out),
+        train_main(["--backbone", str(tmp_path / "no_such_model"), "--k", "1", "--out", str(out),
                     "--train-source", str(fix / "triples.train.small.tsv")])
     err = capsys.readouterr().err
     assert "no_such_model" in err and "expected one of the short names" in err
     with pytest.raises(SystemExit):
-        train_main(["--preset", "toy", "--out", str(out), "--train-source", str(fix / "missing.tsv")])
+        train_main(["--preset", "quick", "--backbone", "tiny", "--k", "1", "--out", str(out), "--train-source", str(fix / "missing.tsv")])
     assert "missing.tsv: file not found" in capsys.readouterr().err
     assert not out.exists()  # nothing half-written

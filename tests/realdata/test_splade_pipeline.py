@@ -29,7 +29,7 @@ from initlab.realdata.splade.train import detect_collapse, train_splade
 
 FIX = Path(__file__).parent / "fixtures" / "splade"
 REPO = Path(__file__).resolve().parents[2]
-TRAIN_ARGS = ["--preset", "toy", "--backbone", "bert", "--k", "2", "--no-progress",
+TRAIN_ARGS = ["--preset", "quick", "--backbone", "tiny", "--k", "2", "--no-progress",
               "--train-source", str(FIX / "msmarco" / "triples.train.small.tsv"), "--data-root", str(FIX),
               "--set", "max_steps=3", "--set", "save_steps=2"]
 EVAL_SETS = '["msmarco-dev", "trec-dl-2019", "scifact", "nano:NanoSciFact"]'
@@ -120,8 +120,12 @@ def test_resume_from_trainer_checkpoint_matches_uninterrupted(toy_run, tmp_path)
     assert len(resumed["query"]) == 1 and resumed["first_step"] == 3 and full["first_step"] == 1
     assert resumed["query"][0] == pytest.approx(full["query"][2], rel=1e-4)
     assert resumed["document"][0] == pytest.approx(full["document"][2], rel=1e-4)
-    # a finished training is not redone
-    assert train_splade(_toy_cfg(toy_run), part, progress=False)["steps"] == 3
+    # a finished training is not redone: refused, or (inside a cell whose evaluation is pending) reused
+    from initlab.runs import RunExistsError
+
+    with pytest.raises(RunExistsError, match="finished training"):
+        train_splade(_toy_cfg(toy_run), part, progress=False)
+    assert train_splade(_toy_cfg(toy_run), part, progress=False, reuse_finished=True)["steps"] == 3
 
 
 def test_load_refuses_pickle_and_missing(toy_run, tmp_path):
@@ -195,8 +199,8 @@ def test_two_process_ddp_flops_term_equals_single_process(toy_run, tmp_path):
 def test_sweep_skips_finished_cells(toy_run, tmp_path):
     from initlab.realdata.splade.sweep import run_sweep
 
-    base = derive(PRESETS["toy"], max_steps=3, save_steps=2, train_source=str(FIX / "msmarco" / "triples.train.small.tsv"),
-                  data_root=str(FIX))
+    base = derive(PRESETS["quick"], max_steps=3, save_steps=2, train_source=str(FIX / "msmarco" / "triples.train.small.tsv"),
+                  data_root=str(FIX), eval_sets=tuple(json.loads(EVAL_SETS)))
     sweep = tmp_path / "sweep"
     sweep.mkdir()
     shutil.copytree(toy_run, sweep / "tiny-bert__k2")  # a finished cell folder not yet recorded
@@ -274,15 +278,21 @@ def test_global_flops_gradient_under_ddp_equals_single_process(tmp_path):
     assert FlopsLoss(None).compute_loss_from_embeddings(torch.relu(lin(x))).item() == pytest.approx(ref.item())
 
 
-def test_finished_folder_of_another_config_is_refused(toy_run, tmp_path, capsys):
+def test_folder_of_another_config_is_refused(toy_run, tmp_path, capsys):
     # a finished k=2 run must not be reported as a k=8 run
     args = [a if a != "2" else "8" for a in TRAIN_ARGS]  # --k 2 -> --k 8
     with pytest.raises(SystemExit) as exc:
         train_main(args + ["--out", str(toy_run), "--set", f"eval_sets={EVAL_SETS}"])
-    assert exc.value.code == 2
+    assert exc.value.code == 2 and "already holds a finished run" in capsys.readouterr().err
+    # an interrupted k=2 run (no DONE, no model) is not resumed as a k=8 run either
+    part = tmp_path / "part"
+    part.mkdir()
+    shutil.copy(toy_run / "config.json", part / "config.json")
+    with pytest.raises(SystemExit) as exc:
+        train_main(args + ["--out", str(part), "--set", f"eval_sets={EVAL_SETS}"])
     err = capsys.readouterr().err
-    assert "different training config" in err and "differs in: k" in err
-    assert _toy_cfg(toy_run).k == 2.0  # untouched
+    assert exc.value.code == 2 and "different training config" in err and "differs in: k" in err
+    assert _toy_cfg(toy_run).k == 2.0 and _toy_cfg(part).k == 2.0  # untouched
 
 
 def test_eval_cache_is_keyed_by_checkpoint(toy_run, tmp_path):
@@ -291,8 +301,14 @@ def test_eval_cache_is_keyed_by_checkpoint(toy_run, tmp_path):
 
     out = tmp_path / "ev"
     first = eval_checkpoint(toy_run / "model", ["scifact"], out, data_root=str(FIX), top_k=10)
+    with pytest.raises(RunExistsError, match="finished run"):  # a finished evaluation is not redone silently
+        eval_checkpoint(toy_run / "model", ["scifact"], out, data_root=str(FIX), top_k=10)
+    (out / "DONE").unlink()  # an interrupted evaluation: the finished set is reused under the same key
     again = eval_checkpoint(toy_run / "model", ["scifact"], out, data_root=str(FIX), top_k=10)
-    assert again["sets"] == first["sets"]  # same checkpoint and settings: cached cell reused
+    assert again["sets"] == first["sets"]
+    (out / "DONE").unlink()
+    with pytest.raises(RunExistsError, match="differs in: sets"):
+        eval_checkpoint(toy_run / "model", ["scifact", "msmarco-dev"], out, data_root=str(FIX), top_k=10)
     other = tmp_path / "other_model"
     shutil.copytree(toy_run / "model", other)
     with pytest.raises(RunExistsError, match="different evaluation"):
