@@ -235,5 +235,5 @@ def format_inspect(rep: dict[str, Any]) -> str:
         lines.append(f"COLLAPSED at k = {r['k']:g}: " + "; ".join(r["collapse_reasons"]))
     rec = rep["recommended"]
     lines += ["", f"recommended k: {rec['k']:g}  ({rec['rule']}; sqrt(2 ln {rec['batch']}) = "
-                  f"{rec['threshold_score_sd']:.3g}; a heuristic, see README)"]
+                  f"{rec['threshold_score_sd']:.3g}; a heuristic, see docs/mlmhead.md)"]
     return "\n".join(lines)

@@ -182,7 +182,7 @@ TOY = derive(
 PRESETS: dict[str, LRAConfig] = {**TASK_PRESETS, "cpu-listops": CPU_LISTOPS, "cpu-listops-plateau": LISTOPS_PLATEAU,
                                   "toy": TOY}
 
-# Ablations of the seed summary (issue 6, item 5), each a diff applied on top of a task preset.
+# The ablations of Amos et al. (arXiv:2310.02980), each a diff applied on top of a task preset.
 # name -> list of (condition, {fields}) ; "pretrain" in fields: whether an SPT stage is needed.
 ABLATIONS: dict[str, list[tuple[str, dict]]] = {
     "spt-vs-scratch": [("scratch", {"init": "scratch"}), ("spt", {"init": "spt"})],

@@ -3,7 +3,7 @@
 Masked denoising (Amos et al., ICLR 2024, §3; BERT-style without the 80/10/10 rule): every real token
 is independently replaced by ``MASK_ID`` with probability ``ratio``; the loss is the cross-entropy of
 the reconstruction head at the masked positions only. Task ratios: 10 % ListOps, 15 % Text and
-Retrieval, 50 % Image and Pathfinder (issue 6, following Amos et al.).
+Retrieval, 50 % Image and Pathfinder (following Amos et al., arXiv:2310.02980).
 
 Causal: the encoder runs with a causal attention mask and position t predicts token t + 1, over real
 targets only (Amos et al.'s autoregressive SPT).

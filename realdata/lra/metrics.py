@@ -1,4 +1,4 @@
-"""Attention metrics of LRA models, reusing the synthetic issue's definitions.
+"""Attention metrics of LRA models, with the definitions of :mod:`initlab.nn.attention_metrics`.
 
 For each of the first ``n`` sequences (each alone, no padding, cropped to its first ``max_t`` real
 tokens so that (H, T, T) maps fit in memory at LRA lengths), each layer's attention maps A and

@@ -1,4 +1,4 @@
-"""Ablation sweeps (issue 6, item 5): SPT epochs, depth, cross-task SPT data, frozen attention, hybrid init.
+"""Ablation sweeps of Amos et al. (arXiv:2310.02980): SPT epochs, depth, cross-task SPT data, frozen attention, hybrid init.
 
 ``run_sweep(ablation, base, out, seeds)`` runs every condition of ``config.ABLATIONS[ablation]`` on
 top of the task preset ``base``, for each seed, as resumable cells of one :class:`RunDir`:
