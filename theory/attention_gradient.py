@@ -663,10 +663,33 @@ def blind_component_closed_form(R: Tensor, V: Tensor) -> Tensor:
 
 def cls_blind_fraction(T: int) -> float:
     """T5 (CLS pooling): ``||P_B(grad_S L)||_F / ||grad_S L||_F = sqrt(1 - 1/T)`` exactly (when the
-    gradient is non-zero): ``grad_S L = e_0 v^T`` with ``v ⟂ 1`` and ``P_Q(e_0 v^T) = 1 (v/T)^T``."""
+    gradient is non-zero): ``grad_S L = e_0 v^T`` with ``v ⟂ 1`` and ``P_Q(e_0 v^T) = 1 (v/T)^T``.
+
+    Raises:
+        ValueError: T is not an integer >= 2 (floats such as 2.5, NaN and bools are rejected).
+    """
+    if isinstance(T, bool):
+        raise ValueError(f"T: expected an integer sequence length T >= 2, got {T!r}")
+    try:
+        T = operator.index(T)
+    except TypeError:
+        raise ValueError(f"T: expected an integer sequence length T >= 2, got {T!r}") from None
     if T < 2:
-        raise ValueError(f"T: expected T >= 2, got {T}")
+        raise ValueError(f"T: expected an integer sequence length T >= 2, got {T}")
     return math.sqrt(1.0 - 1.0 / T)
+
+
+def _check_affine(f: Callable[[Tensor], Tensor], m: int, dtype, name: str) -> None:
+    """Raise unless ``f`` is affine on R^m: ``f(sum_k lam_k y_k) = sum_k lam_k f(y_k)`` for m + 2 random
+    points (spanning R^m, so no direction is left untested) and random weights summing to 1."""
+    gen = torch.Generator().manual_seed(0)
+    y = torch.randn(m + 2, m, dtype=dtype, generator=gen)
+    for _ in range(3):
+        lam = torch.randn(m + 2, dtype=dtype, generator=gen)
+        lam = lam - (lam.sum() - 1) / (m + 2)
+        lhs, rhs = f((lam @ y)[None])[0], lam @ f(y)
+        if not torch.allclose(lhs, rhs, rtol=1e-9, atol=1e-12 * (1 + float(rhs.abs().max()))):
+            raise ValueError(f"case.f: expected an affine position-wise map (e.g. 'identity', 'linear'), got {name}")
 
 
 def nonuniform_first_order(case: AttentionCase, S1: Tensor) -> Tensor:
@@ -699,10 +722,7 @@ def nonuniform_first_order(case: AttentionCase, S1: Tensor) -> Tensor:
     if (S0 - S0[..., :1]).abs().max() > 0:
         raise ValueError("case.S: expected uniform attention (every row of S constant) at eps = 0")
     m = case.W_O.shape[1] if case.W_O is not None else case.W_V.shape[0] * case.W_V.shape[2]
-    y = torch.randn(2, m, dtype=case.X.dtype, generator=torch.Generator().manual_seed(0))
-    mid, ends = case.f(y.mean(0, keepdim=True))[0], case.f(y).mean(0)
-    if not torch.allclose(mid, ends, rtol=1e-9, atol=1e-12):
-        raise ValueError(f"case.f: expected an affine position-wise map (e.g. 'identity', 'linear'), got {case.f_name or case.f!r}")
+    _check_affine(case.f, m, case.X.dtype, case.f_name or repr(case.f))
     R, V = output_gradient(case)  # at case.S (uniform), R = 1 r^T for mean pooling
     r = R.mean(-2)  # (H, e)
     c = torch.einsum("hte,he->ht", V, r)  # (H, T)

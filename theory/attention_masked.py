@@ -73,6 +73,7 @@ __all__ = [
     "kappa",
     "psi",
     "expected_projection",
+    "expected_descent",
     "masked_reconstruction_loss",
     "masked_score_gradient",
     "monte_carlo_projection",
@@ -156,6 +157,25 @@ def expected_projection(P: Tensor, p: float, q: float, C: Tensor) -> float:
     Shapes: P ``(T, T)``, C ``(K, K)``. Raises ValueError as :func:`kappa` and :func:`psi`.
     """
     return kappa(C) * psi(P, p, q)
+
+
+def expected_descent(T: int, p: float, q: float, C: Tensor) -> Tensor:
+    """T4(b) entry-wise: ``E D = kappa(C) q (1 - q) / T^2 (h - rowmean(h))``, ``h_ij = p^{|i-j|} [i != j]``, ``(T, T)``.
+
+    ``E D_ij > 0`` (the expected descent raises key j for query i, when kappa > 0) iff ``p^{|i-j|}`` exceeds
+    the mean of row i of h: at small p only the nearest keys rise (T = 16, p = 0.1: the |i-j| = 2 keys
+    are lowered). ``E <D, P> = sum_ij (E D)_ij P_ij`` equals :func:`expected_projection`.
+
+    Raises:
+        ValueError: T < 2, p or q outside [0, 1], C not a finite square matrix.
+    """
+    if not (isinstance(T, int) and T >= 2):
+        raise ValueError(f"T: expected an integer T >= 2, got {T!r}")
+    _check_probs(p, q)
+    i = torch.arange(T)
+    n = (i[:, None] - i[None, :]).abs().to(torch.float64)
+    h = torch.where(n > 0, torch.tensor(p, dtype=torch.float64) ** n, torch.zeros_like(n))
+    return kappa(C) * q * (1 - q) / T**2 * (h - h.mean(-1, keepdim=True))
 
 
 def _check_tokens_mask(tokens: Tensor, mask: Tensor, shape: tuple) -> None:
