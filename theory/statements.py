@@ -229,7 +229,7 @@ def render_statements(prefix: str = "../") -> str:
     """The markdown of the statement table and one section per statement (links relative to docs/)."""
     out = ["| id | statement | closed form | sympy | verify check | tests |", "| --- | --- | --- | --- | --- | --- |"]
     for s in REGISTRY:
-        out.append(f"| [{s.id}](#{_anchor(s)}) | {s.summary} | {_links(s.closed_form, prefix)} | {_links([s.derivation], prefix)} | "
+        out.append(f"| [{s.id}](#{_anchor(s)}) | {s.summary.replace('|', chr(92) + '|')} | {_links(s.closed_form, prefix)} | {_links([s.derivation], prefix)} | "
                    f"{_links([s.check], prefix)} | {_links(s.tests, prefix)} |")
     for s in REGISTRY:
         out += ["", f"### {s.id}: {s.title}", "", s.text, "", f"*Scope.* {s.scope}", "", f"*Source.* {s.source}", "",
