@@ -50,3 +50,16 @@ def test_t7_bad_spec():
         a7.StackSpec(0)
     with pytest.raises(ValueError, match="later_attention"):
         a7.StackSpec(2, later_attention="local")
+
+
+def test_t7_pinned_regression_and_central_difference():
+    # Produced once with: random_stack(Generator().manual_seed(7), StackSpec(2, False, True, True, "random"), 4, d=3, heads=1, e=2, d_ff=4)
+    st_ = a7.random_stack(torch.Generator().manual_seed(7), a7.StackSpec(2, False, True, True, "random"), 4, d=3, heads=1, e=2, d_ff=4)
+    expected = torch.tensor([[[-0.0004725955368991406, 0.0008791829845162647, 0.0014148514307276419, -0.0018214388783447657]]], dtype=F64)
+    assert torch.allclose(a7.no_residual_closed_form(st_), expected, rtol=1e-10, atol=1e-16)
+    G = a7.first_layer_gradient(st_)
+    E = torch.randn(G.shape, generator=torch.Generator().manual_seed(1), dtype=F64)
+    h = 1e-5
+    with torch.no_grad():
+        fd = float((a7.stack_loss(st_, h * E) - a7.stack_loss(st_, -h * E)) / (2 * h))
+    assert fd == pytest.approx(float((G * E).sum()), abs=1e-8)

@@ -91,3 +91,16 @@ def test_t6_bad_input():
         a6.dropout_score_gradient(case, torch.ones(2, 1, 3, 4, dtype=torch.bool), 0.1)
     with pytest.raises(ValueError, match="L, T"):
         a6.unmasked_padding_blind_fraction(3, 4)
+
+
+def test_t6_padding_central_difference():
+    gen = torch.Generator().manual_seed(9)
+    case = ag.random_case(gen, 7, d=3, heads=2, e=2, f="gelu", loss="logistic")
+    pad = torch.tensor([False, False, True, False, False, True, True])
+    G = a6.padded_score_gradient(case, pad)
+    E = torch.randn(G.shape, generator=gen, dtype=F64)
+    h = 1e-5
+    with torch.no_grad():
+        fd = float((a6.padded_case_loss(case, pad, case.S + h * E) - a6.padded_case_loss(case, pad, case.S - h * E)) / (2 * h))
+    assert fd == pytest.approx(float((G * E).sum()), abs=1e-9)
+    assert float(G[:, :, pad].abs().max()) == 0 and float(G[:, pad, :].abs().max()) == 0  # outside the valid block

@@ -121,3 +121,14 @@ def test_t1p_t3p_bad_input():
         ar.qk_bias_gradient(case, W, torch.zeros(3, dtype=F64), W, b)
     with pytest.raises(ValueError, match="grads: expected keys"):
         ar.first_order_score_step(case.X, W, b, W, b, {"W_Q": W})
+
+
+def test_t1p_pinned_regression():
+    # Produced once with: gen = torch.Generator().manual_seed(2024);
+    # random_case(gen, 5, d=3, heads=1, e=2, f="tanh", loss="mse", row_shift=False); S rows = (0.3, -0.2, 0.5, 0, 1)
+    gen = torch.Generator().manual_seed(2024)
+    case = ag.random_case(gen, 5, d=3, heads=1, e=2, f="tanh", loss="mse", row_shift=False)
+    case.S = torch.tensor([[0.3, -0.2, 0.5, 0.0, 1.0]], dtype=F64)[:, None, :].expand(1, 5, 5).clone()
+    expected = torch.tensor([[-0.011713493435832285, -0.020267003427780456, 0.02300584214161646, -0.0015477312038895382, 0.010522385925885827]], dtype=F64)
+    assert torch.allclose(ar.t1p_closed_form(case), expected, rtol=1e-10, atol=1e-15)
+    assert torch.allclose(ag.score_gradient(case)[:, 3, :], expected, rtol=1e-9, atol=1e-15)
