@@ -54,9 +54,12 @@ a rank-one (d, d) matrix; hence grad_{W_Q} = grad_M W_K / sqrt(d_k) = (T/sqrt(d_
 both rank <= 1. The first-order change of the scores from one gradient step is low-rank: a step in M
 gives dS_h = -eta X grad_{M_h} X^T = -eta T (X xbar)(X C W_V[h] r_h)^T (rank one); a step in (W_Q, W_K)
 gives dM = -(eta/d_k)(grad_M W_K W_K^T + W_Q W_Q^T grad_M), so dS has rank <= 2. A first-order step
-therefore cannot create a (high-rank) band pattern. (dS itself is not query-independent: its rows are
-scaled by x_i . xbar, so it generically has a component on the blind subspace.) With centred tokens
-(xbar = 0) all three gradients vanish.
+therefore cannot create a band-*shaped* (high-rank) score matrix; it can still concentrate attention near
+the diagonal, since a rank-2 S can: S_ij = beta (2ij - j^2) = beta i^2 - beta (i - j)^2 puts 0.99 of the
+attention on |i - j| <= 2 at T = 30, beta = 0.5. (dS itself is not query-independent: its rows are
+scaled by x_i . xbar, so it generically has a component on the blind subspace.) Without Q/K biases and
+with centred tokens (xbar = 0) all three gradients vanish; with nn.Linear biases grad W_K and grad b_Q
+do not (T3', :mod:`initlab.theory.attention_rowidentical`).
 
 T5 (boundaries). The identity (G) still gives the blind component exactly,
 
@@ -68,9 +71,14 @@ it needs rows of R_h that differ, and is then non-zero for generic data): a resi
 fraction exactly sqrt(1 - 1/T)); and at non-uniform attention S = eps S_1 even a linear f gives a
 blind component of first order in eps (see :func:`nonuniform_first_order`).
 
-Sources: the phenomenon, Amos et al., "Never Train from Scratch", ICLR 2024; the theorem, the
-self-pretraining analysis paper summarised in ``shared/seeds`` (gradient of a mean-pooled supervised
-loss vs masked reconstruction at uniform initialisation). The formulas above are derived here and
+Statement texts (one registry for docstrings, ``verify`` and docs/theory.md): :mod:`initlab.theory.statements`.
+Extensions: row-identical attention and Q/K biases (T1', T3') in :mod:`initlab.theory.attention_rowidentical`,
+padding and dropout (T6) in :mod:`initlab.theory.attention_masks`, depth and residuals (T7) in
+:mod:`initlab.theory.attention_depth`.
+
+Sources: the phenomenon, Amos et al., "Never Train from Scratch", ICLR 2024, arXiv:2310.02980; the
+theorem, the self-pretraining analysis (gradient of a mean-pooled supervised loss vs masked
+reconstruction at uniform initialisation). The formulas above are derived here and
 checked in :mod:`initlab.theory.attention_symbolic` (sympy) and :mod:`initlab.theory.verify`.
 """
 

@@ -38,7 +38,9 @@ divides by T, so exactly
 For the copy path C = beta I, kappa = beta (1 - 1/K) > 0, so the expected descent direction *raises*
 the scores of nearby keys (largest h_ij) and *lowers* the diagonal (self) score, E D_ii < 0 for p > 0,
 0 < q < 1
-(a masked query's own value is the [MASK] value 0 and carries no information).
+(a masked query's own value is the [MASK] value 0 and carries no information). Entry-wise the sign is
+that of h_ij - mean_k h_ik, so at small p only the nearest keys rise: at p = 0.1, T = 8 or 16, the
+|i - j| = 2 keys are lowered (:func:`expected_descent`); the band statement below is about the sum.
 For the off-diagonal band P_ij = [1 <= |i-j| <= w], Psi > 0 for every p in (0, 1], q in (0, 1), T >= 2, w >= 1
 (each row's band holds its largest entries of h_ij = p^{|i-j|}[i != j], the mean of that row also
 counts h_ii = 0), and Psi = 0 for p = 0 (i.i.d. tokens). For the cross-entropy the same holds to
@@ -52,7 +54,7 @@ kappa(C) = 0 (e.g. tr C = 1^T C 1 / K) it vanishes for that initialisation altho
 blind component is non-zero. What is claimed: a non-zero blind-subspace signal for generic data, and a
 proximity-favouring sign once the path copies (kappa > 0).
 
-Source: the self-pretraining analysis summarised in ``shared/seeds`` (masked reconstruction gives
+Statement texts: :mod:`initlab.theory.statements`. Source: the self-pretraining analysis (masked reconstruction gives
 gradients on score directions that mean-pooled supervision cannot see); Amos et al., ICLR 2024 for the
 phenomenon. The closed form (b) is derived here and checked exactly by enumeration in
 :func:`initlab.theory.attention_symbolic.derive_t4` and by Monte Carlo in :func:`monte_carlo_projection`.
