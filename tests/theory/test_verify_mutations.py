@@ -53,3 +53,11 @@ def test_unmutated_rows_pass():
     report = verify.run_verify(CFG)
     assert [r["statement"] for r in report["statements"]] == IDS
     assert report["passed"], [(r["statement"], r["failures"]) for r in report["statements"] if r["failures"]]
+
+
+def test_t2_inner_product_check_itself_catches_a_query_independent_gradient(monkeypatch):
+    """Not only the central differences: <G, band> is compared with the closed-form g, so G + 1 v^T fails it."""
+    row = _run_with(monkeypatch, "T2", _query_independent)
+    failed = {f.split(":")[0] for f in row["failures"]}
+    assert "<G, band> = -sum_E g_j d_j (closed-form g)" in failed
+    assert "||G||_F = sqrt(T) ||g|| (closed-form g)" in failed
