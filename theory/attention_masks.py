@@ -44,7 +44,7 @@ from typing import Literal
 
 import torch
 
-from initlab.theory.attention_gradient import AttentionCase, _require_mean_pooling, check_matrix, check_scores, t1_closed_form
+from initlab.theory.attention_gradient import AttentionCase, _require_mean_pooling, check_scores, t1_closed_form
 from initlab.theory.subspace import blind_fraction
 
 __all__ = [
@@ -162,7 +162,7 @@ def dropout_case_loss(case: AttentionCase, S: Tensor, keep: Tensor, p: float, ki
     """
     _require_mean_pooling(case, "T6 (dropout)")
     _check_drop(case, keep, p, kind)
-    N, H, T = keep.shape[0], case.H, case.T
+    N, T = keep.shape[0], case.T
     A = torch.softmax(S, -1)
     if kind == "attention":
         A = A * keep.to(A.dtype) / (1 - p)

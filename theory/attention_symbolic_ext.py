@@ -11,7 +11,7 @@ import itertools
 
 import sympy as sp
 
-from initlab.theory.attention_symbolic import Derivation, _pooled_loss, _softmax_rows, _zero
+from initlab.theory.attention_symbolic import Derivation, _pooled_loss, _softmax_rows
 
 __all__ = ["derive_t1p", "derive_t3p", "derive_t6", "derive_t7", "DERIVATIONS_EXT"]
 

@@ -235,8 +235,8 @@ def render_statements(prefix: str = "../") -> str:
                    f"{_links([s.check], prefix)} | {_links(s.tests, prefix)} |")
     for s in REGISTRY:
         out += ["", f"### {s.id}: {s.title}", "", s.text, "", f"*Scope.* {s.scope}", "", f"*Source.* {s.source}", "",
-                f"Closed form → {_links(s.closed_form, prefix)} → sympy {_links([s.derivation], prefix)} → numeric check "
-                f"{_links([s.check], prefix)} → tests {_links(s.tests, prefix)}."]
+                (f"Closed form → {_links(s.closed_form, prefix)} → sympy {_links([s.derivation], prefix)} → numeric check "
+                 f"{_links([s.check], prefix)} → tests {_links(s.tests, prefix)}.")]
     return "\n".join(out)
 
 

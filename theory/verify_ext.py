@@ -87,7 +87,7 @@ def check_t3p(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
         E = torch.randn(b_Q.shape, generator=gen, dtype=F64)
         h = 1e-5
 
-        def L_of(bq):
+        def L_of(bq, case=case, W_Q=W_Q, W_K=W_K, b_K=b_K):
             with torch.no_grad():
                 return float(ag.case_loss(case, ar.biased_scores(case.X, W_Q, bq, W_K, b_K)))
 
