@@ -65,7 +65,8 @@ class VerifyConfig:
         seed: base seed (each statement derives its own generator from it).
         cases: random cases per statement (T4's Monte Carlo runs use ``max(2, cases // 4)``).
         t_max: largest sequence length drawn (lengths are drawn in [2, t_max]) for the random cases of
-            T1-T5; T4's Monte Carlo runs use their own lengths (4..24, and 12).
+            T1-T7; T4's Monte Carlo runs use their own lengths (4..24, 12 and 8), T6's dropout checks
+            theirs (T <= 3 for the exact enumeration, 8 for the Monte Carlo rate), T7 at most 24.
         mc_samples: Monte Carlo sequences per T4 run.
         symbolic: also run the sympy derivations (:mod:`initlab.theory.attention_symbolic`).
     """

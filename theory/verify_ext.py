@@ -112,7 +112,7 @@ def check_t6(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
     per_mask = []
     for k in range(cfg.cases):
         # (a) key padding with length-aware pooling
-        T = max(3, _draw_T(gen, cfg.t_max))
+        T = _draw_T(gen, cfg.t_max)
         case = _draw_case(gen, T)
         Lv = int(torch.randint(2, T + 1, (1,), generator=gen))
         pad = torch.zeros(T, dtype=torch.bool)
