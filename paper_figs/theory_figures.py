@@ -6,7 +6,12 @@
 * ``t2_band_ratio.png``: |<grad_S L, P^(w)>| / ||grad_S L||_F against T (log-log), measured mean and max
   with the data-free bound ||d||_2 / sqrt(T) of T2, for band widths w;
 * ``t4_projection_vs_p.png``: E<-grad_S L, band> against the Markov repeat probability p, closed form
-  kappa(C) Psi(P) of T4 against Monte Carlo (linearised loss, and cross-entropy at beta = 1).
+  kappa(C) Psi(P) of T4 against Monte Carlo (linearised loss, and cross-entropy at beta = 1);
+* ``t6_dropout_rate.png`` (when ``t6_dropout.json`` exists: the rows of
+  :func:`initlab.theory.attention_masks.dropout_blind_fraction_curve`): blind fraction of the Monte Carlo mean
+  gradient over n dropout masks against n (log-log) with an n^{-1/2} reference, and the per-mask median;
+* ``t7_depth.png`` (when ``t7_table.json`` exists: the rows of
+  :func:`initlab.theory.attention_depth.blind_fraction_table`): first-layer blind fraction per stack.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-__all__ = ["plot_t2", "plot_t4", "draw_all", "main"]
+__all__ = ["plot_t2", "plot_t4", "plot_t6", "plot_t7", "draw_all", "main"]
 
 
 def _load(path: Path):
@@ -71,6 +76,43 @@ def plot_t4(rows: list[dict], out: Path) -> Path:
     return out
 
 
+def plot_t6(rows: list[dict], out: Path) -> Path:
+    """Dropout: blind fraction of the mean gradient over n masks vs n, with an n^{-1/2} reference."""
+    rows = sorted(rows, key=lambda r: r["n"])
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    ax.plot(ns, [r["blind_fraction"] for r in rows], "o-", label="mean over n masks")
+    ax.plot(ns, [r["per_mask_median"] for r in rows], "s:", label="one mask (median)")
+    ref = rows[0]["blind_fraction"] * (ns[0] / ns[-1]) ** 0.5
+    ax.plot([ns[0], ns[-1]], [rows[0]["blind_fraction"], ref], "k--", lw=0.8, label="n^(-1/2)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("dropout masks n")
+    ax.set_ylabel("blind fraction")
+    ax.set_title("T6: dropout is blind in expectation")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out
+
+
+def plot_t7(rows: list[dict], out: Path) -> Path:
+    """Depth: first-layer blind fraction (median, min-max bar) per stack specification."""
+    fig, ax = plt.subplots(figsize=(6, 0.35 * len(rows) + 1.2))
+    y = list(range(len(rows)))
+    med = [r["median"] for r in rows]
+    err = [[m - r["min"] for m, r in zip(med, rows)], [r["max"] - m for m, r in zip(med, rows)]]
+    ax.barh(y, med, xerr=err, color="C0", alpha=0.8)
+    ax.set_yticks(y, [r["label"] for r in rows], fontsize=6)
+    ax.set_xlabel("first-layer blind fraction (uniform first layer)")
+    ax.set_title("T7: depth and residuals")
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    return out
+
+
 def draw_all(results_dir: Path) -> list[Path]:
     """Draw both figures into ``results_dir`` from its saved JSON; returns the paths.
 
@@ -78,10 +120,15 @@ def draw_all(results_dir: Path) -> list[Path]:
         FileNotFoundError: a results file is missing.
     """
     results_dir = Path(results_dir)
-    return [
+    paths = [
         plot_t2(_load(results_dir / "t2_curve.json"), results_dir / "t2_band_ratio.png"),
         plot_t4(_load(results_dir / "t4_curve.json"), results_dir / "t4_projection_vs_p.png"),
     ]
+    if (results_dir / "t6_dropout.json").exists():  # optional: written by newer theory stages
+        paths.append(plot_t6(_load(results_dir / "t6_dropout.json"), results_dir / "t6_dropout_rate.png"))
+    if (results_dir / "t7_table.json").exists():
+        paths.append(plot_t7(_load(results_dir / "t7_table.json"), results_dir / "t7_depth.png"))
+    return paths
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:

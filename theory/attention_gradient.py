@@ -54,9 +54,12 @@ a rank-one (d, d) matrix; hence grad_{W_Q} = grad_M W_K / sqrt(d_k) = (T/sqrt(d_
 both rank <= 1. The first-order change of the scores from one gradient step is low-rank: a step in M
 gives dS_h = -eta X grad_{M_h} X^T = -eta T (X xbar)(X C W_V[h] r_h)^T (rank one); a step in (W_Q, W_K)
 gives dM = -(eta/d_k)(grad_M W_K W_K^T + W_Q W_Q^T grad_M), so dS has rank <= 2. A first-order step
-therefore cannot create a (high-rank) band pattern. (dS itself is not query-independent: its rows are
-scaled by x_i . xbar, so it generically has a component on the blind subspace.) With centred tokens
-(xbar = 0) all three gradients vanish.
+therefore cannot create a band-*shaped* (high-rank) score matrix; it can still concentrate attention near
+the diagonal, since a rank-2 S can: S_ij = beta (2ij - j^2) = beta i^2 - beta (i - j)^2 puts 0.99 of the
+attention on |i - j| <= 2 at T = 30, beta = 0.5. (dS itself is not query-independent: its rows are
+scaled by x_i . xbar, so it generically has a component on the blind subspace.) Without Q/K biases and
+with centred tokens (xbar = 0) all three gradients vanish; with nn.Linear biases grad W_K and grad b_Q
+do not (T3', :mod:`initlab.theory.attention_rowidentical`).
 
 T5 (boundaries). The identity (G) still gives the blind component exactly,
 
@@ -68,9 +71,14 @@ it needs rows of R_h that differ, and is then non-zero for generic data): a resi
 fraction exactly sqrt(1 - 1/T)); and at non-uniform attention S = eps S_1 even a linear f gives a
 blind component of first order in eps (see :func:`nonuniform_first_order`).
 
-Sources: the phenomenon, Amos et al., "Never Train from Scratch", ICLR 2024; the theorem, the
-self-pretraining analysis paper summarised in ``shared/seeds`` (gradient of a mean-pooled supervised
-loss vs masked reconstruction at uniform initialisation). The formulas above are derived here and
+Statement texts (one registry for docstrings, ``verify`` and docs/theory.md): :mod:`initlab.theory.statements`.
+Extensions: row-identical attention and Q/K biases (T1', T3') in :mod:`initlab.theory.attention_rowidentical`,
+padding and dropout (T6) in :mod:`initlab.theory.attention_masks`, depth and residuals (T7) in
+:mod:`initlab.theory.attention_depth`.
+
+Sources: the phenomenon, Amos et al., "Never Train from Scratch", ICLR 2024, arXiv:2310.02980; the
+theorem, the self-pretraining analysis (gradient of a mean-pooled supervised loss vs masked
+reconstruction at uniform initialisation). The formulas above are derived here and
 checked in :mod:`initlab.theory.attention_symbolic` (sympy) and :mod:`initlab.theory.verify`.
 """
 
@@ -663,10 +671,33 @@ def blind_component_closed_form(R: Tensor, V: Tensor) -> Tensor:
 
 def cls_blind_fraction(T: int) -> float:
     """T5 (CLS pooling): ``||P_B(grad_S L)||_F / ||grad_S L||_F = sqrt(1 - 1/T)`` exactly (when the
-    gradient is non-zero): ``grad_S L = e_0 v^T`` with ``v ⟂ 1`` and ``P_Q(e_0 v^T) = 1 (v/T)^T``."""
+    gradient is non-zero): ``grad_S L = e_0 v^T`` with ``v ⟂ 1`` and ``P_Q(e_0 v^T) = 1 (v/T)^T``.
+
+    Raises:
+        ValueError: T is not an integer >= 2 (floats such as 2.5, NaN and bools are rejected).
+    """
+    if isinstance(T, bool):
+        raise ValueError(f"T: expected an integer sequence length T >= 2, got {T!r}")
+    try:
+        T = operator.index(T)
+    except TypeError:
+        raise ValueError(f"T: expected an integer sequence length T >= 2, got {T!r}") from None
     if T < 2:
-        raise ValueError(f"T: expected T >= 2, got {T}")
+        raise ValueError(f"T: expected an integer sequence length T >= 2, got {T}")
     return math.sqrt(1.0 - 1.0 / T)
+
+
+def _check_affine(f: Callable[[Tensor], Tensor], m: int, dtype, name: str) -> None:
+    """Raise unless ``f`` is affine on R^m: ``f(sum_k lam_k y_k) = sum_k lam_k f(y_k)`` for m + 2 random
+    points (spanning R^m, so no direction is left untested) and random weights summing to 1."""
+    gen = torch.Generator().manual_seed(0)
+    y = torch.randn(m + 2, m, dtype=dtype, generator=gen)
+    for _ in range(3):
+        lam = torch.randn(m + 2, dtype=dtype, generator=gen)
+        lam = lam - (lam.sum() - 1) / (m + 2)
+        lhs, rhs = f((lam @ y)[None])[0], lam @ f(y)
+        if not torch.allclose(lhs, rhs, rtol=1e-9, atol=1e-12 * (1 + float(rhs.abs().max()))):
+            raise ValueError(f"case.f: expected an affine position-wise map (e.g. 'identity', 'linear'), got {name}")
 
 
 def nonuniform_first_order(case: AttentionCase, S1: Tensor) -> Tensor:
@@ -699,10 +730,7 @@ def nonuniform_first_order(case: AttentionCase, S1: Tensor) -> Tensor:
     if (S0 - S0[..., :1]).abs().max() > 0:
         raise ValueError("case.S: expected uniform attention (every row of S constant) at eps = 0")
     m = case.W_O.shape[1] if case.W_O is not None else case.W_V.shape[0] * case.W_V.shape[2]
-    y = torch.randn(2, m, dtype=case.X.dtype, generator=torch.Generator().manual_seed(0))
-    mid, ends = case.f(y.mean(0, keepdim=True))[0], case.f(y).mean(0)
-    if not torch.allclose(mid, ends, rtol=1e-9, atol=1e-12):
-        raise ValueError(f"case.f: expected an affine position-wise map (e.g. 'identity', 'linear'), got {case.f_name or case.f!r}")
+    _check_affine(case.f, m, case.X.dtype, case.f_name or repr(case.f))
     R, V = output_gradient(case)  # at case.S (uniform), R = 1 r^T for mean pooling
     r = R.mean(-2)  # (H, e)
     c = torch.einsum("hte,he->ht", V, r)  # (H, T)

@@ -38,7 +38,9 @@ divides by T, so exactly
 For the copy path C = beta I, kappa = beta (1 - 1/K) > 0, so the expected descent direction *raises*
 the scores of nearby keys (largest h_ij) and *lowers* the diagonal (self) score, E D_ii < 0 for p > 0,
 0 < q < 1
-(a masked query's own value is the [MASK] value 0 and carries no information).
+(a masked query's own value is the [MASK] value 0 and carries no information). Entry-wise the sign is
+that of h_ij - mean_k h_ik, so at small p only the nearest keys rise: at p = 0.1, T = 8 or 16, the
+|i - j| = 2 keys are lowered (:func:`expected_descent`); the band statement below is about the sum.
 For the off-diagonal band P_ij = [1 <= |i-j| <= w], Psi > 0 for every p in (0, 1], q in (0, 1), T >= 2, w >= 1
 (each row's band holds its largest entries of h_ij = p^{|i-j|}[i != j], the mean of that row also
 counts h_ii = 0), and Psi = 0 for p = 0 (i.i.d. tokens). For the cross-entropy the same holds to
@@ -52,7 +54,7 @@ kappa(C) = 0 (e.g. tr C = 1^T C 1 / K) it vanishes for that initialisation altho
 blind component is non-zero. What is claimed: a non-zero blind-subspace signal for generic data, and a
 proximity-favouring sign once the path copies (kappa > 0).
 
-Source: the self-pretraining analysis summarised in ``shared/seeds`` (masked reconstruction gives
+Statement texts: :mod:`initlab.theory.statements`. Source: the self-pretraining analysis (masked reconstruction gives
 gradients on score directions that mean-pooled supervision cannot see); Amos et al., ICLR 2024 for the
 phenomenon. The closed form (b) is derived here and checked exactly by enumeration in
 :func:`initlab.theory.attention_symbolic.derive_t4` and by Monte Carlo in :func:`monte_carlo_projection`.
@@ -73,6 +75,7 @@ __all__ = [
     "kappa",
     "psi",
     "expected_projection",
+    "expected_descent",
     "masked_reconstruction_loss",
     "masked_score_gradient",
     "monte_carlo_projection",
@@ -156,6 +159,25 @@ def expected_projection(P: Tensor, p: float, q: float, C: Tensor) -> float:
     Shapes: P ``(T, T)``, C ``(K, K)``. Raises ValueError as :func:`kappa` and :func:`psi`.
     """
     return kappa(C) * psi(P, p, q)
+
+
+def expected_descent(T: int, p: float, q: float, C: Tensor) -> Tensor:
+    """T4(b) entry-wise: ``E D = kappa(C) q (1 - q) / T^2 (h - rowmean(h))``, ``h_ij = p^{|i-j|} [i != j]``, ``(T, T)``.
+
+    ``E D_ij > 0`` (the expected descent raises key j for query i, when kappa > 0) iff ``p^{|i-j|}`` exceeds
+    the mean of row i of h: at small p only the nearest keys rise (T = 16, p = 0.1: the |i-j| = 2 keys
+    are lowered). ``E <D, P> = sum_ij (E D)_ij P_ij`` equals :func:`expected_projection`.
+
+    Raises:
+        ValueError: T < 2, p or q outside [0, 1], C not a finite square matrix.
+    """
+    if not (isinstance(T, int) and T >= 2):
+        raise ValueError(f"T: expected an integer T >= 2, got {T!r}")
+    _check_probs(p, q)
+    i = torch.arange(T)
+    n = (i[:, None] - i[None, :]).abs().to(torch.float64)
+    h = torch.where(n > 0, torch.tensor(p, dtype=torch.float64) ** n, torch.zeros_like(n))
+    return kappa(C) * q * (1 - q) / T**2 * (h - h.mean(-1, keepdim=True))
 
 
 def _check_tokens_mask(tokens: Tensor, mask: Tensor, shape: tuple) -> None:

@@ -188,3 +188,19 @@ def test_attention_t4_new_bad_input_is_named():
         am.generic_masked_loss(torch.zeros(1, 3, 3, dtype=F64), E, W_V, W_O, W_D, x, msk[:2])
     with pytest.raises(ValueError, match="K: expected a vocabulary size"):
         am.pair_equal_probability(1, 0, 0.5)
+
+
+def test_t4_small_p_lowers_distance_two_keys():
+    """T4 entry-wise: at p = 0.1 only the nearest keys rise; the |i - j| = 2 keys are lowered (copy path)."""
+    C = torch.eye(4, dtype=F64)
+    for T in (8, 16):
+        D = am.expected_descent(T, 0.1, 0.5, C)
+        P1 = ag.band_pattern(T, 1, diagonal=False)
+        P2 = ag.band_pattern(T, 2, diagonal=False) - P1
+        assert float((D * P1).sum()) > 0 > float((D * P2).sum())
+        assert float((D * P2).sum()) == pytest.approx(am.expected_projection(P2, 0.1, 0.5, C), rel=1e-12)
+    assert float((am.expected_descent(8, 0.1, 0.5, C) * (ag.band_pattern(8, 2, False) - ag.band_pattern(8, 1, False))).sum()) == pytest.approx(-5.336734130859376e-04, rel=1e-12)
+    gen = torch.Generator().manual_seed(0)
+    P2 = ag.band_pattern(8, 2, diagonal=False) - ag.band_pattern(8, 1, diagonal=False)
+    est, se = am.monte_carlo_projection(P2, 0.1, 0.5, C, 20000, gen)
+    assert est < -3 * se

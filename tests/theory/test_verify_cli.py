@@ -15,19 +15,22 @@ from initlab.theory import verify
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def test_verify_cli_passes_and_json_lists_t1_to_t5(tmp_path, capsys):
+ALL = ["T1", "T1'", "T2", "T3", "T3'", "T4", "T5", "T6", "T7"]
+
+
+def test_verify_cli_passes_and_json_lists_every_statement(tmp_path, capsys):
     out = tmp_path / "v.json"
     rc = cli.main(["theory", "verify", "--cases", "3", "--t-max", "40", "--mc-samples", "4000", "--json", str(out)])
     text = capsys.readouterr().out
     assert rc == 0
     report = json.loads(out.read_text())
-    assert [r["statement"] for r in report["statements"]] == ["T1", "T2", "T3", "T4", "T5"]
+    assert [r["statement"] for r in report["statements"]] == ALL
     for r in report["statements"]:
         assert r["verdict"] == "PASS" and r["cases"] == 3
         assert r["max_rel_error"] < 1e-6
         assert sum(c["n"] for c in r["checks"].values()) >= 3
     assert report["passed"] is True
-    for name in ("T1", "T2", "T3", "T4", "T5", "PASS", "max abs err", "max rel err"):
+    for name in ALL + ["PASS", "max abs err", "max rel err"]:
         assert name in text
 
 
@@ -46,10 +49,9 @@ def test_verify_reports_fail_for_an_injected_wrong_gradient(monkeypatch, capsys,
     rc = theory_cmd.verify_main(["--cases", "2", "--t-max", "12", "--mc-samples", "2000"])
     text = capsys.readouterr().out
     assert rc == 1
-    row = next(line for line in text.splitlines() if line.startswith(target))
-    assert "FAIL" in row
-    others = [line for line in text.splitlines() if line[:2] in {"T1", "T2", "T3", "T4", "T5"} and not line.startswith(target)]
-    assert all("PASS" in line for line in others)
+    rows = {line.split()[0]: line for line in text.splitlines() if line.split() and line.split()[0] in ALL}
+    assert "FAIL" in rows[target]
+    assert all("PASS" in line for name, line in rows.items() if name != target)
 
 
 def test_verify_bad_arguments(capsys):
@@ -74,7 +76,7 @@ def test_verify_reproduce_stage_writes_resumes_and_overwrites(tmp_path, monkeypa
     for name in ("DONE", "config.json", "verify.json", "summary.md", "t2_band_ratio.png", "t4_projection_vs_p.png", "t2_curve.json", "t4_curve.json"):
         assert (out / name).exists(), name
     assert "T1" in md and "PASS" in md and md == (out / "summary.md").read_text()
-    assert [r["statement"] for r in json.loads((out / "verify.json").read_text())["statements"]] == ["T1", "T2", "T3", "T4", "T5"]
+    assert [r["statement"] for r in json.loads((out / "verify.json").read_text())["statements"]] == ALL
     assert json.loads((out / "config.json").read_text())["config"]["cases"] == 2
     assert len(calls) == 1
     assert stages.theory(out, "quick", overwrite=False) == md  # finished: not recomputed
