@@ -19,7 +19,7 @@ from typing import Sequence
 # (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
 COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("reproduce", None): ("initlab.commands.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head score scale, synthetic SPLADE) and write a report"),
-    ("theory", "verify"): ("initlab.commands.theory:verify_main", "check the attention-gradient theorems T1-T5 on fresh random cases"),
+    ("theory", "verify"): ("initlab.commands.theory:verify_main", "check the attention-gradient statements (T1-T7) on fresh random cases"),
     ("theory", "score-scale"): ("initlab.commands.theory:score_scale_main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
     ("synthetic", "spt"): ("initlab.commands.synthetic:spt_main", "synthetic length-100 self-pretraining experiments"),
     ("synthetic", "run"): ("initlab.commands.synthetic:run_main", "deprecated name of synthetic spt, kept for one release"),

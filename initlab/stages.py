@@ -56,7 +56,8 @@ def finished_summary(out_dir: Path, overwrite: bool) -> str | None:
 def theory(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
     """The ``theory`` stage: verify every statement, the T2 and T4 curves, two figures; markdown summary.
 
-    Writes ``config.json``, ``verify.json``, ``t2_curve.json``, ``t4_curve.json``, ``t2_band_ratio.png``,
+    Writes ``config.json``, ``verify.json``, ``t2_curve.json``, ``t4_curve.json``, ``t6_dropout.json``,
+    ``t7_table.json``, ``t2_band_ratio.png``, ``t6_dropout_rate.png``, ``t7_depth.png``,
     ``t4_projection_vs_p.png``, ``summary.md``, then ``DONE``; finished pieces are kept as cells.
 
     Raises:
@@ -88,6 +89,11 @@ def _theory(out_dir: Path, preset: str, overwrite: bool) -> str:
     if not run.has_cell("t4_curve", key=t4_args):
         run.save_cell("t4_curve", t4_projection_curve(**t4_args), key=t4_args)
     t2, t4 = run.load_cell("t2_curve", key=t2_args), run.load_cell("t4_curve", key=t4_args)
+    measured = {r["statement"]: r.get("measured", {}) for r in report["statements"]}
+    if measured.get("T6", {}).get("dropout_mc"):
+        run.write_json("t6_dropout.json", measured["T6"]["dropout_mc"]["rows"])
+    if measured.get("T7", {}).get("table"):
+        run.write_json("t7_table.json", measured["T7"]["table"])
     run.write_json("t2_curve.json", t2)
     run.write_json("t4_curve.json", t4)
     theory_figures.draw_all(out_dir)
@@ -127,7 +133,7 @@ def t4_projection_curve(seed: int, ps: Sequence[float], T: int, K: int, q: float
 
 def _theory_summary(report: dict[str, Any], preset: str, t2: list[dict], t4: list[dict]) -> str:
     lines = [
-        "## Theory: attention-gradient theorems T1-T5",
+        "## Theory: attention-gradient theorems T1, T1', T2, T3, T3', T4, T5, T6, T7",
         "",
         f"`initlab theory verify` (preset `{preset}`, {report['config']['cases']} cases per statement, "
         f"seed {report['config']['seed']}, symbolic derivations {'on' if report['config']['symbolic'] else 'off'}): "
@@ -149,7 +155,8 @@ def _theory_summary(report: dict[str, Any], preset: str, t2: list[dict], t4: lis
     lines += ["", "T4 expected descent projection on the off-diagonal band, copy path (closed form / MC linearised / MC cross-entropy at beta = 1):", ""]
     for row in t4:
         lines.append(f"- p = {row['p']:.2f}: {row['closed_form']:.4g} / {row['mc_linear']:.4g} ± {row['mc_linear_se']:.1g} / {row['mc_ce']:.4g} ± {row['mc_ce_se']:.1g}")
-    lines += ["", "Figures: `t2_band_ratio.png`, `t4_projection_vs_p.png`; full report: `verify.json`."]
+    lines += ["", "Figures: `t2_band_ratio.png`, `t4_projection_vs_p.png`, `t6_dropout_rate.png`, `t7_depth.png`; "
+                  "full report: `verify.json`; statements, derivations and checks: docs/theory.md."]
     return "\n".join(lines) + "\n"
 
 

@@ -23,7 +23,7 @@ __all__ = ["STAGE_TITLES", "extract_tables", "render_stage", "write_tables", "co
 
 #: stage folder -> page title, in the order of the report
 STAGE_TITLES: dict[str, str] = {
-    "theory": "Theory: attention-gradient theorems T1-T5",
+    "theory": "Theory: attention-gradient statements T1-T7",
     "spt": "Synthetic self-pretraining (local task, T = 100)",
     "score_scale": "MLM-head score scale: theory vs Monte Carlo",
     "splade": "Synthetic SPLADE: collapse and recovery under MLM-head rescaling",

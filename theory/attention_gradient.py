@@ -1,7 +1,7 @@
 """Attention-score gradients at uniform attention: theorems T1, T2, T3 and T5 (T4 is in
 :mod:`initlab.theory.attention_masked`).
 
-Setting (issue 2, item 4). One attention layer on one sequence of length T:
+Setting. One attention layer on one sequence of length T:
 
     X : (T, d)            token representations (embeddings + positions)
     S : (H, T, T)         attention scores per head h (rows i = queries, columns j = keys)
@@ -130,7 +130,7 @@ Tensor = torch.Tensor
 
 
 # ----------------------------------------------------------------------------------------------
-# input checks (issue 2, item 6)
+# input checks
 # ----------------------------------------------------------------------------------------------
 def check_matrix(x: Tensor, name: str, shape: tuple, expected: str) -> Tensor:
     """Check that ``x`` is a finite tensor of ``shape`` (``None`` = any size) and return it.

@@ -16,13 +16,13 @@ __all__ = ["verify_main", "score_scale_main"]
 
 def verify_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """``initlab theory verify [--json PATH] [--seed N] [--cases N] [--t-max N] [--mc-samples N] [--symbolic]``."""
-    parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description="Check the attention-gradient theorems T1-T5 on fresh random cases.")
+    parser = argparse.ArgumentParser(prog=prog or "initlab theory verify", description="Check the attention-gradient statements T1, T1', T2, T3, T3', T4, T5, T6, T7 on fresh random cases.")
     parser.add_argument("--json", type=Path, default=None, help="also write the full report as JSON to PATH")
     parser.add_argument("--seed", type=int, default=verify.BASE.seed, help="base seed, an integer in [0, 2^40) (default 0)")
     parser.add_argument("--cases", type=int, default=verify.BASE.cases, help="random cases per statement (default 20)")
     parser.add_argument("--t-max", type=int, default=verify.BASE.t_max, help="largest sequence length T of the random cases (default 128; T4's Monte Carlo uses T in 4..24)")
     parser.add_argument("--mc-samples", type=int, default=verify.BASE.mc_samples, help="Monte Carlo sequences per T4 run (default 20000)")
-    parser.add_argument("--symbolic", action="store_true", help="also run the sympy derivations (about 15 s)")
+    parser.add_argument("--symbolic", action="store_true", help="also run the sympy derivations of all nine statements (1 to 2 minutes)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
     try:
