@@ -45,7 +45,7 @@ from initlab.runs import NonFiniteError, RunDir, torch_threads
 from initlab.synthetic.splade_data import CorpusConfig, make_corpus
 from initlab.synthetic.splade_families import FAMILIES, FamilyConfig, prepare_family_backbone, scale_backbone
 
-__all__ = ["PhaseConfig", "PRESETS", "MODES", "CellSpec", "cell_spec", "grid", "cell_key", "run_phase_cell",
+__all__ = ["PhaseConfig", "PRESETS", "MODES", "CellSpec", "cell_spec", "grid", "cell_key", "collapse_verdict", "run_phase_cell",
            "inspect_cell", "run_phase"]
 
 #: the three ways of applying s and k (see the module docstring).
@@ -207,6 +207,22 @@ def _hidden(hf, feats: dict[str, torch.Tensor]) -> torch.Tensor:
     return out.hidden_states[-1][feats["attention_mask"].bool()].double()
 
 
+def collapse_verdict(curve: list[dict[str, Any]], q: torch.Tensor, d: torch.Tensor, scores: torch.Tensor,
+                     vocab_size: int, finite_weights: bool, cfg: PhaseConfig):
+    """The collapse verdict of one trained cell: :func:`initlab.nn.collapse.detect_collapse` on the loss
+    curve, the mean active dims of the query ``q (Nq, V)`` and document ``d (Nd, V)`` term weights, the
+    document vectors (near-constant rule) and ``scores (Nq, Nd)`` (identical-rankings rule), with the
+    thresholds of ``cfg``. Returns a :class:`initlab.nn.collapse.CollapseVerdict`."""
+    from initlab.nn.collapse import detect_collapse
+
+    q_active = float((q > 0).sum(1).double().mean())
+    d_active = float((d > 0).sum(1).double().mean())
+    return detect_collapse(losses=curve, q_active=q_active, d_active=d_active, vocab_size=vocab_size,
+                           finite_weights=finite_weights, doc_vectors=d, scores=scores,
+                           dense_fraction=cfg.dense_fraction, max_mean_cosine=cfg.max_mean_cosine,
+                           max_same_ranking=cfg.max_same_ranking)
+
+
 def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir: str) -> dict[str, Any]:
     """Train and evaluate one :class:`CellSpec`; returns the JSON-ready cell record.
 
@@ -218,7 +234,6 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
     ``tied_after`` (whether the head is still tied after training) and ``seconds``.
     """
     from initlab.mlmhead import is_tied
-    from initlab.nn.collapse import detect_collapse
     from initlab.synthetic import splade as sp
 
     t0 = time.perf_counter()
@@ -243,10 +258,7 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
             return rec
         metrics, q, d, scores = sp.evaluate(model, corpus, cfg, return_vectors=True)
         finite_weights = all(bool(torch.isfinite(p).all()) for p in model.parameters())
-        verdict = detect_collapse(losses=curve, q_active=metrics["q_active_dims"], d_active=metrics["d_active_dims"],
-                                  vocab_size=len(corpus.vocab), finite_weights=finite_weights, doc_vectors=d,
-                                  scores=scores, dense_fraction=cfg.dense_fraction,
-                                  max_mean_cosine=cfg.max_mean_cosine, max_same_ranking=cfg.max_same_ranking)
+        verdict = collapse_verdict(curve, q, d, scores, len(corpus.vocab), finite_weights, cfg)
         final = sp.measure_init(model, corpus, cfg, spec.seed) if finite_weights else None
     rec.update({**metrics, "loss_curve": curve, "collapse": verdict.reasons, "collapse_stats": verdict.stats,
                 "final": final, "tied_after": is_tied(hf), "seconds": time.perf_counter() - t0})
@@ -276,6 +288,34 @@ def _pretrain(folder: str, family: str, cfg: PhaseConfig, seed: int) -> str:
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed))
+
+
+class _InlinePool:
+    """``workers = 1``: run each job at submit time in this process (no process start-up, same results)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        fut: Future = Future()
+        try:
+            fut.set_result(fn(*args))
+        except Exception as err:  # re-raised by fut.result(), as in a process pool
+            fut.set_exception(err)
+        return fut
+
+
+def _pool(workers: int):
+    if workers == 1:
+        return _InlinePool()
+    import multiprocessing
+
+    return ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, mp_context=multiprocessing.get_context("spawn"))
 
 
 def _worker_init() -> None:
@@ -320,8 +360,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
                     if not rd.has_cell(f"inspect_{f}_s={s:g}", key=_inspect_key(cfg, f, s))]
     bb = {(f, seed): str(rd.root / "backbone" / f"{f}_seed={seed}") for f in cfg.families for seed in cfg.seeds}
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init,
-                             mp_context=__import__("multiprocessing").get_context("spawn")) as pool:
+    with _pool(workers) as pool:
         futs = [pool.submit(_pretrain, folder, f, cfg, seed) for (f, seed), folder in bb.items()]
         for fut in tqdm(futs, desc="MLM pretraining (families)", disable=not progress):
             fut.result()
