@@ -458,21 +458,38 @@ def run_cell(backbone_dir: Path, corpus: SyntheticCorpus, cfg: SpladeSweepConfig
 
     Returns a JSON-ready dict: ``inflation``, ``k``, ``seed``, ``init`` (:func:`measure_init`),
     ``loss_curve`` (:func:`train_cell`), the metrics of :func:`evaluate`, ``collapse`` (list of
-    reasons, see :func:`detect_collapse`) and ``seconds``. A collapsed cell issues a ``RuntimeWarning``.
+    reasons, see :func:`detect_collapse`, with the near-constant rules on the document vectors and
+    scores), ``failed`` (the :class:`initlab.runs.NonFiniteError` message that stopped training, or None;
+    a failed cell has no metrics and counts as collapsed) and ``seconds``. A collapsed cell issues a
+    ``RuntimeWarning``.
     """
+    from initlab.runs import NonFiniteError
+
     t0 = time.perf_counter()
     model = load_encoder(backbone_dir, inflation, k, cfg, seed)
     init = measure_init(model, corpus, cfg, seed)
-    curve = train_cell(model, corpus, cfg, seed, work_dir)
-    metrics = evaluate(model, corpus, cfg)
+    try:
+        curve = train_cell(model, corpus, cfg, seed, work_dir)
+    except NonFiniteError as err:
+        warnings.warn(f"SPLADE cell {cell_name(inflation, k, seed)} failed: {err}", RuntimeWarning, stacklevel=2)
+        return {"inflation": inflation, "k": k, "seed": seed, "failed": str(err), "collapse": [str(err)],
+                "init": init, "loss_curve": [], "seconds": time.perf_counter() - t0,
+                **{m: None for m in ("ndcg@10", "mrr@10", "q_active_dims", "d_active_dims", "flops")}}
+    metrics, _, d, scores = evaluate(model, corpus, cfg, return_vectors=True)
     finite_weights = all(bool(torch.isfinite(p).all()) for p in model.parameters())
     reasons = detect_collapse(curve, metrics["q_active_dims"], metrics["d_active_dims"], len(corpus.vocab),
-                              finite_weights, cfg.dense_fraction)
+                              finite_weights, cfg.dense_fraction, doc_vectors=d, scores=scores)
     if reasons:
         warnings.warn(f"SPLADE cell {cell_name(inflation, k, seed)} collapsed: {'; '.join(reasons)}",
                       RuntimeWarning, stacklevel=2)
-    return {"inflation": inflation, "k": k, "seed": seed, **metrics, "collapse": reasons, "init": init,
-            "loss_curve": curve, "seconds": time.perf_counter() - t0}
+    return {"inflation": inflation, "k": k, "seed": seed, **metrics, "failed": None, "collapse": reasons,
+            "init": init, "loss_curve": curve, "seconds": time.perf_counter() - t0}
+
+
+def sweep_cell_key(cfg: SpladeSweepConfig, inflation: float, k: float, seed: int) -> dict[str, Any]:
+    """The config one sweep cell depends on: its grid point and the recipe (not the grid lists)."""
+    recipe = {key: v for key, v in to_dict(cfg).items() if key not in ("inflations", "ks", "seeds")}
+    return {"inflation": inflation, "k": k, "seed": seed, "recipe": recipe}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -505,10 +522,11 @@ def _run_cells(rd: RunDir, cfg: SpladeSweepConfig, progress: bool, draw: Callabl
     for seed, inflation, k in bar:
         name = cell_name(inflation, k, seed)
         bar.set_postfix_str(name)
-        if rd.has_cell(name):
+        if rd.has_cell(name, key=sweep_cell_key(cfg, inflation, k, seed)):
             continue
         backbone = prepare_backbone(rd.root / "backbone" / f"seed={seed}", corpus, cfg.backbone, seed, progress=progress)
-        rd.save_cell(name, run_cell(backbone, corpus, cfg, inflation, k, seed, rd.root / "trainer_tmp"))
+        rd.save_cell(name, run_cell(backbone, corpus, cfg, inflation, k, seed, rd.root / "trainer_tmp"),
+                     key=sweep_cell_key(cfg, inflation, k, seed))
     rows = collect_rows(rd)
     rd.write_json("metrics.json", {"cells": [rd.load_cell(cell_name(i, k, s)) for s, i, k in grid], "table": rows})
     rd.write_csv("metrics.csv", rows)

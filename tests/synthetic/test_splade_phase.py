@@ -185,13 +185,20 @@ def test_non_finite_gradient_stops_the_cell_and_records_it_as_failed(backbone, t
     assert issubclass(NonFiniteError, FloatingPointError) and callable(sp.finite_guard_callback)
 
 
-def test_phase_end_to_end_tables_figures_and_finished_guard(tmp_path):
+@pytest.fixture(scope="module")
+def phase_run(tmp_path_factory):
     from initlab.paper_figs.synthetic_splade_figures import draw_phase
 
-    out = tmp_path / "run"
+    out = tmp_path_factory.mktemp("phase") / "run"
+    torch.set_num_threads(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ph.run_phase(out, TINY, progress=False, draw=draw_phase, workers=1)
+    return out
+
+
+def test_phase_end_to_end_tables_and_figures(phase_run):
+    out = phase_run
     assert (out / "DONE").exists()
     report = json.loads((out / "phase.json").read_text())
     assert report["distinct_cells"] == 5 and report["grid_points"] == 8 and len(report["rows"]) == 8
@@ -209,6 +216,20 @@ def test_phase_end_to_end_tables_figures_and_finished_guard(tmp_path):
     for name in ("splade_phase_bert.png", "splade_init_vs_final_loss.png", "splade_recommended_vs_best_k.png",
                  "splade_theory_vs_measured.png"):
         assert (out / name).stat().st_size > 5000, name
-    assert "| bert | tied |" not in (out / "summary.md").read_text() and "### bert, mode `tied`" in (out / "summary.md").read_text()
+    assert "### bert, mode `tied`" in (out / "summary.md").read_text()
+
+
+def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_run, monkeypatch, capsys):
+    from initlab import stages
+    from initlab.commands import synthetic as synthetic_cmd
+
     with pytest.raises(RunExistsError):
-        ph.run_phase(out, TINY, progress=False, workers=1)
+        ph.run_phase(phase_run, TINY, progress=False, workers=1)
+    monkeypatch.setitem(ph.PRESETS, "quick", TINY)
+    md = stages.splade(phase_run, "quick", overwrite=False)  # DONE: nothing is rerun
+    assert "### bert, mode `tied`" in md and "splade_phase_bert.png" in md
+    with pytest.raises(ValueError, match="preset"):
+        stages.splade(phase_run, "huge", overwrite=False)
+    with pytest.raises(SystemExit):
+        synthetic_cmd.splade_main(["--preset", "quick", "--out", str(phase_run)])  # finished run, no --overwrite
+    assert "already holds a finished run" in capsys.readouterr().err
