@@ -200,7 +200,7 @@ def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, 
     """MLM-pretrained tied backbone of ``family`` saved in ``folder`` (reused if finished there).
 
     The folder holds the model and tokenizer files, ``mlm_losses.json`` and ``natural_scale.json``
-    (:func:`natural_scale` on the first 64 corpus documents). Returns ``folder``.
+    (:func:`natural_scale` on the first 64 corpus documents, and ``pretrain_cpu_seconds``). Returns ``folder``.
 
     Raises:
         ValueError: unknown ``family``.
@@ -209,6 +209,9 @@ def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, 
     folder = Path(folder)
     if (folder / "natural_scale.json").exists():
         return folder
+    import time
+
+    c0 = time.process_time()
     tokenizer = family_tokenizer(family, corpus.vocab)
     model = build_family_model(family, len(corpus.vocab), cfg, seed)
     losses = pretrain_mlm(model, tokenizer, list(corpus.docs.values()), cfg, seed, progress=progress)
@@ -221,7 +224,8 @@ def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, 
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "mlm_losses.json").write_text(json.dumps(losses))
-    (tmp / "natural_scale.json").write_text(json.dumps({"family": family, **scale}))
+    (tmp / "natural_scale.json").write_text(json.dumps({"family": family, **scale,
+                                                        "pretrain_cpu_seconds": time.process_time() - c0}))
     if folder.exists():
         shutil.rmtree(folder)
     tmp.rename(folder)

@@ -231,12 +231,13 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
     hidden states on the first ``init_batch`` documents, before training), ``loss_curve``, the metrics of
     :func:`initlab.synthetic.splade.evaluate` (None for a failed cell), ``failed`` (the non-finite error
     message or None), ``collapse`` (reasons; a failed cell has its error as reason), ``collapse_stats``,
-    ``tied_after`` (whether the head is still tied after training) and ``seconds``.
+    ``tied_after`` (whether the head is still tied after training), ``seconds`` (wall) and ``cpu_seconds``
+    (this process's CPU time: with one thread, about the wall time on an idle core).
     """
     from initlab.mlmhead import is_tied
     from initlab.synthetic import splade as sp
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     corpus = make_corpus(cfg.corpus)
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -254,6 +255,7 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
         except NonFiniteError as err:
             rec.update({"loss_curve": [], "failed": str(err), "collapse": [str(err)], "collapse_stats": {},
                         "final": None, "tied_after": None, "seconds": time.perf_counter() - t0,
+                        "cpu_seconds": time.process_time() - c0,
                         **{m: None for m in ("ndcg@10", "mrr@10", "q_active_dims", "d_active_dims", "flops")}})
             return rec
         metrics, q, d, scores = sp.evaluate(model, corpus, cfg, return_vectors=True)
@@ -261,7 +263,8 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
         verdict = collapse_verdict(curve, q, d, scores, len(corpus.vocab), finite_weights, cfg)
         final = sp.measure_init(model, corpus, cfg, spec.seed) if finite_weights else None
     rec.update({**metrics, "loss_curve": curve, "collapse": verdict.reasons, "collapse_stats": verdict.stats,
-                "final": final, "tied_after": is_tied(hf), "seconds": time.perf_counter() - t0})
+                "final": final, "tied_after": is_tied(hf), "seconds": time.perf_counter() - t0,
+                "cpu_seconds": time.process_time() - c0})
     return rec
 
 
