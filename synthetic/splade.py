@@ -417,11 +417,14 @@ def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int
     )
     guard = finite_guard_callback(f"synthetic SPLADE training (seed {seed})")
     with _quiet():
-        trainer = SparseEncoderTrainer(
-            model=model, args=args, train_dataset=ds, loss=loss,
-            callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
-                                                                warmup_ratio=cfg.reg_warmup_ratio), guard],
-        )
+        import io
+
+        with contextlib.redirect_stderr(io.StringIO()):  # the model card's "Computing widget examples" bar
+            trainer = SparseEncoderTrainer(
+                model=model, args=args, train_dataset=ds, loss=loss,
+                callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
+                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard],
+            )
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
         trainer.remove_callback(PrinterCallback)  # logs go to the cell's loss curve, not stdout

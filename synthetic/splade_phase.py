@@ -277,8 +277,10 @@ def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> 
     from initlab.mlmhead.report import inspect_model
     from initlab.synthetic.splade_families import load_family_backbone
 
+    from initlab.synthetic.splade import _quiet
+
     corpus = make_corpus(cfg.corpus)
-    with torch_threads(cfg.torch_threads), warnings.catch_warnings():
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings(), _quiet():
         warnings.simplefilter("ignore")
         model, tok = load_family_backbone(Path(backbone_dir))
         scale_backbone(model, s, s, tied=True)
@@ -288,7 +290,9 @@ def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> 
 
 
 def _pretrain(folder: str, family: str, cfg: PhaseConfig, seed: int) -> str:
-    with torch_threads(cfg.torch_threads), warnings.catch_warnings():
+    from initlab.synthetic.splade import _quiet
+
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings(), _quiet():
         warnings.simplefilter("ignore")
         return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed))
 
