@@ -112,6 +112,10 @@ PRESETS: dict[str, PhaseConfig] = {
     # the fresh seed on which the alternative recommended-k rule (``edge_k`` in
     # :mod:`initlab.synthetic.splade_phase_report`) is tested: the default recipe, tied mode, seed 1
     "confirm": derive(BASE, modes=("tied",), seeds=(1,)),
+    # the fresh seed for the input-side check at equal output scale (s = 1/4, k = 16: tied e = h = 1/64
+    # against output-only e = 1/4, h = 1/64), added after the seed-0 default run; see docs/synthetic_splade.md
+    "confirm-input": derive(BASE, modes=("tied", "k_output"), head_scales=(0.25,), ks=(1.0, 16.0),
+                            output_ks=(16.0,), seeds=(1,)),
 }
 
 
