@@ -59,7 +59,7 @@ def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Pat
     seed = rep["config"]["seeds"][0]
     modes = [m for m in rep["config"]["modes"] if any(r["family"] == family and r["mode"] == m for r in rep["rows"])]
     fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes), 3.6), squeeze=False)
-    for ax, mode in zip(axes[0], modes):
+    for col, (ax, mode) in enumerate(zip(axes[0], modes)):
         rs = [r for r in rep["rows"] if r["family"] == family and r["mode"] == mode and r["seed"] == seed]
         ss, ks = sorted({r["s"] for r in rs}), sorted({r["k"] for r in rs})
         M = np.full((len(ss), len(ks)), np.nan)
@@ -76,7 +76,8 @@ def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Pat
         ax.set_xticks(range(len(ks)), [f"{k:g}" for k in ks])
         ax.set_yticks(range(len(ss)), [f"{s:g}" for s in ss])
         ax.set_xlabel("rescaling k")
-        ax.set_ylabel("head scale s")
+        if col == 0:
+            ax.set_ylabel("head scale s")
         ax.set_title(_MODE_TITLES.get(mode, mode), fontsize=9)
     fig.colorbar(im, ax=axes[0].tolist(), label="nDCG@10", shrink=0.85)
     fig.suptitle(f"{family}: nDCG@10 (seed {seed}); C = collapsed (hatched), F = non-finite", fontsize=10)
