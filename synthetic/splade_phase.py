@@ -393,6 +393,9 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
                 rd.save_cell(f"inspect_{f}_s={s:g}", res, key=_inspect_key(cfg, f, s))
             bar.update(1)
         bar.close()
+    import shutil
+
+    shutil.rmtree(rd.root / "trainer_tmp", ignore_errors=True)
     write_report(rd, cfg, points, seconds=time.perf_counter() - t0)
     if draw is not None:
         try:

@@ -422,7 +422,8 @@ def rewrite_report(results_dir: str | Path) -> dict[str, Any]:
     cfg = from_dict(PhaseConfig, json.loads((root / "config.json").read_text())["config"])
     rd = object.__new__(RunDir)  # a finished folder, opened read-only for its cells (RunDir() refuses it)
     rd.root, rd.config_record = root, None
-    return write_report(rd, cfg, grid(cfg))
+    old = json.loads((root / "phase.json").read_text()) if (root / "phase.json").exists() else {}
+    return write_report(rd, cfg, grid(cfg), seconds=old.get("sweep_seconds"))
 
 
 def main(argv: list[str] | None = None) -> int:
