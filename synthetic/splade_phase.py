@@ -24,7 +24,7 @@ and the sweep goes on. Per (family, s) the report of ``initlab mlmhead inspect``
 
 Outputs: ``config.json``, ``backbone/<family>/`` (pretrained, with ``natural_scale.json``),
 ``cells/*.json`` (resumable, each keyed by its own config), then the tables and figures written by
-:mod:`initlab.synthetic.splade_phase_report`, then ``DONE``.
+:mod:`initlab.synthetic.splade_phase_summary`, then ``DONE``.
 """
 
 from __future__ import annotations
@@ -346,7 +346,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     """Run (or resume) the phase diagram of ``cfg`` into ``out``; finished cells are not redone.
 
     Backbones are pretrained once per (family, seed); each distinct cell is trained once, in
-    ``workers`` processes (results do not depend on it). Then :func:`initlab.synthetic.splade_phase_report.write_report` writes the
+    ``workers`` processes (results do not depend on it). Then :func:`initlab.synthetic.splade_phase_summary.write_report` writes the
     tables, ``draw(out)`` the figures (from the saved files), and ``DONE`` is written.
 
     Raises:
@@ -356,7 +356,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     """
     from tqdm.auto import tqdm
 
-    from initlab.synthetic.splade_phase_report import write_report
+    from initlab.synthetic.splade_phase_summary import write_report
 
     _check(cfg)
     if workers < 1:
