@@ -86,6 +86,15 @@ def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Pat
     return Path(path)
 
 
+def _plain_log_ticks(axis) -> None:
+    """Major ticks of a log axis as plain numbers, no minor labels (they overlap on short ranges)."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(ScalarFormatter())
+    axis.set_minor_formatter(NullFormatter())
+
+
 def _unique_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen, out = set(), []
     for r in rows:
@@ -116,6 +125,7 @@ def plot_init_vs_final(rep: dict[str, Any], path: str | Path) -> Path:
     ax.set_xlabel("initial InfoNCE (nats, fixed batch)")
     ax.set_ylabel(f"final InfoNCE after {rep['config']['steps']} steps (same batch)")
     ax.set_xscale("log")
+    _plain_log_ticks(ax.xaxis)
     ax.legend(fontsize=8, title="family (red edge: collapsed)", title_fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -172,6 +182,8 @@ def plot_theory(theory: dict[str, Any], families: Sequence[str], path: str | Pat
             ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log_ticks(ax.xaxis)
+        _plain_log_ticks(ax.yaxis)
         ax.set_xlabel(f"theory: {label}")
         ax.set_ylabel(f"measured: {label}")
     axes[0].legend(fontsize=8)
