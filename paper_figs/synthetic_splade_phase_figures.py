@@ -108,7 +108,7 @@ def plot_init_vs_final(rep: dict[str, Any], path: str | Path) -> Path:
     """Initial vs final InfoNCE per distinct cell; colour log2(h) (output scale), marker family; x: collapsed."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    cells = [r for r in _unique_cells(rep["rows"]) if r["final_infonce"] is not None]
+    cells = [r for r in _unique_cells(rep["rows"]) if r["final_infonce"] is not None and r["init_infonce"] is not None]
     for fam in rep["config"]["families"]:
         rs = [r for r in cells if r["family"] == fam]
         if not rs:

@@ -55,7 +55,7 @@ __all__ = ["roughness", "steps_to_threshold", "ndcg_or_zero", "phase_rows", "rec
 
 def roughness(curve: list[dict[str, Any]]) -> float | None:
     """RMS second difference (nats) of the logged InfoNCE part ``ranking``; None with < 3 finite points."""
-    r = [row["ranking"] for row in curve if row.get("ranking") is not None and math.isfinite(row["ranking"])]
+    r = [row["ranking"] for row in curve if _num(row.get("ranking")) is not None]
     if len(r) < 3:
         return None
     d2 = np.diff(np.asarray(r, dtype=float), n=2)
@@ -65,9 +65,14 @@ def roughness(curve: list[dict[str, Any]]) -> float | None:
 def steps_to_threshold(curve: list[dict[str, Any]], threshold: float) -> int | None:
     """First logged step whose InfoNCE part is <= ``threshold``; None if never."""
     for row in curve:
-        if row.get("ranking") is not None and row["ranking"] <= threshold:
+        if _num(row.get("ranking")) is not None and row["ranking"] <= threshold:
             return int(row["step"])
     return None
+
+
+def _num(v: Any) -> float | None:
+    """A finite float, or None (missing, or non-finite: saved as the strings "nan"/"inf")."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def ndcg_or_zero(cell: dict[str, Any]) -> float:
@@ -92,13 +97,13 @@ def phase_rows(points: list[dict[str, Any]], cells: dict[str, dict[str, Any]], c
             "collapsed": bool(c["collapse"]), "failed": c["failed"] is not None, "collapse": "; ".join(c["collapse"]),
             "mean_doc_cosine": c.get("collapse_stats", {}).get("mean_doc_cosine"),
             "same_ranking_share": c.get("collapse_stats", {}).get("same_ranking_share"),
-            "init_infonce": c["init"]["ranking_loss"], "final_infonce": fin.get("ranking_loss"),
-            "first_logged_ranking": curve[0]["ranking"] if curve else None,
-            "final_logged_ranking": last.get("ranking"), "final_logged_loss": last.get("loss"),
+            "init_infonce": _num(c["init"]["ranking_loss"]), "final_infonce": _num(fin.get("ranking_loss")),
+            "first_logged_ranking": _num(curve[0]["ranking"]) if curve else None,
+            "final_logged_ranking": _num(last.get("ranking")), "final_logged_loss": _num(last.get("loss")),
             "steps_to_threshold": steps_to_threshold(curve, cfg.loss_threshold), "roughness": roughness(curve),
-            "init_logit_std": c["init"]["logit_std"], "init_head_norm": c["init"]["head_norm"],
-            "init_active_fraction": c["init"]["active_fraction"], "init_flops": c["init"]["flops"],
-            "init_d_active_dims": c["init"]["d_active_dims"], "hidden_rel_change": c["hidden_rel_change"],
+            **{f"init_{key}": _num(c["init"][key]) for key in ("logit_std", "head_norm", "active_fraction", "flops",
+                                                              "d_active_dims")},
+            "hidden_rel_change": _num(c["hidden_rel_change"]),
             "tied_after": c.get("tied_after"), "seconds": c["seconds"],
         })
     return rows
@@ -230,8 +235,8 @@ def verdicts(rows: list[dict[str, Any]], stab: list[dict[str, Any]], cfg) -> dic
         return a is not None and b is not None and a - b > m
     res["small_norm_harm"] = {f: small_norm(f) for f in fams}
     res["high_initial_loss_and_poor_minimum"] = {
-        f: any(r["family"] == f and r["s"] == s_max and r["poor_minimum"] and r["init_infonce_k1"] > r["init_infonce_best"]
-               for r in stab) for f in fams}
+        f: any(r["family"] == f and r["s"] == s_max and r["poor_minimum"] and None not in (r["init_infonce_k1"], r["init_infonce_best"])
+               and r["init_infonce_k1"] > r["init_infonce_best"] for r in stab) for f in fams}
     verdict = {key: {"per_family": val, "overall": _overall(val)} for key, val in res.items()}
     points = ((1.0, 16.0), (s_min, 4.0), (s_min, 16.0))  # the last: the second preregistration (seed 1)
     verdict["input_side"] = {f: {f"s={s:g},k={k:g}": _input_side(rows, f, s, k, m) for s, k in points} for f in fams}
@@ -268,12 +273,17 @@ def predicted_infonce(score_spread: float, batch: int, draws: int = 2000, seed: 
 def theory_rows(cells: dict[str, dict[str, Any]], vocab: int, cfg) -> list[dict[str, Any]]:
     """Per cell: measured initial InfoNCE, active fraction and FLOPS beside
     :func:`initlab.theory.score_scale.theory_row` at the cell's measured logit mean and sigma (k = 1:
-    the cell is already scaled), with L_q, L_d measured and B = ``init_batch``."""
+    the cell is already scaled), with L_q, L_d measured and B = ``init_batch``. Cells with non-finite
+    initial measurements are left out."""
     from initlab.theory.score_scale import BASE as SS, theory_row
 
     out = []
+    keys = ("L_q", "L_d", "bias_mean", "logit_mean", "logit_std", "ranking_loss", "active_fraction", "flops",
+            "score_spread")
     for name, c in sorted(cells.items()):
         i = c["init"]
+        if any(_num(i.get(key)) is None for key in keys):
+            continue  # a non-finite model at initialisation has nothing to compare
         tcfg = derive(SS, vocab=vocab, L_q=max(1, round(i["L_q"])), L_d=max(1, round(i["L_d"])), batch=cfg.init_batch,
                       lambda_q=cfg.lambda_q, lambda_d=cfg.lambda_d, mu_b=i["bias_mean"],
                       mu_h=i["logit_mean"] - i["bias_mean"], pooling="max", mc_batches=2)

@@ -233,3 +233,19 @@ def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_ru
     with pytest.raises(SystemExit):
         synthetic_cmd.splade_main(["--preset", "quick", "--out", str(phase_run)])  # finished run, no --overwrite
     assert "already holds a finished run" in capsys.readouterr().err
+
+
+def test_tables_of_a_failed_cell_hold_no_nan_numbers():
+    """A cell stopped by a non-finite gradient: its saved "nan" strings become None, never numbers."""
+    failed = {"family": "bert", "tied": True, "e": 1.0, "h": 1.0, "seed": 0, "failed": "non-finite gradient at step 1",
+              "collapse": ["non-finite gradient at step 1"], "collapse_stats": {}, "loss_curve": [], "final": None,
+              "hidden_rel_change": 0.0, "seconds": 1.0, "ndcg@10": None, "mrr@10": None, "flops": None,
+              "q_active_dims": None, "d_active_dims": None,
+              "init": {key: "nan" for key in ("ranking_loss", "logit_std", "head_norm", "active_fraction", "flops",
+                                              "d_active_dims", "L_q", "L_d", "bias_mean", "logit_mean", "score_spread")}}
+    point = {"family": "bert", "mode": "tied", "s": 1.0, "k": 1.0, "seed": 0, "cell": "c"}
+    (row,) = rep.phase_rows([point], {"c": failed}, TINY)
+    assert row["failed"] and row["collapsed"] and row["ndcg@10"] is None
+    assert row["init_infonce"] is None and row["init_logit_std"] is None and row["roughness"] is None
+    assert rep.theory_rows({"c": failed}, 42, TINY) == []
+    assert rep._best_k([row], "bert", "tied", 1.0) == (1.0, 0.0)  # counts as nDCG 0
