@@ -54,7 +54,8 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
                                      description=splade_phase.__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=list(splade_phase.PRESETS), default="default",
                         help="grid size: quick (smoke test), default (4 families, s in 1/4,1,16, k in 1..64), full "
-                             "(s, k in 1/4..64, three modes, 3 seeds), confirm (seed 1, tied: the recommended-k rule check)")
+                             "(s, k in 1/4..64, three modes, 3 seeds), confirm (seed 1, tied: the recommended-k rule check), confirm-input "
+                             "(seed 1, s = 1/4, k in 1, 16, tied and output-only: the input-side check)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--workers", type=int, default=2, help="processes training cells in parallel (default 2)")
