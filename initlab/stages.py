@@ -9,7 +9,7 @@ reproduction), ``full`` (larger grids and more seeds, still CPU).
 * ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theory.verify`);
 * ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt`);
 * ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theory.score_scale`);
-* ``splade``      -- synthetic SPLADE under MLM-head rescaling (:mod:`initlab.synthetic.splade`);
+* ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade_phase`);
 * ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.sweep`).
 """
 
@@ -27,7 +27,7 @@ from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
 from initlab.runs import RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.synthetic import spt as synthetic_spt
-from initlab.synthetic import splade as synthetic_splade
+from initlab.synthetic import splade_phase
 from initlab.theory import attention_gradient as ag
 from initlab.theory import attention_masked as am
 from initlab.theory import score_scale, verify
@@ -253,7 +253,8 @@ def _score_scale_summary(cfg: score_scale.ScoreScaleConfig, rows: list[dict[str,
 # synthetic SPLADE
 # ------------------------------------------------------------------------------------------------
 def splade(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
-    """The ``splade`` stage: the synthetic SPLADE sweep of ``preset`` and its figures; markdown summary.
+    """The ``splade`` stage: the synthetic SPLADE phase diagram of ``preset`` (four families, head scale s x
+    rescaling k) and its figures; markdown summary.
 
     Raises:
         ValueError: unknown ``preset``.
@@ -261,8 +262,8 @@ def splade(out_dir: Path, preset: str = "default", overwrite: bool = False) -> s
     _check_preset(preset)
     out_dir = Path(out_dir)
     if overwrite or not (out_dir / "DONE").exists():
-        synthetic_splade.run_sweep(out_dir, synthetic_splade.PRESETS[preset], overwrite=overwrite,
-                                   draw=synthetic_splade_figures.draw_all)
+        splade_phase.run_phase(out_dir, splade_phase.PRESETS[preset], overwrite=overwrite, progress=False,
+                               draw=synthetic_splade_figures.draw_phase)
     figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
     return (out_dir / "summary.md").read_text() + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
 

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["load_cells", "plot_effectiveness_flops", "plot_loss_curves", "plot_init_scale", "draw_all", "main"]
+__all__ = ["load_cells", "plot_effectiveness_flops", "plot_loss_curves", "plot_init_scale", "draw_all", "draw_phase", "main"]
 
 
 def _plt():
@@ -221,3 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+
+
+def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """The phase-diagram figures (:func:`initlab.paper_figs.synthetic_splade_phase_figures.draw_phase`)."""
+    from initlab.paper_figs.synthetic_splade_phase_figures import draw_phase as _draw
+
+    return _draw(results_dir, out_dir)

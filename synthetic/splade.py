@@ -298,7 +298,7 @@ def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: i
     }
 
 
-def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str, float]:
+def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, return_vectors: bool = False):
     """nDCG@10 and MRR@10 (``ir_measures``, graded qrels) on the dev queries, active dims and FLOPS.
 
     As with an inverted index, a query retrieves only documents sharing at least one active term
@@ -306,6 +306,9 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str
     that are absent from the run as 0). Non-finite scores (a NaN model) are replaced by 0, i.e. not
     retrieved; such a cell is flagged by :func:`detect_collapse`. Relevance: ``RR@10`` counts any
     grade >= 1 (a document of the query's topic) as relevant, ``nDCG@10`` uses the grades.
+
+    Returns the metrics dict, or ``(metrics, q (Nq, V), d (Nd, V), scores (Nq, Nd))`` with
+    ``return_vectors`` (for the near-constant collapse rules).
     """
     import ir_measures
     from ir_measures import RR, nDCG
@@ -325,7 +328,7 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str
     ]
     qrels = [ir_measures.Qrel(qid, did, rel) for qid, rels in corpus.qrels.items() for did, rel in rels.items()]
     agg = ir_measures.calc_aggregate([nDCG @ 10, RR @ 10], qrels, run)
-    return {
+    metrics = {
         "ndcg@10": float(agg[nDCG @ 10]),
         "mrr@10": float(agg[RR @ 10]),
         "q_active_dims": float((q > 0).sum(1).double().mean()),
@@ -333,6 +336,7 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str
         "flops": flops_pairs(q, d),
         "finite_vectors": finite,
     }
+    return (metrics, q, d, q.double() @ d.double().T) if return_vectors else metrics
 
 
 def detect_collapse(loss_curve: list[dict[str, float]], q_active: float, d_active: float, vocab_size: int,
@@ -346,12 +350,51 @@ def detect_collapse(loss_curve: list[dict[str, float]], q_active: float, d_activ
 # ------------------------------------------------------------------------------------------------
 # training
 # ------------------------------------------------------------------------------------------------
+def finite_guard_callback(where: str):
+    """A transformers ``TrainerCallback`` that stops training at the first non-finite gradient or logged loss.
+
+    Gradients are checked after the backward pass of every optimizer step (before the update), the
+    logged losses at every log; either raises :class:`initlab.runs.NonFiniteError` naming the step
+    (1-based optimizer step) and ``where``. A non-finite loss always gives non-finite gradients, so the
+    gradient check also stops a NaN/inf loss at the step it occurs.
+    """
+    from transformers import TrainerCallback
+
+    from initlab.runs import check_finite
+
+    class FiniteGuard(TrainerCallback):
+        #: ``{step: {"lambda_q": .., "lambda_d": ..}}`` as set by the regulariser-weight scheduler, which
+        #: adds them to the logs after the trainer has copied the logs into ``state.log_history``.
+        weights: dict[int, dict[str, float]] = {}
+
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            for p in model.parameters():
+                if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+                    check_finite(float("nan"), where=where, step=state.global_step + 1, what="gradient")
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            logs = logs or {}
+            self.weights[state.global_step] = {"lambda_q": logs.get("query_regularizer_weight"),
+                                               "lambda_d": logs.get("document_regularizer_weight")}
+            for key, v in (logs or {}).items():
+                if "loss" in key and isinstance(v, (int, float)):
+                    check_finite(float(v), where=f"{where} ({key})", step=state.global_step, what="loss")
+
+    guard = FiniteGuard()
+    guard.weights = {}
+    return guard
+
+
 def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path) -> list[dict[str, float]]:
     """SPLADE training of ``model`` with SparseEncoderTrainer; returns the logged loss curve.
 
     Each row: ``step``, ``loss`` (total), ``ranking`` (InfoNCE part), ``flops_q`` / ``flops_d`` (the
     weighted FLOPS parts as added to the loss), ``lambda_q`` / ``lambda_d`` (current weights), all
     averaged over the ``log_every`` steps before ``step`` by the trainer.
+
+    Raises:
+        initlab.runs.NonFiniteError: a non-finite gradient or logged loss (training stops at that step;
+            see :func:`finite_guard_callback`).
     """
     from datasets import Dataset
     from sentence_transformers.sparse_encoder import SparseEncoderTrainer, SparseEncoderTrainingArguments
@@ -372,32 +415,44 @@ def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int
         use_cpu=True, seed=seed, data_seed=seed, dataloader_num_workers=0, disable_tqdm=True,
         batch_sampler="no_duplicates",
     )
+    guard = finite_guard_callback(f"synthetic SPLADE training (seed {seed})")
     with _quiet():
-        trainer = SparseEncoderTrainer(
-            model=model, args=args, train_dataset=ds, loss=loss,
-            callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
-                                                                warmup_ratio=cfg.reg_warmup_ratio)],
-        )
+        import io
+
+        with contextlib.redirect_stderr(io.StringIO()):  # the model card's "Computing widget examples" bar
+            trainer = SparseEncoderTrainer(
+                model=model, args=args, train_dataset=ds, loss=loss,
+                callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
+                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard],
+            )
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
         trainer.remove_callback(PrinterCallback)  # logs go to the cell's loss curve, not stdout
         trainer.remove_callback(ProgressCallback)
-        trainer.train()
+        try:
+            trainer.train()
+        finally:
+            shutil.rmtree(work_dir, ignore_errors=True)
     curve = []
     for row in trainer.state.log_history:
         if "base_loss" not in row:
             continue
+        step = int(row["step"])
         curve.append({
-            "step": int(row["step"]),
-            "loss": float(row.get("loss", float("nan"))),
-            "ranking": float(row["base_loss"]),
-            "flops_q": float(row.get("query_regularizer_loss", 0.0)),
-            "flops_d": float(row.get("document_regularizer_loss", 0.0)),
-            "lambda_q": float(row.get("query_regularizer_weight", 0.0)),
-            "lambda_d": float(row.get("document_regularizer_weight", 0.0)),
+            "step": step,
+            "loss": _opt(row.get("loss")),
+            "ranking": _opt(row["base_loss"]),
+            "flops_q": _opt(row.get("query_regularizer_loss")),
+            "flops_d": _opt(row.get("document_regularizer_loss")),
+            "lambda_q": _opt(guard.weights.get(step, {}).get("lambda_q")),
+            "lambda_d": _opt(guard.weights.get(step, {}).get("lambda_d")),
         })
-    shutil.rmtree(work_dir, ignore_errors=True)
     return curve
+
+
+def _opt(v: Any) -> float | None:
+    """``float(v)``, or None for a missing value (never a made-up number)."""
+    return None if v is None else float(v)
 
 
 def run_cell(backbone_dir: Path, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, inflation: float, k: float,
@@ -406,21 +461,38 @@ def run_cell(backbone_dir: Path, corpus: SyntheticCorpus, cfg: SpladeSweepConfig
 
     Returns a JSON-ready dict: ``inflation``, ``k``, ``seed``, ``init`` (:func:`measure_init`),
     ``loss_curve`` (:func:`train_cell`), the metrics of :func:`evaluate`, ``collapse`` (list of
-    reasons, see :func:`detect_collapse`) and ``seconds``. A collapsed cell issues a ``RuntimeWarning``.
+    reasons, see :func:`detect_collapse`, with the near-constant rules on the document vectors and
+    scores), ``failed`` (the :class:`initlab.runs.NonFiniteError` message that stopped training, or None;
+    a failed cell has no metrics and counts as collapsed) and ``seconds``. A collapsed cell issues a
+    ``RuntimeWarning``.
     """
+    from initlab.runs import NonFiniteError
+
     t0 = time.perf_counter()
     model = load_encoder(backbone_dir, inflation, k, cfg, seed)
     init = measure_init(model, corpus, cfg, seed)
-    curve = train_cell(model, corpus, cfg, seed, work_dir)
-    metrics = evaluate(model, corpus, cfg)
+    try:
+        curve = train_cell(model, corpus, cfg, seed, work_dir)
+    except NonFiniteError as err:
+        warnings.warn(f"SPLADE cell {cell_name(inflation, k, seed)} failed: {err}", RuntimeWarning, stacklevel=2)
+        return {"inflation": inflation, "k": k, "seed": seed, "failed": str(err), "collapse": [str(err)],
+                "init": init, "loss_curve": [], "seconds": time.perf_counter() - t0,
+                **{m: None for m in ("ndcg@10", "mrr@10", "q_active_dims", "d_active_dims", "flops")}}
+    metrics, _, d, scores = evaluate(model, corpus, cfg, return_vectors=True)
     finite_weights = all(bool(torch.isfinite(p).all()) for p in model.parameters())
     reasons = detect_collapse(curve, metrics["q_active_dims"], metrics["d_active_dims"], len(corpus.vocab),
-                              finite_weights, cfg.dense_fraction)
+                              finite_weights, cfg.dense_fraction, doc_vectors=d, scores=scores)
     if reasons:
         warnings.warn(f"SPLADE cell {cell_name(inflation, k, seed)} collapsed: {'; '.join(reasons)}",
                       RuntimeWarning, stacklevel=2)
-    return {"inflation": inflation, "k": k, "seed": seed, **metrics, "collapse": reasons, "init": init,
-            "loss_curve": curve, "seconds": time.perf_counter() - t0}
+    return {"inflation": inflation, "k": k, "seed": seed, **metrics, "failed": None, "collapse": reasons,
+            "init": init, "loss_curve": curve, "seconds": time.perf_counter() - t0}
+
+
+def sweep_cell_key(cfg: SpladeSweepConfig, inflation: float, k: float, seed: int) -> dict[str, Any]:
+    """The config one sweep cell depends on: its grid point and the recipe (not the grid lists)."""
+    recipe = {key: v for key, v in to_dict(cfg).items() if key not in ("inflations", "ks", "seeds")}
+    return {"inflation": inflation, "k": k, "seed": seed, "recipe": recipe}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -453,10 +525,11 @@ def _run_cells(rd: RunDir, cfg: SpladeSweepConfig, progress: bool, draw: Callabl
     for seed, inflation, k in bar:
         name = cell_name(inflation, k, seed)
         bar.set_postfix_str(name)
-        if rd.has_cell(name):
+        if rd.has_cell(name, key=sweep_cell_key(cfg, inflation, k, seed)):
             continue
         backbone = prepare_backbone(rd.root / "backbone" / f"seed={seed}", corpus, cfg.backbone, seed, progress=progress)
-        rd.save_cell(name, run_cell(backbone, corpus, cfg, inflation, k, seed, rd.root / "trainer_tmp"))
+        rd.save_cell(name, run_cell(backbone, corpus, cfg, inflation, k, seed, rd.root / "trainer_tmp"),
+                     key=sweep_cell_key(cfg, inflation, k, seed))
     rows = collect_rows(rd)
     rd.write_json("metrics.json", {"cells": [rd.load_cell(cell_name(i, k, s)) for s, i, k in grid], "table": rows})
     rd.write_csv("metrics.csv", rows)

@@ -13,7 +13,7 @@ from typing import Sequence
 
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
 from initlab.runs import RunExistsError, check_output_path
-from initlab.synthetic import splade as synthetic_splade
+from initlab.synthetic import splade_phase
 from initlab.synthetic import spt as synthetic_spt
 
 __all__ = ["spt_main", "run_main", "splade_main"]
@@ -50,16 +50,25 @@ def run_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
 
 
 def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade", description=synthetic_splade.__doc__.split("\n\n")[0])
-    parser.add_argument("--preset", choices=list(synthetic_splade.PRESETS), default="default", help="sweep size (default: default)")
+    """``initlab synthetic splade``: the per-family phase diagram (head scale s x rescaling k), its tables and figures."""
+    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade",
+                                     description=splade_phase.__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(splade_phase.PRESETS), default="default",
+                        help="grid size: quick (smoke test), default (4 families, s in 1/4,1,16, k in 1..64), full "
+                             "(s, k in 1/4..64, three modes, 3 seeds), confirm (seed 1, tied: the recommended-k rule check), confirm-input "
+                             "(seed 1, s = 1/4, k in 1, 16, tied and output-only: the input-side check)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    parser.add_argument("--workers", type=int, default=2, help="processes training cells in parallel (default 2)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_splade") / args.preset
     t0 = time.perf_counter()
     try:
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
-        rd = synthetic_splade.run_sweep(out, synthetic_splade.PRESETS[args.preset], overwrite=args.overwrite, draw=synthetic_splade_figures.draw_all)
+        rd = splade_phase.run_phase(out, splade_phase.PRESETS[args.preset], overwrite=args.overwrite,
+                                    progress=not args.no_progress, draw=synthetic_splade_figures.draw_phase,
+                                    workers=args.workers)
     except (FileExistsError, ValueError) as err:
         parser.error(str(err))
     print((rd.root / "summary.md").read_text())

@@ -8,9 +8,7 @@ import warnings
 import pytest
 import torch
 
-from initlab import stages
 from initlab.paper_figs import synthetic_splade_figures
-from initlab.commands import synthetic as synthetic_cmd
 import initlab.synthetic.splade as sp
 from initlab.config import derive
 from initlab.runs import RunExistsError
@@ -57,6 +55,24 @@ def test_sweep_writes_cells_metrics_config_and_figures(tiny_run):
     for name in ("splade_effectiveness_flops.png", "splade_loss_curves.png", "splade_init_scale.png"):
         assert (tiny_run / name).stat().st_size > 5000
     assert "| 8 | 8 |" in (tiny_run / "summary.md").read_text()
+
+
+def test_resumed_cell_under_a_changed_recipe_is_refused(tiny_run, tmp_path):
+    import shutil
+
+    from initlab.runs import ConfigMismatchError, RunDir
+
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(tiny_run / "cells", unfinished / "cells")
+    shutil.copy(tiny_run / "config.json", unfinished / "config.json")
+    changed = derive(TINY, lr=1e-3)
+    with pytest.raises(ConfigMismatchError):
+        sp.run_sweep(unfinished, changed, progress=False)
+    name = sp.cell_name(1.0, 1.0, 0)
+    rd = RunDir(unfinished)
+    assert rd.has_cell(name, key=sp.sweep_cell_key(TINY, 1.0, 1.0, 0))
+    with pytest.raises(ConfigMismatchError):
+        rd.has_cell(name, key=sp.sweep_cell_key(changed, 1.0, 1.0, 0))
 
 
 def test_backbone_is_deterministic_by_seed(tiny_run, tmp_path):
@@ -133,17 +149,6 @@ def test_collapsed_model_is_recorded_not_raised(tiny_run):
         head_projection(hf).fill_(float("nan"))
     m = sp.evaluate(model, corpus, TINY)
     assert m["finite_vectors"] is False and m["ndcg@10"] == 0.0 and m["mrr@10"] == 0.0
-
-
-def test_reproduce_stage_and_cli_return_saved_results(tiny_run, monkeypatch, capsys):
-    monkeypatch.setitem(sp.PRESETS, "quick", TINY)
-    md = stages.splade(tiny_run, "quick", overwrite=False)  # DONE: nothing is rerun
-    assert "| 1 | 1 |" in md and "splade_init_scale.png" in md
-    with pytest.raises(ValueError, match="preset"):
-        stages.splade(tiny_run, "huge", overwrite=False)
-    with pytest.raises(SystemExit):
-        synthetic_cmd.splade_main(["--preset", "quick", "--out", str(tiny_run)])  # finished run, no --overwrite
-    assert "already holds a finished run" in capsys.readouterr().err
 
 
 def test_figure_script_reads_saved_results(tiny_run, tmp_path):
