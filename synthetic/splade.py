@@ -1,6 +1,7 @@
 """Synthetic SPLADE on CPU: collapse under an inflated MLM head, recovery by rescaling it by k.
 
-The experiment (issue 4, items 4-5):
+The inflation sweep (one BERT backbone, its tied matrix inflated; the four-family phase diagram that the CLI and
+``initlab reproduce`` run is :mod:`initlab.synthetic.splade_phase`, which reuses the pieces here):
 
 1. a synthetic retrieval corpus with known relevance (:mod:`initlab.synthetic.splade_data`);
 2. a tiny ``BertForMaskedLM`` (d = 64, 2 layers, a word-level vocabulary of a few hundred words),
