@@ -1,0 +1,146 @@
+"""Running the synthetic SPT experiments: the plan of cells, resume under config keys, the outputs.
+
+A run folder holds ``config.json`` (the resolved :class:`SPTConfig`), ``cells/`` (one JSON per finished
+cell, each with a ``.key`` file holding the config it was computed under: a resumed run under another
+config raises :class:`initlab.runs.ConfigMismatchError` instead of reusing it), ``ckpt/`` (SPT
+checkpoints), ``maps/``, ``metrics.json``, ``metrics.csv``, ``history.csv``, ``verdicts.json``,
+``report.md`` (= ``summary.md``) and figures (drawn by the caller's ``draw``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from initlab.config import to_dict
+from initlab.runs import NonFiniteError, RunDir, atomic_write_text, torch_threads
+from initlab.synthetic.spt_cells import finetune_condition, init_gradients, pretrain_source
+from initlab.synthetic.spt_config import SPTConfig, condition_names, condition_spec
+from initlab.synthetic.spt_report import report_markdown, summarize
+
+__all__ = ["plan", "run", "summarize"]
+
+
+def plan(cfg: SPTConfig) -> list[tuple[str, dict[str, Any]]]:
+    """Ordered cells: init gradients per seed, the SPT runs needed, then the fine-tuning conditions."""
+    spec = condition_spec(cfg)
+    names = condition_names(cfg)
+    needs: dict[tuple[str, str, int], set[int]] = {}
+    for n in names:
+        if spec[n]["spt"] is not None:
+            src, e = spec[n]["spt"]
+            snaps = needs.setdefault((src, spec[n]["variant"], spec[n]["depth"]), set())
+            if e != "rule":
+                snaps.add(int(e))
+    cells: list[tuple[str, dict[str, Any]]] = [(f"init_grad__seed{s}", dict(kind="init_grad", seed=s)) for s in cfg.seeds]
+    for (src, variant, depth), snaps in sorted(needs.items(), key=lambda kv: -kv[0][2]):
+        cells.append((f"spt_{src}_{variant}_d{depth}", dict(kind="spt", source=src, variant=variant, depth=depth, snapshots=sorted(snaps))))
+    for n in sorted(names, key=lambda n: -spec[n]["depth"]):  # deepest first: better balance across workers
+        cells.append((f"ft_{n}", dict(kind="finetune", condition=n)))
+    return cells
+
+
+def cell_key(cfg: SPTConfig, c: dict[str, Any]) -> dict[str, Any]:
+    """What a cell's result depends on: the whole training config (but not which conditions or which
+    seed's maps are requested) and the cell itself."""
+    d = to_dict(cfg)
+    d.pop("conditions", None)
+    d.pop("map_seed", None)
+    d.pop("thresholds", None)
+    return {"config": d, "cell": c}
+
+
+def _run_cell(cfg: SPTConfig, rd: RunDir, name: str, c: dict[str, Any]) -> None:
+    if c["kind"] == "init_grad":
+        res: Any = init_gradients(cfg, c["seed"])
+    elif c["kind"] == "spt":
+        res = pretrain_source(cfg, c["source"], c["variant"], c["depth"], c["snapshots"], rd)
+    else:
+        res = {"kind": "finetune", "condition": c["condition"], "seeds": finetune_condition(cfg, c["condition"], rd)}
+    rd.save_cell(name, res, key=cell_key(cfg, c))
+
+
+def _worker(args: tuple[dict[str, Any], str, str, dict[str, Any], int]) -> dict[str, Any] | None:
+    """Worker process: one cell. A NaN/inf error comes back as its fields (it does not pickle)."""
+    from initlab.config import from_dict
+
+    cfg_dict, out, name, c, threads = args
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    cfg = from_dict(SPTConfig, cfg_dict)
+    try:
+        _run_cell(cfg, RunDir(out, resume=True), name, c)
+    except NonFiniteError as err:
+        return {"where": err.where, "step": err.step, "what": err.what, "value": err.value, "last_checkpoint": err.last_checkpoint}
+    return None
+
+
+def _run_cells(cfg: SPTConfig, rd: RunDir, todo: list[tuple[str, dict[str, Any]]], workers: int, threads: int, bar) -> None:
+    if workers <= 1 or len(todo) <= 1:
+        with torch_threads(threads):
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            for name, c in todo:
+                bar.set_postfix_str(name)
+                _run_cell(cfg, rd, name, c)
+                bar.update(1)
+        return
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(min(workers, len(todo))) as pool:
+        args = [(to_dict(cfg), str(rd.root), name, c, threads) for name, c in todo]
+        for err in pool.imap_unordered(_worker, args):
+            if err is not None:
+                pool.terminate()
+                raise NonFiniteError(**err)
+            bar.update(1)
+
+
+def run(
+    cfg: SPTConfig, out: str | Path, overwrite: bool = False, progress: bool = True,
+    draw: Callable[[Path], list[Path]] | None = None, workers: int = 1, threads: int = 1,
+) -> str:
+    """Run (or resume) every cell of ``cfg`` into ``out``; write metrics, verdicts, figures, ``report.md``.
+
+    Args:
+        workers: processes running cells in parallel (1 = in this process); SPT cells run before the
+            fine-tuning cells that load their checkpoints.
+        threads: torch intra-op threads per process.
+    Returns the markdown report (also ``summary.md``).
+    Raises:
+        initlab.runs.RunExistsError: ``out`` holds a finished run and ``overwrite`` is False.
+        initlab.runs.ConfigMismatchError: ``out`` holds an unfinished run of another config.
+        initlab.runs.NonFiniteError: a loss or gradient became NaN/inf (no ``DONE`` is written).
+        ValueError: ``workers`` or ``threads`` < 1.
+    """
+    from tqdm.auto import tqdm
+
+    if workers < 1 or threads < 1:
+        raise ValueError(f"workers/threads: expected ints >= 1, got {workers}/{threads}")
+    t0 = time.perf_counter()
+    rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
+    cells = plan(cfg)
+    bar = tqdm(total=len(cells), desc="synthetic SPT cells", unit="cell", disable=not progress)
+    bar.update(sum(rd.has_cell(n, key=cell_key(cfg, c)) for n, c in cells))
+    for phase in (("init_grad", "spt"), ("finetune",)):
+        todo = [(n, c) for n, c in cells if c["kind"] in phase and not rd.has_cell(n, key=cell_key(cfg, c))]
+        _run_cells(cfg, rd, todo, workers, threads, bar)
+    bar.close()
+    results = {n: rd.load_cell(n, key=cell_key(cfg, c)) for n, c in cells}
+    summ = summarize(cfg, results)
+    rd.write_json("metrics.json", {"config": to_dict(cfg), "summary": summ, "cells": results})
+    rd.write_json("verdicts.json", summ["verdicts"])
+    ft = [s for r in results.values() if r.get("kind") == "finetune" for s in r["seeds"]]
+    rd.write_csv("metrics.csv", [{k: v for k, v in s.items() if k not in ("history", "loaded", "frozen")} for s in ft])
+    rd.write_csv("summary.csv", summ["conditions"])
+    rd.write_csv("history.csv", [{"condition": s["condition"], "seed": s["seed"], **h} for s in ft for h in s["history"]])
+    md = report_markdown(cfg, summ, time.perf_counter() - t0)
+    if draw is not None:  # the figures, drawn from the files just written
+        figs = draw(rd.root)
+        md += "\nFigures: " + ", ".join(f"`{p.name}`" for p in figs if p.suffix == ".png") + "\n"
+    atomic_write_text(rd.root / "report.md", md)
+    atomic_write_text(rd.root / "summary.md", md)
+    rd.mark_done()
+    return md
