@@ -44,8 +44,8 @@ from initlab.synthetic.spt_config import (
     condition_spec,
     model_config,
 )
-from initlab.synthetic.spt_run import run, summarize
+from initlab.synthetic.spt_run import partial_report, run, summarize
 
 __all__ = ["SPTConfig", "PRESETS", "BASE", "CONFIRMATORY_SEEDS", "EXPLORATORY_SEEDS", "HYBRIDS", "condition_names",
-           "condition_spec", "model_config", "run", "summarize", "finetune_condition", "pretrain_source",
+           "condition_spec", "model_config", "run", "summarize", "partial_report", "finetune_condition", "pretrain_source",
            "init_gradients"]

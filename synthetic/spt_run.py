@@ -21,25 +21,43 @@ from initlab.synthetic.spt_cells import finetune_condition, init_gradients, pret
 from initlab.synthetic.spt_config import SPTConfig, condition_names, condition_spec
 from initlab.synthetic.spt_report import report_markdown, summarize
 
-__all__ = ["plan", "run", "summarize"]
+__all__ = ["plan", "run", "summarize", "partial_report"]
+
+
+# claim order: the cells a reader needs first run first (a run stopped early has the main rows)
+_PRIORITY = ["scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn", "spt_e10", "spt_e1", "spt_e50",
+             "hybrid_qk_emb", "hybrid_qk_ln", "hybrid_qk_emb_ln", "attn_scratch", "attn_spt", "attn_qk",
+             "cross_count", "cross_iid", "depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt"]
+
+
+def _spt_cell(src: str, variant: str, depth: int) -> str:
+    return f"spt_{src}_{variant}_d{depth}"
 
 
 def plan(cfg: SPTConfig) -> list[tuple[str, dict[str, Any]]]:
-    """Ordered cells: init gradients per seed, the SPT runs needed, then the fine-tuning conditions."""
+    """Cells in priority order (init gradients, then the fine-tuning conditions in claim order, each SPT
+    run placed just before the first condition that needs it); ``c["needs"]`` names the SPT cell a
+    fine-tuning cell loads from."""
     spec = condition_spec(cfg)
-    names = condition_names(cfg)
-    needs: dict[tuple[str, str, int], set[int]] = {}
+    names = sorted(condition_names(cfg), key=lambda n: _PRIORITY.index(n) if n in _PRIORITY else len(_PRIORITY))
+    snaps: dict[tuple[str, str, int], set[int]] = {}
     for n in names:
         if spec[n]["spt"] is not None:
             src, e = spec[n]["spt"]
-            snaps = needs.setdefault((src, spec[n]["variant"], spec[n]["depth"]), set())
+            ss = snaps.setdefault((src, spec[n]["variant"], spec[n]["depth"]), set())
             if e != "rule":
-                snaps.add(int(e))
+                ss.add(int(e))
     cells: list[tuple[str, dict[str, Any]]] = [(f"init_grad__seed{s}", dict(kind="init_grad", seed=s)) for s in cfg.seeds]
-    for (src, variant, depth), snaps in sorted(needs.items(), key=lambda kv: -kv[0][2]):
-        cells.append((f"spt_{src}_{variant}_d{depth}", dict(kind="spt", source=src, variant=variant, depth=depth, snapshots=sorted(snaps))))
-    for n in sorted(names, key=lambda n: -spec[n]["depth"]):  # deepest first: better balance across workers
-        cells.append((f"ft_{n}", dict(kind="finetune", condition=n)))
+    placed: set[str] = set()
+    for n in names:
+        needs = None
+        if spec[n]["spt"] is not None:
+            k = (spec[n]["spt"][0], spec[n]["variant"], spec[n]["depth"])
+            needs = _spt_cell(*k)
+            if needs not in placed:
+                cells.append((needs, dict(kind="spt", source=k[0], variant=k[1], depth=k[2], snapshots=sorted(snaps[k]))))
+                placed.add(needs)
+        cells.append((f"ft_{n}", dict(kind="finetune", condition=n, needs=needs)))
     return cells
 
 
@@ -50,7 +68,7 @@ def cell_key(cfg: SPTConfig, c: dict[str, Any]) -> dict[str, Any]:
     d.pop("conditions", None)
     d.pop("map_seed", None)
     d.pop("thresholds", None)
-    return {"config": d, "cell": c}
+    return {"config": d, "cell": {k: v for k, v in c.items() if k != "needs"}}
 
 
 def _run_cell(cfg: SPTConfig, rd: RunDir, name: str, c: dict[str, Any]) -> None:
@@ -79,6 +97,8 @@ def _worker(args: tuple[dict[str, Any], str, str, dict[str, Any], int]) -> dict[
 
 
 def _run_cells(cfg: SPTConfig, rd: RunDir, todo: list[tuple[str, dict[str, Any]]], workers: int, threads: int, bar) -> None:
+    """Run ``todo`` in order; with ``workers > 1`` in a process pool, a fine-tuning cell starting only
+    once the SPT cell it needs has finished."""
     if workers <= 1 or len(todo) <= 1:
         with torch_threads(threads):
             torch.use_deterministic_algorithms(True, warn_only=True)
@@ -89,13 +109,29 @@ def _run_cells(cfg: SPTConfig, rd: RunDir, todo: list[tuple[str, dict[str, Any]]
         return
     import multiprocessing as mp
 
+    pending = list(todo)
+    waiting = {name for name, _ in todo}
     with mp.get_context("spawn").Pool(min(workers, len(todo))) as pool:
-        args = [(to_dict(cfg), str(rd.root), name, c, threads) for name, c in todo]
-        for err in pool.imap_unordered(_worker, args):
-            if err is not None:
-                pool.terminate()
-                raise NonFiniteError(**err)
-            bar.update(1)
+        running: dict[str, Any] = {}
+        while pending or running:
+            for name, c in list(pending):
+                if len(running) >= workers:
+                    break
+                if c.get("needs") in waiting:
+                    continue  # its SPT checkpoint is not written yet
+                running[name] = pool.apply_async(_worker, ((to_dict(cfg), str(rd.root), name, c, threads),))
+                pending.remove((name, c))
+            done = [n for n, job in running.items() if job.ready()]
+            if not done:
+                time.sleep(0.5)
+            for n in done:
+                err = running.pop(n).get()  # re-raises a worker's other errors
+                if err is not None:
+                    pool.terminate()
+                    raise NonFiniteError(**err)
+                waiting.discard(n)
+                bar.set_postfix_str(n)
+                bar.update(1)
 
 
 def run(
@@ -124,9 +160,7 @@ def run(
     cells = plan(cfg)
     bar = tqdm(total=len(cells), desc="synthetic SPT cells", unit="cell", disable=not progress)
     bar.update(sum(rd.has_cell(n, key=cell_key(cfg, c)) for n, c in cells))
-    for phase in (("init_grad", "spt"), ("finetune",)):
-        todo = [(n, c) for n, c in cells if c["kind"] in phase and not rd.has_cell(n, key=cell_key(cfg, c))]
-        _run_cells(cfg, rd, todo, workers, threads, bar)
+    _run_cells(cfg, rd, [(n, c) for n, c in cells if not rd.has_cell(n, key=cell_key(cfg, c))], workers, threads, bar)
     bar.close()
     results = {n: rd.load_cell(n, key=cell_key(cfg, c)) for n, c in cells}
     summ = summarize(cfg, results)
@@ -143,4 +177,22 @@ def run(
     atomic_write_text(rd.root / "report.md", md)
     atomic_write_text(rd.root / "summary.md", md)
     rd.mark_done()
+    return md
+
+
+def partial_report(cfg: SPTConfig, out: str | Path) -> str:
+    """The report of an unfinished run from the cells finished so far (written to
+    ``report_partial.md``; no ``DONE``, nothing else changed). Claims whose conditions are missing are
+    left out of the verdict table, and the report says which cells are missing.
+
+    Raises:
+        initlab.runs.ConfigMismatchError: ``out`` holds a run of another config.
+    """
+    rd = RunDir(out, resume=True, config=cfg)
+    cells = plan(cfg)
+    results = {n: rd.load_cell(n, key=cell_key(cfg, c)) for n, c in cells if rd.has_cell(n, key=cell_key(cfg, c))}
+    missing = [n for n, _ in cells if n not in results]
+    md = report_markdown(cfg, summarize(cfg, results))
+    md = (f"**Partial report: {len(results)} of {len(cells)} cells finished; missing: {', '.join(missing) or 'none'}.**\n\n") + md
+    atomic_write_text(rd.root / "report_partial.md", md)
     return md

@@ -27,8 +27,16 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--workers", type=int, default=2, help="processes running cells (conditions) in parallel (default 2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    parser.add_argument("--partial-report", action="store_true",
+                        help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_spt") / args.preset
+    if args.partial_report:
+        try:
+            print(synthetic_spt.partial_report(synthetic_spt.PRESETS[args.preset], out))
+        except (ValueError, RunExistsError) as err:
+            parser.error(str(err))
+        return 0
     try:
         md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
                  workers=args.workers, threads=args.threads, draw=spt_figures.make_figures)
