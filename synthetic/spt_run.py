@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from initlab.config import to_dict
-from initlab.runs import NonFiniteError, RunDir, atomic_write_text, torch_threads
+from initlab.runs import NonFiniteError, RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.synthetic.spt_cells import finetune_condition, init_gradients, pretrain_source
 from initlab.synthetic.spt_config import SPTConfig, condition_names, condition_spec
 from initlab.synthetic.spt_report import report_markdown, summarize
@@ -182,7 +182,7 @@ def run(
 
 def partial_report(cfg: SPTConfig, out: str | Path) -> str:
     """The report of an unfinished run from the cells finished so far (written to
-    ``report_partial.md``; no ``DONE``, nothing else changed). Claims whose conditions are missing are
+    ``report_partial.md``, with ``partial/metrics.json`` for the figure script; no ``DONE``). Claims whose conditions are missing are
     left out of the verdict table, and the report says which cells are missing.
 
     Raises:
@@ -192,7 +192,9 @@ def partial_report(cfg: SPTConfig, out: str | Path) -> str:
     cells = plan(cfg)
     results = {n: rd.load_cell(n, key=cell_key(cfg, c)) for n, c in cells if rd.has_cell(n, key=cell_key(cfg, c))}
     missing = [n for n, _ in cells if n not in results]
-    md = report_markdown(cfg, summarize(cfg, results))
+    summ = summarize(cfg, results)
+    atomic_write_json(rd.root / "partial" / "metrics.json", {"config": to_dict(cfg), "summary": summ, "cells": results, "missing": missing})
+    md = report_markdown(cfg, summ)
     md = (f"**Partial report: {len(results)} of {len(cells)} cells finished; missing: {', '.join(missing) or 'none'}.**\n\n") + md
     atomic_write_text(rd.root / "report_partial.md", md)
     return md

@@ -105,6 +105,9 @@ def test_interrupted_run_resumes_without_redoing_cells(tmp_path):
     data["seeds"][0]["test_acc"] = 0.123456  # a value a recomputation would not produce
     kept.write_text(json.dumps(data))
     (out / "cells" / "ft_frozen_attn.json").unlink()
+    partial = spt.partial_report(cfg, out)
+    assert "missing: ft_frozen_attn" in partial and "| scratch |" in partial and "| frozen_attn |" not in partial
+    assert (out / "partial" / "metrics.json").exists() and not (out / "DONE").exists()
     md = spt.run(cfg, out, progress=False)
     assert json.loads(kept.read_text())["seeds"][0]["test_acc"] == 0.123456
     assert (out / "cells" / "ft_frozen_attn.json").exists() and (out / "DONE").exists()
