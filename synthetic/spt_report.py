@@ -11,7 +11,9 @@ from initlab.synthetic.metrics import uniform_proximity_mass
 from initlab.synthetic.spt_config import SPTConfig, condition_names, condition_spec
 from initlab.synthetic.verdicts import all_of, equivalence_verdict, gain_verdict, paired, share_verdict
 
-__all__ = ["CLAIMS", "summarize", "verdict_rows", "report_markdown"]
+__all__ = ["CLAIMS", "NOT_RUN", "summarize", "verdict_rows", "report_markdown"]
+
+NOT_RUN = "not run"  # a claim whose conditions are not (yet) in the run: never guessed
 
 # The seed's claims, as the project states them, and the rule that decides each (see verdicts.py).
 CLAIMS: list[dict[str, Any]] = [
@@ -65,10 +67,14 @@ def verdict_rows(cfg: SPTConfig, results: dict[str, Any]) -> list[dict[str, Any]
     for c in CLAIMS:
         row = {k: c[k] for k in ("id", "claim", "quote", "rule")}
         if c["rule"] == "all_gain":
-            pairs = ([("spt", "scratch")] + [(f"depth{L}_spt", f"depth{L}_scratch") for L in cfg.depths if L != 1]
-                     if c["pairs"] == "depths" else c["pairs"])
-            pairs = [(a, b) for a, b in pairs if acc.get(a) and acc.get(b)]
-            if not pairs:
+            if c["pairs"] == "depths":
+                pairs = [("spt", "scratch")] + [(f"depth{L}_spt", f"depth{L}_scratch") for L in cfg.depths if L != 1]
+                pairs = pairs if len(pairs) > 1 else []  # one depth cannot show depth-independence
+            else:
+                pairs = c["pairs"]
+            missing = sorted({n for pr in pairs for n in pr if not acc.get(n)}) or ([] if pairs else ["other depths (not configured)"])
+            if missing:
+                rows.append({**row, "verdict": NOT_RUN, "missing": missing})
                 continue
             parts = [(a, b, paired(acc[a], acc[b])) for a, b in pairs]
             row.update(parts=[{"cond": a, "control": b, **p, "verdict": gain_verdict(p, th)} for a, b, p in parts],
@@ -76,10 +82,11 @@ def verdict_rows(cfg: SPTConfig, results: dict[str, Any]) -> list[dict[str, Any]
         else:
             if c["cond"] == "few":
                 few = [e for e in cfg.spt_sweep_epochs if 0 < e <= 10]
-                if not few:
-                    continue
-                c = {**c, "cond": f"spt_e{max(few)}"}
-            if not acc.get(c["cond"]) or not acc.get(c["control"]):
+                c = {**c, "cond": f"spt_e{max(few)}" if few else "spt_e10"}
+            needed = [c["cond"], c["control"]] + (["spt"] if c["rule"] == "share" else [])
+            missing = [n for n in needed if not acc.get(n)]
+            if missing:
+                rows.append({**row, "verdict": NOT_RUN, "missing": missing})
                 continue
             p = paired(acc[c["cond"]], acc[c["control"]])
             row.update(cond=c["cond"], control=c["control"], **p)
@@ -88,8 +95,6 @@ def verdict_rows(cfg: SPTConfig, results: dict[str, Any]) -> list[dict[str, Any]
             elif c["rule"] == "equivalence":
                 row["verdict"] = equivalence_verdict(p, th)
             else:
-                if spt_gain is None:
-                    continue
                 row["verdict"], row["share"] = share_verdict(p, spt_gain, th)
         rows.append(row)
     for cond, control, full in MECHANISM:
@@ -162,6 +167,9 @@ def _interval(lo: float, hi: float) -> str:
 def _verdict_table(summ: dict[str, Any]) -> list[str]:
     lines = ["| claim | seed's claim | statistic (paired over seeds, points) | 95 % interval | verdict |", "| --- | --- | --- | --- | --- |"]
     for v in summ["verdicts"]:
+        if v["verdict"] == NOT_RUN:
+            lines.append(f"| {v['claim']} | “{v['quote']}” | missing: {', '.join(v['missing'])} | - | **not run** |")
+            continue
         if "parts" in v:
             stat = "; ".join(f"{p['cond']} − {p['control']}: {100 * p['mean']:+.1f} ({_interval(p['lo'], p['hi'])}, {p['verdict']})" for p in v["parts"])
             lines.append(f"| {v['claim']} | “{v['quote']}” | {stat} | see each | **{v['verdict']}** |")

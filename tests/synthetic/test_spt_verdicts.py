@@ -68,3 +68,20 @@ def test_all_of_and_threshold_checks():
         all_of([])
     with pytest.raises(ValueError, match="margin"):
         VerdictThresholds(margin=0.0)
+
+
+def test_verdict_rows_from_cells_and_claims_not_run():
+    from initlab.config import derive
+    from initlab.synthetic import spt
+    from initlab.synthetic.spt_report import NOT_RUN, verdict_rows
+
+    cfg = derive(spt.BASE, seeds=(1, 2, 3, 4, 5))
+    accs = {"scratch": SCRATCH, "spt": [0.90, 0.88, 0.92, 0.90, 0.90], "hybrid_qk": [0.58, 0.57, 0.60, 0.58, 0.59],
+            "frozen_attn": [0.50, 0.50, 0.51, 0.49, 0.51], "depth2_scratch": SCRATCH, "depth2_spt": [0.70, 0.72, 0.68, 0.71, 0.69]}
+    results = {f"ft_{c}": {"kind": "finetune", "seeds": [{"seed": s, "test_acc": a} for s, a in zip(cfg.seeds, v)]} for c, v in accs.items()}
+    rows = {r["id"]: r for r in verdict_rows(cfg, results)}
+    assert rows["spt_gain"]["verdict"] == REPRODUCED
+    assert rows["qk"]["verdict"] == PARTLY and rows["qk"]["share"] == pytest.approx(0.084 / 0.4)
+    assert rows["frozen_attn"]["verdict"] == REPRODUCED
+    assert rows["depth"]["verdict"] == NOT_RUN and "depth4_spt" in rows["depth"]["missing"]  # never judged on a subset
+    assert rows["ffn"]["verdict"] == NOT_RUN and rows["cross_data"]["verdict"] == NOT_RUN
