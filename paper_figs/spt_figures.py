@@ -129,6 +129,8 @@ def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
 
 def _npz(run_dir: Path, name: str) -> dict[str, np.ndarray] | None:
     p = run_dir / "maps" / f"{name}.npz"
+    if not p.exists() and run_dir.name == "partial":  # the partial report of an unfinished run
+        p = run_dir.parent / "maps" / f"{name}.npz"
     if not p.exists():
         return None
     with np.load(p) as z:
