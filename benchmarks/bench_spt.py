@@ -1,4 +1,14 @@
-"""Benchmark: one training step of initlab's SequenceTransformer vs torch.nn.TransformerEncoderLayer.
+"""Benchmarks of the synthetic SPT training code, each a ratio measured side by side in one run.
+
+1. ``--what ensemble`` (default): one fine-tuning epoch of ``--seeds`` models (the default preset's sizes:
+   1024 sequences, batch 64, T = 100, d = 32, d_ff = 64) as one vectorized ensemble
+   (:func:`initlab.synthetic.ensemble.finetune_members`) vs the per-seed sequential path (the same function,
+   one seed at a time, public model API); interleaved, median of ``--repeats``. Target: sequential /
+   ensemble >= 2.5 on 2 cores.
+
+    python benchmarks/bench_spt.py --what ensemble [--seeds 5] [--repeats 3] [--threads N]
+
+2. ``--what step``: one training step of initlab's SequenceTransformer vs torch.nn.TransformerEncoderLayer.
 
 Same sizes (batch 64, T = 100, d = 64, 1 head, d_ff = 128, pre-norm, no dropout, one layer, embedding +
 mean pooling + linear classifier, AdamW step), measured side by side in one run, interleaved, median of
@@ -48,8 +58,43 @@ def _step_fn(model: nn.Module, fwd):
     return step
 
 
+def bench_ensemble(n_seeds: int, repeats: int) -> None:
+    from initlab.synthetic.ensemble import FinetuneMember, finetune_members
+    from initlab.synthetic.tasks import make_task
+
+    V, T = 18, 100
+    cfg = ModelConfig(vocab_size=V, max_len=T, d_model=32, d_ff=64)
+    data = [make_task("local", 1024, 1000 * s + 1) + make_task("local", 256, 1000 * s + 6) + make_task("local", 256, 1000 * s + 2)
+            for s in range(n_seeds)]
+
+    def members():
+        out = []
+        for s in range(n_seeds):
+            torch.manual_seed(s)
+            out.append(FinetuneMember(SequenceTransformer(cfg), *data[s], torch.Generator().manual_seed(s)))
+        return out
+
+    kw = dict(lr=1e-3, weight_decay=0.01, batch_size=64, epochs=1)
+    times: dict[str, list[float]] = {"ensemble": [], "sequential": []}
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        finetune_members(members(), vectorized=True, **kw)
+        times["ensemble"].append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for m in members():
+            finetune_members([m], vectorized=False, **kw)
+        times["sequential"].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"one fine-tuning epoch of {n_seeds} seeds (1024 sequences, batch 64, T={T}, d=32), threads {torch.get_num_threads()}, median of {repeats}")
+    for k, v in med.items():
+        print(f"  {k:<12} {v:8.2f} s")
+    print(f"  ratio sequential / ensemble: {med['sequential'] / med['ensemble']:.2f}  (target >= 2.5)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--what", choices=("ensemble", "step"), default="ensemble")
+    ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--T", type=int, default=100)
@@ -59,6 +104,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    if args.what == "ensemble":
+        bench_ensemble(args.seeds, args.repeats if args.repeats != 30 else 3)
+        return 0
     torch.manual_seed(0)
     V = 20
     ours = SequenceTransformer(ModelConfig(vocab_size=V, max_len=args.T, d_model=args.d, d_ff=args.d_ff))

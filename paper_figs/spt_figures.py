@@ -5,17 +5,21 @@
 Reads ``RESULTS_DIR/metrics.json`` and ``RESULTS_DIR/maps/*.npz`` (written by
 :func:`initlab.synthetic.spt.run`) and writes, as PNG and PDF into ``RESULTS_DIR``:
 
-* ``spt_attention_maps``  -- first-layer attention (mean over the probe batch, head 0) over training,
-  masked reconstruction (SPT) vs label supervision from scratch;
-* ``spt_accuracy``        -- test accuracy per condition, mean ± std over seeds, seeds as dots;
-* ``spt_proximity``       -- proximity mass over fine-tuning epochs per condition, and over SPT epochs;
-* ``spt_kernel``          -- the positional kernel P P^T beside the learned mean scores.
+* ``spt_accuracy``               -- test accuracy (best validation epoch) per condition: mean, 95 %
+  interval of the mean, every seed as a dot;
+* ``spt_proximity_vs_accuracy``  -- first-layer proximity mass at the start of fine-tuning vs test
+  accuracy, one point per condition and seed;
+* ``spt_training_curves``        -- running training accuracy and validation accuracy per epoch for
+  ``scratch`` and ``spt`` (each seed a thin line, the mean thick);
+* ``spt_attention_maps``         -- first-layer attention of one seed (mean over the probe batch): SPT
+  checkpoints, and the start/end of fine-tuning for scratch and SPT.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 from typing import Sequence
 
@@ -25,12 +29,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-__all__ = ["make_figures", "attention_maps_figure", "accuracy_figure", "proximity_figure", "kernel_figure", "main"]
+__all__ = ["make_figures", "accuracy_figure", "proximity_accuracy_figure", "training_curves_figure",
+           "attention_maps_figure", "main"]
 
 
 def _save(fig, out: Path, name: str) -> list[Path]:
-    from initlab.runs import atomic_write_bytes
     import io
+
+    from initlab.runs import atomic_write_bytes
 
     paths = []
     for ext in ("png", "pdf"):
@@ -44,141 +50,120 @@ def _save(fig, out: Path, name: str) -> list[Path]:
 def _load(run_dir: Path) -> dict:
     p = run_dir / "metrics.json"
     if not p.exists():
-        raise FileNotFoundError(f"{p}: no metrics.json; pass the folder written by `initlab synthetic run`")
+        raise FileNotFoundError(f"{p}: no metrics.json; pass the folder written by `initlab synthetic spt`")
     return json.loads(p.read_text())
 
 
-def _npz(run_dir: Path, name: str) -> dict[str, np.ndarray] | None:
-    p = run_dir / "maps" / f"{name}.npz"
-    if not p.exists():
-        return None
-    with np.load(p) as z:
-        return {k: z[k] for k in z.files}
+def _seeds_of(metrics: dict) -> dict[str, list[dict]]:
+    return {c["condition"]: c["seeds"] for c in metrics["cells"].values() if c.get("kind") == "finetune"}
 
 
-def _epochs(maps: dict[str, np.ndarray]) -> list[int]:
-    return sorted(int(k.split("ep")[1]) for k in maps if k.startswith("attn_ep"))
-
-
-def _pick(eps: list[int], n: int) -> list[int]:
-    if len(eps) <= n:
-        return eps
-    idx = np.unique(np.round(np.linspace(0, len(eps) - 1, n)).astype(int))
-    return [eps[i] for i in idx]
-
-
-def attention_maps_figure(run_dir: Path, metrics: dict) -> list[Path]:
-    seed = metrics["config"]["map_seed"]
-    spt = _npz(run_dir, f"spt_local_d1_seed{seed}")
-    sup = _npz(run_dir, f"ft_scratch_seed{seed}")
-    rows = [("SPT (masked reconstruction)", spt, "SPT epoch"), ("supervised from scratch", sup, "epoch")]
-    rows = [r for r in rows if r[1] is not None]
-    if not rows:
-        return []
-    ncol = 4
-    fig, axes = plt.subplots(len(rows), ncol, figsize=(3.0 * ncol, 3.0 * len(rows)), squeeze=False)
-    for r, (title, maps, unit) in enumerate(rows):
-        eps = _pick(_epochs(maps), ncol)
-        for c in range(ncol):
-            ax = axes[r, c]
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if c >= len(eps):
-                ax.axis("off")
-                continue
-            A = maps[f"attn_ep{eps[c]}"]
-            ax.imshow(A, cmap="viridis", vmin=0, vmax=max(float(A.max()), 1e-9))
-            ax.set_title(f"{unit} {eps[c]}", fontsize=9)
-            if c == 0:
-                ax.set_ylabel(f"{title}\nquery i", fontsize=9)
-    fig.suptitle(f"first-layer attention, mean over probe batch (seed {seed})", fontsize=10)
-    return _save(fig, run_dir, "spt_attention_maps")
+def _color(name: str) -> str:
+    if name.startswith("attn_"):
+        return "tab:purple"
+    if "scratch" in name or name == "frozen_attn":
+        return "tab:gray"
+    if name.startswith("hybrid"):
+        return "tab:orange"
+    if name.startswith("cross"):
+        return "tab:green"
+    return "tab:blue"
 
 
 def accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     rows = metrics["summary"]["conditions"]
     if not rows:
         return []
-    cells = [c for c in metrics["cells"].values() if c.get("kind") == "finetune"]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(rows) + 2), 3.6))
-    x = np.arange(len(rows))
-    means = [100 * r["test_acc_mean"] for r in rows]
-    stds = [100 * r["test_acc_std"] for r in rows]
-    colors = ["tab:gray" if r["spt"] == "-" else "tab:blue" for r in rows]
-    ax.bar(x, means, yerr=stds, color=colors, alpha=0.7, capsize=3)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.8))
     for i, r in enumerate(rows):
-        accs = [100 * c["test_acc"] for c in cells if c["condition"] == r["condition"]]
-        ax.scatter(np.full(len(accs), i) + np.linspace(-0.15, 0.15, len(accs)), accs, s=8, color="k", zorder=3)
+        accs = 100 * np.asarray(r["test_acc_seeds"])
+        h = float(r["test_acc_ci"])  # NaN (saved as "nan") with one seed
+        ax.errorbar(i, 100 * r["test_acc_mean"], yerr=None if not math.isfinite(h) else 100 * h, fmt="s",
+                    color=_color(r["condition"]), capsize=4, ms=6)
+        ax.scatter(np.full(len(accs), i) + np.linspace(-0.2, 0.2, len(accs)), accs, s=9, color="k", zorder=3)
     ax.axhline(50, color="r", lw=0.8, ls="--", label="chance")
-    ax.set_xticks(x, [r["condition"] for r in rows], rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_ylim(40, 100)
-    ax.set_title("local task: accuracy per condition (grey: no SPT, blue: from an SPT checkpoint)", fontsize=9)
+    ax.set_xticks(np.arange(len(rows)), [r["condition"] for r in rows], rotation=55, ha="right", fontsize=8)
+    ax.set_ylabel("test accuracy (%) at best val. epoch")
+    ax.set_title("local task: mean and 95 % interval per condition, dots = seeds", fontsize=9)
     ax.legend(fontsize=8)
     return _save(fig, run_dir, "spt_accuracy")
 
 
-def proximity_figure(run_dir: Path, metrics: dict) -> list[Path]:
-    cells = list(metrics["cells"].values())
+def proximity_accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
+    seeds = _seeds_of(metrics)
+    if not seeds:
+        return []
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, ss in seeds.items():
+        ax.scatter([s["prox_start"] for s in ss], [100 * s["test_acc"] for s in ss], s=16, color=_color(name), alpha=0.8)
+        ax.annotate(name, (np.mean([s["prox_start"] for s in ss]), 100 * np.mean([s["test_acc"] for s in ss])), fontsize=6, alpha=0.7)
+    ax.set_xlabel("first-layer proximity mass at the start of fine-tuning")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title("one point per condition and seed (grey: scratch-like, blue: SPT, orange: hybrids,\n"
+                 "green: cross-data SPT, purple: attention-only model)", fontsize=8)
+    return _save(fig, run_dir, "spt_proximity_vs_accuracy")
+
+
+def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
+    seeds = _seeds_of(metrics)
+    names = [n for n in ("scratch", "spt") if n in seeds]
+    if not names:
+        return []
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for ax, key, title in zip(axes, ("train_acc", "val_acc"), ("training accuracy (running, over the epoch)", "validation accuracy")):
+        for name in names:
+            curves = np.array([[h[key] for h in s["history"]] for s in seeds[name]], dtype=float)
+            ep = np.arange(curves.shape[1])
+            if key == "train_acc":  # no training accuracy before the first epoch
+                curves, ep = curves[:, 1:], ep[1:]
+            for c in curves:
+                ax.plot(ep, 100 * c, color=_color(name), lw=0.6, alpha=0.5)
+            ax.plot(ep, 100 * np.nanmean(curves, 0), color=_color(name), lw=2, label=name)
+        ax.axhline(50, color="r", lw=0.8, ls="--")
+        ax.set_xlabel("fine-tuning epoch")
+        ax.set_title(title, fontsize=9)
+    axes[0].set_ylabel("accuracy (%)")
+    axes[0].legend(fontsize=8)
+    return _save(fig, run_dir, "spt_training_curves")
+
+
+def _npz(run_dir: Path, name: str) -> dict[str, np.ndarray] | None:
+    p = run_dir / "maps" / f"{name}.npz"
+    if not p.exists() and run_dir.name == "partial":  # the partial report of an unfinished run
+        p = run_dir.parent / "maps" / f"{name}.npz"
+    if not p.exists():
+        return None
+    with np.load(p) as z:
+        return {k: z[k] for k in z.files}
+
+
+def attention_maps_figure(run_dir: Path, metrics: dict) -> list[Path]:
     cfg = metrics["config"]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.6))
-    conds = [r["condition"] for r in metrics["summary"]["conditions"]]
-    for name in [c for c in ("scratch", "spt", "spt_e50", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn", "cross_count", "cross_iid") if c in conds]:
-        hs = [c["history"] for c in cells if c.get("kind") == "finetune" and c["condition"] == name]
-        steps = np.array([h["step"] for h in hs[0]])
-        prox = np.array([[h["prox"] for h in hist] for hist in hs])
-        a1.plot(steps, prox.mean(0), label=name)
-        if len(hs) > 1:
-            a1.fill_between(steps, prox.mean(0) - prox.std(0), prox.mean(0) + prox.std(0), alpha=0.15)
-    from initlab.nn.attention_metrics import uniform_proximity_mass
-
-    uni = uniform_proximity_mass(cfg["task"]["T"], cfg["proximity_w"])
-    a1.axhline(uni, color="k", ls=":", lw=0.8, label="uniform")
-    a1.set_xlabel("fine-tuning step")
-    a1.set_ylabel(f"proximity mass (|i-j| <= {cfg['proximity_w']})")
-    a1.set_title("during label training", fontsize=9)
-    a1.legend(fontsize=7, ncol=2)
-    for src in ("local", "count", "iid"):
-        hs = [c["history"] for c in cells if c.get("kind") == "spt" and c["source"] == src and c["depth"] == 1]
-        if not hs:
-            continue
-        n = min(len(h) for h in hs)
-        prox = np.array([[h["prox"] for h in hist[:n]] for hist in hs])
-        a2.plot(np.arange(n), prox.mean(0), label=f"SPT on {src} inputs")
-    a2.axhline(uni, color="k", ls=":", lw=0.8, label="uniform")
-    a2.set_xlabel("SPT epoch")
-    a2.set_title("during masked reconstruction (depth 1)", fontsize=9)
-    a2.legend(fontsize=7)
-    return _save(fig, run_dir, "spt_proximity")
-
-
-def kernel_figure(run_dir: Path, metrics: dict) -> list[Path]:
-    from initlab.nn.encoder import sinusoidal_table
-
-    cfg = metrics["config"]
-    seed = cfg["map_seed"]
-    T, d = cfg["task"]["T"], cfg["d_model"]
-    P = sinusoidal_table(T, d).numpy()
-    panels = [("positional kernel P P^T", P @ P.T)]
-    spt = _npz(run_dir, f"spt_local_d1_seed{seed}")
-    sup = _npz(run_dir, f"ft_scratch_seed{seed}")
+    seed = cfg["seeds"][0] if cfg["map_seed"] == -1 else cfg["map_seed"]
+    panels = []
+    spt = _npz(run_dir, f"spt_local_seed{seed}")
     if spt is not None:
-        eps = _epochs(spt)
-        panels.append(("mean scores S at init", spt["scores_ep0"]))
-        for e in sorted({cfg["spt_epochs"] if cfg["spt_epochs"] in eps else eps[-1], eps[-1]}):
-            panels.append((f"after SPT ({e} epochs)", spt[f"scores_ep{e}"]))
-    if sup is not None:
-        e = _epochs(sup)[-1]
-        panels.append((f"after supervised ({e} epochs)", sup[f"scores_ep{e}"]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.2), squeeze=False)
-    for ax, (title, M) in zip(axes[0], panels):
-        Mc = M - M.mean(axis=-1, keepdims=True)
-        v = float(np.abs(Mc).max()) or 1.0
-        ax.imshow(Mc, cmap="RdBu_r", vmin=-v, vmax=v)
-        ax.set_title(title + "\n(row-centred)", fontsize=8)
+        keys = sorted((k[len("attn_e"):] for k in spt if k.startswith("attn_e")), key=lambda e: (e == "rule", int(e) if e.isdigit() else 0))
+        panels += [(f"SPT epoch {e}", spt[f"attn_e{e}"]) for e in keys]
+    for name in ("scratch", "spt"):
+        ft = _npz(run_dir, f"ft_{name}_seed{seed}")
+        if ft is not None:
+            panels += [(f"{name}: fine-tune start", ft["attn_start"]), (f"{name}: fine-tune end", ft["attn_end"])]
+    if not panels:
+        return []
+    ncol = min(4, len(panels))
+    nrow = math.ceil(len(panels) / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.0 * ncol, 3.0 * nrow), squeeze=False)
+    for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
-    return _save(fig, run_dir, "spt_kernel")
+        ax.axis("off")
+    for ax, (title, A) in zip(axes.flat, panels):
+        ax.axis("on")
+        ax.imshow(A, cmap="viridis", vmin=0, vmax=max(float(A.max()), 1e-9))
+        ax.set_title(title, fontsize=8)
+    fig.suptitle(f"first-layer attention (query rows, key columns), mean over the probe batch, seed {seed}", fontsize=9)
+    return _save(fig, run_dir, "spt_attention_maps")
 
 
 def make_figures(run_dir: str | Path) -> list[Path]:
@@ -190,7 +175,7 @@ def make_figures(run_dir: str | Path) -> list[Path]:
     run_dir = Path(run_dir)
     metrics = _load(run_dir)
     paths: list[Path] = []
-    for f in (attention_maps_figure, accuracy_figure, proximity_figure, kernel_figure):
+    for f in (accuracy_figure, proximity_accuracy_figure, training_curves_figure, attention_maps_figure):
         paths += f(run_dir, metrics)
     return paths
 
@@ -205,7 +190,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     except FileNotFoundError as err:
         ap.error(str(err))
     except KeyError as err:  # a results folder of another kind of run
-        ap.error(f"{args.results_dir}: not a folder written by `initlab synthetic run` (missing entry {err})")
+        ap.error(f"{args.results_dir}: not a folder written by `initlab synthetic spt` (missing entry {err})")
     return 0
 
 

@@ -21,7 +21,7 @@ Generation rules (every sequence has length exactly T; T must be even for ``pair
   (2m, 2m+1); with probability ``signal_frac`` a block is ``(c(a), c(succ(a)))`` (class 1) or
   ``(c(succ(a)), c(a))`` (class 0), otherwise two independent uniform tokens. Same bag-of-tokens
   symmetry, but a sequence's bag carries no information about a masked token, and in our runs neither
-  masked reconstruction nor label training left the trivial solution (see README).
+  masked reconstruction nor label training left the trivial solution (see docs/synthetic_spt.md).
 * ``count`` (control). Runs of identical tokens, run lengths geometric on {1, 2, ...} with mean ``mean_run``
   (the last run is cut at T). Each run's token is drawn from the first half of the content tokens with probability
   ``0.5 + count_bias`` (class 1) or ``0.5 - count_bias`` (class 0), uniformly within the half. The label is

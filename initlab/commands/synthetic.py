@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
-from initlab.runs import RunExistsError, check_output_path
+from initlab.runs import NonFiniteError, RunExistsError, check_output_path
 from initlab.synthetic import splade_phase
 from initlab.synthetic import spt as synthetic_spt
 
@@ -25,17 +25,26 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--workers", type=int, default=2, help="processes running seeds in parallel (default 2)")
+    parser.add_argument("--workers", type=int, default=2, help="processes running cells (conditions) in parallel (default 2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    parser.add_argument("--partial-report", action="store_true",
+                        help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_spt") / args.preset
+    if args.partial_report:
+        try:
+            print(synthetic_spt.partial_report(synthetic_spt.PRESETS[args.preset], out))
+        except (ValueError, RunExistsError) as err:
+            parser.error(str(err))
+        return 0
     try:
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
                  workers=args.workers, threads=args.threads, draw=spt_figures.make_figures)
-    except ValueError as err:
-        parser.error(str(err))
-    except RunExistsError as err:
+    except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, RunExistsError) as err:
         parser.error(str(err))
     print(md)
     print(f"results: {out}")

@@ -1,4 +1,4 @@
-"""Tests of initlab.synthetic.spt: a tiny end-to-end run, determinism, resume, CLI and reproduce stage."""
+"""Tests of initlab.synthetic.spt: a tiny end-to-end run, resume guards, NaN stop, CLI and reproduce stage."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from initlab import stages
-from initlab.paper_figs import spt_figures
 from initlab.commands import synthetic as synthetic_cmd
 from initlab.config import derive
-from initlab.runs import RunExistsError
+from initlab.paper_figs import spt_figures
+from initlab.runs import ConfigMismatchError, RunExistsError
 from initlab.synthetic import spt
 from initlab.synthetic.tasks import TaskConfig
 
 TINY = derive(
-    spt.BASE, seeds=(0,), task=TaskConfig(T=20), n_train=32, n_test=32, d_model=8, d_ff=8, batch_size=16,
-    finetune_epochs=1, spt_epochs=1, spt_sweep_epochs=(0, 1, 2), depths=(1, 2), probe_size=4,
+    spt.BASE, seeds=(0, 1), task=TaskConfig(T=20), n_train=32, n_val=16, n_test=32, d_model=8, d_ff=8, batch_size=16,
+    finetune_epochs=2, spt_max_epochs=3, spt_patience=1, spt_sweep_epochs=(0, 1, 2), depths=(1, 2), probe_size=4,
 )
 
 
@@ -35,71 +35,103 @@ def tiny_run(tmp_path_factory):
 def test_tiny_run_writes_everything(tiny_run):
     out, md = tiny_run
     names = spt.condition_names(TINY)
-    assert {"scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn", "spt_e2", "depth2_scratch",
-            "depth2_spt", "cross_count", "cross_iid"} == set(names)
+    assert {"scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn", "hybrid_qk_emb", "hybrid_qk_ln",
+            "hybrid_qk_emb_ln", "spt_e1", "spt_e2", "depth2_scratch", "depth2_spt", "cross_count", "cross_iid",
+            "attn_scratch", "attn_spt", "attn_qk"} == set(names)
     for n in names:
         assert f"| {n} |" in md
-    assert (out / "DONE").exists() and (out / "config.json").exists() and (out / "summary.md").read_text() == md
+    assert md.index("| claim |") < md.index("| condition |")  # the verdict table comes first
+    assert (out / "DONE").exists() and (out / "report.md").read_text() == md
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["config_class"] == "SPTConfig" and cfg["config"]["n_train"] == 32
-    m = json.loads((out / "metrics.json").read_text())
-    assert len(m["summary"]["conditions"]) == len(names)
-    for f in ("metrics.csv", "summary.csv", "history.csv"):
+    assert cfg["config_class"] == "SPTConfig" and cfg["config"]["thresholds"]["min_share"] == 0.5
+    verdicts = json.loads((out / "verdicts.json").read_text())
+    assert {v["id"] for v in verdicts} >= {"spt_gain", "few_epochs", "frozen_attn", "qkvo", "qk", "ffn", "depth", "cross_data"}
+    assert all(v["verdict"] in ("reproduced", "partly", "not reproduced") for v in verdicts)  # nothing "not run" here
+    for f in ("metrics.csv", "summary.csv", "history.csv", "metrics.json"):
         assert (out / f).stat().st_size > 0
-    for fig in ("spt_attention_maps", "spt_accuracy", "spt_proximity", "spt_kernel"):
+    for fig in ("spt_accuracy", "spt_proximity_vs_accuracy", "spt_training_curves", "spt_attention_maps"):
         assert (out / f"{fig}.png").stat().st_size > 0 and (out / f"{fig}.pdf").stat().st_size > 0
     cells = _cells(out)
-    # frozen attention really stayed at its init; hybrids loaded only their group
-    assert all("attn.W_" in n for n in cells["frozen_attn__seed0"]["frozen"])
-    assert cells["hybrid_qk__seed0"]["loaded"] == ["blocks.0.attn.W_Q.weight", "blocks.0.attn.W_Q.bias",
-                                                   "blocks.0.attn.W_K.weight", "blocks.0.attn.W_K.bias"]
-    assert all(".ffn." in n for n in cells["hybrid_ffn__seed0"]["loaded"])
-    assert not any(n.startswith(("cls_head", "mlm_head")) for n in cells["spt__seed0"]["loaded"])
+    seed0 = {c: {s["seed"]: s for s in cells[f"ft_{c}"]["seeds"]}[0] for c in ("frozen_attn", "hybrid_qk", "hybrid_qk_emb_ln", "spt", "attn_qk")}
+    assert all("attn.W_" in n for n in seed0["frozen_attn"]["frozen"])
+    assert seed0["hybrid_qk"]["loaded"] == ["blocks.0.attn.W_Q.weight", "blocks.0.attn.W_Q.bias",
+                                            "blocks.0.attn.W_K.weight", "blocks.0.attn.W_K.bias"]
+    assert any(n.startswith("tok_emb") for n in seed0["hybrid_qk_emb_ln"]["loaded"])
+    assert any(".ln1." in n for n in seed0["hybrid_qk_emb_ln"]["loaded"]) and not any(".ffn." in n for n in seed0["hybrid_qk_emb_ln"]["loaded"])
+    assert not any(n.startswith(("cls_head", "mlm_head")) for n in seed0["spt"]["loaded"])
+    assert len(seed0["attn_qk"]["loaded"]) == 4
+    for s in cells["ft_scratch"]["seeds"]:  # reported test accuracy is the best-validation epoch's
+        h = s["history"]
+        assert s["best_epoch"] == max(range(len(h)), key=lambda e: (h[e]["val_acc"], -e)) and "prox_start" in s
+    rule = cells["spt_local_full_d1"]["seeds"][0]
+    assert rule["rule_epoch"] == min(range(len(rule["val_loss"])), key=lambda e: (rule["val_loss"][e], e))
     g = cells["init_grad__seed0"]
     assert g["theorem"]["label_blind_frac"] < 1e-8 < g["theorem"]["mlm_blind_frac"]
     with pytest.raises(RunExistsError):
         spt.run(TINY, out, progress=False)
 
 
-def test_same_seed_identical_metrics(tiny_run, tmp_path):
+def test_same_seed_identical_cells(tiny_run, tmp_path):
     out, _ = tiny_run
-    cfg = derive(TINY, conditions=("scratch", "spt", "hybrid_qk"))
+    cfg = derive(TINY, conditions=("scratch", "hybrid_qk"))
     spt.run(cfg, tmp_path / "again", progress=False)
     first, again = _cells(out), _cells(tmp_path / "again")
-    for name in ("init_grad__seed0", "spt_local_d1__seed0", "scratch__seed0", "spt__seed0", "hybrid_qk__seed0"):
-        a, b = dict(first[name]), dict(again[name])
-        if name.startswith("spt_local"):  # the first run also kept the epoch-2 snapshot (same history prefix)
-            a["history"] = a["history"][:2]
-            b["history"] = b["history"][:2]
-        assert a == b, name
+    for name in ("init_grad__seed0", "ft_scratch", "ft_hybrid_qk"):
+        assert first[name] == again[name], name
+
+
+def test_resume_under_changed_config_is_refused(tmp_path):
+    """An interrupted run (no DONE) resumed with another fine-tuning budget must not reuse its cells."""
+    cfg = derive(TINY, seeds=(0,), conditions=("scratch",))
+    out = tmp_path / "run"
+    spt.run(cfg, out, progress=False)
+    (out / "DONE").unlink()
+    with pytest.raises(ConfigMismatchError, match="finetune_epochs"):
+        spt.run(derive(cfg, finetune_epochs=6), out, progress=False)
+    assert json.loads((out / "config.json").read_text())["config"]["finetune_epochs"] == 2
+    # a cell whose saved key differs (e.g. copied in from another run) is refused too
+    (out / "config.json").unlink()
+    with pytest.raises(ConfigMismatchError, match="cell"):
+        spt.run(derive(cfg, finetune_epochs=6), out, progress=False)
 
 
 def test_interrupted_run_resumes_without_redoing_cells(tmp_path):
-    cfg = derive(TINY, conditions=("scratch", "frozen_attn"))
+    cfg = derive(TINY, seeds=(0,), conditions=("scratch", "frozen_attn"))
     out = tmp_path / "run"
     spt.run(cfg, out, progress=False)
-    # simulate an interruption: no DONE, one finished cell kept (marked), one cell lost
     (out / "DONE").unlink()
-    kept = out / "cells" / "scratch__seed0.json"
+    kept = out / "cells" / "ft_scratch.json"
     data = json.loads(kept.read_text())
-    data["test_acc"] = 0.123456  # a value a recomputation would not produce
+    data["seeds"][0]["test_acc"] = 0.123456  # a value a recomputation would not produce
     kept.write_text(json.dumps(data))
-    (out / "cells" / "frozen_attn__seed0.json").unlink()
+    (out / "cells" / "ft_frozen_attn.json").unlink()
+    partial = spt.partial_report(cfg, out)
+    assert "missing: ft_frozen_attn" in partial and "| scratch |" in partial and "| frozen_attn |" not in partial
+    assert (out / "partial" / "metrics.json").exists() and not (out / "DONE").exists()
     md = spt.run(cfg, out, progress=False)
-    assert json.loads(kept.read_text())["test_acc"] == 0.123456
-    assert (out / "cells" / "frozen_attn__seed0.json").exists() and (out / "DONE").exists()
-    assert "12.3 ± 0.0" in md
+    assert json.loads(kept.read_text())["seeds"][0]["test_acc"] == 0.123456
+    assert (out / "cells" / "ft_frozen_attn.json").exists() and (out / "DONE").exists()
+    assert "| 12.3 |" in md
 
 
 def test_workers_give_the_same_cells(tmp_path):
-    cfg = derive(TINY, seeds=(0, 1), conditions=("scratch",))
+    cfg = derive(TINY, seeds=(0,), conditions=("scratch", "spt"))
     spt.run(cfg, tmp_path / "one", progress=False, workers=1)
     spt.run(cfg, tmp_path / "two", progress=False, workers=2)
     assert _cells(tmp_path / "one") == _cells(tmp_path / "two")
 
 
+def test_cli_absurd_learning_rate_exits_nonzero_without_done(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(spt.PRESETS, "quick", derive(TINY, seeds=(0,), lr=1e30, conditions=("scratch", "spt")))
+    out = tmp_path / "nan"
+    assert synthetic_cmd.spt_main(["--preset", "quick", "--out", str(out), "--workers", "1", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "non-finite" in err and "at step" in err and "Traceback" not in err
+    assert not (out / "DONE").exists() and not list((out / "cells").glob("ft_*.json"))
+
+
 def test_cli_and_reproduce_stage(tmp_path, monkeypatch, capsys):
-    tiny = derive(TINY, conditions=("scratch", "hybrid_qk"))
+    tiny = derive(TINY, seeds=(0,), conditions=("scratch", "hybrid_qk"))
     monkeypatch.setitem(spt.PRESETS, "quick", tiny)
     assert synthetic_cmd.spt_main(["--preset", "quick", "--out", str(tmp_path / "cli"), "--workers", "1", "--no-progress"]) == 0
     printed = capsys.readouterr().out
@@ -108,9 +140,7 @@ def test_cli_and_reproduce_stage(tmp_path, monkeypatch, capsys):
         synthetic_cmd.spt_main(["--preset", "quick", "--out", str(tmp_path / "cli"), "--workers", "1", "--no-progress"])
     md = stages.spt(tmp_path / "stage", "quick", False)
     assert "| scratch |" in md
-    before = (tmp_path / "stage" / "summary.md").stat().st_mtime_ns
     assert stages.spt(tmp_path / "stage", "quick", False) == md  # finished: the saved summary
-    assert (tmp_path / "stage" / "summary.md").stat().st_mtime_ns == before
     with pytest.raises(ValueError, match="preset"):
         stages.spt(tmp_path / "x", "huge", False)
 
@@ -122,16 +152,16 @@ def test_config_errors():
         derive(TINY, depths=(2,))
     with pytest.raises(ValueError, match="unknown config key"):
         derive(TINY, epochs=3)
+    with pytest.raises(ValueError, match="seeds"):
+        derive(TINY, seeds=(1, 1))
     with pytest.raises(ValueError, match="workers"):
         spt.run(TINY, "/tmp/never-written-spt", workers=0)
 
 
 def test_figure_script_reads_a_saved_run(tiny_run, tmp_path, capsys):
-    from initlab.paper_figs import spt_figures
-
     out, _ = tiny_run
-    (out / "spt_kernel.png").unlink()
+    (out / "spt_accuracy.png").unlink()
     assert spt_figures.main([str(out)]) == 0
-    assert (out / "spt_kernel.png").exists() and "spt_accuracy.pdf" in capsys.readouterr().out
+    assert (out / "spt_accuracy.png").exists() and "spt_accuracy.pdf" in capsys.readouterr().out
     with pytest.raises(FileNotFoundError, match="metrics.json"):
         spt_figures.make_figures(tmp_path)
