@@ -50,7 +50,7 @@ import torch
 from initlab.config import derive, to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.nn.pooling import splade_pool
-from initlab.runs import RunDir, torch_threads
+from initlab.runs import RunDir, atomic_write_text, torch_threads
 from initlab.theory.score_scale import BASE as SCORE_SCALE_BASE, monte_carlo, theory_row
 from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_corpus
 from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
@@ -532,14 +532,11 @@ def _run_cells(rd: RunDir, cfg: SpladeSweepConfig, progress: bool, draw: Callabl
         rd.save_cell(name, run_cell(backbone, corpus, cfg, inflation, k, seed, rd.root / "trainer_tmp"),
                      key=sweep_cell_key(cfg, inflation, k, seed))
     rows = collect_rows(rd)
-    rd.write_json("metrics.json", {"cells": [rd.load_cell(cell_name(i, k, s)) for s, i, k in grid], "table": rows})
+    cells = [rd.load_cell(cell_name(i, k, s)) for s, i, k in grid]
+    rd.write_json("metrics.json", {"cells": cells, "table": rows})
     rd.write_csv("metrics.csv", rows)
-    summary = summarize(rows, cfg)
-    from initlab.runs import atomic_write_text
-
-    atomic_write_text(rd.root / "summary.md", summary)
+    atomic_write_text(rd.root / "summary.md", summarize(rows, cfg))
     if not (rd.root / "theory_curves.json").exists():
-        cells = [rd.load_cell(cell_name(i, k, s)) for s, i, k in grid]
         theory, mc, note = theory_curves(to_dict(cfg), cells, sorted({c["k"] for c in cells}))
         rd.write_json("theory_curves.json", {"theory": theory, "monte_carlo": mc, "note": note})
     if draw is not None:
