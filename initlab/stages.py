@@ -30,7 +30,7 @@ from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic import splade_phase
 from initlab.theory import attention_gradient as ag
 from initlab.theory import attention_masked as am
-from initlab.theory import score_scale, verify
+from initlab.theory import score_scale, score_scale_mc, verify
 
 __all__ = ["PRESETS", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt", "score_scale_stage", "splade", "lra_listops"]
 
@@ -205,7 +205,7 @@ def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = 
             rows.append(run.load_cell(name, key=key))
             continue
         th = score_scale.theory_row(cfg, sigma, k)
-        mc = score_scale.monte_carlo(cfg, sigma, k)
+        mc = score_scale_mc.monte_carlo(cfg, sigma, k)
         row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")},
                **{f"mc_{n}": v for n, v in mc.items()}}
         run.save_cell(name, row, key=key)

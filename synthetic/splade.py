@@ -51,7 +51,8 @@ from initlab.config import derive, to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.nn.pooling import splade_pool
 from initlab.runs import RunDir, atomic_write_text, torch_threads
-from initlab.theory.score_scale import BASE as SCORE_SCALE_BASE, monte_carlo, theory_row
+from initlab.theory.score_scale import BASE as SCORE_SCALE_BASE, theory_row
+from initlab.theory.score_scale_mc import monte_carlo
 from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_corpus
 from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
 

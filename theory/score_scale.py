@@ -17,7 +17,8 @@ with the FLOPS regulariser (Paria et al., ICLR 2020, eq. 6; SPLADE v2 eq. 4)
 as i.i.d. ``z ~ N(mu, sigma_k^2)`` with ``sigma_k = sigma / k`` (the spread of H W_head^T is
 proportional to the head norm, and dividing W_head by k divides it) and ``mu = mu_b + mu_h / k``
 (the bias b is not rescaled, the head's mean part is). Queries pool ``L_q`` tokens, documents
-``L_d``. Under this model (all closed forms derived with sympy in :func:`symbolic_formulas`):
+``L_d``. Under this model (all closed forms derived with sympy in
+:func:`initlab.theory.score_scale_symbolic.symbolic_formulas`):
 
 * active fraction of one logit: ``p = Phi(mu / sigma_k)``; of a pooled term weight: ``1 - (1 - p)^L``;
 * moments ``m_r = E[a^r]``: max pooling integrates against the density of the maximum,
@@ -47,24 +48,26 @@ times larger, so there the ratio overstates the FLOPS side. InfoNCE saturates (s
 candidate) when the per-candidate score sd ``score_spread / sqrt(2)`` exceeds ``sqrt(2 ln B)`` (the
 freezing point of a softmax over B i.i.d. Gaussian scores, random-energy model, Derrida 1981). Everything here is
 checked against Monte Carlo (:func:`initlab.theory.score_scale_mc.monte_carlo`) and autograd in ``tests/theory/test_score_scale_*``.
+
+Role of this module: the model's configuration, its closed forms and the mechanism; the sympy derivation
+is :mod:`initlab.theory.score_scale_symbolic`, the simulation :mod:`initlab.theory.score_scale_mc`, the
+theory-vs-Monte-Carlo table :mod:`initlab.theory.score_scale_table`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
-import sympy as sp
 import torch
 
 from initlab.config import derive
+from initlab.theory.score_scale_symbolic import symbolic_formulas
 
 __all__ = [
     "ScoreScaleConfig",
-    "symbolic_formulas",
     "logit_params",
     "active_fraction",
     "pooled_active_fraction",
@@ -77,10 +80,8 @@ __all__ = [
     "grad_norm_rank",
     "grad_norm_flops",
     "theory_row",
-    "monte_carlo",
     "mechanism",
     "describe_mechanism",
-    "score_scale_table",
 ]
 
 Pooling = Literal["max", "sum"]
@@ -122,65 +123,6 @@ PRESETS: dict[str, ScoreScaleConfig] = {
     "default": derive(BASE, vocab=2048, mc_batches=4),
     "full": derive(BASE, sigmas=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0), mc_batches=8),
 }
-
-
-# ------------------------------------------------------------------------------------------------
-# sympy: the closed forms
-# ------------------------------------------------------------------------------------------------
-@lru_cache(maxsize=1)
-def symbolic_formulas() -> dict[str, Any]:
-    """The closed forms of the model, as sympy expressions (and lambdified float64 functions).
-
-    Keys (expression ``expr_*`` and function ``f_*``): ``active`` (mu, s) -> Phi(mu/s);
-    ``pooled_active`` (mu, s, L); ``max_density`` (x, mu, s, L) = d/dx F(x)^L; ``flops_reg``
-    (m1, m2, V, N); ``flops_cost`` (Pq, Pd, V); ``score`` (m1q, m1d, V); ``spread`` (m2q, m1d, m2d, V);
-    ``grad_rank_sq`` (varq, Eg, V, B); ``grad_flops_sq`` (E_a2g, E_ag, Eg, m1, m2, lam, V, B);
-    ``sum_m1`` / ``sum_m2`` (e1, e2, L); ``dlog1p`` = d/dz log(1 + z).
-    """
-    x, mu, L, V, N, B, lam = sp.symbols("x mu L V N B lambda", real=True)
-    s = sp.symbols("s", positive=True)
-    m1, m2, m1q, m1d, m2q, m2d, Pq, Pd, e1, e2 = sp.symbols("m1 m2 m1q m1d m2q m2d P_q P_d e1 e2", real=True)
-    varq, Eg, Eag, Ea2g = sp.symbols("varq Eg Eag Ea2g", real=True)
-    z = sp.symbols("z", real=True)
-    Phi = lambda t: (1 + sp.erf(t / sp.sqrt(2))) / 2  # noqa: E731
-    F = Phi((x - mu) / s)
-    exprs = {
-        "active": Phi(mu / s),
-        "pooled_active": 1 - (1 - Phi(mu / s)) ** L,
-        "max_density": sp.simplify(sp.diff(F ** L, x)),
-        # E[(mean of N iid a)^2] summed over V dims
-        "flops_reg": V * (m1 ** 2 + (m2 - m1 ** 2) / N),
-        "flops_cost": V * Pq * Pd,
-        "score": V * m1q * m1d,
-        "spread": sp.sqrt(2 * V * m2q * (m2d - m1d ** 2)),
-        # sum_q w_q^2 with w = 1/B - y (uniform softmax), times 1/B^2 from the batch mean
-        "grad_rank_sq": V * (B - 1) / B ** 3 * varq * Eg,
-        # (2 lam / N)^2 ... with abar = (a_i + S)/B, E[(a_i+S)^2 g] = Ea2g + 2(B-1) m1 Eag + ((B-1) m2 + (B-1)(B-2) m1^2) Eg
-        "grad_flops_sq": lam ** 2 * V * 4 / B ** 4
-        * (Ea2g + 2 * (B - 1) * m1 * Eag + ((B - 1) * m2 + (B - 1) * (B - 2) * m1 ** 2) * Eg),
-        "sum_m1": L * e1,
-        "sum_m2": L * e2 + L * (L - 1) * e1 ** 2,
-        "dlog1p": sp.diff(sp.log(1 + z), z),
-    }
-    args = {
-        "active": (mu, s),
-        "pooled_active": (mu, s, L),
-        "max_density": (x, mu, s, L),
-        "flops_reg": (m1, m2, V, N),
-        "flops_cost": (Pq, Pd, V),
-        "score": (m1q, m1d, V),
-        "spread": (m2q, m1d, m2d, V),
-        "grad_rank_sq": (varq, Eg, V, B),
-        "grad_flops_sq": (Ea2g, Eag, Eg, m1, m2, lam, V, B),
-        "sum_m1": (e1, L),
-        "sum_m2": (e1, e2, L),
-        "dlog1p": (z,),
-    }
-    out: dict[str, Any] = {}
-    for name, e in exprs.items():
-        out[f"expr_{name}"] = e
-        out[f"f_{name}"] = sp.lambdify(args[name], e, modules="math")
-    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -430,41 +372,3 @@ def describe_mechanism(mech: dict[str, Any]) -> str:
              f"{mech['saturation_threshold_sd']:.3g}) for sigma/k > {sat:.3g}" if sat is not None
              else "no saturation crossing in the scanned range")
     return (f"With mu = {mech['mu']:g}, B = {mech['batch']}, lambda_d = {mech['lambda_d']:g}: {flops}; {sat_s}.")
-
-
-# ------------------------------------------------------------------------------------------------
-# table, CLI, reproduce stage
-# ------------------------------------------------------------------------------------------------
-TABLE_COLUMNS = ("sigma", "k", "sigma_k", "active_q", "active_dims_d", "Ea_d", "flops_reg_d", "flops_cost",
-                 "score_mean", "score_spread", "grad_rank", "grad_flops", "grad_ratio")
-
-
-def score_scale_table(cfg: ScoreScaleConfig, *, with_mc: bool = False, progress: bool = False) -> list[dict[str, Any]]:
-    """Rows for every (sigma, k) of ``cfg``: theory (``th_*``) and, with ``with_mc``, Monte Carlo (``mc_*``)."""
-    from tqdm.auto import tqdm
-
-    cells = [(s, k) for s in cfg.sigmas for k in cfg.ks]
-    rows = []
-    for sigma, k in tqdm(cells, desc="score-scale", disable=not progress):
-        th = theory_row(cfg, sigma, k)
-        row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")}}
-        if with_mc:
-            mc = monte_carlo(cfg, sigma, k)
-            row.update({f"mc_{n}": v for n, v in mc.items()})
-        rows.append(row)
-    return rows
-
-
-def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    """A fixed-width text table of the theory columns (and MC columns where present)."""
-    cols = [c for c in TABLE_COLUMNS if c in ("sigma", "k") or f"th_{c}" in rows[0]]
-    head = " ".join(f"{c:>12}" for c in cols)
-    lines = [head]
-    for r in rows:
-        vals = [r[c] if c in ("sigma", "k") else r[f"th_{c}"] for c in cols]
-        lines.append(" ".join(f"{v:>12.4g}" for v in vals))
-    return "\n".join(lines)
-
-
-# The Monte Carlo reference lives in its own module (simulation, not closed form); re-exported here.
-from initlab.theory.score_scale_mc import monte_carlo  # noqa: E402  (needs the definitions above)

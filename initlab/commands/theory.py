@@ -9,7 +9,7 @@ from typing import Sequence
 
 from initlab.config import derive, to_dict
 from initlab.runs import RunExistsError, atomic_write_json, check_output_path
-from initlab.theory import score_scale, verify
+from initlab.theory import score_scale, score_scale_table, verify
 
 __all__ = ["verify_main", "score_scale_main"]
 
@@ -65,11 +65,11 @@ def score_scale_main(argv: Sequence[str] | None = None, prog: str | None = None)
         cfg = derive(score_scale.BASE, mu_b=args.mu_b, batch=args.batch, **({"sigmas": tuple(args.sigma)} if args.sigma else {}))
         if any(not (math.isfinite(s) and s > 0) for s in cfg.sigmas):
             raise ValueError(f"--sigma: expected positive finite values, got {list(cfg.sigmas)}")
-        rows = score_scale.score_scale_table(cfg, with_mc=args.mc)
+        rows = score_scale_table.score_scale_table(cfg, with_mc=args.mc)
         mech = score_scale.mechanism(cfg)
     except (ValueError, TypeError, RunExistsError) as err:
         parser.error(str(err))
-    print(score_scale.format_table(rows))
+    print(score_scale_table.format_table(rows))
     print("\n" + score_scale.describe_mechanism(mech))
     if args.json is not None:
         atomic_write_json(args.json, {"config": to_dict(cfg), "rows": rows, "mechanism": mech})

@@ -11,6 +11,7 @@ from initlab.commands import theory as theory_cmd
 from initlab.config import derive
 from initlab.paper_figs import score_scale_figures as figs
 from initlab.theory import score_scale as ss
+from initlab.theory import score_scale_mc as ssmc
 
 
 def test_score_scale_cli_table_and_json(tmp_path, capsys):
@@ -37,7 +38,7 @@ def test_score_scale_reproduce_stage_resumes_and_guards(tmp_path, monkeypatch):
     assert data["config"]["vocab"] == 64 and len(data["rows"]) == 2
     # finished: returns the saved summary without recomputing
     calls = []
-    monkeypatch.setattr(ss, "monte_carlo", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(ssmc, "monte_carlo", lambda *a, **k: calls.append(1))
     assert stages.score_scale_stage(out, "quick") == md and not calls
     # interrupted run: finished cells are reused (monte_carlo not called for them)
     (out / "DONE").unlink()
@@ -53,7 +54,7 @@ def test_score_scale_figure_script(tmp_path, capsys):
     assert figs.main([str(tmp_path)]) == 2
     cfg = derive(ss.BASE, vocab=32, batch=4, L_d=8, mc_batches=2)
     rows = [{"sigma": 2.0, "k": k, **{f"th_{n}": v for n, v in ss.theory_row(cfg, 2.0, k).items()},
-             **{f"mc_{n}": v for n, v in ss.monte_carlo(cfg, 2.0, k).items()}} for k in (1.0, 4.0)]
+             **{f"mc_{n}": v for n, v in ssmc.monte_carlo(cfg, 2.0, k).items()}} for k in (1.0, 4.0)]
     (tmp_path / "score_scale.json").write_text(json.dumps({"rows": rows}))
     assert figs.main([str(tmp_path)]) == 0
     assert (tmp_path / "score_scale_theory_vs_mc.png").stat().st_size > 1000

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from initlab.config import derive
 from initlab.theory import score_scale as ss
+from initlab.theory import score_scale_mc as ssmc
+from initlab.theory import score_scale_symbolic as sssym
 
 KS = st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
 SMALL = ss.ScoreScaleConfig(vocab=48, batch=8, mc_batches=12, lambda_d=0.05)
@@ -54,7 +56,7 @@ def _check_all(cfg, th, mc, grads=True):
 def test_score_scale_max_pooling_matches_monte_carlo(mu_b, sigma, k, L_q, L_d, seed):
     cfg = derive(SMALL, mu_b=mu_b, L_q=L_q, L_d=L_d, seed=seed)
     th = ss.theory_row(cfg, sigma, k)
-    mc = ss.monte_carlo(cfg, sigma, k)
+    mc = ssmc.monte_carlo(cfg, sigma, k)
     _check_all(cfg, th, mc)
 
 
@@ -64,7 +66,7 @@ def test_score_scale_sum_pooling_and_head_mean_match_monte_carlo(mu_b, mu_h, sig
     cfg = derive(SMALL, mu_b=mu_b, mu_h=mu_h, L_q=L, L_d=2 * L, pooling="sum", seed=seed)
     th = ss.theory_row(cfg, sigma, k)
     assert th["mu_k"] == pytest.approx(mu_b + mu_h / k) and th["sigma_k"] == pytest.approx(sigma / k)
-    mc = ss.monte_carlo(cfg, sigma, k)
+    mc = ssmc.monte_carlo(cfg, sigma, k)
     _check_all(cfg, th, mc, grads=False)
 
 
@@ -84,7 +86,7 @@ def test_score_scale_quadrature_closed_forms(mu, s):
 
 
 def test_score_scale_sympy_max_density_is_derivative_of_cdf_power():
-    f = ss.symbolic_formulas()
+    f = sssym.symbolic_formulas()
     x, mu, s, L = 0.7, -0.3, 1.9, 7
     u = (x - mu) / s
     Phi = 0.5 * (1 + math.erf(u / math.sqrt(2)))
@@ -128,7 +130,7 @@ def test_score_scale_exact_infonce_gradient_near_linearised_when_spread_small():
     cfg = derive(SMALL, mu_b=-2.0, L_q=4, L_d=8, mc_batches=8)
     th = ss.theory_row(cfg, 0.8, 1.0)
     assert th["score_spread"] < 0.2
-    mc = ss.monte_carlo(cfg, 0.8, 1.0)
+    mc = ssmc.monte_carlo(cfg, 0.8, 1.0)
     assert mc["grad_rank_exact"] == pytest.approx(mc["grad_rank"], rel=0.05)
     assert mc["softmax_entropy_ratio"] > 0.99
 
@@ -139,8 +141,8 @@ def test_score_scale_mechanism_saturation_seen_in_monte_carlo():
     mech = ss.mechanism(cfg, points=13)
     s_star = mech["infonce_saturates_above"]
     assert s_star is not None
-    below = ss.monte_carlo(cfg, s_star / 4, 1.0)["softmax_entropy_ratio"]
-    above = ss.monte_carlo(cfg, s_star * 4, 1.0)["softmax_entropy_ratio"]
+    below = ssmc.monte_carlo(cfg, s_star / 4, 1.0)["softmax_entropy_ratio"]
+    above = ssmc.monte_carlo(cfg, s_star * 4, 1.0)["softmax_entropy_ratio"]
     assert below > 0.8 and above < 0.5, (below, above)
     for a, b in mech["flops_dominates"]:
         mid = math.sqrt(a * b)
@@ -165,7 +167,7 @@ def test_score_scale_rescaling_is_sigma_over_k():
         lambda: ss.pooled_moments(0.0, 1.0, 3, "mean"),
         lambda: ss.logit_params(0.0, 0.0, 1.0, 0.0),
         lambda: ss.logit_params(0.0, 0.0, 1.0, float("inf")),
-        lambda: ss.monte_carlo(SMALL, 1.0, 1.0, n_batches=1),
+        lambda: ssmc.monte_carlo(SMALL, 1.0, 1.0, n_batches=1),
     ],
 )
 def test_score_scale_bad_input(call):
@@ -182,7 +184,7 @@ def test_score_scale_spread_monte_carlo_resolves_a_factor(mu_b, sigma, L_q, L_d)
     noise is set by the B queries, not by V, so a small batch cannot resolve it.)"""
     cfg = derive(SMALL, vocab=96, batch=64, mc_batches=24, mu_b=mu_b, L_q=L_q, L_d=L_d, seed=3)
     th = ss.theory_row(cfg, sigma, 1.0)["score_spread"] ** 2
-    mc = ss.monte_carlo(cfg, sigma, 1.0)
+    mc = ssmc.monte_carlo(cfg, sigma, 1.0)
     se = mc["score_spread_sq_se"]
     assert 5 * se <= 0.3 * th, f"Monte Carlo too noisy to test the spread: se {se:.3g} vs theory {th:.3g}"
     assert abs(mc["score_spread_sq"] - th) <= 5 * se, (th, mc["score_spread_sq"], se)
@@ -205,7 +207,7 @@ def test_score_scale_linearised_rank_gradient_is_too_small_once_saturated():
     Monte Carlo but the exact InfoNCE gradient is several times larger: the theory's shrinking
     grad_rank is not the exact gradient there (stated in the README)."""
     cfg = derive(SMALL, mu_b=-1.0, L_q=4, L_d=16, mc_batches=4)
-    mc = ss.monte_carlo(cfg, 16.0, 1.0)
+    mc = ssmc.monte_carlo(cfg, 16.0, 1.0)
     th = ss.theory_row(cfg, 16.0, 1.0)
     assert mc["softmax_entropy_ratio"] < 0.5
     assert mc["grad_rank"] == pytest.approx(th["grad_rank"], rel=0.2)
