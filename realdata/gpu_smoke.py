@@ -35,6 +35,8 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from initlab.realdata.timing import time_steps
+
 __all__ = ["splade_flops_per_sequence", "splade_check", "run_smoke", "format_table", "main"]
 
 COLUMNS = ("stage", "status", "seconds", "tokens_per_s", "peak_mem_gib", "tflops", "mfu", "note")
@@ -89,22 +91,11 @@ def splade_check(*, device: str, dry_run: bool, steps: int, peak: float | None) 
 
 def _timed(step: Callable[[], float], steps: int, *, warmup: int, use_cuda: bool, tokens: int, flops: float,
            peak: float | None, note: str) -> dict:
-    for _ in range(warmup):
-        step()
-    if use_cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    loss = float("nan")
-    for _ in range(steps):
-        loss = step()
-    if use_cuda:
-        torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
-    tflops = flops * steps / dt / 1e12
-    return {"seconds": dt, "tokens_per_s": tokens * steps / dt, "tflops": tflops, "mfu": tflops / peak if peak else None,
-            "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30 if use_cuda else None,
-            "note": f"{note}; last loss {loss:.3f}"}
+    r = time_steps(step, steps, warmup=warmup, use_cuda=use_cuda)
+    loss = float("nan") if r.last is None else r.last
+    tflops = flops * steps / r.seconds / 1e12
+    return {"seconds": r.seconds, "tokens_per_s": tokens * steps / r.seconds, "tflops": tflops,
+            "mfu": tflops / peak if peak else None, "peak_mem_gib": r.peak_mem_gib, "note": f"{note}; last loss {loss:.3f}"}
 
 
 def _listops_data(out: Path, dry_run: bool, n_train: int) -> dict:

@@ -17,13 +17,14 @@ script is tested without a GPU; its MFU is not meaningful.
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+
+from initlab.realdata.timing import time_steps
 
 __all__ = ["PEAK_BF16_TFLOPS", "assumed_peak", "measure", "main"]
 
@@ -85,22 +86,13 @@ def measure(task: str, mode: str, *, steps: int, warmup: int, batch_size: int | 
         loss.backward()
         opt.step()
 
-    for _ in range(warmup):
-        step()
-    if use_cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if use_cuda:
-        torch.cuda.synchronize()
-    dt = time.perf_counter() - t0
+    timed = time_steps(step, steps, warmup=warmup, use_cuda=use_cuda)
+    dt = timed.seconds
     head = "classify" if (mode == "masked" and cfg.spt_loss == "l1") else mode  # pixel head: 2d per token, not 2dV
     flops = flops_per_sequence(model.backbone.cfg, T, head=head, training=True) * B * steps
     return {"task": task, "mode": mode, "batch_size": B, "T": T, "n_layers": cfg.n_layers, "d_model": cfg.d_model,
             "steps": steps, "seconds": dt, "tokens_per_s": B * T * steps / dt, "sequences_per_s": B * steps / dt,
-            "peak_mem_gib": torch.cuda.max_memory_allocated() / 2**30 if use_cuda else None,
+            "peak_mem_gib": timed.peak_mem_gib,
             "achieved_tflops": flops / dt / 1e12}
 
 
