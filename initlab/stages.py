@@ -42,12 +42,29 @@ def _check_preset(preset: str) -> None:
         raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
 
 
-def finished_summary(out_dir: Path, overwrite: bool) -> str | None:
-    """The saved ``summary.md`` of a finished stage folder, or None if it must (re)run."""
+def finished_summary(out_dir: Path, preset: str, overwrite: bool) -> str | None:
+    """Check ``preset``; then the saved ``summary.md`` of a finished stage folder, or None if it must (re)run.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    _check_preset(preset)
     out_dir = Path(out_dir)
     if overwrite or not (out_dir / "DONE").exists() or not (out_dir / "summary.md").exists():
         return None
     return (out_dir / "summary.md").read_text()
+
+
+def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Callable[[Path, str, bool], str]) -> str:
+    """The saved summary of a finished stage folder (see :func:`finished_summary`), else ``body(out_dir, preset, overwrite)``.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    done = finished_summary(out_dir, preset, overwrite)
+    if done is not None:
+        return done
+    return body(Path(out_dir), preset, overwrite)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -63,12 +80,8 @@ def theory(out_dir: Path, preset: str = "default", overwrite: bool = False) -> s
     Raises:
         ValueError: unknown ``preset``.
     """
-    _check_preset(preset)
-    done = finished_summary(out_dir, overwrite)
-    if done is not None:
-        return done
     with torch_threads(1):
-        return _theory(Path(out_dir), preset, overwrite)
+        return run_unless_finished(out_dir, preset, overwrite, _theory)
 
 
 def _theory(out_dir: Path, preset: str, overwrite: bool) -> str:
@@ -169,10 +182,10 @@ def spt(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
     Raises:
         ValueError: unknown ``preset``.
     """
-    _check_preset(preset)
-    done = finished_summary(out_dir, overwrite)
-    if done is not None:
-        return done
+    return run_unless_finished(out_dir, preset, overwrite, _spt)
+
+
+def _spt(out_dir: Path, preset: str, overwrite: bool) -> str:
     return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=2, threads=1,
                              draw=spt_figures.make_figures)
 
@@ -188,11 +201,10 @@ def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = 
     Raises:
         ValueError: unknown ``preset``.
     """
-    _check_preset(preset)
-    done = finished_summary(out_dir, overwrite)
-    if done is not None:
-        return done
-    out_dir = Path(out_dir)
+    return run_unless_finished(out_dir, preset, overwrite, _score_scale)
+
+
+def _score_scale(out_dir: Path, preset: str, overwrite: bool) -> str:
     from tqdm.auto import tqdm
 
     cfg = score_scale.PRESETS[preset]
@@ -259,9 +271,8 @@ def splade(out_dir: Path, preset: str = "default", overwrite: bool = False) -> s
     Raises:
         ValueError: unknown ``preset``.
     """
-    _check_preset(preset)
     out_dir = Path(out_dir)
-    if overwrite or not (out_dir / "DONE").exists():
+    if finished_summary(out_dir, preset, overwrite) is None:
         splade_phase.run_phase(out_dir, splade_phase.PRESETS[preset], overwrite=overwrite, progress=False,
                                draw=synthetic_splade_figures.draw_phase)
     figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
