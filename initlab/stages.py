@@ -28,6 +28,7 @@ from initlab.config import to_dict
 from initlab.runs import RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic import splade_phase
+from initlab.theory import attention_case as ac
 from initlab.theory import attention_gradient as ag
 from initlab.theory import attention_masked as am
 from initlab.theory import score_scale, score_scale_mc, verify
@@ -124,8 +125,8 @@ def t2_band_curve(seed: int, Ts: Sequence[int], widths: Sequence[int], reps: int
         for T in [T for T in Ts if T > 2 * w + 1]:  # for T <= 2w + 1 the band is (nearly) all-ones
             vals = []
             for _ in range(reps):
-                case = ag.random_case(gen, T, d=4, heads=1, e=3, f="tanh", loss="mse")
-                G = ag.score_gradient(case)[0]
+                case = ac.random_case(gen, T, d=4, heads=1, e=3, f="tanh", loss="mse")
+                G = ac.score_gradient(case)[0]
                 vals.append(abs(float((G * ag.band_pattern(T, w)).sum())) / float(G.norm()))
             rows.append({"w": w, "T": T, "mean_ratio": sum(vals) / len(vals), "max_ratio": max(vals), "bound": ag.band_relative_bound(T, w)})
     return rows

@@ -67,7 +67,7 @@ from typing import Literal
 
 import torch
 
-from initlab.theory.attention_gradient import check_matrix, check_scores
+from initlab.theory.attention_case import check_matrix, check_scores
 
 __all__ = [
     "markov_tokens",

@@ -1,6 +1,6 @@
 """T6: key-padding masks with length-aware pooling, and dropout.
 
-Setting: the layer of :mod:`initlab.theory.attention_gradient` (mean pooling, no residual, position-wise
+Setting: the layer of :mod:`initlab.theory.attention_case` (mean pooling, no residual, position-wise
 f, any loss) at uniform attention, with
 
 (a) Key padding. ``pad : (T,)`` bool, True = padding (torch's ``key_padding_mask`` convention), L valid
@@ -44,7 +44,8 @@ from typing import Literal
 
 import torch
 
-from initlab.theory.attention_gradient import AttentionCase, _require_mean_pooling, check_scores, t1_closed_form
+from initlab.theory.attention_case import AttentionCase, require_mean_pooling, check_scores
+from initlab.theory.attention_gradient import t1_closed_form
 from initlab.theory.subspace import blind_fraction
 
 __all__ = [
@@ -88,7 +89,7 @@ def padded_case_loss(case: AttentionCase, pad: Tensor, S: Tensor | None = None) 
     Raises:
         ValueError: a bad mask, CLS pooling or a residual connection.
     """
-    _require_mean_pooling(case, "T6 (padding)")
+    require_mean_pooling(case, "T6 (padding)")
     S = check_scores(case.S if S is None else S)
     H, T, _ = S.shape
     check_padding(pad, T)
@@ -118,7 +119,7 @@ def padded_closed_form(case: AttentionCase, pad: Tensor) -> Tensor:
         ValueError: a bad mask, CLS pooling or a residual connection.
     """
     check_padding(pad, case.T)
-    _require_mean_pooling(case, "T6 (padding)")
+    require_mean_pooling(case, "T6 (padding)")
     keep = ~pad
     Lv = int(keep.sum())
     sub = AttentionCase(case.X[keep], torch.zeros(case.H, Lv, Lv, dtype=case.X.dtype), case.W_V, case.W_O, case.f, case.loss, f_name=case.f_name, loss_name=case.loss_name)
@@ -160,7 +161,7 @@ def dropout_case_loss(case: AttentionCase, S: Tensor, keep: Tensor, p: float, ki
     Raises:
         ValueError: bad kind, p, mask shape; CLS pooling or a residual connection.
     """
-    _require_mean_pooling(case, "T6 (dropout)")
+    require_mean_pooling(case, "T6 (dropout)")
     _check_drop(case, keep, p, kind)
     N, T = keep.shape[0], case.T
     A = torch.softmax(S, -1)

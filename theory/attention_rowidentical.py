@@ -1,6 +1,6 @@
 """Row-identical attention (T1') and the Q/K parameter gradients with biases (T3').
 
-Setting: the layer of :mod:`initlab.theory.attention_gradient` (mean pooling, no residual, position-wise
+Setting: the layer of :mod:`initlab.theory.attention_case` (mean pooling, no residual, position-wise
 f, any loss), but the attention need not be uniform: every row of ``A_h`` is the same probability
 vector ``a_h`` (``A_h = 1 a_h^T``). This happens exactly when ``S_h,ij = c_i + s_j`` (rows differ by
 constants, which softmax ignores), e.g. with ``nn.Linear`` biases and ``W_Q W_K^T = 0``.
@@ -45,7 +45,7 @@ import math
 
 import torch
 
-from initlab.theory.attention_gradient import AttentionCase, _require_mean_pooling, case_loss, check_matrix, check_scores
+from initlab.theory.attention_case import AttentionCase, require_mean_pooling, case_loss, check_matrix, check_scores
 
 __all__ = [
     "row_identical_weights",
@@ -98,7 +98,7 @@ def row_pool_gradient(case: AttentionCase, a: Tensor) -> Tensor:
     Raises:
         ValueError: CLS pooling or a residual (T1' does not apply), or ``a`` not a finite ``(H, T)``.
     """
-    _require_mean_pooling(case, "r_h (T1')")
+    require_mean_pooling(case, "r_h (T1')")
     H, T = case.H, case.T
     check_matrix(a, "a", (H, T), f"(H, T) = ({H}, {T})")
     V = torch.einsum("td,hde->hte", case.X, case.W_V)

@@ -59,7 +59,7 @@ _A6 = "initlab.theory.attention_masks"
 _A7 = "initlab.theory.attention_depth"
 _SY = "initlab.theory.attention_symbolic"
 _SX = "initlab.theory.attention_symbolic_ext"
-_VF = "initlab.theory.verify"
+_VF = "initlab.theory.verify_checks"
 _VX = "initlab.theory.verify_ext"
 
 REGISTRY: tuple[Statement, ...] = (

@@ -14,12 +14,13 @@ import math
 import torch
 
 from initlab.theory import attention_depth as a7
+from initlab.theory import attention_case as ac
 from initlab.theory import attention_gradient as ag
 from initlab.theory import attention_masks as a6
 from initlab.theory import attention_rowidentical as ar
 from initlab.theory.statements import BY_ID
 from initlab.theory.subspace import blind_component, blind_fraction
-from initlab.theory.verify import TOL_EXACT, TOL_FD, StatementResult, VerifyConfig, _draw_case, _draw_T, _fd_check, _fd_scale, _floor, _hook, _pick
+from initlab.theory.verify_base import TOL_EXACT, TOL_FD, StatementResult, VerifyConfig, draw_T, draw_case, fd_check, fd_scale, hook, pick, round_off_floor
 
 __all__ = ["check_t1p", "check_t3p", "check_t6", "check_t7", "CHECKERS_EXT"]
 
@@ -42,17 +43,17 @@ def check_t1p(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
     res = StatementResult("T1'", BY_ID["T1'"].summary)
     t1_err = []
     for _ in range(cfg.cases):
-        case = _draw_case(gen, _draw_T(gen, cfg.t_max), row_shift=False)
+        case = draw_case(gen, draw_T(gen, cfg.t_max), row_shift=False)
         W_Q, b_Q, W_K, b_K = _qk(gen, case.H, case.X.shape[1])
         case.S = ar.biased_scores(case.X, W_Q, b_Q, W_K, b_K)
         case.S = case.S + torch.randn(case.H, case.T, 1, generator=gen, dtype=F64)  # row constants: softmax ignores them
-        G = _hook("T1'", ag.score_gradient(case))
+        G = hook("T1'", ac.score_gradient(case))
         g = ar.t1p_closed_form(case)
-        sc = float(G.abs().max()) + _floor(case)
+        sc = float(G.abs().max()) + round_off_floor(case)
         res.record("autograd = 1 g^T, g = diag(a)(I - 1a^T) V r", G, g[:, None, :].expand_as(G), TOL_EXACT, sc)
         res.record("blind component of autograd = 0", blind_component(G), 0.0, TOL_EXACT, sc)
-        _fd_check(res, "central difference = autograd", case, G, gen)
-        uni = ag.AttentionCase(case.X, torch.zeros_like(case.S), case.W_V, case.W_O, case.f, case.loss)
+        fd_check(res, "central difference = autograd", case, G, gen)
+        uni = ac.AttentionCase(case.X, torch.zeros_like(case.S), case.W_V, case.W_O, case.f, case.loss)
         g1 = ag.t1_closed_form(uni)
         n = g.norm(dim=-1)
         t1_err += [float(x) for x in ((g1 - g).norm(dim=-1) / n)[n > 1e-12]]
@@ -66,15 +67,15 @@ def check_t3p(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
     res = StatementResult("T3'", BY_ID["T3'"].summary)
     centred_wk = []
     for k in range(cfg.cases):
-        T = _draw_T(gen, cfg.t_max)
-        case = _draw_case(gen, T, d=int(torch.randint(2, 7, (1,), generator=gen)), row_shift=False)
+        T = draw_T(gen, cfg.t_max)
+        case = draw_case(gen, T, d=int(torch.randint(2, 7, (1,), generator=gen)), row_shift=False)
         W_Q, b_Q, W_K, b_K = _qk(gen, case.H, case.X.shape[1])
         if k % 2:  # centred tokens and W_Q = W_K = 0: T3 would say every gradient vanishes
             case.X = case.X - case.X.mean(0)
             W_Q, W_K = torch.zeros_like(W_Q), torch.zeros_like(W_K)
-        auto = {n: _hook("T3'", t) for n, t in ar.qk_bias_gradient(case, W_Q, b_Q, W_K, b_K).items()}
+        auto = {n: hook("T3'", t) for n, t in ar.qk_bias_gradient(case, W_Q, b_Q, W_K, b_K).items()}
         closed = ar.qk_bias_closed_form(case, W_Q, b_Q, W_K, b_K)
-        fl = _floor(case) * (1 + float(case.X.abs().max())) ** 2 * T * (1 + float(b_Q.abs().max()) + float(W_K.abs().max()))
+        fl = round_off_floor(case) * (1 + float(case.X.abs().max())) ** 2 * T * (1 + float(b_Q.abs().max()) + float(W_K.abs().max()))
         top = max(float(t.abs().max()) for t in auto.values()) + fl
         for n in ("W_Q", "b_Q", "W_K", "b_K"):
             res.record(f"grad {n}: autograd = closed form", auto[n], closed[n], TOL_EXACT, top)
@@ -89,10 +90,10 @@ def check_t3p(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
 
         def L_of(bq, case=case, W_Q=W_Q, W_K=W_K, b_K=b_K):
             with torch.no_grad():
-                return float(ag.case_loss(case, ar.biased_scores(case.X, W_Q, bq, W_K, b_K)))
+                return float(ac.case_loss(case, ar.biased_scores(case.X, W_Q, bq, W_K, b_K)))
 
         fd = (L_of(b_Q + h * E) - L_of(b_Q - h * E)) / (2 * h)
-        res.record("central difference = autograd (b_Q)", float((auto["b_Q"] * E).sum()), fd, TOL_FD, _fd_scale(auto["b_Q"], E, L_of(b_Q)))
+        res.record("central difference = autograd (b_Q)", float((auto["b_Q"] * E).sum()), fd, TOL_FD, fd_scale(auto["b_Q"], E, L_of(b_Q)))
         res.cases += 1
     res.measured["centred_grad_WK_over_max"] = centred_wk
     return res
@@ -104,7 +105,7 @@ def _padded_fd(res: StatementResult, case, pad, G, gen) -> None:
     with torch.no_grad():
         L0 = float(a6.padded_case_loss(case, pad))
         fd = float((a6.padded_case_loss(case, pad, case.S + h * E) - a6.padded_case_loss(case, pad, case.S - h * E)) / (2 * h))
-    res.record("padding: central difference = autograd", float((G * E).sum()), fd, TOL_FD, _fd_scale(G, E, L0))
+    res.record("padding: central difference = autograd", float((G * E).sum()), fd, TOL_FD, fd_scale(G, E, L0))
 
 
 def check_t6(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
@@ -112,15 +113,15 @@ def check_t6(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
     per_mask = []
     for k in range(cfg.cases):
         # (a) key padding with length-aware pooling
-        T = _draw_T(gen, cfg.t_max)
-        case = _draw_case(gen, T)
+        T = draw_T(gen, cfg.t_max)
+        case = draw_case(gen, T)
         Lv = int(torch.randint(2, T + 1, (1,), generator=gen))
         pad = torch.zeros(T, dtype=torch.bool)
         pad[torch.randperm(T, generator=gen)[: T - Lv]] = True
-        G = _hook("T6", a6.padded_score_gradient(case, pad))
+        G = hook("T6", a6.padded_score_gradient(case, pad))
         g = a6.padded_closed_form(case, pad)
         blk = (~pad).to(F64)
-        sc = float(G.abs().max()) + _floor(case)
+        sc = float(G.abs().max()) + round_off_floor(case)
         res.record("padding: autograd = 1_valid g^T (T1 on the valid tokens)", G, blk[:, None] * g[:, None, :], TOL_EXACT, sc)
         res.record("padding: masked blind component of autograd = 0", blind_component(G, key_padding_mask=pad), 0.0, TOL_EXACT, sc)
         nz = G.flatten(1).norm(dim=1) > 1e-10 * sc
@@ -130,16 +131,16 @@ def check_t6(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
         # (b) dropout, exact expectation over every mask (tiny layer), identity (G) per mask
         kind = "attention" if k % 2 == 0 else "output"
         Td = 2 + k % 2 if kind == "attention" else 3
-        small = _draw_case(gen, Td, heads=1, e=2, use_W_O=False, d=2, f=_pick(gen, ("tanh", "gelu", "softplus", "mlp")))
+        small = draw_case(gen, Td, heads=1, e=2, use_W_O=False, d=2, f=pick(gen, ("tanh", "gelu", "softplus", "mlp")))
         p = 0.1 + 0.3 * float(torch.rand(1, generator=gen))
         shape = (1, Td, Td) if kind == "attention" else (Td, 2)
         n = math.prod(shape)
         keep = torch.tensor([[(m >> b) & 1 for b in range(n)] for m in range(2**n)], dtype=torch.bool).reshape(-1, *shape)
         kk = keep.flatten(1).sum(1).to(F64)
         prob = (1 - p) ** kk * p ** (n - kk)
-        Gm = _hook("T6", a6.dropout_score_gradient(small, keep, p, kind))
+        Gm = hook("T6", a6.dropout_score_gradient(small, keep, p, kind))
         ref = a6.dropout_gradient_from_R(small, keep, p, kind)
-        scm = float(Gm.abs().max()) + _floor(small)
+        scm = float(Gm.abs().max()) + round_off_floor(small)
         res.record(f"{kind} dropout: autograd per mask = identity (G) with the mask", Gm, ref, TOL_EXACT, scm)
         EG = torch.einsum("n,nhij->hij", prob, Gm)
         res.record(f"{kind} dropout: exact E_M[grad] blind (all {2**n} masks)", blind_component(EG), 0.0, TOL_EXACT, scm)
@@ -147,7 +148,7 @@ def check_t6(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
         res.cases += 1
     res.claim("dropout: per-mask blind fraction != 0 (median over cases)", sorted(per_mask)[len(per_mask) // 2] > 1e-3, f"({per_mask})")
     # Monte Carlo rate: blind fraction of the mean over n masks ~ n^{-1/2}
-    case = ag.random_case(gen, 8, d=4, heads=1, e=3, f="tanh", loss="mse")
+    case = ac.random_case(gen, 8, d=4, heads=1, e=3, f="tanh", loss="mse")
     rows = a6.dropout_blind_fraction_curve(case, 0.1, (100, 400, 1600, 6400), gen, "attention", reps=2)
     xs, ys = [math.log(r["n"]) for r in rows], [math.log(r["blind_fraction"]) for r in rows]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
@@ -167,7 +168,7 @@ def check_t7(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
             a7.StackSpec(2, False, True, True, "random"), a7.StackSpec(3, True, False, False, "uniform"), a7.StackSpec(2, True, True, False, "random")][k]
         T = int(torch.randint(2, min(cfg.t_max, 24) + 1, (1,), generator=gen))
         st = a7.random_stack(gen, spec, T, d=int(torch.randint(2, 7, (1,), generator=gen)), heads=int(torch.randint(1, 3, (1,), generator=gen)), e=2, d_ff=6)
-        G = _hook("T7", a7.first_layer_gradient(st))
+        G = hook("T7", a7.first_layer_gradient(st))
         R, V = a7.first_layer_R(st)
         floor = 1e-4 * float(R.abs().max()) * float(V.abs().max()) + 1e-300
         sc = float(G.abs().max()) + floor
@@ -187,7 +188,7 @@ def check_t7(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
         with torch.no_grad():
             L0 = float(a7.stack_loss(st, S0))
             fd = float((a7.stack_loss(st, S0 + h * E) - a7.stack_loss(st, S0 - h * E)) / (2 * h))
-        res.record("central difference = autograd", float((G * E).sum()), fd, TOL_FD, _fd_scale(G, E, L0))
+        res.record("central difference = autograd", float((G * E).sum()), fd, TOL_FD, fd_scale(G, E, L0))
         res.cases += 1
     table_specs = [a7.StackSpec(2, r, f, n, later) for r in (False, True) for later in ("uniform", "random") for f, n in ((False, False), (True, False), (True, True))]
     res.measured["table"] = a7.blind_fraction_table(table_specs, T=16, seeds=3, seed=cfg.seed)

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.theory import attention_gradient as ag
+from initlab.theory import attention_case as ac
 from initlab.theory import attention_masks as a6
 from initlab.theory.subspace import blind_component, blind_fraction, query_independent_component
 
@@ -15,10 +15,10 @@ F64 = torch.float64
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@given(T=st.integers(3, 64), frac=st.floats(0.0, 1.0), f=st.sampled_from(ag.POSITIONWISE_MAPS), loss=st.sampled_from(ag.LOSSES), seed=st.integers(0, 2**31 - 1))
+@given(T=st.integers(3, 64), frac=st.floats(0.0, 1.0), f=st.sampled_from(ac.POSITIONWISE_MAPS), loss=st.sampled_from(ac.LOSSES), seed=st.integers(0, 2**31 - 1))
 def test_t6_padding_closed_form_and_masked_projection(T, frac, f, loss, seed):
     gen = torch.Generator().manual_seed(seed)
-    case = ag.random_case(gen, T, d=3, heads=2, e=2, f=f, loss=loss)
+    case = ac.random_case(gen, T, d=3, heads=2, e=2, f=f, loss=loss)
     Lv = max(2, round(frac * T))
     pad = torch.arange(T) >= Lv
     G = a6.padded_score_gradient(case, pad)
@@ -53,7 +53,7 @@ def test_masked_projections_are_orthogonal_on_the_valid_block(T, seed):
 def test_t6_dropout_exact_expectation_is_blind():
     for kind, T in (("attention", 3), ("output", 3)):
         gen = torch.Generator().manual_seed(4)
-        case = ag.random_case(gen, T, d=2, heads=1, e=2, use_W_O=False, f="tanh", loss="cross_entropy")
+        case = ac.random_case(gen, T, d=2, heads=1, e=2, use_W_O=False, f="tanh", loss="cross_entropy")
         EG = a6.exact_dropout_expectation(case, 0.2, kind)
         assert float(EG.abs().max()) > 1e-4
         assert float(blind_component(EG).abs().max()) < 1e-13 * (1 + float(EG.abs().max()) * 1e3)
@@ -66,7 +66,7 @@ def test_t6_dropout_exact_expectation_is_blind():
 
 def test_t6_dropout_monte_carlo_rate():
     gen = torch.Generator().manual_seed(0)
-    case = ag.random_case(gen, 6, d=3, heads=1, e=2, f="tanh", loss="mse")
+    case = ac.random_case(gen, 6, d=3, heads=1, e=2, f="tanh", loss="mse")
     rows = a6.dropout_blind_fraction_curve(case, 0.1, (100, 1600), gen, reps=2)
     ratio = rows[0]["blind_fraction"] / rows[1]["blind_fraction"]
     assert 2.0 < ratio < 8.0  # n^{-1/2}: 16x the masks -> about 4x smaller
@@ -74,7 +74,7 @@ def test_t6_dropout_monte_carlo_rate():
 
 
 def test_t6_bad_input():
-    case = ag.random_case(torch.Generator().manual_seed(0), 4, d=3, heads=1, e=2)
+    case = ac.random_case(torch.Generator().manual_seed(0), 4, d=3, heads=1, e=2)
     with pytest.raises(ValueError, match="pad: expected at least 2 valid"):
         a6.padded_closed_form(case, torch.tensor([False, True, True, True]))
     with pytest.raises(ValueError, match="pad: expected a bool tensor"):
@@ -95,7 +95,7 @@ def test_t6_bad_input():
 
 def test_t6_padding_central_difference():
     gen = torch.Generator().manual_seed(9)
-    case = ag.random_case(gen, 7, d=3, heads=2, e=2, f="gelu", loss="logistic")
+    case = ac.random_case(gen, 7, d=3, heads=2, e=2, f="gelu", loss="logistic")
     pad = torch.tensor([False, False, True, False, False, True, True])
     G = a6.padded_score_gradient(case, pad)
     E = torch.randn(G.shape, generator=gen, dtype=F64)

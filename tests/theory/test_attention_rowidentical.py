@@ -9,6 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from initlab.theory import attention_case as ac
 from initlab.theory import attention_gradient as ag
 from initlab.theory import attention_rowidentical as ar
 from initlab.theory.subspace import blind_component, blind_fraction
@@ -21,11 +22,11 @@ def draw(data, T=None, **over):
     T = data.draw(st.integers(2, 64), label="T") if T is None else T
     kw = dict(d=data.draw(st.integers(2, 6), label="d"), heads=data.draw(st.integers(1, 3), label="heads"),
               e=data.draw(st.integers(1, 4), label="e"), use_W_O=data.draw(st.booleans(), label="W_O"),
-              f=data.draw(st.sampled_from(ag.POSITIONWISE_MAPS), label="f"), loss=data.draw(st.sampled_from(ag.LOSSES), label="loss"),
+              f=data.draw(st.sampled_from(ac.POSITIONWISE_MAPS), label="f"), loss=data.draw(st.sampled_from(ac.LOSSES), label="loss"),
               row_shift=False)
     kw.update(over)
     gen = torch.Generator().manual_seed(data.draw(st.integers(0, 2**31 - 1), label="seed"))
-    case = ag.random_case(gen, T, **kw)
+    case = ac.random_case(gen, T, **kw)
     H, d = case.H, case.X.shape[1]
     dk = data.draw(st.integers(2, 5), label="d_k")
     W_Q, W_K = torch.randn(H, d, dk, generator=gen, dtype=F64), torch.randn(H, d, dk, generator=gen, dtype=F64)
@@ -35,7 +36,7 @@ def draw(data, T=None, **over):
 
 
 def floor(case):
-    R, V = ag.output_gradient(case)
+    R, V = ac.output_gradient(case)
     return 1e-4 * float(R.abs().max()) * float(V.abs().max()) + 1e-300
 
 
@@ -43,25 +44,25 @@ def floor(case):
 def test_t1p_row_identical_closed_form_blind(data):
     case, gen, W_Q, b_Q, W_K, b_K = draw(data)
     case.S = ar.biased_scores(case.X, W_Q, b_Q, W_K, b_K)
-    G = ag.score_gradient(case)
+    G = ac.score_gradient(case)
     g = ar.t1p_closed_form(case)
     sc = float(G.abs().max()) + floor(case)
     assert torch.allclose(G, g[:, None, :].expand_as(G), rtol=0, atol=1e-10 * sc)
     assert float(g.sum(-1).abs().max()) <= 1e-12 * (float(g.abs().sum()) + floor(case))
     assert float(blind_component(G).abs().max()) <= 1e-11 * sc
     E = torch.randn(G.shape, generator=gen, dtype=F64)
-    fd = ag.directional_central_difference(case, E)
-    L = float(ag.case_loss(case))
+    fd = ac.directional_central_difference(case, E)
+    L = float(ac.case_loss(case))
     assert fd == pytest.approx(float((G * E).sum()), abs=1e-7 * float(G.norm() * E.norm()) + 1e-9 * (1 + abs(L)))
 
 
 def test_t1p_uniform_special_case_and_t1_formula_is_wrong_off_uniform():
     gen = torch.Generator().manual_seed(3)
-    case = ag.random_case(gen, 9, d=4, heads=2, e=3, f="tanh", loss="mse", row_shift=False)
+    case = ac.random_case(gen, 9, d=4, heads=2, e=3, f="tanh", loss="mse", row_shift=False)
     assert torch.allclose(ar.t1p_closed_form(case), ag.t1_closed_form(case), rtol=0, atol=1e-15)  # a = 1/T
     case.S = torch.randn(2, 1, 9, generator=gen, dtype=F64).expand(2, 9, 9).clone()  # identical rows, non-uniform
-    G = ag.score_gradient(case)[:, 0]
-    g1 = ag.t1_closed_form(ag.AttentionCase(case.X, torch.zeros_like(case.S), case.W_V, case.W_O, case.f, case.loss))
+    G = ac.score_gradient(case)[:, 0]
+    g1 = ag.t1_closed_form(ac.AttentionCase(case.X, torch.zeros_like(case.S), case.W_V, case.W_O, case.f, case.loss))
     assert float(((g1 - G).norm(dim=-1) / G.norm(dim=-1)).min()) > 0.05  # T1's uniform g is wrong here
     assert torch.allclose(ar.t1p_closed_form(case), G, rtol=0, atol=1e-14)
 
@@ -79,7 +80,7 @@ def test_t3p_bias_gradients_closed_form(data):
 
 def test_t3p_centred_tokens_and_query_independent_step():
     gen = torch.Generator().manual_seed(11)
-    case = ag.random_case(gen, 10, d=4, heads=2, e=3, f="gelu", loss="logistic", row_shift=False)
+    case = ac.random_case(gen, 10, d=4, heads=2, e=3, f="gelu", loss="logistic", row_shift=False)
     case.X = case.X - case.X.mean(0)
     Z = torch.zeros(2, 4, 3, dtype=F64)
     b_Q, b_K = torch.randn(2, 3, generator=gen, dtype=F64), torch.randn(2, 3, generator=gen, dtype=F64)
@@ -110,7 +111,7 @@ def test_t3_rank2_scores_concentrate_near_diagonal():
 
 
 def test_t1p_t3p_bad_input():
-    case = ag.random_case(torch.Generator().manual_seed(0), 4, d=3, heads=2, e=2)
+    case = ac.random_case(torch.Generator().manual_seed(0), 4, d=3, heads=2, e=2)
     with pytest.raises(ValueError, match="S: T1' needs row-identical"):
         ar.t1p_closed_form(case, torch.randn(2, 4, 4, dtype=F64))
     W = torch.ones(2, 3, 2, dtype=F64)
@@ -127,8 +128,8 @@ def test_t1p_pinned_regression():
     # Produced once with: gen = torch.Generator().manual_seed(2024);
     # random_case(gen, 5, d=3, heads=1, e=2, f="tanh", loss="mse", row_shift=False); S rows = (0.3, -0.2, 0.5, 0, 1)
     gen = torch.Generator().manual_seed(2024)
-    case = ag.random_case(gen, 5, d=3, heads=1, e=2, f="tanh", loss="mse", row_shift=False)
+    case = ac.random_case(gen, 5, d=3, heads=1, e=2, f="tanh", loss="mse", row_shift=False)
     case.S = torch.tensor([[0.3, -0.2, 0.5, 0.0, 1.0]], dtype=F64)[:, None, :].expand(1, 5, 5).clone()
     expected = torch.tensor([[-0.011713493435832285, -0.020267003427780456, 0.02300584214161646, -0.0015477312038895382, 0.010522385925885827]], dtype=F64)
     assert torch.allclose(ar.t1p_closed_form(case), expected, rtol=1e-10, atol=1e-15)
-    assert torch.allclose(ag.score_gradient(case)[:, 3, :], expected, rtol=1e-9, atol=1e-15)
+    assert torch.allclose(ac.score_gradient(case)[:, 3, :], expected, rtol=1e-9, atol=1e-15)

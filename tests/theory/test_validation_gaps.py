@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from initlab.theory import attention_case as ac
 from initlab.theory import attention_gradient as ag
 
 F64 = torch.float64
@@ -26,13 +27,13 @@ def test_cls_blind_fraction_values():
 def test_nonuniform_first_order_rejects_quadratic_f():
     """f(y) = [y, (u.y)^2] with u orthogonal to the old midpoint test's y1 - y2 passed before (24 % off FD)."""
     gen = torch.Generator().manual_seed(3)
-    case = ag.random_case(gen, 5, d=3, heads=1, e=2, use_W_O=True, f="identity", loss="mse", row_shift=False)
+    case = ac.random_case(gen, 5, d=3, heads=1, e=2, use_W_O=True, f="identity", loss="mse", row_shift=False)
     y = torch.randn(2, 5, dtype=F64, generator=torch.Generator().manual_seed(0))  # the old test's points (m = 5)
     dlt = y[0] - y[1]
     u = torch.randn(5, dtype=F64, generator=gen)
     u = u - (u @ dlt) / (dlt @ dlt) * dlt
     case.f = lambda Y: torch.cat([Y, ((Y @ u) ** 2)[..., None]], -1)
-    case.loss = ag.make_loss("mse", 6, gen)
+    case.loss = ac.make_loss("mse", 6, gen)
     mid, ends = case.f(y.mean(0, keepdim=True))[0], case.f(y).mean(0)
     assert torch.allclose(mid, ends)  # the old midpoint test is fooled
     with pytest.raises(ValueError, match="case.f: expected an affine"):
@@ -45,21 +46,21 @@ def test_quadratic_f_really_breaks_the_first_order_formula(monkeypatch):
     from initlab.theory.subspace import blind_component
 
     gen = torch.Generator().manual_seed(3)
-    case = ag.random_case(gen, 5, d=3, heads=1, e=2, use_W_O=True, f="identity", loss="mse", row_shift=False)
+    case = ac.random_case(gen, 5, d=3, heads=1, e=2, use_W_O=True, f="identity", loss="mse", row_shift=False)
     case.W_O = torch.randn(2, 4, generator=gen, dtype=F64)
     y = torch.randn(2, 4, dtype=F64, generator=torch.Generator().manual_seed(0))
     dlt = y[0] - y[1]
     u = torch.randn(4, dtype=F64, generator=gen)
     u = u - (u @ dlt) / (dlt @ dlt) * dlt
     case.f = lambda Y: torch.cat([Y, ((Y @ u) ** 2)[..., None]], -1)
-    case.loss = ag.make_loss("mse", 5, gen)
+    case.loss = ac.make_loss("mse", 5, gen)
     S1 = torch.randn(1, 5, 5, dtype=F64, generator=gen)
     monkeypatch.setattr(ag, "_check_affine", lambda *a, **k: None)  # bypass the check to measure the error
     first = ag.nonuniform_first_order(case, S1)
     h = 1e-4
     case.S = h * S1
-    Gp = blind_component(ag.score_gradient(case))
+    Gp = blind_component(ac.score_gradient(case))
     case.S = -h * S1
-    Gm = blind_component(ag.score_gradient(case))
+    Gm = blind_component(ac.score_gradient(case))
     rel = float((first - (Gp - Gm) / (2 * h)).norm() / ((Gp - Gm) / (2 * h)).norm())
     assert rel == pytest.approx(0.0244, abs=0.001)

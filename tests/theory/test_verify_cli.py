@@ -9,7 +9,8 @@ import pytest
 from initlab import stages
 from initlab.commands import theory as theory_cmd
 from initlab import cli
-from initlab.theory import verify
+from initlab.config import derive
+from initlab.theory import verify, verify_base, verify_checks
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -45,7 +46,7 @@ def test_verify_reports_fail_for_an_injected_wrong_gradient(monkeypatch, capsys,
         G.view(-1)[1] += 1e-6 * float(G.abs().max()) + 1e-12
         return G
 
-    monkeypatch.setattr(verify, "_TEST_HOOK", hook)
+    monkeypatch.setattr(verify_base, "_TEST_HOOK", hook)
     rc = theory_cmd.verify_main(["--cases", "2", "--t-max", "12", "--mc-samples", "2000"])
     text = capsys.readouterr().out
     assert rc == 1
@@ -65,7 +66,7 @@ def test_verify_bad_arguments(capsys):
 
 
 def test_verify_reproduce_stage_writes_resumes_and_overwrites(tmp_path, monkeypatch):
-    monkeypatch.setitem(verify.PRESETS, "quick", verify.derive(verify.BASE, cases=2, t_max=16, mc_samples=2000))
+    monkeypatch.setitem(verify.PRESETS, "quick", derive(verify.BASE, cases=2, t_max=16, mc_samples=2000))
     calls = []
     real = verify.run_verify
     monkeypatch.setattr(verify, "run_verify", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -101,7 +102,7 @@ def test_verify_t2_curve_shrinks_with_T():
 
 
 def test_verify_respects_t_max(tmp_path):
-    report = verify.run_verify(verify.derive(verify.BASE, cases=6, t_max=3, mc_samples=2000), statements=["T2"])
+    report = verify.run_verify(derive(verify.BASE, cases=6, t_max=3, mc_samples=2000), statements=["T2"])
     assert report["passed"]
     assert {r["T"] for r in report["statements"][0]["measured"]["band_ratio_samples"]} <= {2, 3}
 
@@ -109,7 +110,7 @@ def test_verify_respects_t_max(tmp_path):
 @pytest.mark.parametrize("target", ["T2", "T3", "T4", "T5"])
 def test_verify_fails_for_a_wrong_closed_form(monkeypatch, target):
     """The checks are not tautological: a slightly wrong theorem (not a wrong gradient) must FAIL."""
-    ag, am = verify.ag, verify.am
+    ag, am = verify_checks.ag, verify_checks.am
     if target == "T2":  # a bound that is too tight: ||d|| / T instead of ||d|| / sqrt(T)
         monkeypatch.setattr(ag, "band_relative_bound", lambda T, w: float(ag.band_edge_deficit(T, w).norm() / T))
     elif target == "T3":  # T - 1 instead of T
@@ -120,5 +121,5 @@ def test_verify_fails_for_a_wrong_closed_form(monkeypatch, target):
         monkeypatch.setattr(am, "psi", lambda P, p, q: real(P, p, q) * P.shape[0] / (P.shape[0] - 1))
     else:  # CLS blind fraction sqrt(1 - 1/(T + 1))
         monkeypatch.setattr(ag, "cls_blind_fraction", lambda T: (1 - 1 / (T + 1)) ** 0.5)
-    report = verify.run_verify(verify.derive(verify.BASE, cases=4, t_max=40, mc_samples=8000), statements=[target])
+    report = verify.run_verify(derive(verify.BASE, cases=4, t_max=40, mc_samples=8000), statements=[target])
     assert report["statements"][0]["verdict"] == "FAIL" and report["passed"] is False

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from initlab.theory import verify
+from initlab.config import derive
+from initlab.theory import verify, verify_base
 from initlab.theory.statements import REGISTRY
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 IDS = [s.id for s in REGISTRY]
-CFG = verify.derive(verify.BASE, cases=3, t_max=12, mc_samples=2000)
+CFG = derive(verify.BASE, cases=3, t_max=12, mc_samples=2000)
 
 
 def _one_entry(G):
@@ -38,7 +39,7 @@ MUTATIONS = {"one entry": _one_entry, "query-independent 1 v^T": _query_independ
 
 
 def _run_with(monkeypatch, target, mutate):
-    monkeypatch.setattr(verify, "_TEST_HOOK", lambda st, G: mutate(G) if st == target else G)
+    monkeypatch.setattr(verify_base, "_TEST_HOOK", lambda st, G: mutate(G) if st == target else G)
     return verify.run_verify(CFG, statements=[target])["statements"][0]
 
 
