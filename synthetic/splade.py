@@ -24,6 +24,11 @@ The inflation sweep (one BERT backbone, its tied matrix inflated; the four-famil
    ``sum_j p_j(q) p_j(d)``, Formal et al. 2021 sec. 4 / Paria et al. 2020), and the loss curve
    (ranking and FLOPS parts).
 
+Role of this module: one cell (:func:`run_cell`) and the sweep around it (resumable cells, metrics, the
+theory curves, the summary). The pieces: configuration :mod:`initlab.synthetic.splade_config`, model and
+training (steps 3 and 5) :mod:`initlab.synthetic.splade_train`, measurements (steps 4 and 6)
+:mod:`initlab.synthetic.splade_measure`.
+
 Collapse (non-finite loss or weights, empty vectors, or vectors active on almost the whole vocabulary)
 is recorded in the cell's ``collapse`` field with a warning, never raised.
 
@@ -34,13 +39,8 @@ figures ``splade_*.png`` (drawn by :mod:`initlab.paper_figs.synthetic_splade_fig
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import math
-import shutil
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -48,415 +48,20 @@ import numpy as np
 import torch
 
 from initlab.config import derive, to_dict
-from initlab.nn.collapse import detect_collapse as shared_detect_collapse
-from initlab.nn.pooling import splade_pool
 from initlab.runs import RunDir, atomic_write_text, torch_threads
 from initlab.theory.score_scale import BASE as SCORE_SCALE_BASE, theory_row
 from initlab.theory.score_scale_mc import monte_carlo
-from initlab.synthetic.splade_data import CorpusConfig, SyntheticCorpus, make_corpus
-from initlab.synthetic.splade_model import BackboneConfig, inflate_head, prepare_backbone
+from initlab.synthetic.splade_config import SpladeSweepConfig, cell_name, vocab_size
+from initlab.synthetic.splade_data import SyntheticCorpus, make_corpus
+from initlab.synthetic.splade_measure import detect_collapse, evaluate, measure_init
+from initlab.synthetic.splade_model import prepare_backbone
+from initlab.synthetic.splade_train import load_encoder, train_cell
 
-__all__ = [
-    "SpladeSweepConfig", "PRESETS", "cell_name", "load_encoder", "splade_vectors", "splade_pool", "flops_pairs",
-    "measure_init", "evaluate", "detect_collapse", "train_cell", "run_cell", "run_sweep", "collect_rows", "summarize",
-    "theory_curves",
-]
-
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SpladeSweepConfig:
-    """The sweep: corpus, backbone, the (inflation x k x seed) grid and the SPLADE recipe.
-
-    ``lambda_q`` / ``lambda_d`` are the maximum FLOPS regulariser weights reached after the quadratic
-    warm-up over ``reg_warmup_ratio`` of the ``steps``; ``lr`` is AdamW's peak learning rate with
-    linear warm-up over ``lr_warmup_ratio`` of the steps, then linear decay (transformers' default).
-    Query/document token limits are ``query_max_len`` / ``doc_max_len`` (T, incl. [CLS] and [SEP]).
-    ``torch_threads`` intra-op CPU threads during the sweep (1: the models are tiny, and on a shared
-    machine extra threads mostly spin).
-    """
-
-    corpus: CorpusConfig = CorpusConfig()
-    backbone: BackboneConfig = BackboneConfig()
-    inflations: tuple[float, ...] = (1.0, 4.0, 16.0)
-    ks: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
-    seeds: tuple[int, ...] = (0,)
-    steps: int = 200
-    batch_size: int = 32
-    lr: float = 5e-4
-    lr_warmup_ratio: float = 0.1
-    lambda_q: float = 5e-2
-    lambda_d: float = 3e-2
-    reg_warmup_ratio: float = 1 / 3
-    query_max_len: int = 12
-    doc_max_len: int = 32
-    log_every: int = 10
-    init_batch: int = 64
-    dense_fraction: float = 0.9
-    torch_threads: int = 1
-
-
-BASE = SpladeSweepConfig()
-PRESETS: dict[str, SpladeSweepConfig] = {
-    "quick": derive(
-        BASE,
-        corpus=derive(BASE.corpus, n_docs=120, n_train_queries=600, n_dev_queries=40),
-        backbone=derive(BASE.backbone, mlm_steps=100),
-        inflations=(1.0, 16.0), ks=(1.0, 16.0), seeds=(0,), steps=60, log_every=5,
-    ),
-    "default": BASE,
-    "full": derive(BASE, seeds=(0, 1, 2), steps=500, corpus=derive(BASE.corpus, n_train_queries=5000)),
-}
-
-
-def vocab_size(c: CorpusConfig) -> int:
-    """V of the corpus: special tokens + background + topic + entity words."""
-    return 5 + c.n_background + c.n_topics * c.topic_words + c.n_entities
-
-
-def cell_name(inflation: float, k: float, seed: int) -> str:
-    """File-safe name of one cell, e.g. ``inf=4_k=16_seed=0``."""
-    return f"inf={inflation:g}_k={k:g}_seed={seed}"
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Silence transformers / sentence-transformers info logs and known-benign warnings inside a cell."""
-    import transformers
-
-    old = transformers.logging.get_verbosity()
-    st_logger = logging.getLogger("sentence_transformers")
-    old_st = st_logger.level
-    bars = transformers.logging.is_progress_bar_enabled()
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    st_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*deprecated.*")
-            yield
-    finally:
-        if bars:
-            transformers.logging.enable_progress_bar()
-        transformers.logging.set_verbosity(old)
-        st_logger.setLevel(old_st)
-
+__all__ = ["run_cell", "sweep_cell_key", "run_sweep", "collect_rows", "summarize", "theory_curves"]
 
 # ------------------------------------------------------------------------------------------------
-# model
+# one cell
 # ------------------------------------------------------------------------------------------------
-def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSweepConfig, seed: int):
-    """SparseEncoder = Transformer(fill-mask) + SpladePooling(max) over the cached backbone, with
-    ``W_head <- W_head * inflation / k`` (inflation by :func:`inflate_head`, then
-    :func:`initlab.mlmhead.rescale_mlm_head`).
-
-    Raises:
-        ValueError: inflation or k not finite and > 0.
-    """
-    from sentence_transformers.base.modules import Transformer
-    from sentence_transformers.sparse_encoder import SparseEncoder
-    from sentence_transformers.sparse_encoder.modules import SpladePooling
-
-    from initlab.mlmhead import rescale_mlm_head
-
-    torch.manual_seed(seed)
-    with _quiet():
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
-        model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
-    inflate_head(tr.auto_model, inflation)
-    rescale_mlm_head(tr.auto_model, k)
-    return model
-
-
-@torch.no_grad()
-def splade_vectors(model, texts: list[str], max_len: int, batch_size: int = 128) -> torch.Tensor:
-    """SPLADE vectors ``a`` of ``texts``, shape ``(N, V)``, float32, in eval mode (non-finite kept)."""
-    model.eval()
-    old = model.max_seq_length
-    model.max_seq_length = max_len
-    try:
-        with _quiet():
-            out = model.encode(texts, batch_size=batch_size, convert_to_tensor=True, convert_to_sparse_tensor=False,
-                               show_progress_bar=False)
-    finally:
-        model.max_seq_length = old
-    return out.float().cpu()
-
-
-def flops_pairs(q: torch.Tensor, d: torch.Tensor) -> float:
-    """FLOPS: expected multiplications per query-document pair, ``sum_j p_j(q) p_j(d)`` where ``p_j`` is
-    the fraction of queries (documents) with ``a_j > 0`` (Paria et al. 2020; Formal et al. 2021).
-
-    Args:
-        q: ``(Nq, V)`` query vectors; d: ``(Nd, V)`` document vectors.
-    """
-    if q.ndim != 2 or d.ndim != 2 or q.shape[1] != d.shape[1]:
-        raise ValueError(f"flops_pairs: expected (Nq, V) and (Nd, V), got {tuple(q.shape)} and {tuple(d.shape)}")
-    return float(((q > 0).double().mean(0) * (d > 0).double().mean(0)).sum())
-
-
-def _batch_features(model, texts: list[str], max_len: int) -> dict[str, torch.Tensor]:
-    old = model.max_seq_length
-    model.max_seq_length = max_len
-    try:
-        return model.preprocess(texts)
-    finally:
-        model.max_seq_length = old
-
-
-def _rms(g: torch.Tensor) -> float:
-    """Root mean over the batch of the squared per-text gradient norm ``||g_i||^2`` of ``(B, T, V)``."""
-    return float(g.pow(2).sum(dim=(1, 2)).mean().sqrt())
-
-
-@torch.no_grad()
-def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int) -> dict[str, float]:
-    """Scale quantities at initialization (before any SPLADE step), for comparison with the theory.
-
-    Returns a dict with:
-
-    * ``head_norm`` (Frobenius norm of ``W_head``), ``head_row_norm`` (mean row norm), ``bias_mean``,
-      ``bias_std`` (decoder bias ``b``, not rescaled);
-    * ``logit_mean`` / ``logit_std`` (of the token logits ``z`` over the non-padding tokens of the
-      first ``init_batch`` documents and all V), ``token_active_fraction`` (``P(z > 0)``),
-      ``L_q`` / ``L_d`` (mean tokens per query / document, incl. [CLS] and [SEP]);
-    * ``active_fraction`` (fraction of document-vector entries > 0), ``q_active_dims`` /
-      ``d_active_dims`` (mean non-zeros), ``flops`` (:func:`flops_pairs`, dev queries x corpus),
-      ``flops_reg_d`` (``sum_j (mean over the corpus of a_j)^2``), ``mean_a`` / ``mean_a2``
-      (E[a], E[a^2] over document entries), ``mean_a_q``;
-    * scores of dev queries: ``score_mean`` (all pairs), ``score_pos`` / ``score_neg`` (with the
-      source document / other documents), ``score_spread`` (``sqrt(mean (s(q,d+) - s(q,d-))^2)``, the
-      theory's definition);
-    * on the first ``init_batch`` train pairs (queries B, documents B, in-batch negatives):
-      ``ranking_loss`` (InfoNCE in nats), ``softmax_entropy_ratio`` (entropy / ln B of the score
-      softmax; 1 = uniform, 0 = one-hot), and the RMS per-document norms of the gradients with respect
-      to the document logits z_d of the ranking loss (``grad_rank``) and of ``lambda_d R_d``
-      (``grad_flops``) at the full weight ``lambda_d``, by autograd through :func:`splade_pool`.
-    """
-    from initlab.mlmhead import head_bias, head_projection
-
-    hf = model[0].auto_model
-    w = head_projection(hf).detach().double()
-    b = head_bias(hf)
-    docs = list(corpus.docs.values())
-    qids = list(corpus.dev_queries)
-    q = splade_vectors(model, [corpus.dev_queries[i] for i in qids], cfg.query_max_len).double()
-    d = splade_vectors(model, docs, cfg.doc_max_len).double()
-
-    feats = _batch_features(model, docs[: cfg.init_batch], cfg.doc_max_len)
-    logits = hf(input_ids=feats["input_ids"], attention_mask=feats["attention_mask"]).logits.double()
-    z = logits[feats["attention_mask"].bool()]  # (tokens, V)
-
-    doc_index = {did: i for i, did in enumerate(corpus.docs)}
-    scores = q @ d.T  # (Nq, Nd)
-    rows = torch.arange(len(qids))
-    src = torch.tensor([doc_index[corpus.dev_source[i]] for i in qids])
-    pos = scores[rows, src]
-    neg_mask = torch.ones_like(scores, dtype=torch.bool)
-    neg_mask[rows, src] = False
-    gaps = (pos[:, None] - scores)[neg_mask]
-
-    pairs = corpus.train_pairs[: cfg.init_batch]
-    fq = _batch_features(model, [p[0] for p in pairs], cfg.query_max_len)
-    fd = _batch_features(model, [corpus.docs[p[1]] for p in pairs], cfg.doc_max_len)
-    aq = splade_pool(hf(input_ids=fq["input_ids"], attention_mask=fq["attention_mask"]).logits.double(),
-                     fq["attention_mask"])
-    zd = hf(input_ids=fd["input_ids"], attention_mask=fd["attention_mask"]).logits.double()
-    with torch.enable_grad():
-        zd = zd.requires_grad_(True)
-        ad = splade_pool(zd, fd["attention_mask"])
-        s = aq @ ad.T  # (B, B); SparseEncoder's similarity is the dot product, MNRL scale 1 for it
-        ranking = torch.nn.functional.cross_entropy(s, torch.arange(len(pairs)))
-        (g_rank,) = torch.autograd.grad(ranking, zd, retain_graph=True)
-        (g_flops,) = torch.autograd.grad(cfg.lambda_d * (ad.mean(0) ** 2).sum(), zd)
-    logp = torch.log_softmax(s.detach(), dim=1)
-    return {
-        "head_norm": float(w.norm()),
-        "head_row_norm": float(w.norm(dim=1).mean()),
-        "bias_mean": float(b.double().mean()) if b is not None else 0.0,
-        "bias_std": float(b.double().std()) if b is not None else 0.0,
-        "logit_mean": float(z.mean()),
-        "logit_std": float(z.std()),
-        "token_active_fraction": float((z > 0).double().mean()),
-        "L_q": float(fq["attention_mask"].sum(1).double().mean()),
-        "L_d": float(feats["attention_mask"].sum(1).double().mean()),
-        "active_fraction": float((d > 0).double().mean()),
-        "q_active_dims": float((q > 0).sum(1).double().mean()),
-        "d_active_dims": float((d > 0).sum(1).double().mean()),
-        "flops": flops_pairs(q, d),
-        "flops_reg_d": float((d.mean(0) ** 2).sum()),
-        "mean_a": float(d.mean()),
-        "mean_a2": float((d ** 2).mean()),
-        "mean_a_q": float(q.mean()),
-        "score_mean": float(scores.mean()),
-        "score_pos": float(pos.mean()),
-        "score_neg": float(scores[neg_mask].mean()),
-        "score_spread": float(gaps.pow(2).mean().sqrt()),
-        "ranking_loss": float(ranking),
-        "softmax_entropy_ratio": float(-(logp.exp() * logp).sum(1).mean() / math.log(len(pairs))),
-        "grad_rank": _rms(g_rank),
-        "grad_flops": _rms(g_flops),
-    }
-
-
-def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, return_vectors: bool = False):
-    """nDCG@10 and MRR@10 (``ir_measures``, graded qrels) on the dev queries, active dims and FLOPS.
-
-    As with an inverted index, a query retrieves only documents sharing at least one active term
-    (score > 0); a query that retrieves nothing scores 0 (``ir_measures`` counts queries of the qrels
-    that are absent from the run as 0). Non-finite scores (a NaN model) are replaced by 0, i.e. not
-    retrieved; such a cell is flagged by :func:`detect_collapse`. Relevance: ``RR@10`` counts any
-    grade >= 1 (a document of the query's topic) as relevant, ``nDCG@10`` uses the grades.
-
-    Returns the metrics dict, or ``(metrics, q (Nq, V), d (Nd, V), scores (Nq, Nd))`` with
-    ``return_vectors`` (for the near-constant collapse rules).
-    """
-    import ir_measures
-    from ir_measures import RR, nDCG
-
-    qids = list(corpus.dev_queries)
-    dids = list(corpus.docs)
-    q = splade_vectors(model, [corpus.dev_queries[i] for i in qids], cfg.query_max_len)
-    d = splade_vectors(model, [corpus.docs[i] for i in dids], cfg.doc_max_len)
-    finite = bool(torch.isfinite(q).all() and torch.isfinite(d).all())
-    scores = torch.nan_to_num(q.double() @ d.double().T, nan=0.0, posinf=0.0, neginf=0.0)
-    top = torch.topk(scores, k=min(10, len(dids)), dim=1)
-    run = [
-        ir_measures.ScoredDoc(qid, dids[j], float(v))
-        for qi, qid in enumerate(qids)
-        for v, j in zip(top.values[qi].tolist(), top.indices[qi].tolist())
-        if v > 0  # all-zero (empty) vectors retrieve nothing instead of an arbitrary tie order
-    ]
-    qrels = [ir_measures.Qrel(qid, did, rel) for qid, rels in corpus.qrels.items() for did, rel in rels.items()]
-    agg = ir_measures.calc_aggregate([nDCG @ 10, RR @ 10], qrels, run)
-    metrics = {
-        "ndcg@10": float(agg[nDCG @ 10]),
-        "mrr@10": float(agg[RR @ 10]),
-        "q_active_dims": float((q > 0).sum(1).double().mean()),
-        "d_active_dims": float((d > 0).sum(1).double().mean()),
-        "flops": flops_pairs(q, d),
-        "finite_vectors": finite,
-    }
-    return (metrics, q, d, q.double() @ d.double().T) if return_vectors else metrics
-
-
-def detect_collapse(loss_curve: list[dict[str, float]], q_active: float, d_active: float, vocab_size: int,
-                    finite_weights: bool = True, dense_fraction: float = 0.9, **more: Any) -> list[str]:
-    """Reasons a trained cell counts as collapsed (empty list: not collapsed), from the one detector
-    :func:`initlab.nn.collapse.detect_collapse` (``more``: its ``doc_vectors`` / ``scores`` arguments)."""
-    return shared_detect_collapse(losses=loss_curve, q_active=q_active, d_active=d_active, vocab_size=vocab_size,
-                                  finite_weights=finite_weights, dense_fraction=dense_fraction, **more).reasons
-
-
-# ------------------------------------------------------------------------------------------------
-# training
-# ------------------------------------------------------------------------------------------------
-def finite_guard_callback(where: str):
-    """A transformers ``TrainerCallback`` that stops training at the first non-finite gradient or logged loss.
-
-    Gradients are checked after the backward pass of every optimizer step (before the update), the
-    logged losses at every log; either raises :class:`initlab.runs.NonFiniteError` naming the step
-    (1-based optimizer step) and ``where``. A non-finite loss always gives non-finite gradients, so the
-    gradient check also stops a NaN/inf loss at the step it occurs.
-    """
-    from transformers import TrainerCallback
-
-    from initlab.runs import check_finite
-
-    class FiniteGuard(TrainerCallback):
-        #: ``{step: {"lambda_q": .., "lambda_d": ..}}`` as set by the regulariser-weight scheduler, which
-        #: adds them to the logs after the trainer has copied the logs into ``state.log_history``.
-        weights: dict[int, dict[str, float]] = {}
-
-        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
-            for p in model.parameters():
-                if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
-                    check_finite(float("nan"), where=where, step=state.global_step + 1, what="gradient")
-
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            logs = logs or {}
-            self.weights[state.global_step] = {"lambda_q": logs.get("query_regularizer_weight"),
-                                               "lambda_d": logs.get("document_regularizer_weight")}
-            for key, v in (logs or {}).items():
-                if "loss" in key and isinstance(v, (int, float)):
-                    check_finite(float(v), where=f"{where} ({key})", step=state.global_step, what="loss")
-
-    guard = FiniteGuard()
-    guard.weights = {}
-    return guard
-
-
-def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path) -> list[dict[str, float]]:
-    """SPLADE training of ``model`` with SparseEncoderTrainer; returns the logged loss curve.
-
-    Each row: ``step``, ``loss`` (total), ``ranking`` (InfoNCE part), ``flops_q`` / ``flops_d`` (the
-    weighted FLOPS parts as added to the loss), ``lambda_q`` / ``lambda_d`` (current weights), all
-    averaged over the ``log_every`` steps before ``step`` by the trainer.
-
-    Raises:
-        initlab.runs.NonFiniteError: a non-finite gradient or logged loss (training stops at that step;
-            see :func:`finite_guard_callback`).
-    """
-    from datasets import Dataset
-    from sentence_transformers.sparse_encoder import SparseEncoderTrainer, SparseEncoderTrainingArguments
-    from sentence_transformers.sparse_encoder.callbacks import SpladeRegularizerWeightSchedulerCallback
-    from sentence_transformers.sparse_encoder.losses import SparseMultipleNegativesRankingLoss, SpladeLoss
-
-    model.max_seq_length = cfg.doc_max_len
-    ds = Dataset.from_dict({
-        "query": [q for q, _ in corpus.train_pairs],
-        "document": [corpus.docs[d] for _, d in corpus.train_pairs],
-    })
-    loss = SpladeLoss(model, SparseMultipleNegativesRankingLoss(model),
-                      document_regularizer_weight=cfg.lambda_d, query_regularizer_weight=cfg.lambda_q)
-    args = SparseEncoderTrainingArguments(
-        output_dir=str(work_dir), max_steps=cfg.steps, per_device_train_batch_size=cfg.batch_size,
-        learning_rate=cfg.lr, warmup_steps=max(1, int(round(cfg.lr_warmup_ratio * cfg.steps))),
-        logging_steps=cfg.log_every, logging_nan_inf_filter=False, save_strategy="no", report_to="none",
-        use_cpu=True, seed=seed, data_seed=seed, dataloader_num_workers=0, disable_tqdm=True,
-        batch_sampler="no_duplicates",
-    )
-    guard = finite_guard_callback(f"synthetic SPLADE training (seed {seed})")
-    with _quiet():
-        import io
-
-        with contextlib.redirect_stderr(io.StringIO()):  # the model card's "Computing widget examples" bar
-            trainer = SparseEncoderTrainer(
-                model=model, args=args, train_dataset=ds, loss=loss,
-                callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
-                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard],
-            )
-        from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-        trainer.remove_callback(PrinterCallback)  # logs go to the cell's loss curve, not stdout
-        trainer.remove_callback(ProgressCallback)
-        try:
-            trainer.train()
-        finally:
-            shutil.rmtree(work_dir, ignore_errors=True)
-    curve = []
-    for row in trainer.state.log_history:
-        if "base_loss" not in row:
-            continue
-        step = int(row["step"])
-        curve.append({
-            "step": step,
-            "loss": _opt(row.get("loss")),
-            "ranking": _opt(row["base_loss"]),
-            "flops_q": _opt(row.get("query_regularizer_loss")),
-            "flops_d": _opt(row.get("document_regularizer_loss")),
-            "lambda_q": _opt(guard.weights.get(step, {}).get("lambda_q")),
-            "lambda_d": _opt(guard.weights.get(step, {}).get("lambda_d")),
-        })
-    return curve
-
-
-def _opt(v: Any) -> float | None:
-    """``float(v)``, or None for a missing value (never a made-up number)."""
-    return None if v is None else float(v)
-
-
 def run_cell(backbone_dir: Path, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, inflation: float, k: float,
              seed: int, work_dir: Path) -> dict[str, Any]:
     """One (inflation, k, seed) cell: load, inflate, rescale, measure at init, train, evaluate.
@@ -498,7 +103,7 @@ def sweep_cell_key(cfg: SpladeSweepConfig, inflation: float, k: float, seed: int
 
 
 # ------------------------------------------------------------------------------------------------
-# sweep, summary, CLI
+# sweep and summary
 # ------------------------------------------------------------------------------------------------
 def run_sweep(out: Path, cfg: SpladeSweepConfig, overwrite: bool = False, progress: bool = True,
               draw: Callable[[Path], Any] | None = None) -> RunDir:

@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from initlab.synthetic.splade import flops_pairs, splade_pool
+from initlab.nn.pooling import splade_pool
+from initlab.synthetic.splade_measure import flops_pairs
 from initlab.synthetic.splade_data import SPECIAL_TOKENS
 from initlab.synthetic.splade_model import BackboneConfig, build_model, build_tokenizer, head_weight, inflate_head
 from initlab.mlmhead import rescale_mlm_head

@@ -10,6 +10,8 @@ import pytest
 import torch
 
 import initlab.synthetic.splade_phase as ph
+import initlab.synthetic.splade_phase_cell as phcell
+import initlab.synthetic.splade_phase_config as phc
 import initlab.synthetic.splade_phase_report as rep
 from initlab.config import derive
 from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, RunExistsError
@@ -17,7 +19,7 @@ from initlab.synthetic.splade_data import CorpusConfig
 from initlab.synthetic.splade_families import FamilyConfig
 
 TINY = derive(
-    ph.BASE,
+    phc.BASE,
     corpus=CorpusConfig(n_topics=3, topic_words=4, n_background=5, n_entities=20, n_docs=18, doc_len=8,
                         entities_per_doc=2, n_train_queries=48, n_dev_queries=6),
     backbone=FamilyConfig(d=16, layers=1, heads=2, ffn=32, albert_embedding=8, max_len=16, mlm_steps=3, mlm_batch=8),
@@ -30,16 +32,16 @@ TINY = derive(
 # grid
 # ------------------------------------------------------------------------------------------------
 def test_cell_spec_of_each_mode():
-    assert ph.cell_spec("bert", "tied", 16.0, 4.0, 0) == ph.CellSpec("bert", True, 4.0, 4.0, 0)
-    assert ph.cell_spec("bert", "k_output", 16.0, 4.0, 0) == ph.CellSpec("bert", False, 16.0, 4.0, 0)
-    assert ph.cell_spec("bert", "k_output", 16.0, 1.0, 0) == ph.CellSpec("bert", True, 16.0, 16.0, 0)  # k = 1: no untie
-    assert ph.cell_spec("bert", "s_output", 16.0, 4.0, 0) == ph.CellSpec("bert", False, 1.0, 4.0, 0)
+    assert phc.cell_spec("bert", "tied", 16.0, 4.0, 0) == phc.CellSpec("bert", True, 4.0, 4.0, 0)
+    assert phc.cell_spec("bert", "k_output", 16.0, 4.0, 0) == phc.CellSpec("bert", False, 16.0, 4.0, 0)
+    assert phc.cell_spec("bert", "k_output", 16.0, 1.0, 0) == phc.CellSpec("bert", True, 16.0, 16.0, 0)  # k = 1: no untie
+    assert phc.cell_spec("bert", "s_output", 16.0, 4.0, 0) == phc.CellSpec("bert", False, 1.0, 4.0, 0)
     with pytest.raises(ValueError, match="mode"):
-        ph.cell_spec("bert", "both", 1.0, 1.0, 0)
+        phc.cell_spec("bert", "both", 1.0, 1.0, 0)
 
 
 def test_grid_shares_cells_with_equal_weights():
-    points = ph.grid(TINY)
+    points = phc.grid(TINY)
     assert len(points) == 2 * 2 + 2 * 2  # tied s x k, k_output s x (1, 16)
     cells = {p["cell"] for p in points}
     # tied: s/k in {1, 1/16, 16}; k_output adds untied (1, 1/16) and (16, 1)
@@ -50,11 +52,11 @@ def test_grid_shares_cells_with_equal_weights():
 
 
 def test_full_preset_grid_and_bad_grids():
-    full = ph.PRESETS["full"]
-    assert full.head_scales[0] == 0.25 and full.head_scales[-1] == 64.0 and set(full.modes) == set(ph.MODES)
+    full = phc.PRESETS["full"]
+    assert full.head_scales[0] == 0.25 and full.head_scales[-1] == 64.0 and set(full.modes) == set(phc.MODES)
     for bad in (dict(ks=(1.0, 3.0)), dict(families=("gpt2",)), dict(modes=("both",))):
         with pytest.raises(ValueError):
-            ph._check(derive(TINY, **bad))
+            phc.check_config(derive(TINY, **bad))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -62,7 +64,7 @@ def test_full_preset_grid_and_bad_grids():
 # ------------------------------------------------------------------------------------------------
 def _flag(d, q=None, curve=()):
     q = d[:4] if q is None else q
-    return ph.collapse_verdict(list(curve), q, d, q.double() @ d.double().T, d.shape[1], True, TINY)
+    return phcell.collapse_verdict(list(curve), q, d, q.double() @ d.double().T, d.shape[1], True, TINY)
 
 
 def test_collapse_flag_on_hand_made_vectors():
@@ -145,15 +147,15 @@ def test_predicted_infonce_limits():
 # guarded resume, non-finite stop, end to end
 # ------------------------------------------------------------------------------------------------
 def test_changed_config_resume_raises(tmp_path):
-    spec = ph.cell_spec("bert", "tied", 1.0, 1.0, 0)
+    spec = phc.cell_spec("bert", "tied", 1.0, 1.0, 0)
     rd = RunDir(tmp_path / "run", config=TINY)
-    rd.save_cell(spec.name, {"ndcg@10": 0.5}, key=ph.cell_key(TINY, spec))
+    rd.save_cell(spec.name, {"ndcg@10": 0.5}, key=phc.cell_key(TINY, spec))
     changed = derive(TINY, lr=1e-3)
     with pytest.raises(ConfigMismatchError):
         ph.run_phase(tmp_path / "run", changed, progress=False, workers=1)
     with pytest.raises(ConfigMismatchError):  # the cell key alone also refuses reuse
-        RunDir(tmp_path / "run").has_cell(spec.name, key=ph.cell_key(changed, spec))
-    assert RunDir(tmp_path / "run").has_cell(spec.name, key=ph.cell_key(TINY, spec))
+        RunDir(tmp_path / "run").has_cell(spec.name, key=phc.cell_key(changed, spec))
+    assert RunDir(tmp_path / "run").has_cell(spec.name, key=phc.cell_key(TINY, spec))
 
 
 @pytest.fixture(scope="module")
@@ -169,20 +171,20 @@ def backbone(tmp_path_factory):
 
 
 def test_non_finite_gradient_stops_the_cell_and_records_it_as_failed(backbone, tmp_path, monkeypatch):
-    real = ph.scale_backbone
+    real = phcell.scale_backbone
 
     def poisoned(model, e, h, tied):
         real(model, e, h, tied)
         with torch.no_grad():
             model.get_output_embeddings().bias[0] = float("nan")  # NaN logits for one vocabulary entry
 
-    monkeypatch.setattr(ph, "scale_backbone", poisoned)
-    rec = ph.run_phase_cell(str(backbone), TINY, ph.cell_spec("bert", "tied", 1.0, 1.0, 0), str(tmp_path / "w"))
+    monkeypatch.setattr(phcell, "scale_backbone", poisoned)
+    rec = phcell.run_phase_cell(str(backbone), TINY, phc.cell_spec("bert", "tied", 1.0, 1.0, 0), str(tmp_path / "w"))
     assert rec["failed"] and "step 1" in rec["failed"] and rec["collapse"] == [rec["failed"]]
     assert rec["ndcg@10"] is None and rec["loss_curve"] == []
-    from initlab.synthetic import splade as sp
+    from initlab.synthetic import splade_train
 
-    assert issubclass(NonFiniteError, FloatingPointError) and callable(sp.finite_guard_callback)
+    assert issubclass(NonFiniteError, FloatingPointError) and callable(splade_train.finite_guard_callback)
 
 
 @pytest.fixture(scope="module")
@@ -206,9 +208,9 @@ def test_phase_end_to_end_tables_and_figures(phase_run):
         assert r["failed"] or 0 <= r["ndcg@10"] <= 1
         assert r["tied_after"] == r["tied"]  # training kept the tie (or the untie)
     cells = {r["cell"]: r for r in report["rows"]}
-    untied = cells[ph.cell_spec("bert", "k_output", 1.0, 16.0, 0).name]
+    untied = cells[phc.cell_spec("bert", "k_output", 1.0, 16.0, 0).name]
     assert untied["hidden_rel_change"] == 0.0  # output-only rescale: hidden states untouched
-    tied = cells[ph.cell_spec("bert", "tied", 1.0, 16.0, 0).name]
+    tied = cells[phc.cell_spec("bert", "tied", 1.0, 16.0, 0).name]
     assert tied["hidden_rel_change"] > 0.0
     assert len(report["recommended"]) == 2 and set(report["verdicts"]) >= {"high_norm_fixed_by_rescaling", "input_side"}
     assert (out / "recommended_k.csv").read_text().count("\n") == 3
@@ -225,7 +227,7 @@ def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_ru
 
     with pytest.raises(RunExistsError):
         ph.run_phase(phase_run, TINY, progress=False, workers=1)
-    monkeypatch.setitem(ph.PRESETS, "quick", TINY)
+    monkeypatch.setitem(phc.PRESETS, "quick", TINY)
     md = stages.splade(phase_run, "quick", overwrite=False)  # DONE: nothing is rerun
     assert "### bert, mode `tied`" in md and "splade_phase_bert.png" in md
     with pytest.raises(ValueError, match="preset"):

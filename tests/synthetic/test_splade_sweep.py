@@ -10,13 +10,16 @@ import torch
 
 from initlab.paper_figs import synthetic_splade_figures
 import initlab.synthetic.splade as sp
+import initlab.synthetic.splade_config as spc
+import initlab.synthetic.splade_measure as spm
+import initlab.synthetic.splade_train as spt
 from initlab.config import derive
 from initlab.runs import RunExistsError
 from initlab.synthetic.splade_data import CorpusConfig, make_corpus
 from initlab.synthetic.splade_model import BackboneConfig, prepare_backbone
 
 TINY = derive(
-    sp.BASE,
+    spc.BASE,
     corpus=CorpusConfig(n_topics=3, topic_words=4, n_background=5, n_entities=20, n_docs=18, doc_len=8,
                         entities_per_doc=2, n_train_queries=64, n_dev_queries=6),
     backbone=BackboneConfig(d=16, layers=1, heads=2, ffn=32, max_len=16, mlm_steps=4, mlm_batch=8),
@@ -39,12 +42,12 @@ def test_sweep_writes_cells_metrics_config_and_figures(tiny_run):
     cfg = json.loads((tiny_run / "config.json").read_text())
     assert cfg["config_class"] == "SpladeSweepConfig" and cfg["config"]["ks"] == [1.0, 8.0]
     cells = sorted(p.stem for p in (tiny_run / "cells").glob("*.json"))
-    assert cells == sorted(sp.cell_name(i, k, 0) for i in (1.0, 8.0) for k in (1.0, 8.0))
+    assert cells == sorted(spc.cell_name(i, k, 0) for i in (1.0, 8.0) for k in (1.0, 8.0))
     rows = json.loads((tiny_run / "metrics.json").read_text())["table"]
     assert len(rows) == 4 and (tiny_run / "metrics.csv").read_text().count("\n") == 5
     for r in rows:
         assert 0 <= r["ndcg@10"] <= 1 and 0 <= r["mrr@10"] <= 1 and r["flops"] >= 0
-    cell = json.loads((tiny_run / "cells" / f"{sp.cell_name(8.0, 1.0, 0)}.json").read_text())
+    cell = json.loads((tiny_run / "cells" / f"{spc.cell_name(8.0, 1.0, 0)}.json").read_text())
     assert [row["step"] for row in cell["loss_curve"]] == [1, 2, 3, 4]
     assert cell["loss_curve"][0]["lambda_q"] == 0.0  # quadratic warm-up starts at 0
     # the head norm at init is the pretrained norm times inflation / k (tied, one shared tensor)
@@ -68,7 +71,7 @@ def test_resumed_cell_under_a_changed_recipe_is_refused(tiny_run, tmp_path):
     changed = derive(TINY, lr=1e-3)
     with pytest.raises(ConfigMismatchError):
         sp.run_sweep(unfinished, changed, progress=False)
-    name = sp.cell_name(1.0, 1.0, 0)
+    name = spc.cell_name(1.0, 1.0, 0)
     rd = RunDir(unfinished)
     assert rd.has_cell(name, key=sp.sweep_cell_key(TINY, 1.0, 1.0, 0))
     with pytest.raises(ConfigMismatchError):
@@ -94,7 +97,7 @@ def test_backbone_is_deterministic_by_seed(tiny_run, tmp_path):
 def test_resume_redoes_only_missing_cells_and_finished_run_is_guarded(tiny_run, monkeypatch):
     with pytest.raises(RunExistsError):
         sp.run_sweep(tiny_run, TINY, progress=False)
-    missing = tiny_run / "cells" / f"{sp.cell_name(1.0, 8.0, 0)}.json"
+    missing = tiny_run / "cells" / f"{spc.cell_name(1.0, 8.0, 0)}.json"
     saved = json.loads(missing.read_text())
     missing.unlink()
     (tiny_run / "DONE").unlink()
@@ -122,14 +125,14 @@ def test_resume_redoes_only_missing_cells_and_finished_run_is_guarded(tiny_run, 
 
 def test_collapse_detection_on_constructed_cases():
     ok = [{"step": 1, "loss": 1.0, "ranking": 1.0, "flops_q": 0.1, "flops_d": 0.1}]
-    assert sp.detect_collapse(ok, 5.0, 20.0, vocab_size=100) == []
+    assert spm.detect_collapse(ok, 5.0, 20.0, vocab_size=100) == []
     nan = ok + [{"step": 2, "loss": float("nan"), "ranking": float("nan"), "flops_q": 0.0, "flops_d": 0.0}]
-    assert sp.detect_collapse(nan, 5.0, 20.0, 100) == ["non-finite loss at step 2"]
-    assert any("documents empty" in r for r in sp.detect_collapse(ok, 5.0, 0.0, 100))
-    assert any("queries: non-finite" in r for r in sp.detect_collapse(ok, float("nan"), 20.0, 100))
-    assert any("queries empty" in r for r in sp.detect_collapse(ok, 0.5, 20.0, 100))
-    assert any("dense" in r for r in sp.detect_collapse(ok, 5.0, 95.0, 100))
-    assert "non-finite weights" in sp.detect_collapse(ok, 5.0, 20.0, 100, finite_weights=False)
+    assert spm.detect_collapse(nan, 5.0, 20.0, 100) == ["non-finite loss at step 2"]
+    assert any("documents empty" in r for r in spm.detect_collapse(ok, 5.0, 0.0, 100))
+    assert any("queries: non-finite" in r for r in spm.detect_collapse(ok, float("nan"), 20.0, 100))
+    assert any("queries empty" in r for r in spm.detect_collapse(ok, 0.5, 20.0, 100))
+    assert any("dense" in r for r in spm.detect_collapse(ok, 5.0, 95.0, 100))
+    assert "non-finite weights" in spm.detect_collapse(ok, 5.0, 20.0, 100, finite_weights=False)
 
 
 def test_collapsed_model_is_recorded_not_raised(tiny_run):
@@ -137,17 +140,17 @@ def test_collapsed_model_is_recorded_not_raised(tiny_run):
     from initlab.mlmhead import head_bias, head_projection
 
     corpus = make_corpus(TINY.corpus)
-    model = sp.load_encoder(tiny_run / "backbone" / "seed=0", 1.0, 1.0, TINY, 0)
+    model = spt.load_encoder(tiny_run / "backbone" / "seed=0", 1.0, 1.0, TINY, 0)
     hf = model[0].auto_model
     with torch.no_grad():
         head_bias(hf).fill_(-1e4)
-    m = sp.evaluate(model, corpus, TINY)
+    m = spm.evaluate(model, corpus, TINY)
     assert m["d_active_dims"] == 0 and m["q_active_dims"] == 0
     assert m["ndcg@10"] == 0.0 and m["mrr@10"] == 0.0  # empty vectors retrieve nothing (no tie-order credit)
-    assert any("empty" in r for r in sp.detect_collapse([], m["q_active_dims"], m["d_active_dims"], len(corpus.vocab)))
+    assert any("empty" in r for r in spm.detect_collapse([], m["q_active_dims"], m["d_active_dims"], len(corpus.vocab)))
     with torch.no_grad():
         head_projection(hf).fill_(float("nan"))
-    m = sp.evaluate(model, corpus, TINY)
+    m = spm.evaluate(model, corpus, TINY)
     assert m["finite_vectors"] is False and m["ndcg@10"] == 0.0 and m["mrr@10"] == 0.0
 
 
