@@ -22,7 +22,8 @@ import torch
 from initlab.realdata.lra.config import TASK_PRESETS
 from initlab.realdata.lra.metrics import attention_metrics, relative_position_score_fast
 from initlab.realdata.lra.pixel_fixture import write_cifar_like
-from initlab.realdata.lra.train import attention_metrics_on, build_model, finetune, load_data, single_inputs
+from initlab.realdata.lra.evaluation import attention_metrics_on
+from initlab.realdata.lra.train import build_model, finetune, load_data, single_inputs
 from initlab.nn.attention_metrics import relative_position_score
 
 

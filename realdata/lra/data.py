@@ -22,6 +22,10 @@ the training set is held out (LRA's Text pipeline validated on the test set; its
 the last 10 % of train, ``train[90%:]``; the S4 code base of Amos et al. a random 10 %). Sources: Tay et al., "Long Range Arena", ICLR 2021 (tasks, lengths);
 the S4 code base used by Amos et al. 2024 (pathfinder metadata format, grayscale CIFAR).
 
+Role of this module: reading the standard layouts (and the datasets-library copies) into :class:`TaskData`.
+Tokenisers and the vocabularies are in :mod:`initlab.realdata.lra.tokens`; the split containers, hold-outs
+and batching in :mod:`initlab.realdata.lra.splits`.
+
 Security: the CIFAR-10 python batches are pickles. They are read with an unpickler that only admits
 numpy array reconstruction and builtin containers (:class:`_NumpyOnlyUnpickler`); anything else in
 the file raises ``ValueError``. Still, only read files from a source you trust.
@@ -33,139 +37,20 @@ import csv
 import io
 import pickle
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import torch
 
-__all__ = [
-    "PAD_ID", "MASK_ID", "N_SPECIAL", "TASKS", "TASK_MAX_LEN", "Split", "TaskData", "LISTOPS_TOKENS",
-    "encode_listops", "encode_bytes", "grayscale", "read_listops_tsv", "load_listops", "load_text",
-    "load_retrieval", "load_image", "load_pathfinder", "load_task", "split_from_sequences",
-]
+from initlab.realdata.lra.splits import Split, TaskData, holdout, pair_split, split_from_sequences
+from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB, N_SPECIAL, encode_bytes, encode_listops, grayscale
 
-PAD_ID = 0
-MASK_ID = 1
-N_SPECIAL = 2
+__all__ = ["TASKS", "TASK_MAX_LEN", "TASK_CLASSES", "read_listops_tsv", "load_listops", "load_text", "load_retrieval",
+           "load_image", "load_pathfinder", "load_task"]
+
 TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 TASK_MAX_LEN = {"listops": 2000, "text": 4096, "retrieval": 4000, "image": 1024, "pathfinder": 1024}
 TASK_CLASSES = {"listops": 10, "text": 2, "retrieval": 2, "image": 10, "pathfinder": 2}
-LISTOPS_TOKENS = tuple(str(i) for i in range(10)) + ("[MIN", "[MAX", "[MED", "[SM", "]", "(", ")")
-_LISTOPS_ID = {t: i + N_SPECIAL for i, t in enumerate(LISTOPS_TOKENS)}
-BYTE_VOCAB = N_SPECIAL + 256
-LISTOPS_VOCAB = N_SPECIAL + len(LISTOPS_TOKENS)
-
-
-@dataclass
-class Split:
-    """One split: ``tokens`` (N, T) or (N, 2, T) for Retrieval pairs, int16; ``lengths`` (N,) or
-    (N, 2), int64, number of real tokens; ``labels`` (N,), int64."""
-
-    tokens: torch.Tensor
-    lengths: torch.Tensor
-    labels: torch.Tensor
-
-    def __len__(self) -> int:
-        return int(self.labels.shape[0])
-
-    def subset(self, idx: Sequence[int] | torch.Tensor) -> "Split":
-        idx = torch.as_tensor(idx, dtype=torch.long)
-        return Split(self.tokens[idx], self.lengths[idx], self.labels[idx])
-
-
-@dataclass
-class TaskData:
-    """A loaded task: name, ``vocab_size`` (specials included), ``max_len`` (per document),
-    ``n_classes``, ``pair`` (two documents per example) and the three splits."""
-
-    name: str
-    vocab_size: int
-    max_len: int
-    n_classes: int
-    train: Split
-    val: Split
-    test: Split
-    pair: bool = False
-    meta: dict = field(default_factory=dict)
-
-
-# ---------------------------------------------------------------------------------------------- tokenisers
-def encode_listops(source: str, keep_parens: bool = False, where: str = "ListOps source") -> list[int]:
-    """Whitespace tokens of a ListOps ``Source`` string -> ids. Parentheses are dropped unless
-    ``keep_parens`` (the S4 loader drops them; they carry no information beyond ``]``).
-
-    Raises:
-        ValueError: a token outside :data:`LISTOPS_TOKENS` (``where`` names the file and line).
-    """
-    ids = []
-    for tok in source.split():
-        if not keep_parens and tok in ("(", ")"):
-            continue
-        try:
-            ids.append(_LISTOPS_ID[tok])
-        except KeyError:
-            raise ValueError(f"{where}: unknown ListOps token {tok!r}; expected one of {list(LISTOPS_TOKENS)}") from None
-    return ids
-
-
-def encode_bytes(text: str | bytes, max_len: int) -> list[int]:
-    """Character-level (UTF-8 byte) ids ``byte + 2``, truncated to ``max_len`` (LRA Text/Retrieval)."""
-    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    return [b + N_SPECIAL for b in data[:max_len]]
-
-
-def grayscale(rgb: np.ndarray) -> np.ndarray:
-    """(..., 3) uint8 RGB -> (...) uint8 gray exactly as ``tf.image.rgb_to_grayscale`` (used by LRA's image
-    pipeline) computes it on uint8 input: ``x / 255`` in float32, weights ``0.2989 R + 0.5870 G + 0.1140 B``,
-    back to uint8 by ``convert_image_dtype``, i.e. truncation of ``gray * 255.5`` (not rounding).
-
-    Raises:
-        ValueError: last dimension is not 3.
-    """
-    rgb = np.asarray(rgb)
-    if rgb.shape[-1] != 3:
-        raise ValueError(f"rgb: expected last dimension 3, got shape {rgb.shape}")
-    flt = rgb.astype(np.float32) * np.float32(1.0 / 255.0)
-    g = flt @ np.array([0.2989, 0.5870, 0.1140], dtype=np.float32)
-    return np.clip(np.trunc(g * np.float32(255.5)), 0, 255).astype(np.uint8)
-
-
-def split_from_sequences(seqs: Sequence[Sequence[int]], labels: Sequence[int], max_len: int) -> Split:
-    """Pad id lists (truncated to ``max_len``) into a :class:`Split`; T = longest kept sequence."""
-    if len(seqs) != len(labels):
-        raise ValueError(f"seqs/labels: lengths differ ({len(seqs)} vs {len(labels)})")
-    T = max([min(len(s), max_len) for s in seqs] + [1])
-    tokens = torch.full((len(seqs), T), PAD_ID, dtype=torch.int16)
-    lengths = torch.zeros(len(seqs), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        s = list(s)[:max_len]
-        if s:
-            tokens[i, : len(s)] = torch.tensor(s, dtype=torch.int16)
-        lengths[i] = len(s)
-    return Split(tokens, lengths, torch.as_tensor(list(labels), dtype=torch.long))
-
-
-def _pair_split(seqs1, seqs2, labels, max_len: int) -> Split:
-    a = split_from_sequences(seqs1, labels, max_len)
-    b = split_from_sequences(seqs2, labels, max_len)
-    T = max(a.tokens.shape[1], b.tokens.shape[1])
-    tok = torch.full((len(labels), 2, T), PAD_ID, dtype=torch.int16)
-    tok[:, 0, : a.tokens.shape[1]] = a.tokens
-    tok[:, 1, : b.tokens.shape[1]] = b.tokens
-    return Split(tok, torch.stack([a.lengths, b.lengths], 1), a.labels)
-
-
-def _holdout(split: Split, frac: float, seed: int) -> tuple[Split, Split]:
-    g = torch.Generator().manual_seed(seed)
-    perm = torch.randperm(len(split), generator=g)
-    n_val = max(1, int(round(frac * len(split)))) if len(split) > 1 else 0
-    return split.subset(perm[n_val:]), split.subset(perm[:n_val])
-
-
-def _limit(split: Split, limit: int | None) -> Split:
-    return split if limit is None or len(split) <= limit else split.subset(range(limit))
 
 
 def _need(path: Path, layout: str) -> Path:
@@ -258,7 +143,7 @@ def load_text(data_dir: str | Path | None = None, max_len: int = 4096, seed: int
         raw = {s: imdb_from_hf(ds[s], limit) for s in ("train", "test")}
     tr = split_from_sequences([encode_bytes(t, max_len) for t in raw["train"][0]], raw["train"][1], max_len)
     te = split_from_sequences([encode_bytes(t, max_len) for t in raw["test"][0]], raw["test"][1], max_len)
-    tr, va = _holdout(tr, val_frac, seed)
+    tr, va = holdout(tr, val_frac, seed)
     return TaskData("text", BYTE_VOCAB, max_len, 2, tr, va, te)
 
 
@@ -315,7 +200,7 @@ def load_retrieval(data_dir: str | Path, max_len: int = 4000, limit: int | None 
     splits = {}
     for ours, theirs in (("train", "train"), ("val", "eval"), ("test", "test")):
         a, b, y = read_aan_tsv(d / f"new_aan_pairs.{theirs}.tsv", max_len, limit)
-        splits[ours] = _pair_split(a, b, y, max_len)
+        splits[ours] = pair_split(a, b, y, max_len)
     return TaskData("retrieval", BYTE_VOCAB, max_len, 2, splits["train"], splits["val"], splits["test"], pair=True)
 
 
@@ -399,7 +284,7 @@ def load_image(data_dir: str | Path | None = None, seed: int = 0, val_frac: floa
         ds = datasets.load_dataset(hf_name)
         tr_x, tr_y = cifar_from_hf(ds["train"], limit)
         te_x, te_y = cifar_from_hf(ds["test"], limit)
-    tr, va = _holdout(_image_split(tr_x, tr_y), val_frac, seed)
+    tr, va = holdout(_image_split(tr_x, tr_y), val_frac, seed)
     return TaskData("image", BYTE_VOCAB, 1024, 10, tr, va, _image_split(te_x, te_y))
 
 
@@ -494,20 +379,3 @@ def load_task(task: str, data_dir: str | Path | None = None, *, seed: int = 0, m
     if task == "image":
         return load_image(data_dir, seed=seed, limit=limit)
     return load_pathfinder(data_dir, seed=seed, limit=limit)
-
-
-def iter_batches(split: Split, batch_size: int, *, shuffle: bool, seed: int = 0, epoch: int = 0,
-                 rank: int = 0, world: int = 1) -> Iterable[torch.Tensor]:
-    """Index batches over ``split`` (seeded per epoch); with ``world > 1`` each rank takes a disjoint
-    strided share of equal size (the tail is dropped so every rank runs the same number of steps)."""
-    n = len(split)
-    if shuffle:
-        g = torch.Generator().manual_seed(seed * 100_003 + epoch)
-        order = torch.randperm(n, generator=g)
-    else:
-        order = torch.arange(n)
-    if world > 1:
-        per = n // world
-        order = order[rank : per * world : world]
-    for i in range(0, len(order), batch_size):
-        yield order[i : i + batch_size]

@@ -29,7 +29,7 @@ def _flat(tensors) -> torch.Tensor:
 
 def main(argv: list[str] | None = None) -> int:
     from initlab.realdata.lra.config import TOY
-    from initlab.realdata.lra.data import iter_batches
+    from initlab.realdata.lra.splits import iter_batches
     from initlab.realdata.lra.masking import mask_tokens, masked_loss
     from initlab.realdata.lra.train import batch_tensors, build_model, load_data, make_accelerator, pretrain
     from initlab.runs import atomic_write_json

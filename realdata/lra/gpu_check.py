@@ -49,7 +49,7 @@ def measure(task: str, mode: str, *, steps: int, warmup: int, batch_size: int | 
     Returns tokens/s, sequences/s, peak memory (GiB, CUDA only), achieved TFLOP/s, seconds.
     """
     from initlab.realdata.lra.config import TASK_PRESETS
-    from initlab.realdata.lra.data import MASK_ID, N_SPECIAL
+    from initlab.realdata.lra.tokens import MASK_ID, N_SPECIAL
     from initlab.realdata.lra.masking import masked_pixel_l1
     from initlab.realdata.lra.model import flops_per_sequence
     from initlab.realdata.lra.train import build_model

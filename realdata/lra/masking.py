@@ -15,9 +15,10 @@ import torch
 import torch.nn.functional as F
 
 from initlab.nn.masking import mask_tokens as _mask_tokens
-from initlab.realdata.lra.data import MASK_ID
+from initlab.realdata.lra.config import LRAConfig
+from initlab.realdata.lra.tokens import MASK_ID
 
-__all__ = ["MASK_RATIO", "mask_tokens", "masked_loss", "causal_targets", "masked_pixel_l1"]
+__all__ = ["MASK_RATIO", "mask_tokens", "masked_loss", "causal_targets", "masked_pixel_l1", "spt_loss"]
 
 MASK_RATIO = {"listops": 0.10, "text": 0.15, "retrieval": 0.15, "image": 0.50, "pathfinder": 0.50}
 
@@ -63,10 +64,24 @@ def masked_pixel_l1(pred: torch.Tensor, tokens: torch.Tensor, masked: torch.Tens
     Returns:
         ``(mean |pred - v / 255| over masked positions, n_masked)``; with none masked, ``0 * pred.sum()``.
     """
-    from initlab.realdata.lra.data import N_SPECIAL
+    from initlab.realdata.lra.tokens import N_SPECIAL
 
     n = int(masked.sum())
     if n == 0:
         return pred.sum() * 0.0, 0
     target = (tokens[masked] - N_SPECIAL).float() / 255.0
     return (pred[masked].float() - target).abs().mean(), n
+
+
+def spt_loss(model, tok, mask, cfg: LRAConfig, ratio: float, gen: torch.Generator):
+    """The SPT loss of ``cfg.spt_objective`` on a batch ``tok, mask : (B, T)``: masked denoising (cross-entropy,
+    or masked-pixel L1 with ``cfg.spt_loss == "l1"``) or causal next-token; returns ``(loss, n_targets)``."""
+    if cfg.spt_objective == "masked":
+        corrupted, masked = mask_tokens(tok, mask, ratio, gen)
+        if cfg.spt_loss == "l1":
+            return masked_pixel_l1(model(corrupted, mask, mode="pixel"), tok, masked)
+        logits = model(corrupted, mask, mode="masked")
+        return masked_loss(logits, tok, masked)
+    targets, valid = causal_targets(tok, mask)
+    logits = model(tok, mask, mode="causal")
+    return masked_loss(logits, targets, valid)

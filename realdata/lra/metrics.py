@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from initlab.realdata.lra.data import Split
+from initlab.realdata.lra.splits import Split
 from initlab.nn.attention_metrics import attention_entropy, proximity_mass, relative_position_score_fast
 
 __all__ = ["attention_metrics", "relative_position_score_fast"]

@@ -80,7 +80,7 @@ class LRAModel(nn.Module):
 
     def __init__(self, cfg: ModelConfig, pair: bool = False, pixel_input: str = "token", pixel_head: bool = False):
         super().__init__()
-        from initlab.realdata.lra.data import N_SPECIAL
+        from initlab.realdata.lra.tokens import N_SPECIAL
 
         if pixel_input not in ("token", "linear"):
             raise ValueError(f"pixel_input: expected 'token' or 'linear', got {pixel_input!r}")

@@ -4,7 +4,9 @@ Data (``load_data``: a task's splits, generated ListOps written into the run fol
 (``build_model``: seeded, with the pixel input path of ``cfg.pixel_input``), batches
 (``batch_tensors``), the accelerator (``make_accelerator``: bf16 on GPU, fp32 threads on CPU), the
 learning-rate schedule (warm-up then constant or cosine, with an optional fixed cosine horizon), the
-SPT stage's own optimisation fields (``spt_view``) and checkpoint I/O (safetensors, plain state dicts).
+SPT stage's own optimisation fields (``spt_view``), checkpoint I/O (safetensors, plain state dicts) and the
+run folders (``open_run``: refuse a finished run or another config before reading data; ``finished_results``:
+the saved results a sweep reuses).
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ from typing import Any
 
 import torch
 
-from initlab.config import from_dict
+from initlab.config import from_dict, to_dict
 from initlab.realdata.lra.config import LRAConfig
-from initlab.realdata.lra.data import (BYTE_VOCAB, LISTOPS_VOCAB, TASK_MAX_LEN, TASK_CLASSES, Split, TaskData,
-                                       load_task, split_from_sequences)
+from initlab.realdata.lra.data import TASK_MAX_LEN, TASK_CLASSES, load_task
+from initlab.realdata.lra.splits import Split, TaskData, split_from_sequences
+from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB
 from initlab.realdata.lra.listops import generate_examples, write_listops_tsv
 from initlab.realdata.lra.model import LRAModel, backbone_config
-from initlab.runs import atomic_write_bytes
+from initlab.runs import RunDir, atomic_write_bytes, check_same_record
 
 __all__ = ["task_vocab", "load_data", "build_model", "single_inputs", "batch_tensors", "make_accelerator", "spt_view",
-           "lr_schedule", "save_weights", "load_weights", "read_run_config"]
+           "lr_schedule", "save_weights", "load_weights", "read_run_config", "run_record", "finished_results", "open_run"]
 
 
 def spt_view(cfg: LRAConfig) -> LRAConfig:
@@ -63,7 +66,7 @@ def load_data(cfg: LRAConfig, task: str | None = None, data_dir: str | None = No
             data_dir = str(gen_dir)
         else:
             ex = generate_examples(cfg.listops_gen)
-            from initlab.realdata.lra.data import encode_listops
+            from initlab.realdata.lra.tokens import encode_listops
 
             L = cfg.max_len or TASK_MAX_LEN["listops"]
             sp = {k: split_from_sequences([encode_listops(s) for s, _ in v], [y for _, y in v], L) for k, v in ex.items()}
@@ -178,3 +181,34 @@ def read_run_config(out: str | Path) -> LRAConfig:
     if not p.is_file():
         raise FileNotFoundError(f"{p}: not found (expected a run folder written by initlab lra)")
     return from_dict(LRAConfig, json.loads(p.read_text())["config"])
+
+
+def run_record(cfg: LRAConfig, kind: str) -> dict:
+    """What ``config.json`` holds and a resumed run must match: the run kind and the resolved config."""
+    return {"kind": kind, "config": to_dict(cfg)}
+
+
+def finished_results(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrite: bool) -> dict | None:
+    """Saved results of a finished run with the same config when ``reuse`` (sweeps), else None."""
+    if reuse and not overwrite and (out / "DONE").exists():
+        check_same_record(out / "config.json", run_record(cfg, kind))  # ConfigMismatchError naming the keys
+        return json.loads((out / "results.json").read_text())
+    return None
+
+
+def open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str) -> tuple[RunDir, TaskData]:
+    """Open (or resume) the run folder and load ``task``'s data, in an order that writes nothing on bad input:
+    a finished run or a config mismatch is refused first, then the data are read (a missing or malformed file
+    raises here), and only then is the folder created. Generated ListOps is written into ``out/listops_data``
+    after the folder exists (an ``--overwrite`` moves the old folder aside first)."""
+    out = Path(out)
+    if not overwrite and (out / "DONE").exists():
+        RunDir(out, overwrite=False)  # raises RunExistsError naming the folder
+    if not overwrite:
+        check_same_record(out / "config.json", run_record(cfg, kind))  # ConfigMismatchError before any data is read
+    generated = task == "listops" and _data_dir(cfg, task) is None
+    data = None if generated else load_data(cfg, task)
+    run = RunDir(out, overwrite=overwrite, resume=True, config=run_record(cfg, kind))
+    if data is None:
+        data = load_data(cfg, task, out=run.root)
+    return run, data

@@ -13,8 +13,10 @@ Budgets: ``spt_patience``/``patience`` stop a stage on a plateau (``spt_epochs``
 caps). Guards: a NaN/inf loss or gradient stops training with :class:`~initlab.runs.NonFiniteError`
 (naming the step and the last finite checkpoint; ``results.json`` records the failure, no ``DONE``, no
 checkpoint of the failing epoch); resuming a folder that holds another config raises
-:class:`~initlab.runs.ConfigMismatchError`. Data/model/runtime helpers live in
-:mod:`initlab.realdata.lra.runtime`.
+:class:`~initlab.runs.ConfigMismatchError`. Role of this module: the two training loops. Data, model, run-folder
+and checkpoint helpers live in :mod:`initlab.realdata.lra.runtime`, the evaluations (validation loss,
+accuracy, attention metrics) in :mod:`initlab.realdata.lra.evaluation`, the SPT objectives in
+:mod:`initlab.realdata.lra.masking`.
 
 Both write ``config.json`` (run kind and resolved :class:`LRAConfig`), ``history.csv``, ``results.json`` and
 ``DONE`` into a :class:`initlab.runs.RunDir`; ``ckpt/last.pt`` (plain state dicts, loaded with
@@ -25,61 +27,30 @@ epoch's seeded permutation, evaluation counts are summed over ranks.
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 
-from initlab.config import to_dict
 from initlab.realdata.lra.config import LRAConfig, INIT_GROUPS
-from initlab.realdata.lra.data import Split, TaskData, iter_batches
+from initlab.realdata.lra.evaluation import attention_metrics_on, evaluate_accuracy, initial_attention_metrics, spt_val_loss
+from initlab.realdata.lra.splits import TaskData, iter_batches
 from initlab.realdata.lra.loop import _optimizer_step, _record_failure, epochs_since_gain
-from initlab.realdata.lra.masking import MASK_RATIO, causal_targets, mask_tokens, masked_loss, masked_pixel_l1
+from initlab.realdata.lra.masking import MASK_RATIO, spt_loss
 from initlab.realdata.lra.model import LRAModel
-from initlab.realdata.lra.runtime import (_data_dir, _restore_last, _save_state, batch_tensors, build_model, load_data,
-                                          load_weights, lr_schedule, make_accelerator, read_run_config, save_weights,
-                                          single_inputs, spt_view, task_vocab)
-from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, atomic_write_bytes, check_same_record
+from initlab.realdata.lra.runtime import (_restore_last, _save_state, batch_tensors, build_model, finished_results, load_data,
+                                          load_weights, lr_schedule, make_accelerator, open_run, read_run_config,
+                                          save_weights, single_inputs, spt_view, task_vocab)
+from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, atomic_write_bytes
 
-__all__ = ["load_data", "build_model", "pretrain", "finetune", "evaluate_accuracy", "spt_val_loss", "make_accelerator",
+__all__ = ["load_data", "build_model", "pretrain", "finetune", "make_accelerator",
            "save_weights", "load_weights", "ConfigMismatchError", "NonFiniteError", "epochs_since_gain",
            "read_run_config", "task_vocab", "single_inputs", "batch_tensors"]
 
-# ---------------------------------------------------------------------------------------------- run folders
-def _record(cfg: LRAConfig, kind: str) -> dict:
-    """What ``config.json`` holds and a resumed run must match: the run kind and the resolved config."""
-    return {"kind": kind, "config": to_dict(cfg)}
-
-
-def _finished(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrite: bool) -> dict | None:
-    """Saved results of a finished run with the same config when ``reuse`` (sweeps), else None."""
-    if reuse and not overwrite and (out / "DONE").exists():
-        check_same_record(out / "config.json", _record(cfg, kind))  # ConfigMismatchError naming the keys
-        return json.loads((out / "results.json").read_text())
-    return None
-
-
-def _open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str) -> tuple[RunDir, TaskData]:
-    """Open (or resume) the run folder and load ``task``'s data, in an order that writes nothing on bad input:
-    a finished run or a config mismatch is refused first, then the data are read (a missing or malformed file
-    raises here), and only then is the folder created. Generated ListOps is written into ``out/listops_data``
-    after the folder exists (an ``--overwrite`` moves the old folder aside first)."""
-    out = Path(out)
-    if not overwrite and (out / "DONE").exists():
-        RunDir(out, overwrite=False)  # raises RunExistsError naming the folder
-    if not overwrite:
-        check_same_record(out / "config.json", _record(cfg, kind))  # ConfigMismatchError before any data is read
-    generated = task == "listops" and _data_dir(cfg, task) is None
-    data = None if generated else load_data(cfg, task)
-    run = RunDir(out, overwrite=overwrite, resume=True, config=_record(cfg, kind))
-    if data is None:
-        data = load_data(cfg, task, out=run.root)
-    return run, data
+# ---------------------------------------------------------------------------------------------- progress
 
 
 def _progress(it, total: int, desc: str, enabled: bool):
@@ -89,44 +60,11 @@ def _progress(it, total: int, desc: str, enabled: bool):
 
 
 # ---------------------------------------------------------------------------------------------- SPT
-def _spt_loss(model, tok, mask, cfg: LRAConfig, ratio: float, gen: torch.Generator):
-    if cfg.spt_objective == "masked":
-        corrupted, masked = mask_tokens(tok, mask, ratio, gen)
-        if cfg.spt_loss == "l1":
-            return masked_pixel_l1(model(corrupted, mask, mode="pixel"), tok, masked)
-        logits = model(corrupted, mask, mode="masked")
-        return masked_loss(logits, tok, masked)
-    targets, valid = causal_targets(tok, mask)
-    logits = model(tok, mask, mode="causal")
-    return masked_loss(logits, targets, valid)
-
-
-@torch.no_grad()
-def spt_val_loss(model, split: Split, cfg: LRAConfig, ratio: float, accelerator, max_len: int) -> float:
-    """Mean SPT loss on ``split`` with masks fixed by ``cfg.seed`` (same masks every epoch); sharded over ranks.
-    Runs the unwrapped module: ranks may have unequal batch counts, and a DDP forward is a collective."""
-    model = accelerator.unwrap_model(model)
-    model.eval()
-    gen = torch.Generator().manual_seed(cfg.seed + 7919)
-    tot = torch.zeros(2, dtype=torch.float64, device=accelerator.device)
-    order = torch.arange(len(split))
-    for i in range(0, len(order), cfg.batch_size):
-        if (i // cfg.batch_size) % accelerator.num_processes != accelerator.process_index:
-            continue  # batches are dealt round-robin over ranks
-        idx = order[i : i + cfg.batch_size]
-        tok, mask, _ = batch_tensors(split, idx, accelerator.device, max_len)
-        gb = torch.Generator().manual_seed(int(gen.initial_seed()) + i)  # batch-local masks: independent of sharding
-        with accelerator.autocast():
-            loss, n = _spt_loss(model, tok, mask, cfg, ratio, gb)
-        tot += torch.tensor([float(loss) * n, n], dtype=torch.float64, device=accelerator.device)
-    tot = accelerator.reduce(tot, "sum")
-    model.train()
-    return float(tot[0] / tot[1]) if tot[1] > 0 else float("nan")
 
 
 def _spt_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_task: str, accelerator):
     """Run folder (main process), data, model, optimizer and scheduler of an SPT stage."""
-    run, data = _open_run(cfg, out, overwrite, "pretrain", spt_task) if accelerator.is_main_process else (None, None)
+    run, data = open_run(cfg, out, overwrite, "pretrain", spt_task) if accelerator.is_main_process else (None, None)
     accelerator.wait_for_everyone()
     if run is None:
         run = RunDir(out, resume=True)
@@ -140,6 +78,42 @@ def _spt_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_task: str, accele
     steps_per_epoch = math.ceil((len(train_split) // accelerator.num_processes) / view.batch_size)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(view, steps_per_epoch * cfg.spt_epochs))
     return run, train_split, val_split, model, params, opt, sched, view, steps_per_epoch
+
+
+def _spt_epoch(model, opt, sched, params, train_split, cfg: LRAConfig, view: LRAConfig, ratio: float, accelerator,
+               epoch: int, max_len: int, spe: int, last: Path, progress: bool) -> float:
+    """One epoch of self-pretraining; returns the mean training loss per target."""
+    model.train()
+    torch.manual_seed(cfg.seed * 1000 + epoch)
+    gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch * 7 + accelerator.process_index)
+    batches = list(iter_batches(train_split, view.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
+                                rank=accelerator.process_index, world=accelerator.num_processes))
+    tot, cnt = 0.0, 0
+    for i, idx in enumerate(_progress(batches, len(batches), f"SPT {cfg.task} epoch {epoch + 1}/{cfg.spt_epochs}",
+                                      progress)):
+        tok, mask, _ = batch_tensors(train_split, idx, accelerator.device, max_len)
+        with accelerator.autocast():
+            loss, n = spt_loss(model, tok, mask, cfg, ratio, gen)
+        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, where=f"LRA SPT {cfg.task}",
+                                step=epoch * spe + i, last=last)
+        tot, cnt = tot + value * n, cnt + n
+    return tot / max(cnt, 1)
+
+
+def _spt_save_epoch(run: RunDir, model, opt, sched, val: float, best: float, epoch: int, milestones: Sequence[int],
+                    history: list[dict], last: Path) -> float:
+    """Main process, after an SPT epoch: the best backbone (``spt_best.safetensors``), milestone copies, the
+    resumable state ``last`` and ``history.csv``; returns the new best validation loss."""
+    state = model.backbone.state_dict()
+    if val < best:
+        best = val
+        save_weights(state, run.root / "spt_best.safetensors")
+    if epoch + 1 in set(milestones):
+        atomic_write_bytes(run.root / f"spt_best_e{epoch + 1}.safetensors", (run.root / "spt_best.safetensors").read_bytes())
+    _save_state(last, model=model.state_dict(), optim=opt.state_dict(), sched=sched.state_dict(), epoch=epoch + 1,
+                best=best, history=history)
+    run.write_csv("history.csv", history)
+    return best
 
 
 def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milestones: Sequence[int] = (),
@@ -161,7 +135,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     if task_vocab(spt_task) != task_vocab(cfg.task):
         raise ValueError(f"spt_task: {spt_task!r} inputs use a different vocabulary from {cfg.task!r}; choose a task "
                          f"with the same tokens (e.g. image <-> pathfinder, text <-> retrieval)")
-    done = _finished(out, cfg, "pretrain", reuse_finished, overwrite)
+    done = finished_results(out, cfg, "pretrain", reuse_finished, overwrite)
     if done is not None:
         return done
     accelerator = make_accelerator(cfg)
@@ -184,39 +158,20 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     for epoch in range(start, cfg.spt_epochs):
         if plateau():
             break
-        model.train()
-        torch.manual_seed(cfg.seed * 1000 + epoch)
-        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch * 7 + accelerator.process_index)
-        batches = list(iter_batches(train_split, view.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
-                                    rank=accelerator.process_index, world=accelerator.num_processes))
-        tot, cnt = 0.0, 0
-        for i, idx in enumerate(_progress(batches, len(batches), f"SPT {cfg.task} epoch {epoch + 1}/{cfg.spt_epochs}",
-                                          progress and main)):
-            tok, mask, _ = batch_tensors(train_split, idx, accelerator.device, max_len)
-            with accelerator.autocast():
-                loss, n = _spt_loss(model, tok, mask, cfg, ratio, gen)
-            try:
-                value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, where=f"LRA SPT {cfg.task}",
-                                        step=epoch * spe + i, last=last)
-            except NonFiniteError as err:
-                if main:
-                    _record_failure(run, "pretrain", cfg, err, history)
-                raise
-            tot, cnt = tot + value * n, cnt + n
+        try:
+            train_loss = _spt_epoch(model, opt, sched, params, train_split, cfg, view, ratio, accelerator, epoch, max_len,
+                                    spe, last, progress and main)
+        except NonFiniteError as err:
+            if main:
+                _record_failure(run, "pretrain", cfg, err, history)
+            raise
         val = spt_val_loss(model, val_split, view, ratio, accelerator, max_len)
-        row = {"epoch": epoch + 1, "train_loss": tot / max(cnt, 1), "val_loss": val, "lr": sched.get_last_lr()[0],
+        row = {"epoch": epoch + 1, "train_loss": train_loss, "val_loss": val, "lr": sched.get_last_lr()[0],
                "seconds": time.perf_counter() - t0}
         history.append(row)
         if main:
-            state = accelerator.unwrap_model(model).backbone.state_dict()
-            if val < best:
-                best = val
-                save_weights(state, run.root / "spt_best.safetensors")
-            if epoch + 1 in set(milestones):
-                atomic_write_bytes(run.root / f"spt_best_e{epoch + 1}.safetensors", (run.root / "spt_best.safetensors").read_bytes())
-            _save_state(last, model=accelerator.unwrap_model(model).state_dict(), optim=opt.state_dict(),
-                        sched=sched.state_dict(), epoch=epoch + 1, best=best, history=history)
-            run.write_csv("history.csv", history)
+            best = _spt_save_epoch(run, accelerator.unwrap_model(model), opt, sched, val, best, epoch, milestones, history,
+                                   last)
             print(f"[SPT {cfg.task}] epoch {epoch + 1}: train {row['train_loss']:.4f} val {val:.4f} (best {best:.4f})", flush=True)
         accelerator.wait_for_everyone()
     if main:  # milestones past a plateau stop: the best checkpoint cannot change any more
@@ -237,22 +192,6 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
 
 
 # ---------------------------------------------------------------------------------------------- fine-tuning
-@torch.no_grad()
-def evaluate_accuracy(model, split: Split, batch_size: int, accelerator, max_len: int) -> float:
-    """Classification accuracy on ``split`` (sharded over ranks, counts summed; unwrapped module, see
-    :func:`spt_val_loss`)."""
-    model = accelerator.unwrap_model(model)
-    model.eval()
-    tot = torch.zeros(2, dtype=torch.float64, device=accelerator.device)
-    idx_all = torch.arange(len(split))[accelerator.process_index :: accelerator.num_processes]
-    for i in range(0, len(idx_all), batch_size):
-        tok, mask, y = batch_tensors(split, idx_all[i : i + batch_size], accelerator.device, max_len)
-        with accelerator.autocast():
-            pred = model(tok, mask, mode="classify").argmax(-1)
-        tot += torch.tensor([float((pred == y).sum()), len(y)], dtype=torch.float64, device=accelerator.device)
-    tot = accelerator.reduce(tot, "sum")
-    model.train()
-    return float(tot[0] / tot[1])
 
 
 def init_from_spt(model: LRAModel, state: dict[str, torch.Tensor], groups: str) -> list[str]:
@@ -279,19 +218,6 @@ def _finetune_model(cfg: LRAConfig, spt_state: dict | None) -> tuple[LRAModel, l
     return model, copied, frozen
 
 
-def _init_metrics(run: RunDir, model: LRAModel, cfg: LRAConfig, split: Split) -> dict | None:
-    """Attention metrics of the model as fine-tuning starts (SPT or random init), computed once per run
-    folder (``metrics_init.json``), before any label step."""
-    from initlab.realdata.lra.metrics import attention_metrics
-
-    if not cfg.metrics_examples:
-        return None
-    path = run.root / "metrics_init.json"
-    if not path.exists():
-        run.write_json(path.name, attention_metrics(model, single_inputs(split), cfg.metrics_examples))
-    return json.loads(path.read_text())
-
-
 def _finetune_epoch(model, opt, sched, params, data: TaskData, cfg: LRAConfig, accelerator, epoch: int, max_len: int,
                     spe: int, last: Path, progress: bool) -> float:
     """One epoch of label training; returns the mean training loss."""
@@ -309,6 +235,22 @@ def _finetune_epoch(model, opt, sched, params, data: TaskData, cfg: LRAConfig, a
                                 step=epoch * spe + i, last=last)
         tot, cnt = tot + value * len(y), cnt + len(y)
     return tot / max(cnt, 1)
+
+
+def _finetune_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_state: dict | None, accelerator):
+    """Run folder (main process), data, model (with SPT weights copied and groups frozen), optimizer and
+    scheduler of a fine-tuning stage; also the copied and frozen parameter names and the steps per epoch."""
+    run, data = open_run(cfg, out, overwrite, "finetune", cfg.task) if accelerator.is_main_process else (None, None)
+    accelerator.wait_for_everyone()
+    if run is None:
+        run = RunDir(out, resume=True)
+        data = load_data(cfg, out=out)
+    model, copied, frozen = _finetune_model(cfg, spt_state)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    spe = math.ceil((len(data.train) // accelerator.num_processes) / cfg.batch_size)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg, spe * cfg.epochs))
+    return run, data, model, copied, frozen, params, opt, sched, spe
 
 
 def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None, *, overwrite: bool = False,
@@ -329,24 +271,15 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         raise ValueError(f"epochs: fine-tuning needs at least 1 epoch, got {cfg.epochs}")
     if cfg.init == "spt" and spt_ckpt is None:
         raise ValueError("spt_ckpt: init='spt' needs an SPT checkpoint (.safetensors from initlab lra pretrain)")
-    done = _finished(out, cfg, "finetune", reuse_finished, overwrite)
+    done = finished_results(out, cfg, "finetune", reuse_finished, overwrite)
     if done is not None:
         return done
     spt_state = load_weights(spt_ckpt) if cfg.init == "spt" else None
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
-    run, data = _open_run(cfg, out, overwrite, "finetune", cfg.task) if main else (None, None)
-    accelerator.wait_for_everyone()
-    if run is None:
-        run = RunDir(out, resume=True)
-        data = load_data(cfg, out=out)
-    model, copied, frozen = _finetune_model(cfg, spt_state)
-    init_metrics = _init_metrics(run, model, cfg, data.val) if main else None
+    run, data, model, copied, frozen, params, opt, sched, spe = _finetune_setup(cfg, out, overwrite, spt_state, accelerator)
+    init_metrics = initial_attention_metrics(run, model, cfg, data.val) if main else None
     max_len = model.backbone.cfg.max_len
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    spe = math.ceil((len(data.train) // accelerator.num_processes) / cfg.batch_size)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(cfg, spe * cfg.epochs))
     history: list[dict] = []
     best = {"val_acc": -1.0, "test_acc": float("nan"), "epoch": 0}
     start = 0
@@ -400,12 +333,3 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         run.mark_done()
     accelerator.wait_for_everyone()
     return result
-
-
-def attention_metrics_on(weights: Path, cfg: LRAConfig, split: Split) -> dict:
-    """Attention metrics of a saved model on the first ``cfg.metrics_examples`` rows of ``split`` (CPU)."""
-    from initlab.realdata.lra.metrics import attention_metrics
-
-    model = build_model(replace(cfg, dropout=0.0))
-    model.load_state_dict(load_weights(weights))
-    return attention_metrics(model, single_inputs(split), cfg.metrics_examples)

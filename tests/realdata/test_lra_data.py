@@ -10,12 +10,14 @@ import pytest
 import torch
 
 from initlab.realdata.lra import data as D
+from initlab.realdata.lra import splits as S
+from initlab.realdata.lra import tokens as T
 
 FIX = Path(__file__).parent / "fixtures" / "lra"
 
 
 def ids_to_listops(ids):
-    return [D.LISTOPS_TOKENS[i - D.N_SPECIAL] for i in ids]
+    return [T.LISTOPS_TOKENS[i - T.N_SPECIAL] for i in ids]
 
 
 def test_lra_listops_fixture_parses():
@@ -24,8 +26,8 @@ def test_lra_listops_fixture_parses():
     assert td.train.labels.tolist() == [9, 3, 4] and td.val.labels.tolist() == [3] and td.test.labels.tolist() == [5, 7]
     first = td.train.tokens[0, : td.train.lengths[0]].tolist()
     assert ids_to_listops(first) == "[MAX 2 9 [MIN 4 7 0 ] ]".split()  # parentheses dropped
-    assert td.train.tokens.dtype == torch.int16 and (td.train.tokens[1, td.train.lengths[1]:] == D.PAD_ID).all()
-    with_parens = D.encode_listops("( ( [SM 5 ) ] )", keep_parens=True)
+    assert td.train.tokens.dtype == torch.int16 and (td.train.tokens[1, td.train.lengths[1]:] == T.PAD_ID).all()
+    with_parens = T.encode_listops("( ( [SM 5 ) ] )", keep_parens=True)
     assert ids_to_listops(with_parens) == ["(", "(", "[SM", "5", ")", "]", ")"]
 
 
@@ -120,7 +122,7 @@ def test_lra_cifar_batches_fixture_grayscale(tmp_path):
     assert td.test.labels.tolist() == labels and (td.test.lengths == 1024).all()
     # truncation, not rounding: (2, 0, 0) -> 0.598 -> 0; white stays 255 although the weights sum to 0.9999
     px = np.array([[2, 0, 0], [255, 255, 255], [1, 1, 1], [10, 20, 30], [0, 0, 0]], dtype=np.uint8)
-    assert D.grayscale(px).tolist() == [0, 255, 1, 18, 0]
+    assert T.grayscale(px).tolist() == [0, 255, 1, 18, 0]
 
 
 def test_lra_cifar_refuses_non_numpy_pickle(tmp_path):
@@ -144,7 +146,7 @@ def test_lra_cifar_from_hf_images_without_network():
     ds = datasets.Dataset.from_dict({"img": [Image.fromarray(a) for a in rgb], "label": [3, 7]})
     gray, labels = D.cifar_from_hf(ds)
     assert gray.shape == (2, 1024) and labels.tolist() == [3, 7]
-    assert gray[1].tolist() == D.grayscale(rgb[1]).reshape(-1).tolist()
+    assert gray[1].tolist() == T.grayscale(rgb[1]).reshape(-1).tolist()
 
 
 def _write_pathfinder(root: Path, n: int = 10, as_npy_array: bool = False) -> list[tuple[np.ndarray, int]]:
@@ -205,6 +207,6 @@ def test_lra_load_task_rejects_unknown_and_missing_dir():
 
 
 def test_lra_iter_batches_ranks_disjoint_and_equal():
-    split = D.split_from_sequences([[3]] * 11, [0] * 11, 10)
-    shares = [torch.cat(list(D.iter_batches(split, 2, shuffle=True, seed=0, epoch=1, rank=r, world=2))) for r in (0, 1)]
+    split = S.split_from_sequences([[3]] * 11, [0] * 11, 10)
+    shares = [torch.cat(list(S.iter_batches(split, 2, shuffle=True, seed=0, epoch=1, rank=r, world=2))) for r in (0, 1)]
     assert len(shares[0]) == len(shares[1]) == 5 and not set(shares[0].tolist()) & set(shares[1].tolist())

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.realdata.lra.data import LISTOPS_TOKENS, read_listops_tsv
+from initlab.realdata.lra.data import read_listops_tsv
+from initlab.realdata.lra.tokens import LISTOPS_TOKENS
 from initlab.realdata.lra.listops import (ListOpsGenConfig, generate_examples, generate_tree, tree_to_string, tree_value,
                                           write_listops_tsv)
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from initlab.realdata.lra.data import MASK_ID, split_from_sequences
+from initlab.realdata.lra.splits import split_from_sequences
+from initlab.realdata.lra.tokens import MASK_ID
 from initlab.realdata.lra.masking import causal_targets, mask_tokens, masked_loss
 from initlab.realdata.lra.metrics import attention_metrics
 from initlab.realdata.lra.model import LRAModel, backbone_config, causal_encode, flops_per_sequence

@@ -10,7 +10,7 @@ import torch
 
 from initlab.realdata.lra import train as T
 from initlab.realdata.lra.config import TASK_PRESETS, LRAConfig
-from initlab.realdata.lra.data import MASK_ID, N_SPECIAL, PAD_ID
+from initlab.realdata.lra.tokens import MASK_ID, N_SPECIAL, PAD_ID
 from initlab.realdata.lra.masking import masked_pixel_l1
 from initlab.realdata.lra.model import PixelLinearEmbedding
 from initlab.realdata.lra.pixel_fixture import write_cifar_like
