@@ -1,6 +1,6 @@
 """Evaluate a SPLADE model: batched encoding, exact top-k retrieval, ir_measures metrics, FLOPS.
 
-For every evaluation set (:class:`initlab.realdata.splade.data.RetrievalSet`):
+For every evaluation set (:class:`initlab.realdata.splade.evalset.RetrievalSet`):
 
 1. encode queries (``encode_query``) and documents (``encode_document``) in batches; on CUDA under
    ``torch.autocast(bfloat16)``;
@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from .data import RetrievalSet
+from .evalset import RetrievalSet
 from .retrieval import SparseIndex, active_dims, flops
 
 __all__ = ["encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run"]

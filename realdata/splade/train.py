@@ -1,18 +1,10 @@
 """Train one SPLADE model (backbone x k) with sentence-transformers' SparseEncoderTrainer.
 
-Loss (SPLADE, Formal et al. SIGIR 2021, eq. 4-5; SPLADE v2 arXiv:2109.10086 §3):
+Loss: ranking loss + FLOPS regularisers on queries and documents over the global batch, with the quadratic
+weight warm-up (:mod:`initlab.realdata.splade.losses`).
 
-    L = L_rank + lambda_q(t) FLOPS(Q) + lambda_d(t) FLOPS(D),    FLOPS(X) = sum_j ( mean_{i in batch} x_ij )^2
-
-* ``L_rank``: SparseMultipleNegativesRankingLoss (in-batch negatives + the hard negative, dot product,
-  gathered across processes), or SparseMarginMSELoss (SPLADE++ distillation, SIGIR 2022) with teacher
-  margins;
-* FLOPS regulariser (Paria et al., ICLR 2020, eq. 4) on queries and on documents (positives and
-  negatives), the mean taken over the GLOBAL batch: :class:`GlobalFlopsLoss` all-gathers the batch
-  activations (with gradient) before averaging, so the regulariser - hence sparsity - is the same for
-  1 or 8 GPUs. (sentence-transformers' own FlopsLoss averages over the per-process batch only.)
-* ``lambda(t)`` grows quadratically from 0 to its final value over the first ``regularizer_warmup_ratio``
-  of training (SpladeRegularizerWeightSchedulerCallback, [S1] §4).
+Role of this module: checks before anything is written, the training triples, the NaN guard, the training
+run and its outputs.
 
 Multi-GPU: run the same command under ``torchrun --nproc_per_node N -m initlab.cli splade train ...``;
 the Trainer uses DDP and the per-device batch is ``global_batch_size / N``.
@@ -42,64 +34,9 @@ from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json, check_same_record
 
 from .config import SpladeTrainConfig
+from .losses import make_loss, regularizer_weight
 
-__all__ = ["GlobalFlopsLoss", "NonFiniteGuard", "make_loss", "check_backbone", "check_lengths", "last_complete_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
-
-
-def _flops_loss_cls():
-    from sentence_transformers.sparse_encoder.losses import FlopsLoss
-
-    return FlopsLoss
-
-
-class _GlobalFlopsMixin:
-    """FLOPS regulariser on the global batch (see module docstring)."""
-
-    def compute_loss_from_embeddings(self, embeddings: torch.Tensor) -> torch.Tensor:
-        """``embeddings (B_local, V)`` -> scalar ``sum_j (mean over the global batch of x_j)^2``.
-
-        The all-gather keeps the gradient path to every process's activations
-        (``torch.distributed.nn.all_gather``); with DDP's gradient averaging this gives exactly the
-        gradient of the global-batch FLOPS term.
-        """
-        from sentence_transformers.util.distributed import all_gather_with_grad, is_dist_initialized
-
-        if is_dist_initialized():
-            embeddings = all_gather_with_grad(embeddings.contiguous())
-        if self.threshold is not None:
-            l0 = (embeddings != 0).sum(dim=1)
-            embeddings = embeddings * (l0 > self.threshold).float().unsqueeze(1)
-        value = torch.sum(torch.mean(embeddings, dim=0) ** 2)
-        if torch.is_grad_enabled():
-            self.history.append(float(value.detach()))
-        return value
-
-
-def GlobalFlopsLoss(model, threshold: float | None = None):
-    """Build a FLOPS regulariser (a FlopsLoss subclass) averaged over the global batch; ``.history`` holds
-    the unweighted value of every training call."""
-    base = _flops_loss_cls()
-    cls = type("GlobalFlopsLoss", (_GlobalFlopsMixin, base), {})
-    obj = cls(model, threshold=threshold)
-    obj.history = []
-    return obj
-
-
-def make_loss(model, cfg: SpladeTrainConfig):
-    """SpladeLoss(ranking loss, FLOPS on queries and documents) and its quadratic-warm-up callback."""
-    from sentence_transformers.sparse_encoder.callbacks.splade_callbacks import SpladeRegularizerWeightSchedulerCallback
-    from sentence_transformers.sparse_encoder.losses import SparseMarginMSELoss, SparseMultipleNegativesRankingLoss, SpladeLoss
-
-    if cfg.loss == "mnrl":
-        base = SparseMultipleNegativesRankingLoss(model, gather_across_devices=_world_size() > 1)
-    else:
-        base = SparseMarginMSELoss(model)
-    q_reg = GlobalFlopsLoss(model) if cfg.global_flops else None
-    d_reg = GlobalFlopsLoss(model) if cfg.global_flops else None
-    loss = SpladeLoss(model, base, document_regularizer_weight=cfg.lambda_d, query_regularizer_weight=cfg.lambda_q,
-                      document_regularizer=d_reg, query_regularizer=q_reg)
-    cb = SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic", warmup_ratio=cfg.regularizer_warmup_ratio)
-    return loss, cb
+__all__ = ["NonFiniteGuard", "check_backbone", "check_lengths", "last_complete_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
 
 
 def load_training_triples(cfg: SpladeTrainConfig) -> dict[str, list]:
@@ -107,20 +44,20 @@ def load_training_triples(cfg: SpladeTrainConfig) -> dict[str, list]:
 
     ``cfg.train_source`` is ``ir_datasets:<id>`` or a local TSV path (see :mod:`.data`).
     """
-    from . import data
+    from . import triples
 
     limit = cfg.train_limit or None
     if cfg.loss == "margin_mse":
         if cfg.train_source.startswith("ir_datasets:"):
             raise ValueError("loss margin_mse needs teacher scores: set train_source to a local scores file "
                              "'pos_score<TAB>neg_score<TAB>qid<TAB>pos_pid<TAB>neg_pid' with train_collection and train_queries")
-        rows = data.read_margin_triples(cfg.train_source, collection=cfg.train_collection, queries=cfg.train_queries, limit=limit)
+        rows = triples.read_margin_triples(cfg.train_source, collection=cfg.train_collection, queries=cfg.train_queries, limit=limit)
         return {"query": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows],
                 "label": [r[3] for r in rows]}
     if cfg.train_source.startswith("ir_datasets:"):
-        rows = data.iter_ir_datasets_triples(cfg.train_source.split(":", 1)[1], limit=limit)
+        rows = triples.iter_ir_datasets_triples(cfg.train_source.split(":", 1)[1], limit=limit)
     else:
-        rows = data.read_triples(cfg.train_source, collection=cfg.train_collection or None,
+        rows = triples.read_triples(cfg.train_source, collection=cfg.train_collection or None,
                                  queries=cfg.train_queries or None, limit=limit)
     return {"query": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
 
@@ -235,13 +172,6 @@ def last_complete_checkpoint(folder: str | Path, *, remove_incomplete: bool = Fa
     return None
 
 
-def _reg_weight(cb, step: int, final: float) -> float:
-    """lambda used in optimizer step ``step`` (1-based) by SpladeRegularizerWeightSchedulerCallback:
-    ``final * min(1, ((step - 1) / warmup_steps) ** 2)`` (quadratic)."""
-    warm = getattr(cb, "warmup_steps", None) or 1
-    return float(final * min(1.0, ((step - 1) / warm) ** 2))
-
-
 def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -266,15 +196,56 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         NonFiniteError: the loss or a gradient became NaN/inf (``out/failure.json`` records it).
     """
     from datasets import Dataset
-    from sentence_transformers.sparse_encoder import SparseEncoderTrainingArguments
 
-    from .modeling import TINY_POSITIONS, build_splade, build_tiny_backbone
+    from .modeling import build_splade, build_tiny_backbone
 
     out = Path(out)
     world = _world_size()
     if cfg.global_batch_size % world:
         raise ValueError(f"global_batch_size {cfg.global_batch_size} is not divisible by the number of processes {world}")
     rank = int(os.environ.get("RANK", "0"))
+    done = _finished_training(cfg, out, overwrite, reuse_finished)
+    if done is not None:
+        return done
+    _check_model_lengths(cfg)  # everything that can be checked cheaply, before anything is written into ``out``
+    columns = load_training_triples(cfg)
+    if rank == 0:
+        RunDir(out, overwrite=overwrite, config=cfg)
+        (out / "failure.json").unlink(missing_ok=True)  # a resumed run starts without the old failure record
+    backbone = cfg.backbone
+    if cfg.tiny_model:
+        backbone = str(build_tiny_backbone(out / "tiny_backbone", tiny_texts(columns), seed=cfg.seed)) if rank == 0 else str(out / "tiny_backbone")
+    args = _training_arguments(cfg, out, world, progress)
+    if world > 1 and torch.distributed.is_initialized():
+        torch.distributed.barrier()  # rank 0 has written the tiny backbone / run folder
+    torch.manual_seed(cfg.seed)
+    model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
+                         trust_remote_code=cfg.trust_remote_code)
+    loss, reg_cb = make_loss(model, cfg, world)
+    guard = NonFiniteGuard(out / "checkpoints")
+    trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
+                               callbacks=[reg_cb, guard])
+    guard.trainer = trainer
+    last = last_complete_checkpoint(out / "checkpoints", remove_incomplete=rank == 0)
+    try:
+        trainer.train(resume_from_checkpoint=last)
+    except NonFiniteError as err:
+        if rank == 0:
+            atomic_write_json(out / "failure.json", {"status": "failed", "error": str(err), "step": err.step,
+                                                     "what": err.what, "last_checkpoint": err.last_checkpoint})
+        raise
+    if not trainer.is_world_process_zero():
+        return {}
+    return _write_results(cfg, out, model, trainer, loss, reg_cb, last, world)
+
+
+def _finished_training(cfg: SpladeTrainConfig, out: Path, overwrite: bool, reuse_finished: bool) -> dict[str, Any] | None:
+    """The saved results of a finished training in ``out`` when ``reuse_finished``, else None (must train).
+
+    Raises:
+        ConfigMismatchError: ``out`` holds a run of another config (unless ``overwrite``).
+        RunExistsError: ``out`` holds a finished training and neither ``overwrite`` nor ``reuse_finished``.
+    """
     if not overwrite:  # never resume or reuse a folder that holds another configuration
         check_same_record(out / "config.json", to_dict(cfg), what="training config")
     if (out / "train_results.json").exists() and (out / "model").is_dir() and not overwrite:
@@ -284,7 +255,17 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         import json
 
         return json.loads((out / "train_results.json").read_text())
-    # Validate everything that can be checked cheaply before anything is written into ``out``.
+    return None
+
+
+def _check_model_lengths(cfg: SpladeTrainConfig) -> None:
+    """The tiny-model name, and the query/document lengths against the backbone's positions (no weights loaded).
+
+    Raises:
+        ValueError: an unknown ``tiny_model`` or a length beyond the backbone's usable length.
+    """
+    from .modeling import TINY_POSITIONS
+
     if cfg.tiny_model and cfg.tiny_model != "bert":
         raise ValueError(f"tiny_model: expected '' or 'bert', got {cfg.tiny_model!r}")
     if cfg.tiny_model:
@@ -293,15 +274,15 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         check_lengths(cfg, BertConfig(max_position_embeddings=TINY_POSITIONS))
     else:
         check_lengths(cfg, check_backbone(cfg.backbone, trust_remote_code=cfg.trust_remote_code))
-    columns = load_training_triples(cfg)
-    if rank == 0:
-        RunDir(out, overwrite=overwrite, config=cfg)
-        (out / "failure.json").unlink(missing_ok=True)  # a resumed run starts without the old failure record
-    backbone = cfg.backbone
-    if cfg.tiny_model:
-        backbone = str(build_tiny_backbone(out / "tiny_backbone", tiny_texts(columns), seed=cfg.seed)) if rank == 0 else str(out / "tiny_backbone")
+
+
+def _training_arguments(cfg: SpladeTrainConfig, out: Path, world: int, progress: bool):
+    """The Trainer's arguments: per-device batch ``global_batch_size / world``, checkpoints under ``out/checkpoints``,
+    bf16 on CUDA only, the NaN policy's ``logging_nan_inf_filter=False``."""
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainingArguments
+
     use_cuda = torch.cuda.is_available()
-    args = SparseEncoderTrainingArguments(
+    return SparseEncoderTrainingArguments(
         output_dir=str(out / "checkpoints"),
         max_steps=cfg.max_steps,
         per_device_train_batch_size=cfg.global_batch_size // world,
@@ -323,27 +304,12 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         ddp_find_unused_parameters=False,
         logging_nan_inf_filter=False,  # never log the mean of earlier losses in place of a NaN (NaN policy)
     )
-    if world > 1 and torch.distributed.is_initialized():
-        torch.distributed.barrier()  # rank 0 has written the tiny backbone / run folder
-    torch.manual_seed(cfg.seed)
-    model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
-                         trust_remote_code=cfg.trust_remote_code)
-    loss, reg_cb = make_loss(model, cfg)
-    guard = NonFiniteGuard(out / "checkpoints")
-    trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
-                               callbacks=[reg_cb, guard])
-    guard.trainer = trainer
-    last = last_complete_checkpoint(out / "checkpoints", remove_incomplete=rank == 0)
-    try:
-        trainer.train(resume_from_checkpoint=last)
-    except NonFiniteError as err:
-        if rank == 0:
-            atomic_write_json(out / "failure.json", {"status": "failed", "error": str(err), "step": err.step,
-                                                     "what": err.what, "last_checkpoint": err.last_checkpoint})
-        raise
 
-    if not trainer.is_world_process_zero():
-        return {}
+
+def _write_results(cfg: SpladeTrainConfig, out: Path, model, trainer, loss, reg_cb, last: str | None,
+                   world: int) -> dict[str, Any]:
+    """Rank 0 after training: ``model/``, ``loss_curve.csv`` (+ png), ``flops_terms.json``, ``train_results.json``;
+    returns the results dict."""
     model.save(str(out / "model"), safe_serialization=True)
     log = [dict(r) for r in trainer.state.log_history if "loss" in r]
     curve = [{"step": r["step"], "loss": float(r["loss"]), "base_loss": r.get("base_loss"),
@@ -351,8 +317,8 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
               "document_regularizer_loss": r.get("document_regularizer_loss"),
               # the Trainer stores its log entry before the callback adds the weights, so recompute them from
               # the callback's schedule: weight used in step s is set from global_step s - 1
-              "query_regularizer_weight": _reg_weight(reg_cb, r["step"], cfg.lambda_q),
-              "document_regularizer_weight": _reg_weight(reg_cb, r["step"], cfg.lambda_d)} for r in log]
+              "query_regularizer_weight": regularizer_weight(reg_cb, r["step"], cfg.lambda_q),
+              "document_regularizer_weight": regularizer_weight(reg_cb, r["step"], cfg.lambda_d)} for r in log]
     atomic_write_csv(out / "loss_curve.csv", curve)
     q_reg, d_reg = loss.query_regularizer, loss.document_regularizer
     first = int(Path(last).name.split("-")[-1]) + 1 if last else 1  # a resumed run records its new steps only

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .data import MSMARCO_TRAIN_ID, _ir_datasets_errors, _read_tsv, read_id_text_tsv
+from .data import MSMARCO_TRAIN_ID, ir_datasets_errors
+from .files import read_id_text_tsv, read_tsv
 
 __all__ = ["read_triples", "iter_ir_datasets_triples", "read_margin_triples"]
 
@@ -20,7 +21,7 @@ def read_triples(path: str | Path, *, collection: str | Path | None = None, quer
     """
     path = Path(path)
     layout = "triples 'query<TAB>positive<TAB>negative' or 'qid<TAB>pos_pid<TAB>neg_pid'"
-    rows = _read_tsv(path, 3, "triple", layout)
+    rows = read_tsv(path, 3, "triple", layout)
     out: list[tuple[str, str, str]] = []
     docs = qs = None
     for lineno, row in enumerate(rows, 1):
@@ -51,7 +52,7 @@ def iter_ir_datasets_triples(dataset_id: str = MSMARCO_TRAIN_ID, limit: int | No
     import ir_datasets
 
     out = []
-    with _ir_datasets_errors(dataset_id):
+    with ir_datasets_errors(dataset_id):
         ds = ir_datasets.load(dataset_id)
         queries = {q.query_id: q.text for q in ds.queries_iter()}
         store = ds.docs_store()
@@ -76,7 +77,7 @@ def read_margin_triples(path: str | Path, *, collection: str | Path, queries: st
     docs = read_id_text_tsv(collection, "pid<TAB>passage")
     qs = read_id_text_tsv(queries, "qid<TAB>query")
     out = []
-    for lineno, row in enumerate(_read_tsv(path, 5, "margin triple", layout), 1):
+    for lineno, row in enumerate(read_tsv(path, 5, "margin triple", layout), 1):
         if limit is not None and len(out) >= limit:
             break
         try:

@@ -8,20 +8,22 @@ from pathlib import Path
 import pytest
 
 from initlab.realdata.splade import data
+from initlab.realdata.splade import files
+from initlab.realdata.splade import triples
 
 FIX = Path(__file__).parent / "fixtures" / "splade"
 
 
 def test_msmarco_folder_dev_and_dl19():
-    dev = data.load_msmarco_folder(FIX / "msmarco", "dev.small")
+    dev = files.load_msmarco_folder(FIX / "msmarco", "dev.small")
     assert len(dev.corpus) == 12 and len(dev.queries) == 8 and dev.binary_rel == 1
     assert dev.qrels["1000"] == {"0": 1}
-    dl = data.load_msmarco_folder(FIX / "msmarco", "dl19")
+    dl = files.load_msmarco_folder(FIX / "msmarco", "dl19")
     assert dl.binary_rel == 2 and dl.qrels["2000"] == {"8": 3, "9": 1, "10": 0}
 
 
 def test_beir_folder_and_named_sets():
-    ds = data.load_beir_folder(FIX / "beir" / "scifact")
+    ds = files.load_beir_folder(FIX / "beir" / "scifact")
     assert ds.corpus["d0"] == "cat the cat sleeps on the warm sofa all day"  # title + " " + text
     assert set(ds.queries) == {f"q{i}" for i in range(0, 12, 2)}  # judged queries only
     assert data.load_eval_set("scifact", data_root=FIX).qrels == ds.qrels
@@ -36,14 +38,14 @@ def test_beir_folder_and_named_sets():
 
 
 def test_text_and_id_triples_agree():
-    text = data.read_triples(FIX / "msmarco" / "triples.train.small.tsv")
-    ids = data.read_triples(FIX / "msmarco" / "qidpidtriples.train.full.2.tsv", collection=FIX / "msmarco" / "collection.tsv",
+    text = triples.read_triples(FIX / "msmarco" / "triples.train.small.tsv")
+    ids = triples.read_triples(FIX / "msmarco" / "qidpidtriples.train.full.2.tsv", collection=FIX / "msmarco" / "collection.tsv",
                             queries=FIX / "msmarco" / "queries.train.tsv")
     assert text == ids and len(text) == 12
-    assert len(data.read_triples(FIX / "msmarco" / "triples.train.small.tsv", limit=3)) == 3
+    assert len(triples.read_triples(FIX / "msmarco" / "triples.train.small.tsv", limit=3)) == 3
     with pytest.raises(ValueError, match="need the collection and queries"):
-        data.read_triples(FIX / "msmarco" / "qidpidtriples.train.full.2.tsv")
-    m = data.read_margin_triples(FIX / "msmarco" / "bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv",
+        triples.read_triples(FIX / "msmarco" / "qidpidtriples.train.full.2.tsv")
+    m = triples.read_margin_triples(FIX / "msmarco" / "bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv",
                                  collection=FIX / "msmarco" / "collection.tsv", queries=FIX / "msmarco" / "queries.train.tsv")
     assert m[0][:3] == text[0] and m[0][3] == pytest.approx(9.5 - 1.0)
 
@@ -58,13 +60,13 @@ def test_missing_files_name_the_file_and_layout(tmp_path):
     ms = _copy(tmp_path, "msmarco")
     (ms / "collection.tsv").unlink()
     with pytest.raises(FileNotFoundError, match=r"collection\.tsv.*MS MARCO layout"):
-        data.load_msmarco_folder(ms)
+        files.load_msmarco_folder(ms)
     beir = _copy(tmp_path, "beir")
     (beir / "scifact" / "qrels" / "test.tsv").unlink()
     with pytest.raises(FileNotFoundError, match=r"test\.tsv.*BEIR layout"):
-        data.load_beir_folder(beir / "scifact")
+        files.load_beir_folder(beir / "scifact")
     with pytest.raises(FileNotFoundError, match="folder not found"):
-        data.load_beir_folder(tmp_path / "nope")
+        files.load_beir_folder(tmp_path / "nope")
 
 
 @pytest.mark.parametrize("fname,content,pattern", [
@@ -76,7 +78,7 @@ def test_malformed_msmarco_files(tmp_path, fname, content, pattern):
     ms = _copy(tmp_path, "msmarco")
     (ms / fname).write_text(content)
     with pytest.raises(ValueError, match=pattern):
-        data.load_msmarco_folder(ms)
+        files.load_msmarco_folder(ms)
 
 
 @pytest.mark.parametrize("fname,content,pattern", [
@@ -88,14 +90,14 @@ def test_malformed_beir_files(tmp_path, fname, content, pattern):
     beir = _copy(tmp_path, "beir") / "scifact"
     (beir / fname).write_text(content)
     with pytest.raises(ValueError, match=pattern):
-        data.load_beir_folder(beir)
+        files.load_beir_folder(beir)
 
 
 def test_malformed_triples(tmp_path):
     p = tmp_path / "triples.tsv"
     p.write_text("q\tpos\n")
     with pytest.raises(ValueError, match=r"triples\.tsv:1: expected 3 tab-separated columns"):
-        data.read_triples(p)
+        triples.read_triples(p)
     p.write_text("3000\t0\t99\n")
     with pytest.raises(ValueError, match="id 99 not found"):
-        data.read_triples(p, collection=FIX / "msmarco" / "collection.tsv", queries=FIX / "msmarco" / "queries.train.tsv")
+        triples.read_triples(p, collection=FIX / "msmarco" / "collection.tsv", queries=FIX / "msmarco" / "queries.train.tsv")

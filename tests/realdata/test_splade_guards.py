@@ -17,6 +17,8 @@ import torch
 
 from initlab.commands.splade import eval_main, train_main
 from initlab.realdata.splade import data
+from initlab.realdata.splade import evalset
+from initlab.realdata.splade import files
 from initlab.realdata.splade.evaluate import evaluate_set, summarise
 
 FIX = Path(__file__).parent / "fixtures" / "splade"
@@ -62,13 +64,13 @@ def test_judged_queries_without_text_are_not_averaged_in_as_zero(tmp_path):
     lines = (ms / "queries.dev.small.tsv").read_text().splitlines()
     (ms / "queries.dev.small.tsv").write_text("\n".join(lines[:4]) + "\n")  # qrels keep all 8 queries
     with pytest.warns(RuntimeWarning, match="4 judged queries not in the queries file.*1004"):
-        cut = data.load_msmarco_folder(ms, "dev.small")
+        cut = files.load_msmarco_folder(ms, "dev.small")
     assert len(cut.queries) == 4 and set(cut.qrels) == set(cut.queries)
     row = evaluate_set(BagOfWords(), cut, top_k=10)
     assert row["n_queries"] == 4 and row["n_queries_judged"] == 8 and row["judged_queries_without_text"] == 4
     # the value on those 4 queries: the same measure on the full set's rows of those queries
-    full = data.load_msmarco_folder(FIX / "msmarco", "dev.small")
-    four = data.RetrievalSet("four", full.corpus, {q: full.queries[q] for q in cut.queries},
+    full = files.load_msmarco_folder(FIX / "msmarco", "dev.small")
+    four = evalset.RetrievalSet("four", full.corpus, {q: full.queries[q] for q in cut.queries},
                              {q: full.qrels[q] for q in cut.queries})
     ref = evaluate_set(BagOfWords(), four, top_k=10)
     assert row["RR@10"] == pytest.approx(ref["RR@10"]) and row["RR@10"] > 0
@@ -87,7 +89,7 @@ def test_duplicate_ids_are_refused_with_file_and_line(tmp_path, fname, line, wor
     with open(folder / fname, "a") as fh:
         fh.write(line + "\n")
     with pytest.raises(ValueError, match=rf"{re.escape(fname)}:{n + 1}: duplicate {re.escape(word)} \(first at .*{re.escape(fname)}:\d+\)"):
-        data.load_beir_folder(folder)
+        files.load_beir_folder(folder)
 
 
 def test_duplicate_ids_in_msmarco_files_are_refused(tmp_path):
@@ -96,12 +98,12 @@ def test_duplicate_ids_in_msmarco_files_are_refused(tmp_path):
     with open(ms / "qrels.dev.small.tsv", "a") as fh:
         fh.write("1001 0 1 0\n")  # a second judgement of (1001, 1): last copy must not win
     with pytest.raises(ValueError, match=r"qrels.dev.small.tsv:9: duplicate judgement of query '1001'"):
-        data.load_msmarco_folder(ms, "dev.small")
+        files.load_msmarco_folder(ms, "dev.small")
     shutil.copy(FIX / "msmarco" / "qrels.dev.small.tsv", ms / "qrels.dev.small.tsv")
     with open(ms / "collection.tsv", "a") as fh:
         fh.write("3\tanother passage\n")
     with pytest.raises(ValueError, match=r"collection.tsv:\d+: duplicate id '3'"):
-        data.load_msmarco_folder(ms, "dev.small")
+        files.load_msmarco_folder(ms, "dev.small")
 
 
 def test_judged_documents_missing_from_the_corpus_are_reported(tmp_path):
@@ -110,7 +112,7 @@ def test_judged_documents_missing_from_the_corpus_are_reported(tmp_path):
     with open(folder / "qrels" / "test.tsv", "a") as fh:
         fh.write("q0\tnope-doc\t1\n")
     with pytest.warns(RuntimeWarning, match="1 judged document id.*not in the corpus.*nope-doc"):
-        ds = data.load_beir_folder(folder)
+        ds = files.load_beir_folder(folder)
     assert ds.meta["judged_docs_not_in_corpus"] == 1 and ds.qrels["q0"]["nope-doc"] == 1  # kept: never retrieved
 
 
@@ -126,7 +128,7 @@ def test_tied_documents_are_ranked_by_ascending_index_for_every_measure(tmp_path
     same = "the red fox jumps over the lazy dog"
     folder = _beir(tmp_path / "ties", [("d0", "ocean waves at night"), ("d1", same), ("d2", same), ("d3", same)],
                    [("q0", "red fox jumps")], [f"q0\t{relevant}\t1"])
-    row = evaluate_set(BagOfWords(), data.load_beir_folder(folder), top_k=10)
+    row = evaluate_set(BagOfWords(), files.load_beir_folder(folder), top_k=10)
     assert row["RR@10"] == pytest.approx(rr) and row["nDCG@10"] == pytest.approx(ndcg)
 
 
@@ -144,7 +146,7 @@ def test_near_constant_model_is_flagged_and_a_healthy_one_is_not():
 
 
 def test_summary_of_a_folder_set_holds_its_numbers_not_nan(tmp_path):
-    ds = data.load_beir_folder(FIX / "beir" / "scifact", name="beir:scifact")
+    ds = files.load_beir_folder(FIX / "beir" / "scifact", name="beir:scifact")
     row = evaluate_set(BagOfWords(), ds, top_k=10)
     s = summarise([row])
     assert s["sets"]["beir:scifact"]["nDCG@10"] == pytest.approx(row["nDCG@10"]) and row["nDCG@10"] > 0

@@ -163,7 +163,7 @@ def test_collapse_is_recorded_not_raised(toy_run):
 
 def test_global_flops_differs_from_mean_of_local_flops():
     # Why the all-gather matters: sum_j (mean over 4)^2 != mean over 2 halves of sum_j (mean over 2)^2.
-    from initlab.realdata.splade.train import GlobalFlopsLoss
+    from initlab.realdata.splade.losses import GlobalFlopsLoss
 
     x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
     reg = GlobalFlopsLoss(model=None)
@@ -229,7 +229,7 @@ _DDP_GRAD_SCRIPT = r'''
 import sys, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 from sentence_transformers.sparse_encoder.losses import FlopsLoss
-from initlab.realdata.splade.train import GlobalFlopsLoss
+from initlab.realdata.splade.losses import GlobalFlopsLoss
 
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -257,7 +257,7 @@ def test_global_flops_gradient_under_ddp_equals_single_process(tmp_path):
     # FlopsLoss does not.
     from sentence_transformers.sparse_encoder.losses import FlopsLoss
 
-    from initlab.realdata.splade.train import GlobalFlopsLoss
+    from initlab.realdata.splade.losses import GlobalFlopsLoss
 
     script = tmp_path / "ddp_grad.py"
     script.write_text(_DDP_GRAD_SCRIPT)

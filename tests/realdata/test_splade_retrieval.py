@@ -164,7 +164,7 @@ class _BagOfWords:
 def test_beir_identical_query_and_document_ids_are_not_retrieved():
     # BEIR's evaluation drops a document whose id is the query's id (ArguAna, Quora); MS MARCO never does,
     # where query and passage ids are separate number ranges that can collide.
-    from initlab.realdata.splade.data import RetrievalSet
+    from initlab.realdata.splade.evalset import RetrievalSet
     from initlab.realdata.splade.evaluate import evaluate_set
 
     corpus = {"q0": "cat sofa", "d1": "cat", "d2": "dog"}

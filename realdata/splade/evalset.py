@@ -1,0 +1,73 @@
+"""The evaluation set of SPLADE retrieval and the evaluation-data policy it enforces.
+
+Role: the container every loader of :mod:`initlab.realdata.splade.data` and
+:mod:`initlab.realdata.splade.files` returns (:class:`RetrievalSet`: corpus, queries, qrels) and the
+duplicate-id rule they all share (:func:`put_unique`). The policy (docs/conventions.md): a duplicate id is
+refused naming both places; the evaluated queries are those in both the queries file and the qrels;
+judged documents absent from the corpus stay relevant and are never retrieved (as in trec_eval).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+__all__ = ["RetrievalSet", "put_unique", "first_ids"]
+
+
+@dataclass
+class RetrievalSet:
+    """An evaluation set. ``corpus``: doc id -> text; ``queries``: query id -> text;
+    ``qrels``: query id -> {doc id: relevance (int)}. ``name`` labels results; ``ndcg_rel`` is the
+    minimum relevance counted by binary measures (2 for TREC DL 2019 passage, else 1).
+    ``ignore_identical_ids``: drop a retrieved document whose id equals the query id (BEIR's evaluation does
+    this by default, ``EvaluateRetrieval.evaluate(ignore_identical_ids=True)``; it matters for ArguAna and
+    Quora, whose queries are also corpus documents)."""
+
+    name: str
+    corpus: dict[str, str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    binary_rel: int = 1
+    source: str = ""
+    meta: dict = field(default_factory=dict)
+    ignore_identical_ids: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.corpus:
+            raise ValueError(f"{self.name}: empty corpus")
+        if not self.queries:
+            raise ValueError(f"{self.name}: no queries")
+        judged = [q for q in self.queries if self.qrels.get(q)]
+        if not judged:
+            raise ValueError(f"{self.name}: no query of the queries file has relevance judgements (qrels)")
+        # Policy (module docstring): evaluate the queries present in both the queries file and the qrels.
+        no_text = sorted(q for q in self.qrels if q not in self.queries)
+        unknown_docs = sorted({d for q in judged for d in self.qrels[q] if d not in self.corpus})
+        self.meta.update({
+            "n_queries_file": len(self.queries), "n_queries_judged": sum(1 for q in self.qrels if self.qrels[q]),
+            "n_queries_evaluated": len(judged), "judged_queries_without_text": len(no_text),
+            "judged_docs_not_in_corpus": len(unknown_docs),
+        })
+        if no_text:
+            warnings.warn(f"{self.name}: {len(no_text)} judged quer{'y' if len(no_text) == 1 else 'ies'} not in the "
+                          f"queries file, left out of every measure: {first_ids(no_text)}", RuntimeWarning, stacklevel=3)
+        if unknown_docs:
+            warnings.warn(f"{self.name}: {len(unknown_docs)} judged document id(s) not in the corpus (kept as relevant, "
+                          f"never retrieved): {first_ids(unknown_docs)}", RuntimeWarning, stacklevel=3)
+        self.queries = {q: self.queries[q] for q in judged}
+        self.qrels = {q: self.qrels[q] for q in judged}
+
+
+def first_ids(ids: list[str], n: int = 10) -> str:
+    """The first ``n`` ids, comma-separated, with a count of the rest (for warnings)."""
+    return ", ".join(ids[:n]) + (f" ... ({len(ids) - n} more)" if len(ids) > n else "")
+
+
+def put_unique(store: dict, key, value, seen: dict, where: str, what: str) -> None:
+    """``store[key] = value``, refusing a duplicate ``key`` (``seen`` maps keys to their first location)."""
+    if key in store:
+        raise ValueError(f"{where}: duplicate {what} {key!r} (first at {seen[key]}); ids must be unique, "
+                         "remove one of the copies")
+    store[key] = value
+    seen[key] = where

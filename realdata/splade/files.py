@@ -1,0 +1,153 @@
+"""Local retrieval files in the standard layouts: MS MARCO passage TSV folders and BEIR folders.
+
+Role: reading and validating files (the layouts are described in :mod:`initlab.realdata.splade.data`).
+A missing or malformed file raises ``FileNotFoundError`` / ``ValueError`` naming the file, the line and
+the expected layout; duplicate ids are refused (:func:`initlab.realdata.splade.evalset.put_unique`).
+Sources: MS MARCO passage ranking (https://microsoft.github.io/msmarco/); BEIR (Thakur et al., NeurIPS
+2021 datasets track).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+from .evalset import RetrievalSet, put_unique
+
+__all__ = ["MSMARCO_LAYOUT", "BEIR_LAYOUT", "read_tsv", "read_id_text_tsv", "read_trec_qrels", "load_msmarco_folder",
+           "load_beir_folder"]
+
+
+MSMARCO_LAYOUT = ("MS MARCO layout: collection.tsv 'pid<TAB>passage'; queries.<split>.tsv 'qid<TAB>query'; "
+                  "qrels.<split>.tsv 'qid 0 pid relevance'")
+
+
+BEIR_LAYOUT = ("BEIR layout: corpus.jsonl {\"_id\",\"title\",\"text\"}; queries.jsonl {\"_id\",\"text\"}; "
+               "qrels/<split>.tsv with header 'query-id<TAB>corpus-id<TAB>score'")
+
+
+def _need(path: Path, layout: str) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found (expected {layout})")
+    return path
+
+
+def read_tsv(path: Path, n_cols: int, what: str, layout: str, with_lineno: bool = False) -> Iterator:
+    with open(_need(path, layout), encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                continue
+            parts = line.split("\t")
+            if len(parts) != n_cols:
+                raise ValueError(f"{path}:{lineno}: expected {n_cols} tab-separated columns ({what}), got {len(parts)}; {layout}")
+            yield (lineno, parts) if with_lineno else parts
+
+
+def read_id_text_tsv(path: str | Path, what: str = "id<TAB>text") -> dict[str, str]:
+    """Read ``id<TAB>text`` lines (MS MARCO collection.tsv, queries.*.tsv) into a dict."""
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for lineno, (i, t) in read_tsv(Path(path), 2, what, MSMARCO_LAYOUT, with_lineno=True):
+        put_unique(out, i.strip(), t, seen, f"{path}:{lineno}", "id")
+    if not out:
+        raise ValueError(f"{path}: no lines (expected {what})")
+    return out
+
+
+def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """Read TREC qrels ``qid 0 docid relevance`` (whitespace separated, 4 columns)."""
+    path = Path(path)
+    qrels: dict[str, dict[str, int]] = {}
+    seen: dict = {}
+    with open(_need(path, "TREC qrels 'qid 0 docid relevance'"), encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise ValueError(f"{path}:{lineno}: expected TREC qrels with 4 columns 'qid 0 docid relevance', got {len(parts)}")
+            try:
+                rel = int(parts[3])
+            except ValueError:
+                raise ValueError(f"{path}:{lineno}: relevance {parts[3]!r} is not an integer (TREC qrels 'qid 0 docid relevance')") from None
+            put_unique(qrels.setdefault(parts[0], {}), parts[2], rel, seen.setdefault(parts[0], {}), f"{path}:{lineno}",
+                 f"judgement of query {parts[0]!r} for document")
+    if not qrels:
+        raise ValueError(f"{path}: no judgements (expected TREC qrels 'qid 0 docid relevance')")
+    return qrels
+
+
+def load_msmarco_folder(folder: str | Path, split: str = "dev.small", *, name: str | None = None,
+                        binary_rel: int | None = None) -> RetrievalSet:
+    """Load ``collection.tsv``, ``queries.<split>.tsv`` and ``qrels.<split>.tsv`` from ``folder``.
+
+    For TREC DL 2019 use ``split="dl19"`` with files ``queries.dl19.tsv`` (msmarco-test2019-queries.tsv
+    renamed) and ``qrels.dl19.tsv`` (2019qrels-pass.txt renamed); relevance >= 2 then counts as relevant
+    for recall (``binary_rel`` defaults to 2 when the split name contains "dl").
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: MS MARCO folder not found ({MSMARCO_LAYOUT})")
+    corpus = read_id_text_tsv(folder / "collection.tsv", "pid<TAB>passage")
+    queries = read_id_text_tsv(folder / f"queries.{split}.tsv", "qid<TAB>query")
+    qrels = read_trec_qrels(folder / f"qrels.{split}.tsv")
+    if binary_rel is None:
+        binary_rel = 2 if "dl" in split else 1
+    default = {"dev.small": "msmarco-dev", "dl19": "trec-dl-2019"}.get(split, f"msmarco-{split}")
+    return RetrievalSet(name or default, corpus, queries, qrels, binary_rel, source=str(folder))
+
+
+def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
+    with open(_need(path, BEIR_LAYOUT), encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{lineno}: not JSON ({err.msg}); {BEIR_LAYOUT}") from None
+            missing = [k for k in keys if not isinstance(obj, dict) or k not in obj]
+            if missing:
+                raise ValueError(f"{path}:{lineno}: missing key(s) {missing}; {BEIR_LAYOUT}")
+            yield lineno, obj
+
+
+def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | None = None,
+                     ignore_identical_ids: bool = True) -> RetrievalSet:
+    """Load a BEIR dataset folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
+
+    Document text is ``title + " " + text`` when the title is non-empty (as BEIR's evaluation does).
+    ``ignore_identical_ids`` as in BEIR's evaluation (see :class:`RetrievalSet`).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: BEIR folder not found ({BEIR_LAYOUT})")
+    corpus: dict[str, str] = {}
+    seen: dict = {}
+    for lineno, obj in _read_jsonl(folder / "corpus.jsonl", ("_id", "text")):
+        title = (obj.get("title") or "").strip()
+        put_unique(corpus, str(obj["_id"]), f"{title} {obj['text']}".strip() if title else obj["text"], seen,
+             f"{folder / 'corpus.jsonl'}:{lineno}", "document id")
+    queries: dict[str, str] = {}
+    seen = {}
+    for lineno, obj in _read_jsonl(folder / "queries.jsonl", ("_id", "text")):
+        put_unique(queries, str(obj["_id"]), obj["text"], seen, f"{folder / 'queries.jsonl'}:{lineno}", "query id")
+    qpath = folder / "qrels" / f"{split}.tsv"
+    rows = read_tsv(qpath, 3, "query-id<TAB>corpus-id<TAB>score", BEIR_LAYOUT, with_lineno=True)
+    first = next(rows, None)
+    header = None if first is None else first[1]
+    if header is None or [h.strip() for h in header] != ["query-id", "corpus-id", "score"]:
+        raise ValueError(f"{qpath}: expected header 'query-id<TAB>corpus-id<TAB>score', got {header}; {BEIR_LAYOUT}")
+    qrels: dict[str, dict[str, int]] = {}
+    seen = {}
+    for lineno, (q, d, s) in rows:
+        try:
+            rel = int(float(s))
+        except ValueError:
+            raise ValueError(f"{qpath}:{lineno}: score {s!r} of query {q!r}, document {d!r} is not a number; {BEIR_LAYOUT}") from None
+        put_unique(qrels.setdefault(q, {}), d, rel, seen.setdefault(q, {}), f"{qpath}:{lineno}",
+             f"judgement of query {q!r} for document")
+    return RetrievalSet(name or folder.name, corpus, queries, qrels, 1, source=str(folder),
+                        ignore_identical_ids=ignore_identical_ids)
