@@ -83,39 +83,16 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         ValueError: fewer than 2 texts, unknown family or no MLM head, ``max_length`` beyond the model's
             usable length (:mod:`initlab.mlmhead.lengths`).
     """
-    from initlab.theory import score_scale as ss
-
     check_length(max_length, model, flag="--max-length", tokenizer=tokenizer)
     texts = default_texts() if texts is None else list(texts)
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ValueError("texts: expected at least 2 non-empty strings")
     ks = [_check_k(k) for k in ks]
     W = head_projection(model)
-    tied = is_tied(model)
     bias = head_bias(model)
-    Wd = W.detach().double()
-    rows = Wd.norm(dim=1)
-    report: dict[str, Any] = {
-        "family": family_of(model),
-        "model_type": model.config.model_type,
-        "tied": tied,
-        "vocab": int(W.shape[0]),
-        "head_dim": int(W.shape[1]),
-        "recorded_k": getattr(model.config, K_ATTR, None),
-        "head": {"frobenius": Wd.norm().item(), "row_norm_mean": rows.mean().item(), "row_norm_max": rows.max().item()},
-        "bias": None if bias is None else _stats(bias.detach()),
-        "n_texts": len(texts),
-    }
-    # length-sorted buckets of up to 20 texts: little padding, bounded memory (logits are (b, T, V)),
-    # few large matrix products (small ones cost more thread synchronisation on a busy CPU)
-    lengths = [len(tokenizer(t, truncation=True, max_length=max_length)["input_ids"]) for t in texts]
-    order = sorted(range(len(texts)), key=lambda i: lengths[i])
-    buckets = []
-    for j in range(0, len(order), 20):
-        idx = order[j:j + 20]
-        enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        buckets.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})
-    n_tokens = sum(int(bk["attention_mask"].sum()) for bk in buckets)
+    report = _head_summary(model, W, bias, len(texts))
+    lengths, buckets = _length_buckets(tokenizer, texts, max_length)
+    n_entries = sum(int(bk["attention_mask"].sum()) for bk in buckets) * W.shape[0]
     W0 = W.detach().clone()
     model.eval()
     table = []
@@ -124,53 +101,16 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         for k in [1.0] + [k for k in ks if k != 1.0]:  # k = 1 first: the hidden-state reference
             with torch.no_grad():
                 W.copy_(W0 / k)
-            acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0, "dH2": 0.0, "H2": 0.0}
-            a_parts, H_parts = [], []
-            for bk in buckets:
-                z, H = _forward(model, bk)
-                m = bk["attention_mask"].bool()
-                zt = z[m]  # (N_tokens, V)
-                acc["sum"] += zt.sum(dtype=torch.float64).item()
-                acc["sumsq"] += zt.double().pow(2).sum().item()
-                acc["max"] = max(acc["max"], zt.max().item())
-                acc["pos"] += int(torch.count_nonzero(zt > 0))
-                a_parts.append(splade_from_logits(z, m))  # (b, V)
-                H_parts.append(H[m])  # (N_tokens, d)
-                del z, zt
+            acc, a_parts, H_parts = _logit_pass(model, buckets)
             if H_ref is None:
                 H_ref = H_parts
-            Hk, H1 = torch.cat(H_parts), torch.cat(H_ref)
             if k not in ks:  # the reference pass only
                 continue
-            n_entries = n_tokens * W.shape[0]
-            z_mean = acc["sum"] / n_entries
-            z_std = math.sqrt(max(acc["sumsq"] / n_entries - z_mean ** 2, 0.0) * n_entries / max(n_entries - 1, 1))
             a = torch.cat(a_parts).double()  # (n_texts, V), length-sorted order
-            act = (a > 0).double()
-            n = a.shape[0]
-            off = ~torch.eye(n, dtype=torch.bool)
             S = a @ a.T  # scores s(q, d) between all texts
-            an = torch.nn.functional.normalize(a, dim=1)
-            cos = an @ an.T
-            per_q_sd = torch.stack([S[i][off[i]].std() for i in range(n)]).mean().item()
-            table.append({
-                "k": k,
-                "logit_mean": z_mean,
-                "logit_std": z_std,
-                "logit_max": acc["max"],
-                "active_fraction_logits": acc["pos"] / n_entries,
-                "active_dims_per_text": act.sum(1).mean().item(),
-                "active_fraction_text": act.mean().item(),
-                "mean_term_weight": a.mean().item(),
-                "flops_reg": (a.mean(0) ** 2).sum().item(),
-                "flops_cost": (act @ act.T)[off].mean().item(),
-                "mean_pairwise_cosine": cos[off].mean().item(),
-                "score_mean": S[off].mean().item(),
-                "score_sd": per_q_sd,
-                "hidden_rel_change": ((Hk - H1).double().norm() / H1.double().norm()).item(),
-            })
+            table.append(_table_row(k, acc, n_entries, a, S, torch.cat(H_parts), torch.cat(H_ref)))
             if collapse is not None:
-                h = n // 2  # first half of the texts as queries against the second half as documents
+                h = a.shape[0] // 2  # first half of the texts as queries against the second half as documents
                 verdict = collapse(q_active=table[-1]["active_dims_per_text"], d_active=table[-1]["active_dims_per_text"],
                                    vocab_size=int(W.shape[0]), doc_vectors=a, scores=S[:h, h:] if h >= 2 else None)
                 table[-1].update({"collapsed": verdict.collapsed, "collapse_reasons": list(verdict.reasons)})
@@ -178,8 +118,100 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         with torch.no_grad():
             W.copy_(W0)
     table.sort(key=lambda r: r["k"])
+    report["gaussian_fit"] = _gaussian_fit(table, lengths, bias, report["vocab"])
+    report["max_length"] = int(max_length)
+    report["table"] = table
+    report["recommended"] = recommend_k(table, batch)
+    return report
+
+
+def _head_summary(model: Any, W: torch.Tensor, bias: torch.Tensor | None, n_texts: int) -> dict[str, Any]:
+    """The report's header: family, tie, vocabulary V and width of ``W : (V, d)``, recorded k, head and bias norms."""
+    Wd = W.detach().double()
+    rows = Wd.norm(dim=1)
+    return {
+        "family": family_of(model),
+        "model_type": model.config.model_type,
+        "tied": is_tied(model),
+        "vocab": int(W.shape[0]),
+        "head_dim": int(W.shape[1]),
+        "recorded_k": getattr(model.config, K_ATTR, None),
+        "head": {"frobenius": Wd.norm().item(), "row_norm_mean": rows.mean().item(), "row_norm_max": rows.max().item()},
+        "bias": None if bias is None else _stats(bias.detach()),
+        "n_texts": n_texts,
+    }
+
+
+def _length_buckets(tokenizer: Any, texts: Sequence[str], max_length: int) -> tuple[list[int], list[dict[str, torch.Tensor]]]:
+    """Token lengths of ``texts`` and length-sorted buckets of up to 20 tokenised texts: little padding, bounded
+    memory (logits are ``(b, T, V)``), few large matrix products (small ones cost more thread synchronisation on
+    a busy CPU)."""
+    lengths = [len(tokenizer(t, truncation=True, max_length=max_length)["input_ids"]) for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: lengths[i])
+    buckets = []
+    for j in range(0, len(order), 20):
+        idx = order[j:j + 20]
+        enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        buckets.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})
+    return lengths, buckets
+
+
+def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
+    """One pass over the buckets at the current head scale: running sums of the logits over (non-padding token,
+    vocabulary) entries, the SPLADE term weights ``(b, V)`` per bucket and the last hidden states ``(N_tokens, d)``."""
+    acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0}
+    a_parts, H_parts = [], []
+    for bk in buckets:
+        z, H = _forward(model, bk)
+        m = bk["attention_mask"].bool()
+        zt = z[m]  # (N_tokens, V)
+        acc["sum"] += zt.sum(dtype=torch.float64).item()
+        acc["sumsq"] += zt.double().pow(2).sum().item()
+        acc["max"] = max(acc["max"], zt.max().item())
+        acc["pos"] += int(torch.count_nonzero(zt > 0))
+        a_parts.append(splade_from_logits(z, m))  # (b, V)
+        H_parts.append(H[m])  # (N_tokens, d)
+        del z, zt
+    return acc, a_parts, H_parts
+
+
+def _table_row(k: float, acc: dict[str, float], n_entries: int, a: torch.Tensor, S: torch.Tensor, Hk: torch.Tensor,
+               H1: torch.Tensor) -> dict[str, Any]:
+    """The scale quantities at ``k`` from the logit sums ``acc`` over ``n_entries`` entries, the term weights
+    ``a : (n_texts, V)``, their scores ``S = a a^T`` and the last hidden states at k and at k = 1 ``(N_tokens, d)``."""
+    z_mean = acc["sum"] / n_entries
+    z_std = math.sqrt(max(acc["sumsq"] / n_entries - z_mean ** 2, 0.0) * n_entries / max(n_entries - 1, 1))
+    act = (a > 0).double()
+    n = a.shape[0]
+    off = ~torch.eye(n, dtype=torch.bool)
+    an = torch.nn.functional.normalize(a, dim=1)
+    cos = an @ an.T
+    per_q_sd = torch.stack([S[i][off[i]].std() for i in range(n)]).mean().item()
+    return {
+        "k": k,
+        "logit_mean": z_mean,
+        "logit_std": z_std,
+        "logit_max": acc["max"],
+        "active_fraction_logits": acc["pos"] / n_entries,
+        "active_dims_per_text": act.sum(1).mean().item(),
+        "active_fraction_text": act.mean().item(),
+        "mean_term_weight": a.mean().item(),
+        "flops_reg": (a.mean(0) ** 2).sum().item(),
+        "flops_cost": (act @ act.T)[off].mean().item(),
+        "mean_pairwise_cosine": cos[off].mean().item(),
+        "score_mean": S[off].mean().item(),
+        "score_sd": per_q_sd,
+        "hidden_rel_change": ((Hk - H1).double().norm() / H1.double().norm()).item(),
+    }
+
+
+def _gaussian_fit(table: list[dict[str, Any]], lengths: Sequence[int], bias: torch.Tensor | None, vocab: int) -> dict[str, Any]:
+    """Gaussian fit ``N(mu, sigma^2)`` of the logits at k = 1 and, in every row, the theory's predicted active dims
+    (max pooling over the mean text length; :func:`initlab.theory.score_scale.pooled_active_fraction`): the bias
+    part of mu is not divided by k, the head part and sigma are."""
+    from initlab.theory import score_scale as ss
+
     mask_lengths = torch.tensor(lengths, dtype=torch.float64)
-    # Gaussian fit at k = 1 (theory prediction of active dims, max pooling over the mean text length)
     row1 = next((r for r in table if r["k"] == 1.0), table[0])
     L_mean = int(round(mask_lengths.mean().item()))
     mu, sigma = row1["logit_mean"], max(row1["logit_std"], 1e-12)
@@ -189,12 +221,8 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         # bias part not divided by k, head part (mu - b_mean) and sigma divided by k / row1's k
         scale = row1["k"] / r["k"]
         mu_k, s_k = b_mean + (mu - b_mean) * scale, sigma * scale
-        r["predicted_active_dims_per_text"] = report["vocab"] * ss.pooled_active_fraction(mu_k, s_k, max(L_mean, 1))
-    report["gaussian_fit"] = fit
-    report["max_length"] = int(max_length)
-    report["table"] = table
-    report["recommended"] = recommend_k(table, batch)
-    return report
+        r["predicted_active_dims_per_text"] = vocab * ss.pooled_active_fraction(mu_k, s_k, max(L_mean, 1))
+    return fit
 
 
 _TABLE_FMT = [
