@@ -40,58 +40,79 @@ def monte_carlo(cfg: ScoreScaleConfig, sigma: float, k: float, *, n_batches: int
     if n_batches < 2:
         raise ValueError(f"n_batches: expected >= 2 (standard errors), got {n_batches}")
     mu, s = logit_params(cfg.mu_b, cfg.mu_h, sigma, k)
-    V, B = cfg.vocab, cfg.batch
     g = torch.Generator().manual_seed(seed)
     recs: dict[str, list[float]] = {}
-
-    def put(name: str, val: Any) -> None:
-        recs.setdefault(name, []).append(float(val))
-
-    def pooled(L: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """term weights (B, V), squared max-pool derivative g (B, V), active-logit fraction."""
-        a_parts, g_parts, n_act = [], [], 0.0
-        for j0 in range(0, V, chunk):
-            z = mu + s * torch.randn(B, L, min(chunk, V - j0), generator=g, dtype=torch.float64)
-            n_act += float((z > 0).sum())
-            if cfg.pooling == "max":
-                a_parts.append(splade_term_weights(z))
-                M = z.amax(dim=1)
-                g_parts.append((M > 0).double() / (1 + M.clamp_min(0)) ** 2)
-            else:
-                a_parts.append(torch.log1p(torch.relu(z)).sum(dim=1))
-                g_parts.append(torch.zeros(B, z.shape[-1], dtype=torch.float64))
-        return torch.cat(a_parts, 1), torch.cat(g_parts, 1), n_act / (B * L * V)
-
     for _ in range(n_batches):
-        aq, _, act_q = pooled(cfg.L_q)
-        ad, gd, _ = pooled(cfg.L_d)
-        put("active_logit", act_q)
-        put("active_q", (aq > 0).double().mean())
-        put("active_d", (ad > 0).double().mean())
-        put("Ea_q", aq.mean()); put("Ea2_q", (aq ** 2).mean())
-        put("Ea_d", ad.mean()); put("Ea2_d", (ad ** 2).mean())
-        put("flops_reg_q", (aq.mean(0) ** 2).sum())
-        put("flops_reg_d", (ad.mean(0) ** 2).sum())
-        put("flops_cost", ((aq > 0).double() @ (ad > 0).double().T).mean())
-        ad = ad.requires_grad_(True)
-        S = aq @ ad.T  # (B, B) scores s(q, d), diagonal = positives
-        off = ~torch.eye(B, dtype=torch.bool)
-        Sd = S.detach()
-        put("score_mean", Sd[off].mean())
-        diff = Sd.diagonal()[:, None] - Sd  # s(q, d+) - s(q, d-)
-        put("score_spread_sq", diff[off].pow(2).mean())
-        logp = torch.log_softmax(Sd, dim=1)
-        put("softmax_entropy_ratio", -(logp.exp() * logp).sum(1).mean() / math.log(B))
+        aq, _, act_q = _pooled_batch(cfg, mu, s, cfg.L_q, g, chunk)
+        ad, gd, _ = _pooled_batch(cfg, mu, s, cfg.L_d, g, chunk)
+        for name, val in _batch_measurements(cfg, aq, ad, gd, act_q).items():
+            recs.setdefault(name, []).append(float(val))
+    return _summarise(recs, cfg.vocab)
+
+
+def _pooled_batch(cfg: ScoreScaleConfig, mu: float, s: float, L: int, g: torch.Generator,
+                  chunk: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """Draw B texts of L logits ``z ~ N(mu, s^2)`` over all V entries (in vocabulary chunks) and pool them.
+
+    Returns term weights ``(B, V)``, the squared max-pool derivative ``g(M) = 1[M > 0] / (1 + M)^2``
+    ``(B, V)`` (zeros for sum pooling) and the active-logit fraction.
+    """
+    V, B = cfg.vocab, cfg.batch
+    a_parts, g_parts, n_act = [], [], 0.0
+    for j0 in range(0, V, chunk):
+        z = mu + s * torch.randn(B, L, min(chunk, V - j0), generator=g, dtype=torch.float64)
+        n_act += float((z > 0).sum())
         if cfg.pooling == "max":
-            y = torch.arange(B)
-            (ga,) = torch.autograd.grad(torch.nn.functional.cross_entropy(S, y), ad, retain_graph=True)
-            w = torch.full((B, B), 1.0 / B, dtype=torch.float64) - torch.eye(B, dtype=torch.float64)
-            (gl,) = torch.autograd.grad((w * S).sum() / B, ad)  # InfoNCE linearised at uniform softmax
-            (gf,) = torch.autograd.grad(cfg.lambda_d * (ad.mean(0) ** 2).sum(), ad)
-            per_doc = lambda t: (t.pow(2) * gd).sum(1).mean()  # noqa: E731  E||grad_{z_d}||^2
-            put("grad_rank_exact_sq", per_doc(ga))
-            put("grad_rank_sq", per_doc(gl))
-            put("grad_flops_sq", per_doc(gf))
+            a_parts.append(splade_term_weights(z))
+            M = z.amax(dim=1)
+            g_parts.append((M > 0).double() / (1 + M.clamp_min(0)) ** 2)
+        else:
+            a_parts.append(torch.log1p(torch.relu(z)).sum(dim=1))
+            g_parts.append(torch.zeros(B, z.shape[-1], dtype=torch.float64))
+    return torch.cat(a_parts, 1), torch.cat(g_parts, 1), n_act / (B * L * V)
+
+
+def _batch_measurements(cfg: ScoreScaleConfig, aq: torch.Tensor, ad: torch.Tensor, gd: torch.Tensor,
+                        act_q: float) -> dict[str, Any]:
+    """Every theory quantity of one batch (query and document term weights ``aq, ad : (B, V)``, the document
+    max-pool derivative ``gd : (B, V)``); squared gradient norms w.r.t. the document logits by autograd
+    w.r.t. ``ad`` chained through ``gd`` (max pooling only)."""
+    B = cfg.batch
+    out: dict[str, Any] = {
+        "active_logit": act_q,
+        "active_q": (aq > 0).double().mean(),
+        "active_d": (ad > 0).double().mean(),
+        "Ea_q": aq.mean(), "Ea2_q": (aq ** 2).mean(),
+        "Ea_d": ad.mean(), "Ea2_d": (ad ** 2).mean(),
+        "flops_reg_q": (aq.mean(0) ** 2).sum(),
+        "flops_reg_d": (ad.mean(0) ** 2).sum(),
+        "flops_cost": ((aq > 0).double() @ (ad > 0).double().T).mean(),
+    }
+    ad = ad.requires_grad_(True)
+    S = aq @ ad.T  # (B, B) scores s(q, d), diagonal = positives
+    off = ~torch.eye(B, dtype=torch.bool)
+    Sd = S.detach()
+    out["score_mean"] = Sd[off].mean()
+    diff = Sd.diagonal()[:, None] - Sd  # s(q, d+) - s(q, d-)
+    out["score_spread_sq"] = diff[off].pow(2).mean()
+    logp = torch.log_softmax(Sd, dim=1)
+    out["softmax_entropy_ratio"] = -(logp.exp() * logp).sum(1).mean() / math.log(B)
+    if cfg.pooling == "max":
+        y = torch.arange(B)
+        (ga,) = torch.autograd.grad(torch.nn.functional.cross_entropy(S, y), ad, retain_graph=True)
+        w = torch.full((B, B), 1.0 / B, dtype=torch.float64) - torch.eye(B, dtype=torch.float64)
+        (gl,) = torch.autograd.grad((w * S).sum() / B, ad)  # InfoNCE linearised at uniform softmax
+        (gf,) = torch.autograd.grad(cfg.lambda_d * (ad.mean(0) ** 2).sum(), ad)
+        per_doc = lambda t: (t.pow(2) * gd).sum(1).mean()  # noqa: E731  E||grad_{z_d}||^2
+        out["grad_rank_exact_sq"] = per_doc(ga)
+        out["grad_rank_sq"] = per_doc(gl)
+        out["grad_flops_sq"] = per_doc(gf)
+    return out
+
+
+def _summarise(recs: dict[str, list[float]], V: int) -> dict[str, Any]:
+    """Mean and standard error over batches of every quantity; norms from the squared ones (delta method for
+    their standard errors); active dims = V x active fraction."""
     out: dict[str, Any] = {}
     for name, vals in recs.items():
         arr = np.asarray(vals)

@@ -145,8 +145,21 @@ def check_t3(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
 
 def check_t4(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
     res = StatementResult("T4", STATEMENTS["T4"])
+    fractions = _t4_generic(res, cfg, gen)
+    res.measured["blind_fraction_generic_min"] = min(fractions) if fractions else None
+    res.measured["blind_fraction_generic_median"] = sorted(fractions)[len(fractions) // 2] if fractions else None
+    mc = _t4_markov(res, cfg, gen)
+    small_p, kappa0 = _t4_kappa0_and_small_p(res, cfg, gen)
+    res.measured["small_p_distance2"] = small_p
+    res.measured["monte_carlo"] = mc
+    res.measured["kappa0_path"] = kappa0
+    return res
+
+
+def _t4_generic(res: StatementResult, cfg: VerifyConfig, gen: torch.Generator) -> list[float]:
+    """T4 (a) generic data: identity (G) vs autograd vs central differences, blind component non-zero;
+    returns the blind fractions."""
     fractions = []
-    # (a) generic data: identity (G) vs autograd vs central differences, blind component non-zero
     for _ in range(cfg.cases):
         T = draw_T(gen, cfg.t_max)
         K, d, H, e, m = int(torch.randint(2, 8, (1,), generator=gen)), 4, int(torch.randint(1, 3, (1,), generator=gen)), 3, 5
@@ -178,9 +191,11 @@ def check_t4(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
         if len(set(x.tolist())) > 1 and int(mask.sum()) < T:
             res.claim("blind component != 0 (generic data)", frac > 1e-8, f"(fraction {frac:.3g}, T = {T})")
         res.cases += 1
-    res.measured["blind_fraction_generic_min"] = min(fractions) if fractions else None
-    res.measured["blind_fraction_generic_median"] = sorted(fractions)[len(fractions) // 2] if fractions else None
-    # (b) Markov chain closed form vs Monte Carlo, (c) a path with kappa = 0
+    return fractions
+
+
+def _t4_markov(res: StatementResult, cfg: VerifyConfig, gen: torch.Generator) -> list[dict]:
+    """T4 (b) Markov chain: the closed form kappa(C) Psi(P) vs Monte Carlo (copy and random paths)."""
     mc = []
     for k in range(max(2, cfg.cases // 4)):
         T = int(torch.randint(4, 25, (1,), generator=gen))
@@ -197,7 +212,12 @@ def check_t4(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
         if copy:
             res.claim("copy path: Monte Carlo E<D, band> > 3 SE", est > 3 * se, f"(estimate {est:.3g}, SE {se:.2g})")
         mc.append({"T": T, "K": K, "p": p, "q": q, "w": w, "path": "copy" if copy else "random", "closed_form": exact, "monte_carlo": est, "se": se})
-    # (c) kappa(C) = 0: expected projection vanishes, per-sequence blind component does not
+    return mc
+
+
+def _t4_kappa0_and_small_p(res: StatementResult, cfg: VerifyConfig, gen: torch.Generator) -> tuple[dict, dict]:
+    """T4 (c) kappa(C) = 0: the expected projection vanishes, the per-sequence blind component does not; and
+    small p: only the nearest keys rise (the |i-j| = 2 keys are lowered). Returns the two measured records."""
     T, K, p, q = 12, 4, 0.8, 0.3
     C = torch.randn(K, K, generator=gen, dtype=torch.float64)
     C0 = C - am.kappa(C) * K / (K - 1) * torch.eye(K, dtype=torch.float64)
@@ -217,10 +237,8 @@ def check_t4(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
     est2, se2 = _mc_projection(P2, 0.1, 0.5, Ck, 2 * cfg.mc_samples, gen)
     res.record("small p: Monte Carlo E<D, |i-j| = 2> = entry-wise closed form (within 5 SE)", max(0.0, abs(est2 - exact2) - MC_SIGMAS * se2), 0.0, TOL_EXACT, abs(exact2))
     res.claim("small p: Monte Carlo E<D, |i-j| = 2> < -3 SE (those keys are lowered)", est2 < -3 * se2, f"(estimate {est2:.3g}, SE {se2:.2g}, closed form {exact2:.3g})")
-    res.measured["small_p_distance2"] = {"closed_form": exact2, "monte_carlo": est2, "se": se2}
-    res.measured["monte_carlo"] = mc
-    res.measured["kappa0_path"] = {"kappa": am.kappa(C0), "monte_carlo": est, "se": se, "median_blind_fraction": med}
-    return res
+    small_p = {"closed_form": exact2, "monte_carlo": est2, "se": se2}
+    return small_p, {"kappa": am.kappa(C0), "monte_carlo": est, "se": se, "median_blind_fraction": med}
 
 
 def check_t5(cfg: VerifyConfig, gen: torch.Generator) -> StatementResult:
