@@ -233,11 +233,18 @@ def derive_t5(T: int = 3) -> Derivation:
     wv, wo, alpha, beta = sp.symbols("w_v w_o alpha beta")
     a = sp.symbols(f"a0:{T}")
     uniform = {S[i, j]: a[i] for i in range(T) for j in range(T)}
-    A = _softmax_rows(S)
-    O = A * x * wv
-    f, L = sp.Function("f"), sp.Function("L")
+    O = _softmax_rows(S) * x * wv
     d = Derivation("T5", T)
-    # CLS pooling, generic f and L
+    _t5_cls_pooling(d, T, S, O, uniform)
+    _t5_residual(d, T, S, O, x, uniform, wv, wo, alpha, beta)
+    _t5_nonuniform(d, T, S, O, x, wv, alpha, beta)
+    return d
+
+
+def _t5_cls_pooling(d: Derivation, T: int, S: sp.Matrix, O: sp.Matrix, uniform: dict) -> None:
+    """T5, CLS pooling with generic f and L: only row 0 of grad_S is non-zero, it sums to 0, and
+    ||P_B G||^2 = (1 - 1/T) ||G||^2."""
+    f, L = sp.Function("f"), sp.Function("L")
     Lcls = L(f(O[0, 0]))
     G = sp.Matrix(T, T, lambda i, j: sp.diff(Lcls, S[i, j]).subs(uniform).doit())
     for i in range(1, T):
@@ -249,7 +256,12 @@ def derive_t5(T: int = 3) -> Derivation:
     nB, nG = sum(v**2 for v in GB), sum(v**2 for v in G)
     d.zero_residuals["CLS ||P_B G||^2 - (1 - 1/T) ||G||^2"] = _zero(nB - (1 - sp.Rational(1, T)) * nG)
 
-    # residual before f
+
+def _t5_residual(d: Derivation, T: int, S: sp.Matrix, O: sp.Matrix, x: sp.Matrix, uniform: dict, wv, wo, alpha,
+                 beta) -> None:
+    """T5, a residual Y = X + O w_o before f: equal rows for a linear f, different rows for f = tanh (witness)."""
+    L = sp.Function("L")
+
     def residual_rows(fun):
         Lres = L(sum(fun(x[i, 0] + wo * O[i, 0]) for i in range(T)) / T)
         return sp.Matrix(T, T, lambda i, j: sp.diff(Lres, S[i, j]).subs(uniform).doit())
@@ -265,6 +277,12 @@ def derive_t5(T: int = 3) -> Derivation:
     diff01 = diff01.replace(lambda e: isinstance(e, (sp.Subs, sp.Derivative)), lambda e: sp.Integer(1))
     d.nonzero_witnesses["residual, tanh: G[1,0]-G[0,0] (L' = 1)"] = sp.nsimplify(sp.N(diff01, 30), rational=False)
 
+
+def _t5_nonuniform(d: Derivation, T: int, S: sp.Matrix, O: sp.Matrix, x: sp.Matrix, wv, alpha, beta) -> None:
+    """T5, non-uniform attention S = eps S_1 with an affine f and a generic L: the eps-derivative at 0 of the
+    blind component equals :func:`initlab.theory.attention_gradient.nonuniform_first_order`'s closed form,
+    and is non-zero at a rational point."""
+    L = sp.Function("L")
     # non-uniform attention S = eps S1, affine f = alpha y + beta, mean pooling, generic L
     eps = sp.Symbol("eps")
     S1 = sp.Matrix(T, T, lambda i, j: sp.Symbol(f"t{i}{j}"))
@@ -290,7 +308,6 @@ def derive_t5(T: int = 3) -> Derivation:
     point.update({wv: 1, alpha: 1, beta: 0})
     wit = DB[0, 0].subs(point).replace(lambda e: isinstance(e, (sp.Subs, sp.Derivative)), lambda e: sp.Integer(1))
     d.nonzero_witnesses["non-uniform: d/deps P_B(G)[0,0] at a rational point (L' = 1)"] = sp.nsimplify(wit)
-    return d
 
 
 DERIVATIONS = {"T1": derive_t1, "T2": derive_t2, "T3": derive_t3, "T4": derive_t4, "T5": derive_t5}
