@@ -6,9 +6,11 @@ Figures only read saved results and draw; nothing here computes an experiment.
   saved size);
 * :func:`pyplot` -- ``matplotlib.pyplot`` on the non-interactive Agg backend;
 * :func:`save` -- write a figure atomically as PNG (and optionally PDF), then close it;
-* :func:`condition_color` / :data:`FAMILY_COLORS` -- one colour per experimental condition or backbone
+* :func:`condition_color` / :func:`family_color` -- one colour per experimental condition or backbone
   family, the same in every figure;
 * :func:`legend_below` -- a legend under the axes (never over the data);
+* :func:`label_points` -- short labels beside markers, placed so that they overlap neither each other nor
+  the markers;
 * :func:`run_figure_cli` -- the ``python -m initlab.paper_figs.<module> RESULTS_DIR`` command line.
 """
 
@@ -20,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-__all__ = ["DPI", "FAMILY_COLORS", "pyplot", "save", "condition_color", "legend_below", "run_figure_cli"]
+__all__ = ["DPI", "FAMILY_COLORS", "pyplot", "save", "family_color", "condition_color", "legend_below", "label_points",
+           "run_figure_cli"]
 
 #: dots per inch of every saved PNG
 DPI = 200
@@ -55,6 +58,16 @@ def save(fig: Any, path: str | Path, pdf: bool = False) -> list[Path]:
     return paths
 
 
+def family_color(name: str, default: str | None = None) -> str | None:
+    """The colour of a backbone family, from a family name (``bert``) or a model name
+    (``answerdotai/ModernBERT-base``); ``default`` when the name holds no known family."""
+    low = name.lower().split("/")[-1]
+    for fam in ("modernbert", "roberta", "albert", "bert"):  # longest first: "roberta" contains "bert"
+        if fam in low:
+            return FAMILY_COLORS[fam]
+    return default
+
+
 def condition_color(name: str) -> str:
     """The colour of an SPT condition (synthetic and LRA figures alike).
 
@@ -84,6 +97,49 @@ def legend_below(target: Any, handles: Sequence[Any] | None = None, ncol: int = 
     if handles is not None:
         kw["handles"] = list(handles)
     return target.legend(loc="upper center", bbox_to_anchor=(0.5, offset), ncol=ncol, **kw)
+
+
+#: candidate label offsets from the marker (points), tried in order
+_OFFSETS = ((5, 5), (5, -12), (-8, 7), (-8, -14), (8, -3), (-10, -3), (0, 12), (0, -18), (12, 10), (12, -18))
+
+
+def label_points(ax: Any, points: Sequence[tuple[float, float]], texts: Sequence[str], pad: float = 1.0,
+                 avoid: Sequence[tuple[float, float]] = (), **text_kw: Any) -> list[Any]:
+    """Write ``texts[i]`` next to the marker at ``points[i]`` (data coordinates) of ``ax``.
+
+    Each label takes the first offset of a fixed list at which its box overlaps no label placed before it
+    (in this call or earlier ones on ``ax``) and no marker of ``points``, of ``avoid`` (more markers, data
+    coordinates) or of earlier calls; when no offset is free it keeps the first. The axes must have their final limits and scales set. Returns the
+    text artists.
+    """
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    placed: list[Any] = getattr(ax, "_initlab_label_boxes", [])
+    marks: list[Any] = getattr(ax, "_initlab_marker_boxes", [])
+    r = 3.5 * fig.dpi / 72  # marker half-size in pixels
+    for x, y in ax.transData.transform(list(points) + list(avoid)):
+        marks.append(Bbox.from_extents(x - r, y - r, x + r, y + r))
+    text_kw.setdefault("fontsize", 7)
+    out = []
+    for (x, y), text in zip(points, texts):
+        art = None
+        for dx, dy in _OFFSETS:
+            if art is not None:
+                art.remove()
+            art = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", **text_kw)
+            box = art.get_window_extent(renderer).expanded(1.0 + 0.02 * pad, 1.0 + 0.1 * pad)
+            if not any(box.overlaps(b) for b in placed + marks):
+                break
+        else:  # no free place: keep the first offset
+            art.remove()
+            art = ax.annotate(text, (x, y), xytext=_OFFSETS[0], textcoords="offset points", **text_kw)
+            box = art.get_window_extent(renderer)
+        placed.append(box)
+        out.append(art)
+    ax._initlab_label_boxes, ax._initlab_marker_boxes = placed, marks
+    return out
 
 
 def run_figure_cli(module: str, doc: str, draw: Callable[[argparse.Namespace], Iterable[Path]],
