@@ -11,6 +11,7 @@ Figures only read saved results and draw; nothing here computes an experiment.
 * :func:`legend_below` -- a legend under the axes (never over the data);
 * :func:`label_points` -- short labels beside markers, placed so that they overlap neither each other nor
   the markers;
+* :func:`plain_log_ticks` -- log-axis tick labels as plain numbers (``20``, not ``2 x 10^1``);
 * :func:`run_figure_cli` -- the ``python -m initlab.paper_figs.<module> RESULTS_DIR`` command line.
 """
 
@@ -22,8 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+import numpy as np
+
 __all__ = ["DPI", "FAMILY_COLORS", "pyplot", "save", "family_color", "condition_color", "legend_below", "label_points",
-           "run_figure_cli"]
+           "plain_log_ticks", "run_figure_cli"]
 
 #: dots per inch of every saved PNG
 DPI = 200
@@ -97,6 +100,24 @@ def legend_below(target: Any, handles: Sequence[Any] | None = None, ncol: int = 
     if handles is not None:
         kw["handles"] = list(handles)
     return target.legend(loc="upper center", bbox_to_anchor=(0.5, offset), ncol=ncol, **kw)
+
+
+def plain_log_ticks(ax: Any, which: str = "both") -> None:
+    """Label the log axes ``which`` (``"x"``, ``"y"`` or ``"both"``) of ``ax`` with plain numbers at 1, 2, 5
+    times powers of ten (more multiples on short ranges, fewer on long ones); no minor labels. Call it after
+    the data are drawn (it reads the axis limits)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    for name in ("x", "y") if which == "both" else (which,):
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        if axis.get_scale() != "log":
+            continue
+        lo, hi = sorted(ax.get_xlim() if name == "x" else ax.get_ylim())
+        span = np.log10(hi / lo) if lo > 0 else 10.0
+        subs = (1.0, 2.0, 3.0, 5.0) if span <= 1.5 else (1.0, 2.0, 5.0) if span <= 3 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
 
 
 #: candidate label offsets from the marker (points), tried in order
