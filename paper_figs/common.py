@@ -114,7 +114,8 @@ def plain_log_ticks(ax: Any, which: str = "both") -> None:
             continue
         lo, hi = sorted(ax.get_xlim() if name == "x" else ax.get_ylim())
         span = np.log10(hi / lo) if lo > 0 else 10.0
-        subs = (1.0, 2.0, 3.0, 5.0) if span <= 1.5 else (1.0, 2.0, 5.0) if span <= 3 else (1.0,)
+        subs = (tuple(float(m) for m in range(1, 10)) if span <= 0.7 else (1.0, 2.0, 3.0, 5.0) if span <= 1.5
+                else (1.0, 2.0, 5.0) if span <= 3 else (1.0,))
         axis.set_major_locator(LogLocator(base=10, subs=subs))
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(NullFormatter())

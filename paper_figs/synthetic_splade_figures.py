@@ -108,8 +108,9 @@ def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
             row[0].plot(steps, rank, color=colors[k])
             row[1].plot(steps, np.maximum(flops, 1e-6), color=colors[k])
         row[0].set_ylabel(f"inflation x{inf:g}:\nranking loss (nats)")
-        row[1].set_ylabel("FLOPS part (nats, weighted)")
+        row[1].set_ylabel("FLOPS part (loss units)")
         row[1].set_yscale("log")
+        plain_log_ticks(row[1], "y")
         for ax in row:
             ax.grid(alpha=0.3)
     axes[0][0].set_title("InfoNCE ranking loss")

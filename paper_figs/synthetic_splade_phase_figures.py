@@ -50,7 +50,7 @@ def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Pat
     plt = pyplot()
     seed = rep["config"]["seeds"][0]
     modes = [m for m in rep["config"]["modes"] if any(r["family"] == family and r["mode"] == m for r in rep["rows"])]
-    fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes) + 0.8, 3.8), squeeze=False, layout="constrained")
     for col, (ax, mode) in enumerate(zip(axes[0], modes)):
         rs = [r for r in rep["rows"] if r["family"] == family and r["mode"] == mode and r["seed"] == seed]
         ss, ks = sorted({r["s"] for r in rs}), sorted({r["k"] for r in rs})
@@ -61,7 +61,7 @@ def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Pat
         for r in rs:
             i, j = ss.index(r["s"]), ks.index(r["k"])
             mark = " F" if r["failed"] else (" C" if r["collapsed"] else "")
-            ax.text(j, i, f"{M[i, j]:.2f}{mark}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{M[i, j]:.2f}{mark}", ha="center", va="center", fontsize=8,
                     color="white" if M[i, j] < 0.6 else "black")
             if r["collapsed"]:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="red", lw=0))
@@ -120,7 +120,8 @@ def plot_init_vs_final(rep: dict[str, Any], path: str | Path) -> Path:
 
 
 def plot_recommended_vs_best(rep: dict[str, Any], path: str | Path) -> Path:
-    """Recommended k (filled, family colour) and edge-rule k (open, black edge) against the grid's best k,
+    """Recommended k (filled, family colour) and edge-rule k (open black ring, larger, drawn on top so that a
+    ring around a filled marker shows that both rules agree) against the grid's best k,
     log2 axes labelled with k itself, small deterministic jitter; legend beside the axes."""
     from matplotlib.lines import Line2D
 
@@ -138,14 +139,15 @@ def plot_recommended_vs_best(rep: dict[str, Any], path: str | Path) -> Path:
         ax.scatter(x, np.log2([r["recommended_k"] for r in rs]) + rng.uniform(-0.05, 0.05, len(rs)),
                    marker=m, color=col, s=40, zorder=3)
         ax.scatter(x, np.log2([r["edge_k"] for r in rs]) + rng.uniform(-0.05, 0.05, len(rs)),
-                   marker=m, facecolors="none", edgecolors="k", s=40, zorder=2)
+                   marker=m, facecolors="none", edgecolors="k", s=90, zorder=4)  # larger: a ring when both agree
         handles.append(Line2D([], [], marker=m, ls="none", color=col, label=fam))
     handles += [Line2D([], [], marker="o", ls="none", color="0.5", label="filled: mlmhead inspect"),
-                Line2D([], [], marker="o", ls="none", mfc="none", mec="k", label="open: edge rule"),
+                Line2D([], [], marker="o", ls="none", mfc="none", mec="k", ms=9, label="open ring: edge rule"),
                 Line2D([], [], color="grey", ls="--", label="recommended = best")]
     ks = sorted(rep["config"]["ks"])
     lk = np.log2(ks)
     ax.plot([lk.min(), lk.max()], [lk.min(), lk.max()], color="grey", lw=1, ls="--", zorder=1)
+    ax.margins(0.08)
     ax.set_xticks(lk, [f"{k:g}" for k in ks])
     ax.set_yticks(lk, [f"{k:g}" for k in ks])
     ax.set_xlabel("grid's best k (log2 scale)")
@@ -158,7 +160,7 @@ def plot_recommended_vs_best(rep: dict[str, Any], path: str | Path) -> Path:
     return save(fig, path)[0]
 
 
-_THEORY_PANELS = (("infonce", "initial InfoNCE (nats)"), ("active_fraction", "active fraction of vocabulary (documents)"),
+_THEORY_PANELS = (("infonce", "initial InfoNCE (nats)"), ("active_fraction", "active fraction (documents)"),
                   ("flops", "FLOPS (multiplications per pair)"))
 
 
