@@ -2,8 +2,8 @@
 
 ``python -m initlab.paper_figs.lra_figures RESULTS_DIR`` redraws ``<ablation>.png`` from
 ``RESULTS_DIR/results.json`` (written by ``initlab lra sweep``), and ``listops_plateau.png`` when the
-folder also holds the ``summary.json`` of the CPU ListOps plateau experiment
-(``python -m initlab.realdata.lra.experiment``).
+folder holds the ``summary.json`` of the CPU ListOps plateau experiment
+(``python -m initlab.realdata.lra.experiment``); at least one of the two.
 
 Colours follow :func:`initlab.paper_figs.common.condition_color`: grey from scratch, blue SPT, orange SPT of
 some parameter groups only (hybrids), green SPT on another task's inputs, black uniform attention.
@@ -109,15 +109,18 @@ def plot_sweep(rows: Sequence[dict], path: str | Path, title: str = "") -> Path:
 
 
 def _draw(args) -> list[Path]:
-    p = args.results_dir / "results.json"
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: not found (expected the results of initlab lra sweep)")
-    data = json.loads(p.read_text())
-    if not isinstance(data, dict) or "rows" not in data or "ablation" not in data:
-        raise ValueError(f"{p}: not the results of `initlab lra sweep` (expected keys 'rows' and 'ablation'; "
-                         "a single pretrain/finetune run has no sweep figure)")
-    out = [plot_sweep(data["rows"], args.results_dir / f"{data['ablation']}.png", title=data["ablation"])]
-    summary = args.results_dir / "summary.json"
+    """The sweep figure when the folder holds ``results.json``, the plateau figure when it holds ``summary.json``."""
+    p, summary = args.results_dir / "results.json", args.results_dir / "summary.json"
+    if not p.is_file() and not summary.is_file():
+        raise FileNotFoundError(f"{p}: not found (expected the results of initlab lra sweep, or the summary.json "
+                                "of the CPU ListOps plateau experiment)")
+    out = []
+    if p.is_file():
+        data = json.loads(p.read_text())
+        if not isinstance(data, dict) or "rows" not in data or "ablation" not in data:
+            raise ValueError(f"{p}: not the results of `initlab lra sweep` (expected keys 'rows' and 'ablation'; "
+                             "a single pretrain/finetune run has no sweep figure)")
+        out.append(plot_sweep(data["rows"], args.results_dir / f"{data['ablation']}.png", title=data["ablation"]))
     if summary.is_file():
         out.append(plot_listops_plateau(json.loads(summary.read_text()), args.results_dir / "listops_plateau.png"))
     return out

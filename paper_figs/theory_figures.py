@@ -104,9 +104,12 @@ def plot_t7(rows: list[dict], out: Path) -> Path:
     med = [r["median"] for r in rows]
     err = [[m - r["min"] for m, r in zip(med, rows)], [r["max"] - m for m, r in zip(med, rows)]]
     ax.barh(y, med, xerr=err, color="C0", alpha=0.8, capsize=2)
+    for yi, r in zip(y, rows):  # the median as a number: a zero bar is otherwise invisible
+        ax.text(r["max"] + 0.01, yi, f"{r['median']:.2f}", va="center", fontsize=7)
     ax.set_yticks(y, [r["label"] for r in rows], fontsize=7)
+    ax.set_xlim(0, max(1.0, max(r["max"] for r in rows) + 0.1))
     ax.invert_yaxis()  # the first row of the table on top
-    ax.set_xlabel("first-layer blind fraction (uniform first layer; bar: median, whiskers: min to max)")
+    ax.set_xlabel("first-layer blind fraction, uniform first layer\n(bar and number: median; whiskers: min to max)")
     ax.set_ylabel("stack")
     ax.set_title("T7: depth and residuals", fontsize=10)
     return save(fig, out)[0]

@@ -145,7 +145,11 @@ def test_figure_command_lines_draw_and_reject_a_wrong_folder(tmp_path, capsys):
     assert synthetic_splade_phase_figures.main([str(fx.write_phase(tmp_path / "phase")), "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "splade_phase_bert.png").exists()
     assert synthetic_splade_figures.main([str(fx.write_sweep(tmp_path / "sweep")), "--no-theory"]) == 0
-    assert lra_figures.main([str(fx.write_lra(tmp_path / "lra"))]) == 0
+    lra = fx.write_lra(tmp_path / "lra")
+    assert lra_figures.main([str(lra)]) == 0
+    (lra / "results.json").unlink()  # the folder of the CPU ListOps plateau experiment: summary.json only
+    (lra / "listops_plateau.png").unlink()
+    assert lra_figures.main([str(lra)]) == 0 and (lra / "listops_plateau.png").exists()
     assert splade_scale_figures.main([str(fx.write_splade_scale(tmp_path / "splade"))]) == 0
     capsys.readouterr()
     empty = tmp_path / "empty"
