@@ -69,13 +69,17 @@ def accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
         h = float(r["test_acc_ci"])  # NaN (saved as "nan") with one seed
         ax.errorbar(i, 100 * r["test_acc_mean"], yerr=None if not math.isfinite(h) else 100 * h, fmt="s",
                     color=condition_color(r["condition"]), capsize=4, ms=6)
-        ax.scatter(np.full(len(accs), i) + np.linspace(-0.2, 0.2, len(accs)), accs, s=9, color="k", zorder=3)
+        jitter = np.linspace(-0.2, 0.2, len(accs)) if len(accs) > 1 else np.zeros(len(accs))
+        ax.scatter(np.full(len(accs), i) + jitter, accs, s=9, color="k", zorder=3)
     _chance_line(ax)
     ax.set_xticks(np.arange(len(rows)), [r["condition"] for r in rows], rotation=55, ha="right", fontsize=8)
     ax.set_xlabel("condition")
     ax.set_ylabel("test accuracy (%) at best val. epoch")
-    ax.set_title("local task: mean and 95 % interval of the mean per condition; dots = seeds; "
+    one_seed = all(len(r["test_acc_seeds"]) < 2 for r in rows)
+    ax.set_title("local task: mean and 95 % interval of the mean per condition"
+                 + (" (one seed: no interval)" if one_seed else "") + ";\ndots = seeds; "
                  "red dashed line = chance (50 %)", fontsize=9)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
     return _save(fig, run_dir, "spt_accuracy")
 
 
