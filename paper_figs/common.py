@@ -11,7 +11,8 @@ Figures only read saved results and draw; nothing here computes an experiment.
 * :func:`legend_below` -- a legend under the axes (never over the data);
 * :func:`label_points` -- short labels beside markers, placed so that they overlap neither each other nor
   the markers;
-* :func:`plain_log_ticks` -- log-axis tick labels as plain numbers (``20``, not ``2 x 10^1``);
+* :func:`plain_log_ticks` / :func:`plain_number` -- log-axis tick labels as plain numbers (``20``, not
+  ``2 x 10^1``; ``10^-6``, not ``1e-06``);
 * :func:`run_figure_cli` -- the ``python -m initlab.paper_figs.<module> RESULTS_DIR`` command line.
 """
 
@@ -26,7 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 __all__ = ["DPI", "FAMILY_COLORS", "pyplot", "save", "family_color", "condition_color", "legend_below", "label_points",
-           "plain_log_ticks", "run_figure_cli"]
+           "plain_log_ticks", "plain_number", "run_figure_cli"]
 
 #: dots per inch of every saved PNG
 DPI = 200
@@ -117,8 +118,17 @@ def plain_log_ticks(ax: Any, which: str = "both") -> None:
         subs = (tuple(float(m) for m in range(1, 10)) if span <= 0.7 else (1.0, 2.0, 3.0, 5.0) if span <= 1.5
                 else (1.0, 2.0, 5.0) if span <= 3 else (1.0,))
         axis.set_major_locator(LogLocator(base=10, subs=subs))
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_major_formatter(FuncFormatter(plain_number))
         axis.set_minor_formatter(NullFormatter())
+
+
+def plain_number(v: float, _pos: Any = None) -> str:
+    """``20``, ``0.05``; powers of ten outside [1e-3, 1e5) as ``10^n`` (mathtext), never ``1e-06``."""
+    if v > 0 and not 1e-3 <= v < 1e5:
+        n = np.log10(v)
+        if abs(n - round(n)) < 1e-9:
+            return f"$10^{{{int(round(n))}}}$"
+    return f"{v:g}"
 
 
 #: candidate label offsets from the marker (points), tried in order

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from initlab.paper_figs.common import legend_below, plain_log_ticks, pyplot, run_figure_cli, save
+from initlab.paper_figs.common import legend_below, plain_log_ticks, plain_number, pyplot, run_figure_cli, save
 
 __all__ = ["load_cells", "plot_effectiveness_flops", "plot_loss_curves", "plot_init_scale", "draw_all", "draw_phase", "main"]
 
@@ -57,6 +57,10 @@ def _k_colors(ks: Sequence[float]):
     return {k: cmap(i / max(len(ks) - 1, 1)) for i, k in enumerate(sorted(ks))}
 
 
+#: log-axis floors: a zero (all-zero vectors, vanished regulariser) is drawn at the floor and the figure says so
+FLOPS_FLOOR, LOSS_FLOOR = 1e-3, 1e-6
+
+
 def plot_effectiveness_flops(cells: list[dict[str, Any]], path: str | Path) -> Path:
     """nDCG@10 vs FLOPS per inflation (panels) and k (colours); one point per cell (seed), crosses = collapsed;
     legend beside the last panel."""
@@ -67,10 +71,12 @@ def plot_effectiveness_flops(cells: list[dict[str, Any]], path: str | Path) -> P
     ks = sorted({c["k"] for c in cells})
     colors = _k_colors(ks)
     fig, axes = plt.subplots(1, len(infs), figsize=(4.2 * len(infs), 3.6), squeeze=False, sharey=True)
+    floored = False
     for ax, inf in zip(axes[0], infs):
         for c in cells:
             if c["inflation"] == inf:
-                ax.scatter(max(_num(c["flops"]), 1e-3), _num(c["ndcg@10"]), color=colors[c["k"]],
+                floored |= _num(c["flops"]) < FLOPS_FLOOR
+                ax.scatter(max(_num(c["flops"]), FLOPS_FLOOR), _num(c["ndcg@10"]), color=colors[c["k"]],
                            marker="x" if c["collapse"] else "o", s=40)
         ax.set_xscale("log")
         plain_log_ticks(ax, "x")
@@ -82,7 +88,8 @@ def plot_effectiveness_flops(cells: list[dict[str, Any]], path: str | Path) -> P
     handles.append(Line2D([], [], marker="x", ls="none", color="k", label="collapsed"))
     axes[0][-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
                        title="rescaling", title_fontsize=8)
-    fig.suptitle("Synthetic SPLADE: effectiveness vs FLOPS, one point per cell")
+    fig.suptitle("Synthetic SPLADE: effectiveness vs FLOPS, one point per cell"
+                 + (f"\n(FLOPS below {FLOPS_FLOOR:g}, e.g. all-zero vectors, drawn at {FLOPS_FLOOR:g})" if floored else ""))
     fig.tight_layout()
     return save(fig, path)[0]
 
@@ -96,6 +103,7 @@ def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
     ks = sorted({c["k"] for c in cells})
     colors = _k_colors(ks)
     fig, axes = plt.subplots(len(infs), 2, figsize=(9, 2.8 * len(infs) + 0.6), squeeze=False, sharex=True)
+    floored = False
     for row, inf in zip(axes, infs):
         for k in ks:
             curves = [c["loss_curve"] for c in cells if c["inflation"] == inf and c["k"] == k and c["loss_curve"]]
@@ -106,7 +114,8 @@ def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
             rank = np.mean([[_num(r["ranking"]) for r in cv[:n]] for cv in curves], axis=0)
             flops = np.mean([[_num(r["flops_q"]) + _num(r["flops_d"]) for r in cv[:n]] for cv in curves], axis=0)
             row[0].plot(steps, rank, color=colors[k])
-            row[1].plot(steps, np.maximum(flops, 1e-6), color=colors[k])
+            floored |= bool((flops < LOSS_FLOOR).any())
+            row[1].plot(steps, np.maximum(flops, LOSS_FLOOR), color=colors[k])
         row[0].set_ylabel(f"inflation x{inf:g}:\nranking loss (nats)")
         row[1].set_ylabel("FLOPS part (loss units)")
         row[1].set_yscale("log")
@@ -114,7 +123,8 @@ def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
         for ax in row:
             ax.grid(alpha=0.3)
     axes[0][0].set_title("InfoNCE ranking loss")
-    axes[0][1].set_title("FLOPS part: lambda_q R_q + lambda_d R_d")
+    axes[0][1].set_title("FLOPS part: lambda_q R_q + lambda_d R_d"
+                         + (f"\n(values below {plain_number(LOSS_FLOOR)} drawn at {plain_number(LOSS_FLOOR)})" if floored else ""))
     axes[-1][0].set_xlabel("training step")
     axes[-1][1].set_xlabel("training step")
     fig.tight_layout(rect=(0, 0.05, 1, 1))

@@ -96,6 +96,11 @@ def test_conditions_keep_their_colour_across_figures():
     assert common.family_color("gpt2") is None
 
 
+def test_log_tick_labels_are_plain_numbers():
+    assert [common.plain_number(v) for v in (20.0, 0.05, 1.0, 300.0)] == ["20", "0.05", "1", "300"]
+    assert common.plain_number(1e-6) == "$10^{-6}$" and common.plain_number(1e6) == "$10^{6}$"
+
+
 # --- the checks catch each defect --------------------------------------------------------------------------
 def _bad_figure():
     plt = common.pyplot()
