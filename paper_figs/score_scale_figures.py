@@ -8,16 +8,12 @@ no computation beyond plotting. Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from initlab.paper_figs.common import pyplot, run_figure_cli, save
 
 __all__ = ["PANELS", "plot_theory_vs_mc", "main"]
 
@@ -30,7 +26,6 @@ PANELS: tuple[tuple[str, str, str], ...] = (
     ("grad_rank", "ranking gradient (linearised)", "||grad_z L_rank|| per logit"),
     ("grad_flops", "FLOPS gradient", "||grad_z lambda_d R_d|| per logit"),
 )
-DPI = 200
 
 
 def plot_theory_vs_mc(rows: Sequence[dict[str, Any]], out: str | Path) -> Path:
@@ -40,7 +35,7 @@ def plot_theory_vs_mc(rows: Sequence[dict[str, Any]], out: str | Path) -> Path:
 
     Args:
         rows: the ``rows`` of ``score_scale.json`` (keys ``sigma``, ``k``, ``th_*``, ``mc_*``).
-        out: PNG path (written atomically via a temporary file, at :data:`DPI` dots per inch).
+        out: PNG path (written atomically via a temporary file, at :data:`initlab.paper_figs.common.DPI` dots per inch).
     Returns:
         the written path.
     Raises:
@@ -49,12 +44,11 @@ def plot_theory_vs_mc(rows: Sequence[dict[str, Any]], out: str | Path) -> Path:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, NullLocator
 
-    from initlab.runs import atomic_write_bytes
-
     if not rows or "th_Ea_d" not in rows[0] or "mc_Ea_d" not in rows[0]:
         raise ValueError("rows: expected score-scale rows with th_* and mc_* columns (score_scale.json)")
     sigmas = sorted({r["sigma"] for r in rows})
     ks = sorted({r["k"] for r in rows})
+    plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.8))
     colors = plt.cm.viridis([0.8 * i / max(1, len(sigmas) - 1) for i in range(len(sigmas))])
     for ax, (key, title, ylabel) in zip(axes.flat, PANELS):
@@ -86,28 +80,24 @@ def plot_theory_vs_mc(rows: Sequence[dict[str, Any]], out: str | Path) -> Path:
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=9)
     fig.suptitle("SPLADE score scale at initialisation against the rescaling factor k: theory vs Monte Carlo")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    import io
+    return save(fig, out)[0]
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    plt.close(fig)
-    return atomic_write_bytes(out, buf.getvalue())
+
+def _draw(args) -> list[Path]:
+    src = args.results_dir / "score_scale.json"
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no such file (run `initlab reproduce --only score_scale` first)")
+    rows = json.loads(src.read_text())["rows"]
+    return [plot_theory_vs_mc(rows, args.out or args.results_dir / "score_scale_theory_vs_mc.png")]
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.score_scale_figures",
-                                     description="Draw theory vs Monte Carlo from RESULTS_DIR/score_scale.json.")
-    parser.add_argument("results", type=Path, metavar="RESULTS_DIR", help="folder holding score_scale.json")
-    parser.add_argument("--out", type=Path, default=None, help="PNG path (default RESULTS_DIR/score_scale_theory_vs_mc.png)")
-    args = parser.parse_args(argv)
-    src = args.results / "score_scale.json"
-    if not src.is_file():
-        print(f"{parser.prog}: error: {src}: no such file (run `initlab reproduce --only score_scale` first)", file=sys.stderr)
-        return 2
-    rows = json.loads(src.read_text())["rows"]
-    out = plot_theory_vs_mc(rows, args.out or args.results / "score_scale_theory_vs_mc.png")
-    print(f"wrote {out}")
-    return 0
+    """Returns 0, or 2 (after a message on stderr) when RESULTS_DIR holds no score_scale.json."""
+    return run_figure_cli(
+        "initlab.paper_figs.score_scale_figures", "Draw theory vs Monte Carlo from RESULTS_DIR/score_scale.json.",
+        _draw, argv, prog, metavar="RESULTS_DIR", results_help="folder holding score_scale.json", raise_on_error=False,
+        options=lambda p: p.add_argument("--out", type=Path, default=None,
+                                         help="PNG path (default RESULTS_DIR/score_scale_theory_vs_mc.png)"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,23 +10,15 @@ Usage: ``python -m initlab.paper_figs.splade_scale_figures RESULTS_DIR`` (a swee
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["LOSS_TERMS", "plot_loss_curve", "plot_nanobeir_vs_flops", "main"]
+from initlab.paper_figs.common import DPI, family_color, label_points, legend_below, pyplot, run_figure_cli, save
 
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+__all__ = ["DPI", "LOSS_TERMS", "plot_loss_curve", "plot_nanobeir_vs_flops", "main"]
 
 
 def _num(x) -> float:
@@ -43,7 +35,6 @@ LOSS_TERMS = {
     "query_regularizer_loss": "lambda_q x FLOPS regulariser (queries)",
     "document_regularizer_loss": "lambda_d x FLOPS regulariser (documents)",
 }
-DPI = 200
 
 
 def plot_loss_curve(csv_path: str | Path, out_png: str | Path, title: str = "") -> Path:
@@ -59,7 +50,7 @@ def plot_loss_curve(csv_path: str | Path, out_png: str | Path, title: str = "") 
         raise FileNotFoundError(f"{csv_path}: loss curve not found (expected loss_curve.csv written by training)")
     with open(csv_path) as fh:
         rows = list(csv.DictReader(fh))
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))
     steps = [_num(r["step"]) for r in rows]
     for key, label in LOSS_TERMS.items():
@@ -70,56 +61,49 @@ def plot_loss_curve(csv_path: str | Path, out_png: str | Path, title: str = "") 
     ax.set_ylabel("loss per batch (nats; regularisers weighted)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
-    fig.tight_layout()
-    out_png = Path(out_png)
-    fig.savefig(out_png, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return out_png
+    legend_below(ax, ncol=2, offset=-0.18)
+    return save(fig, out_png)[0]
 
 
 def plot_nanobeir_vs_flops(summary_json: str | Path, out_png: str | Path) -> Path:
     """NanoBEIR mean nDCG@10 (y) against mean FLOPS (x, log scale), one line per backbone over k.
 
-    Each point is labelled with its k, offset so labels do not sit on the markers; the legend is outside the
-    axes on the right. Written at :data:`DPI` dots per inch.
+    Each point is labelled with its k, placed so that labels overlap neither markers nor each other; the
+    legend is outside the axes on the right. Written at :data:`DPI` dots per inch.
     """
     rows = json.loads(Path(summary_json).read_text())
-    plt = _plt()
+    plt = pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     markers = "osD^vP*X"
+    lines = []
     for i, bb in enumerate(sorted({r["backbone"] for r in rows})):
         pts = sorted((_num(r.get("nanobeir_flops")), _num(r.get("nanobeir_nDCG@10")), r["k"]) for r in rows if r["backbone"] == bb)
         pts = [p for p in pts if math.isfinite(p[0]) and math.isfinite(p[1])]
         if not pts:
             continue
-        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)], label=bb.split("/")[-1])
-        for j, (x, y, k) in enumerate(pts):  # alternate above/below so neighbouring labels do not collide
-            ax.annotate(f"k={k:g}", (x, y), xytext=(4, 5 if j % 2 else -11), textcoords="offset points", fontsize=7,
-                        color=line.get_color())
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)], label=bb.split("/")[-1],
+                        color=family_color(bb, default=f"C{4 + i}"))
+        lines.append((line, pts))
     ax.set_xscale("log")
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.margins(x=0.08, y=0.1)
+    fig.canvas.draw()  # final limits before the k labels are placed
+    every = [(x, y) for _, pts in lines for x, y, _ in pts]
+    for line, pts in lines:  # labels beside the markers, never on a marker or another label
+        label_points(ax, [(x, y) for x, y, _ in pts], [f"k={k:g}" for _, _, k in pts], avoid=every,
+                     color=line.get_color())
     ax.set_xlabel("FLOPS (expected multiplications per query-document pair, log scale)")
     ax.set_ylabel("NanoBEIR mean nDCG@10")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="backbone", title_fontsize=8)
-    fig.tight_layout()
-    out_png = Path(out_png)
-    fig.savefig(out_png, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return out_png
+    return save(fig, out_png)[0]
 
 
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.splade_scale_figures",
-                                description="Redraw the SPLADE-at-scale figures from a sweep folder or one cell folder.")
-    p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR",
-                   help="folder written by initlab splade sweep (summary.json) or initlab splade train (loss_curve.csv)")
-    args = p.parse_args(argv)
+def _draw(args) -> list[Path]:
     d = args.results_dir
     drawn = []
     if (d / "summary.json").exists():
@@ -127,10 +111,16 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     for curve in sorted(d.glob("**/loss_curve.csv")):
         drawn.append(plot_loss_curve(curve, curve.with_suffix(".png"), title=curve.parent.name))
     if not drawn:
-        p.error(f"{d}: no summary.json or loss_curve.csv found")
-    for x in drawn:
-        print(x)
-    return 0
+        raise FileNotFoundError(f"{d}: no summary.json or loss_curve.csv found")
+    return drawn
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    return run_figure_cli(
+        "initlab.paper_figs.splade_scale_figures",
+        "Redraw the SPLADE-at-scale figures from a sweep folder or one cell folder.", _draw, argv, prog,
+        metavar="RESULTS_DIR",
+        results_help="folder written by initlab splade sweep (summary.json) or initlab splade train (loss_curve.csv)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,48 +3,44 @@
     python -m initlab.paper_figs.spt_figures RESULTS_DIR      # e.g. results/synthetic_spt/default
 
 Reads ``RESULTS_DIR/metrics.json`` and ``RESULTS_DIR/maps/*.npz`` (written by
-:func:`initlab.synthetic.spt.run`) and writes, as PNG and PDF into ``RESULTS_DIR``:
+:func:`initlab.synthetic.spt.run`) and writes, as PNG (:data:`initlab.paper_figs.common.DPI` dots per
+inch) and vector PDF into ``RESULTS_DIR``:
 
 * ``spt_accuracy``               -- test accuracy (best validation epoch) per condition: mean, 95 %
   interval of the mean, every seed as a dot;
 * ``spt_proximity_vs_accuracy``  -- first-layer proximity mass at the start of fine-tuning vs test
-  accuracy, one point per condition and seed;
+  accuracy, one point per condition and seed, with uniform attention's proximity mass for reference;
 * ``spt_training_curves``        -- running training accuracy and validation accuracy per epoch for
   ``scratch`` and ``spt`` (each seed a thin line, the mean thick);
 * ``spt_attention_maps``         -- first-layer attention of one seed (mean over the probe batch): SPT
-  checkpoints, and the start/end of fine-tuning for scratch and SPT.
+  checkpoints, and the start/end of fine-tuning for scratch and SPT; each panel with its colour bar.
+
+Colours follow :func:`initlab.paper_figs.common.condition_color` (grey scratch-like, blue SPT, orange
+hybrids, green cross-data SPT, purple attention-only model).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
 
 __all__ = ["make_figures", "accuracy_figure", "proximity_accuracy_figure", "training_curves_figure",
            "attention_maps_figure", "main"]
 
+CHANCE = 50.0  # per cent: the local task is a balanced binary classification
+_MARKERS = "os^DvP*Xh<>p"
+#: legend order of the condition groups, by colour (see condition_color)
+_GROUP_ORDER = ("tab:gray", "tab:blue", "tab:orange", "tab:green", "tab:purple", "black")
+
 
 def _save(fig, out: Path, name: str) -> list[Path]:
-    import io
-
-    from initlab.runs import atomic_write_bytes
-
-    paths = []
-    for ext in ("png", "pdf"):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=ext, dpi=130, bbox_inches="tight")
-        paths.append(atomic_write_bytes(out / f"{name}.{ext}", buf.getvalue()))
-    plt.close(fig)
-    return paths
+    return save(fig, out / f"{name}.png", pdf=True)
 
 
 def _load(run_dir: Path) -> dict:
@@ -58,49 +54,70 @@ def _seeds_of(metrics: dict) -> dict[str, list[dict]]:
     return {c["condition"]: c["seeds"] for c in metrics["cells"].values() if c.get("kind") == "finetune"}
 
 
-def _color(name: str) -> str:
-    if name.startswith("attn_"):
-        return "tab:purple"
-    if "scratch" in name or name == "frozen_attn":
-        return "tab:gray"
-    if name.startswith("hybrid"):
-        return "tab:orange"
-    if name.startswith("cross"):
-        return "tab:green"
-    return "tab:blue"
+def _chance_line(ax) -> None:
+    ax.axhline(CHANCE, color="r", lw=0.8, ls="--", zorder=1)
 
 
 def accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     rows = metrics["summary"]["conditions"]
     if not rows:
         return []
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.8))
     for i, r in enumerate(rows):
         accs = 100 * np.asarray(r["test_acc_seeds"])
         h = float(r["test_acc_ci"])  # NaN (saved as "nan") with one seed
         ax.errorbar(i, 100 * r["test_acc_mean"], yerr=None if not math.isfinite(h) else 100 * h, fmt="s",
-                    color=_color(r["condition"]), capsize=4, ms=6)
-        ax.scatter(np.full(len(accs), i) + np.linspace(-0.2, 0.2, len(accs)), accs, s=9, color="k", zorder=3)
-    ax.axhline(50, color="r", lw=0.8, ls="--", label="chance")
+                    color=condition_color(r["condition"]), capsize=4, ms=6)
+        jitter = np.linspace(-0.2, 0.2, len(accs)) if len(accs) > 1 else np.zeros(len(accs))
+        ax.scatter(np.full(len(accs), i) + jitter, accs, s=9, color="k", zorder=3)
+    _chance_line(ax)
     ax.set_xticks(np.arange(len(rows)), [r["condition"] for r in rows], rotation=55, ha="right", fontsize=8)
+    ax.set_xlabel("condition")
     ax.set_ylabel("test accuracy (%) at best val. epoch")
-    ax.set_title("local task: mean and 95 % interval per condition, dots = seeds", fontsize=9)
-    ax.legend(fontsize=8)
+    one_seed = all(len(r["test_acc_seeds"]) < 2 for r in rows)
+    ax.set_title("local task: mean and 95 % interval of the mean per condition"
+                 + (" (one seed: no interval)" if one_seed else "") + ";\ndots = seeds; "
+                 "red dashed line = chance (50 %)", fontsize=9)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
     return _save(fig, run_dir, "spt_accuracy")
+
+
+def _uniform_proximity(metrics: dict) -> float | None:
+    cfg = metrics.get("config", {})
+    T, w = cfg.get("task", {}).get("T"), cfg.get("proximity_w")
+    if not T or w is None:
+        return None
+    from initlab.nn.attention_metrics import uniform_proximity_mass
+
+    return uniform_proximity_mass(int(T), int(w))
 
 
 def proximity_accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     seeds = _seeds_of(metrics)
     if not seeds:
         return []
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, ss in seeds.items():
-        ax.scatter([s["prox_start"] for s in ss], [100 * s["test_acc"] for s in ss], s=16, color=_color(name), alpha=0.8)
-        ax.annotate(name, (np.mean([s["prox_start"] for s in ss]), 100 * np.mean([s["test_acc"] for s in ss])), fontsize=6, alpha=0.7)
-    ax.set_xlabel("first-layer proximity mass at the start of fine-tuning")
-    ax.set_ylabel("test accuracy (%)")
-    ax.set_title("one point per condition and seed (grey: scratch-like, blue: SPT, orange: hybrids,\n"
-                 "green: cross-data SPT, purple: attention-only model)", fontsize=8)
+    used: dict[str, int] = {}  # colour -> markers used so far: each condition gets its own (colour, marker)
+    for name, ss in sorted(seeds.items(), key=lambda kv: _GROUP_ORDER.index(condition_color(kv[0]))):
+        color = condition_color(name)
+        marker = _MARKERS[used.get(color, 0) % len(_MARKERS)]
+        used[color] = used.get(color, 0) + 1
+        ax.scatter([s["prox_start"] for s in ss], [100 * s["test_acc"] for s in ss], s=22, color=color,
+                   marker=marker, alpha=0.8, edgecolors="none", label=name)
+    _chance_line(ax)
+    u = _uniform_proximity(metrics)
+    if u is not None:
+        ax.axvline(u, color="k", lw=0.8, ls=":", zorder=1)
+    w = metrics.get("config", {}).get("proximity_w", "w")
+    ax.set_xlabel("first-layer proximity mass at the start of fine-tuning\n"
+                  f"(attention weight on keys with |i - j| <= {w}, fraction of 1)")
+    ax.set_ylabel("test accuracy (%) at best val. epoch")
+    ax.set_title("one point per condition and seed; red dashed: chance"
+                 + ("; dotted: uniform attention" if u is not None else ""), fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="condition",
+              title_fontsize=8, ncol=1 if len(seeds) <= 16 else 2)
     return _save(fig, run_dir, "spt_proximity_vs_accuracy")
 
 
@@ -109,6 +126,9 @@ def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
     names = [n for n in ("scratch", "spt") if n in seeds]
     if not names:
         return []
+    plt = pyplot()
+    from matplotlib.lines import Line2D
+
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for ax, key, title in zip(axes, ("train_acc", "val_acc"), ("training accuracy (running, over the epoch)", "validation accuracy")):
         for name in names:
@@ -117,13 +137,16 @@ def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
             if key == "train_acc":  # no training accuracy before the first epoch
                 curves, ep = curves[:, 1:], ep[1:]
             for c in curves:
-                ax.plot(ep, 100 * c, color=_color(name), lw=0.6, alpha=0.5)
-            ax.plot(ep, 100 * np.nanmean(curves, 0), color=_color(name), lw=2, label=name)
-        ax.axhline(50, color="r", lw=0.8, ls="--")
+                ax.plot(ep, 100 * c, color=condition_color(name), lw=0.6, alpha=0.5)
+            ax.plot(ep, 100 * np.nanmean(curves, 0), color=condition_color(name), lw=2)
+        _chance_line(ax)
         ax.set_xlabel("fine-tuning epoch")
         ax.set_title(title, fontsize=9)
     axes[0].set_ylabel("accuracy (%)")
-    axes[0].legend(fontsize=8)
+    handles = [Line2D([], [], color=condition_color(n), lw=2, label=f"{n}: mean over seeds") for n in names]
+    handles += [Line2D([], [], color="0.5", lw=0.6, label="one seed"), Line2D([], [], color="r", lw=0.8, ls="--", label="chance")]
+    legend_below(fig, handles, ncol=len(handles), offset=0.0)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return _save(fig, run_dir, "spt_training_curves")
 
 
@@ -137,32 +160,61 @@ def _npz(run_dir: Path, name: str) -> dict[str, np.ndarray] | None:
         return {k: z[k] for k in z.files}
 
 
-def attention_maps_figure(run_dir: Path, metrics: dict) -> list[Path]:
-    cfg = metrics["config"]
-    seed = cfg["seeds"][0] if cfg["map_seed"] == -1 else cfg["map_seed"]
+def _rule_epoch(metrics: dict, seed: int) -> int | None:
+    """The epoch of the early-stopping checkpoint of the local, full, depth-1 SPT run of ``seed``."""
+    for c in metrics["cells"].values():
+        if c.get("kind") == "spt" and (c.get("source"), c.get("variant"), c.get("depth")) == ("local", "full", 1):
+            for s in c["seeds"]:
+                if s.get("seed") == seed:
+                    return s.get("rule_epoch")
+    return None
+
+
+def _attention_panels(run_dir: Path, metrics: dict, seed: int) -> list[tuple[str, np.ndarray]]:
     panels = []
     spt = _npz(run_dir, f"spt_local_seed{seed}")
     if spt is not None:
         keys = sorted((k[len("attn_e"):] for k in spt if k.startswith("attn_e")), key=lambda e: (e == "rule", int(e) if e.isdigit() else 0))
-        panels += [(f"SPT epoch {e}", spt[f"attn_e{e}"]) for e in keys]
+        rule = _rule_epoch(metrics, seed)
+        for e in keys:
+            title = (f"SPT early-stopping checkpoint{f' (epoch {rule})' if rule is not None else ''}" if e == "rule"
+                     else f"SPT epoch {e}")
+            panels.append((title, spt[f"attn_e{e}"]))
     for name in ("scratch", "spt"):
         ft = _npz(run_dir, f"ft_{name}_seed{seed}")
         if ft is not None:
-            panels += [(f"{name}: fine-tune start", ft["attn_start"]), (f"{name}: fine-tune end", ft["attn_end"])]
+            panels += [(f"{name}: fine-tuning start", ft["attn_start"]), (f"{name}: fine-tuning end", ft["attn_end"])]
+    return panels
+
+
+def attention_maps_figure(run_dir: Path, metrics: dict) -> list[Path]:
+    cfg = metrics["config"]
+    seed = cfg["seeds"][0] if cfg["map_seed"] == -1 else cfg["map_seed"]
+    panels = _attention_panels(run_dir, metrics, seed)
     if not panels:
         return []
+    plt = pyplot()
     ncol = min(4, len(panels))
     nrow = math.ceil(len(panels) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.0 * ncol, 3.0 * nrow), squeeze=False)
-    for ax in axes.flat:
-        ax.set_xticks([])
-        ax.set_yticks([])
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, 3.2 * nrow), squeeze=False)
+    for ax in axes.flat[len(panels):]:
         ax.axis("off")
-    for ax, (title, A) in zip(axes.flat, panels):
-        ax.axis("on")
-        ax.imshow(A, cmap="viridis", vmin=0, vmax=max(float(A.max()), 1e-9))
+    for i, (ax, (title, A)) in enumerate(zip(axes.flat, panels)):
+        T = A.shape[-1]
+        im = ax.imshow(A, cmap="viridis", vmin=0, vmax=max(float(A.max()), 1e-9), interpolation="nearest")
+        cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+        cb.set_label("attention weight", fontsize=7)
+        cb.ax.tick_params(labelsize=7)
+        ax.set_xticks([0, T // 2, T - 1])
+        ax.set_yticks([0, T // 2, T - 1])
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("key position j", fontsize=8)
+        ax.set_ylabel("query position i", fontsize=8)
         ax.set_title(title, fontsize=8)
-    fig.suptitle(f"first-layer attention (query rows, key columns), mean over the probe batch, seed {seed}", fontsize=9)
+    T = panels[0][1].shape[-1]
+    fig.suptitle(f"first-layer attention A_ij, mean over the probe batch, seed {seed} "
+                 f"(uniform attention: 1/T = {1 / T:.3g}); each panel has its own colour scale", fontsize=9)
+    fig.tight_layout()
     return _save(fig, run_dir, "spt_attention_maps")
 
 
@@ -171,27 +223,23 @@ def make_figures(run_dir: str | Path) -> list[Path]:
 
     Raises:
         FileNotFoundError: ``run_dir/metrics.json`` is missing.
+        ValueError: ``metrics.json`` is not the metrics of ``initlab synthetic spt`` (a key is missing).
     """
     run_dir = Path(run_dir)
     metrics = _load(run_dir)
     paths: list[Path] = []
-    for f in (accuracy_figure, proximity_accuracy_figure, training_curves_figure, attention_maps_figure):
-        paths += f(run_dir, metrics)
+    try:
+        for f in (accuracy_figure, proximity_accuracy_figure, training_curves_figure, attention_maps_figure):
+            paths += f(run_dir, metrics)
+    except KeyError as err:  # a results folder of another kind of run
+        raise ValueError(f"{run_dir}: not a folder written by `initlab synthetic spt` (missing entry {err})") from None
     return paths
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.spt_figures", description=__doc__.split("\n\n")[0])
-    ap.add_argument("results_dir", type=Path, help="folder written by initlab synthetic spt")
-    args = ap.parse_args(argv)
-    try:
-        for p in make_figures(args.results_dir):
-            print(p)
-    except FileNotFoundError as err:
-        ap.error(str(err))
-    except KeyError as err:  # a results folder of another kind of run
-        ap.error(f"{args.results_dir}: not a folder written by `initlab synthetic spt` (missing entry {err})")
-    return 0
+    return run_figure_cli("initlab.paper_figs.spt_figures", __doc__,
+                          lambda a: make_figures(a.results_dir), argv, prog,
+                          results_help="folder written by initlab synthetic spt")
 
 
 if __name__ == "__main__":

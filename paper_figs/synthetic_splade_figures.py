@@ -16,23 +16,15 @@ and ``RESULTS_DIR/cells/*.json`` (written by ``initlab synthetic splade``) and w
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from initlab.paper_figs.common import legend_below, plain_log_ticks, plain_number, pyplot, run_figure_cli, save
+
 __all__ = ["load_cells", "plot_effectiveness_flops", "plot_loss_curves", "plot_init_scale", "draw_all", "draw_phase", "main"]
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def load_cells(results_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -60,45 +52,58 @@ def _num(v: Any) -> float:
 
 
 def _k_colors(ks: Sequence[float]):
-    plt = _plt()
+    plt = pyplot()
     cmap = plt.get_cmap("viridis")
     return {k: cmap(i / max(len(ks) - 1, 1)) for i, k in enumerate(sorted(ks))}
 
 
+#: log-axis floors: a zero (all-zero vectors, vanished regulariser) is drawn at the floor and the figure says so
+FLOPS_FLOOR, LOSS_FLOOR = 1e-3, 1e-6
+
+
 def plot_effectiveness_flops(cells: list[dict[str, Any]], path: str | Path) -> Path:
-    """nDCG@10 vs FLOPS per inflation (panels) and k (colours); crosses = collapsed cells."""
-    plt = _plt()
+    """nDCG@10 vs FLOPS per inflation (panels) and k (colours); one point per cell (seed), crosses = collapsed;
+    legend beside the last panel."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
     infs = sorted({c["inflation"] for c in cells})
     ks = sorted({c["k"] for c in cells})
     colors = _k_colors(ks)
     fig, axes = plt.subplots(1, len(infs), figsize=(4.2 * len(infs), 3.6), squeeze=False, sharey=True)
+    floored = False
     for ax, inf in zip(axes[0], infs):
-        for k in ks:
-            sel = [c for c in cells if c["inflation"] == inf and c["k"] == k]
-            for c in sel:
-                marker = "x" if c["collapse"] else "o"
-                ax.scatter(max(_num(c["flops"]), 1e-3), _num(c["ndcg@10"]), color=colors[k], marker=marker, s=40,
-                           label=f"k={k:g}" if c is sel[0] else None)
+        for c in cells:
+            if c["inflation"] == inf:
+                floored |= _num(c["flops"]) < FLOPS_FLOOR
+                ax.scatter(max(_num(c["flops"]), FLOPS_FLOOR), _num(c["ndcg@10"]), color=colors[c["k"]],
+                           marker="x" if c["collapse"] else "o", s=40)
         ax.set_xscale("log")
+        plain_log_ticks(ax, "x")
         ax.set_title(f"head inflation x{inf:g}")
         ax.set_xlabel("FLOPS (mult. per query-document pair)")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("nDCG@10 (dev)")
-    axes[0][-1].legend(fontsize=8, loc="best")
-    fig.suptitle("Synthetic SPLADE: effectiveness vs FLOPS (x = collapsed)")
+    axes[0][0].set_ylabel("nDCG@10 (dev queries)")
+    handles = [Line2D([], [], marker="o", ls="none", color=colors[k], label=f"k = {k:g}") for k in ks]
+    handles.append(Line2D([], [], marker="x", ls="none", color="k", label="collapsed"))
+    axes[0][-1].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
+                       title="rescaling", title_fontsize=8)
+    fig.suptitle("Synthetic SPLADE: effectiveness vs FLOPS, one point per cell"
+                 + (f"\n(FLOPS below {FLOPS_FLOOR:g}, e.g. all-zero vectors, drawn at {FLOPS_FLOOR:g})" if floored else ""))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save(fig, path)[0]
 
 
 def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
-    """Ranking and FLOPS parts of the loss vs step; rows = inflation, lines = k (mean over seeds)."""
-    plt = _plt()
+    """Ranking and FLOPS parts of the loss vs step; rows = inflation, lines = k (mean over seeds); legend below."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
     infs = sorted({c["inflation"] for c in cells})
     ks = sorted({c["k"] for c in cells})
     colors = _k_colors(ks)
-    fig, axes = plt.subplots(len(infs), 2, figsize=(9, 2.8 * len(infs)), squeeze=False, sharex=True)
+    fig, axes = plt.subplots(len(infs), 2, figsize=(9, 2.8 * len(infs) + 0.6), squeeze=False, sharex=True)
+    floored = False
     for row, inf in zip(axes, infs):
         for k in ks:
             curves = [c["loss_curve"] for c in cells if c["inflation"] == inf and c["k"] == k and c["loss_curve"]]
@@ -108,32 +113,35 @@ def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
             steps = [cv["step"] for cv in curves[0][:n]]
             rank = np.mean([[_num(r["ranking"]) for r in cv[:n]] for cv in curves], axis=0)
             flops = np.mean([[_num(r["flops_q"]) + _num(r["flops_d"]) for r in cv[:n]] for cv in curves], axis=0)
-            row[0].plot(steps, rank, color=colors[k], label=f"k={k:g}")
-            row[1].plot(steps, np.maximum(flops, 1e-6), color=colors[k])
-        row[0].set_ylabel(f"x{inf:g}: ranking (nats)")
-        row[1].set_ylabel("FLOPS part")
+            row[0].plot(steps, rank, color=colors[k])
+            floored |= bool((flops < LOSS_FLOOR).any())
+            row[1].plot(steps, np.maximum(flops, LOSS_FLOOR), color=colors[k])
+        row[0].set_ylabel(f"inflation x{inf:g}:\nranking loss (nats)")
+        row[1].set_ylabel("FLOPS part (loss units)")
         row[1].set_yscale("log")
+        plain_log_ticks(row[1], "y")
         for ax in row:
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7, ncol=2)
     axes[0][0].set_title("InfoNCE ranking loss")
-    axes[0][1].set_title("FLOPS part: lambda_q R_q + lambda_d R_d")
-    axes[-1][0].set_xlabel("step")
-    axes[-1][1].set_xlabel("step")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    axes[0][1].set_title("FLOPS part: lambda_q R_q + lambda_d R_d"
+                         + (f"\n(values below {plain_number(LOSS_FLOOR)} drawn at {plain_number(LOSS_FLOOR)})" if floored else ""))
+    axes[-1][0].set_xlabel("training step")
+    axes[-1][1].set_xlabel("training step")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    handles = [Line2D([], [], color=colors[k], label=f"k = {k:g}") for k in ks]
+    legend_below(fig, handles, ncol=len(handles), offset=0.04, title="rescaling factor k (mean over seeds)",
+                 title_fontsize=8)
+    return save(fig, path)[0]
 
 
-#: (measured key in a cell's ``init``, theory_row / monte_carlo key, axis label, log y)
+#: (measured key in a cell's ``init``, theory_row / monte_carlo key, panel title, y-axis label with unit, log y)
 INIT_PANELS = (
-    ("token_active_fraction", "active_logit", "P(z > 0) per token", False),
-    ("d_active_dims", "active_dims_d", "active dims per document", False),
-    ("flops", "flops_cost", "FLOPS (mult. per pair)", True),
-    ("mean_a", "Ea_d", "E[a] (documents)", True),
-    ("score_spread", "score_spread", "score spread sd(s+ - s-)", True),
-    ("grad_ratio", "grad_ratio", "|grad FLOPS| / |grad ranking| (w.r.t. z_d)", True),
+    ("token_active_fraction", "active_logit", "P(z > 0) per token", "probability", False),
+    ("d_active_dims", "active_dims_d", "active dims per document", "terms with a > 0 (count)", False),
+    ("flops", "flops_cost", "FLOPS", "multiplications per pair", True),
+    ("mean_a", "Ea_d", "E[a] (documents)", "term weight (dimensionless)", True),
+    ("score_spread", "score_spread", "score spread sd(s+ - s-)", "score units", True),
+    ("grad_ratio", "grad_ratio", "|grad FLOPS| / |grad ranking| (w.r.t. z_d)", "ratio (dimensionless)", True),
 )
 
 
@@ -151,15 +159,17 @@ def load_theory_curves(results_dir: str | Path) -> tuple[dict[float, list], dict
 def plot_init_scale(cfg: dict[str, Any], cells: list[dict[str, Any]], path: str | Path, with_theory: bool = True,
                     results_dir: str | Path | None = None) -> Path:
     """Measured scale quantities at init vs k (filled markers, seed mean) beside theory (lines) and Monte Carlo."""
-    plt = _plt()
+    plt = pyplot()
     infs = sorted({c["inflation"] for c in cells})
     ks = sorted({c["k"] for c in cells})
     theory, mc, note = (load_theory_curves(results_dir) if (with_theory and results_dir is not None)
                         else ({}, {}, "theory not drawn"))
+    from matplotlib.lines import Line2D
+
     cmap = plt.get_cmap("plasma")
     colors = {inf: cmap(0.8 * i / max(len(infs) - 1, 1)) for i, inf in enumerate(infs)}
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
-    for ax, (mkey, tkey, label, logy) in zip(axes.flat, INIT_PANELS):
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7.4))
+    for ax, (mkey, tkey, title, ylabel, logy) in zip(axes.flat, INIT_PANELS):
         for inf in infs:
             meas = []
             for k in ks:
@@ -170,26 +180,32 @@ def plot_init_scale(cfg: dict[str, Any], cells: list[dict[str, Any]], path: str 
                         v = i["grad_flops"] / i["grad_rank"] if mkey == "grad_ratio" and i["grad_rank"] > 0 else i.get(mkey)
                         vals.append(_num(v))
                 meas.append(np.mean(vals) if vals else float("nan"))
-            ax.plot(ks, meas, "o", color=colors[inf], label=f"measured x{inf:g}")
+            ax.plot(ks, meas, "o", color=colors[inf])
             if inf in theory:
-                ax.plot(ks, [_num(r.get(tkey)) for r in theory[inf]], "-", color=colors[inf], alpha=0.8,
-                        label=f"theory x{inf:g}")
+                ax.plot(ks, [_num(r.get(tkey)) for r in theory[inf]], "-", color=colors[inf], alpha=0.8)
             if inf in mc:
-                ax.plot(ks, [_num(r.get(tkey)) for r in mc[inf]], "s", mfc="none", color=colors[inf], ms=7,
-                        label=f"Monte Carlo x{inf:g}")
+                ax.plot(ks, [_num(r.get(tkey)) for r in mc[inf]], "s", mfc="none", color=colors[inf], ms=7)
         ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [f"{k:g}" for k in ks])
+        ax.minorticks_off()
         if logy:
             ax.set_yscale("log")
-        ax.set_xlabel("k")
-        ax.set_title(label, fontsize=10)
+            plain_log_ticks(ax, "y")
+        ax.set_xlabel("rescaling factor k")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=7)
+    handles = [Line2D([], [], color=colors[inf], lw=2, label=f"head inflation x{inf:g}") for inf in infs]
+    handles += [Line2D([], [], color="0.3", marker="o", ls="none", label="measured (seed mean)")]
+    if theory:
+        handles.append(Line2D([], [], color="0.3", ls="-", label="Gaussian-logit theory"))
+    if mc:
+        handles.append(Line2D([], [], color="0.3", marker="s", mfc="none", ls="none", label="Monte Carlo"))
     title = "Tiny-model scale quantities at initialization vs k (measured) and Gaussian-logit theory"
     fig.suptitle(title + (f" -- {note}" if note else ""), fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    legend_below(fig, handles, ncol=len(handles), offset=0.04, fontsize=9)
+    return save(fig, path)[0]
 
 
 def draw_all(results_dir: str | Path, out_dir: str | Path | None = None, with_theory: bool = True) -> list[Path]:
@@ -204,23 +220,15 @@ def draw_all(results_dir: str | Path, out_dir: str | Path | None = None, with_th
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.synthetic_splade_figures", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", type=Path, help="folder written by initlab synthetic splade")
+def _options(parser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="where to write the PNGs (default: RESULTS_DIR)")
     parser.add_argument("--no-theory", action="store_true", help="draw measured quantities only")
-    args = parser.parse_args(argv)
-    try:
-        paths = draw_all(args.results_dir, args.out, with_theory=not args.no_theory)
-    except FileNotFoundError as err:
-        parser.error(str(err))
-    for p in paths:
-        print(p)
-    return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    return run_figure_cli("initlab.paper_figs.synthetic_splade_figures", __doc__,
+                          lambda a: draw_all(a.results_dir, a.out, with_theory=not a.no_theory), argv, prog,
+                          results_help="folder written by initlab synthetic splade", options=_options)
 
 
 def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
@@ -228,3 +236,7 @@ def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> li
     from initlab.paper_figs.synthetic_splade_phase_figures import draw_phase as _draw
 
     return _draw(results_dir, out_dir)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

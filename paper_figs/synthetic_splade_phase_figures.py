@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
@@ -24,21 +23,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from initlab.paper_figs.common import family_color, legend_below, plain_log_ticks, pyplot, run_figure_cli, save
+
 __all__ = ["load_phase", "plot_phase_family", "plot_init_vs_final", "plot_recommended_vs_best", "plot_theory",
            "draw_phase", "main"]
 
 _MARKERS = {"bert": "o", "roberta": "s", "albert": "^", "modernbert": "D"}
 _MODE_TITLES = {"tied": "tied: s and k on the tied matrix", "k_output": "s tied, k on output only",
                 "s_output": "s and k on output only (untied)"}
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def load_phase(results_dir: str | Path) -> dict[str, Any]:
@@ -55,10 +47,10 @@ def load_phase(results_dir: str | Path) -> dict[str, Any]:
 
 def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Path:
     """Heatmaps of nDCG@10 (first seed) over s x k for ``family``, one panel per mode."""
-    plt = _plt()
+    plt = pyplot()
     seed = rep["config"]["seeds"][0]
     modes = [m for m in rep["config"]["modes"] if any(r["family"] == family and r["mode"] == m for r in rep["rows"])]
-    fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes) + 0.8, 3.8), squeeze=False, layout="constrained")
     for col, (ax, mode) in enumerate(zip(axes[0], modes)):
         rs = [r for r in rep["rows"] if r["family"] == family and r["mode"] == mode and r["seed"] == seed]
         ss, ks = sorted({r["s"] for r in rs}), sorted({r["k"] for r in rs})
@@ -69,7 +61,7 @@ def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Pat
         for r in rs:
             i, j = ss.index(r["s"]), ks.index(r["k"])
             mark = " F" if r["failed"] else (" C" if r["collapsed"] else "")
-            ax.text(j, i, f"{M[i, j]:.2f}{mark}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{M[i, j]:.2f}{mark}", ha="center", va="center", fontsize=8,
                     color="white" if M[i, j] < 0.6 else "black")
             if r["collapsed"]:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="red", lw=0))
@@ -81,18 +73,7 @@ def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Pat
         ax.set_title(_MODE_TITLES.get(mode, mode), fontsize=9)
     fig.colorbar(im, ax=axes[0].tolist(), label="nDCG@10", shrink=0.85)
     fig.suptitle(f"{family}: nDCG@10 (seed {seed}); C = collapsed (hatched), F = non-finite", fontsize=10)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return Path(path)
-
-
-def _plain_log_ticks(axis) -> None:
-    """Major ticks of a log axis as plain numbers, no minor labels (they overlap on short ranges)."""
-    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
-
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(ScalarFormatter())
-    axis.set_minor_formatter(NullFormatter())
+    return save(fig, path)[0]
 
 
 def _unique_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -105,10 +86,15 @@ def _unique_cells(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def plot_init_vs_final(rep: dict[str, Any], path: str | Path) -> Path:
-    """Initial vs final InfoNCE per distinct cell; colour log2(h) (output scale), marker family; x: collapsed."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    """Initial vs final InfoNCE per distinct cell; colour log2(h) (output scale, colour bar), marker family,
+    red edge collapsed; ln B (the InfoNCE of uniform scores over the batch) dotted; legend below the axes."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.8, 5.0))
     cells = [r for r in _unique_cells(rep["rows"]) if r["final_infonce"] is not None and r["init_infonce"] is not None]
+    sc = None
+    handles = []
     for fam in rep["config"]["families"]:
         rs = [r for r in cells if r["family"] == fam]
         if not rs:
@@ -116,82 +102,100 @@ def plot_init_vs_final(rep: dict[str, Any], path: str | Path) -> Path:
         sc = ax.scatter([r["init_infonce"] for r in rs], [r["final_infonce"] for r in rs],
                         c=[math.log2(r["h"]) for r in rs], cmap="coolwarm", vmin=-8, vmax=8,
                         marker=_MARKERS.get(fam, "o"), edgecolors=["red" if r["collapsed"] else "k" for r in rs],
-                        linewidths=[1.5 if r["collapsed"] else 0.4 for r in rs], label=fam)
-    if cells:
-        fig.colorbar(sc, ax=ax, label="log2 output-head scale h = s / k")
+                        linewidths=[1.5 if r["collapsed"] else 0.4 for r in rs])
+        handles.append(Line2D([], [], marker=_MARKERS.get(fam, "o"), ls="none", mfc="0.8", mec="k", label=fam))
+    if sc is not None:
+        fig.colorbar(sc, ax=ax, label="log2 of the output-head scale h = s / k")
     B = rep["config"]["init_batch"]
     ax.axvline(math.log(B), color="grey", ls=":", lw=1)
-    ax.text(math.log(B), ax.get_ylim()[1], " ln B", va="top", fontsize=8, color="grey")
-    ax.set_xlabel("initial InfoNCE (nats, fixed batch)")
-    ax.set_ylabel(f"final InfoNCE after {rep['config']['steps']} steps (same batch)")
+    handles += [Line2D([], [], marker="o", ls="none", mfc="0.8", mec="red", mew=1.5, label="collapsed"),
+                Line2D([], [], color="grey", ls=":", label=f"ln B = ln {B} (uniform scores)")]
+    ax.set_xlabel("initial InfoNCE (nats, fixed batch, log scale)")
+    ax.set_ylabel(f"final InfoNCE after {rep['config']['steps']} steps (nats, same batch)")
     ax.set_xscale("log")
-    _plain_log_ticks(ax.xaxis)
-    ax.legend(fontsize=8, title="family (red edge: collapsed)", title_fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    plain_log_ticks(ax, "x")
+    ax.set_title("initial vs final ranking loss per cell", fontsize=10)
+    legend_below(ax, handles, ncol=3, offset=-0.14)
+    return save(fig, path)[0]
 
 
 def plot_recommended_vs_best(rep: dict[str, Any], path: str | Path) -> Path:
-    """Recommended k (filled) and edge-rule k (open) against the grid's best k, log2 axes, small jitter."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 4.5))
+    """Recommended k (filled, family colour) and edge-rule k (open black ring, larger, drawn on top so that a
+    ring around a filled marker shows that both rules agree) against the grid's best k,
+    log2 axes labelled with k itself, small deterministic jitter; legend beside the axes."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.6, 4.5))
     rng = np.random.default_rng(0)
-    for i, fam in enumerate(rep["config"]["families"]):
+    handles = []
+    fams = rep["config"]["families"]
+    for i, fam in enumerate(fams):
         rs = [r for r in rep["recommended"] if r["family"] == fam and r["best_k"] is not None]
         if not rs:
             continue
-        x = np.log2([r["best_k"] for r in rs]) + 0.08 * (i - 1.5)
+        m, col = _MARKERS.get(fam, "o"), family_color(fam, default=f"C{i}")
+        x = np.log2([r["best_k"] for r in rs]) + 0.08 * (i - (len(fams) - 1) / 2)
         ax.scatter(x, np.log2([r["recommended_k"] for r in rs]) + rng.uniform(-0.05, 0.05, len(rs)),
-                   marker=_MARKERS.get(fam, "o"), label=f"{fam}: inspect", s=40)
+                   marker=m, color=col, s=40, zorder=3)
         ax.scatter(x, np.log2([r["edge_k"] for r in rs]) + rng.uniform(-0.05, 0.05, len(rs)),
-                   marker=_MARKERS.get(fam, "o"), facecolors="none", edgecolors="k", s=40,
-                   label=f"{fam}: edge rule" if i == 0 else None)
-    ks = np.log2(rep["config"]["ks"])
-    ax.plot([ks.min(), ks.max()], [ks.min(), ks.max()], color="grey", lw=1, ls="--")
-    ax.set_xlabel("grid's best k (log2)")
-    ax.set_ylabel("recommended k (log2)")
+                   marker=m, facecolors="none", edgecolors="k", s=90, zorder=4)  # larger: a ring when both agree
+        handles.append(Line2D([], [], marker=m, ls="none", color=col, label=fam))
+    handles += [Line2D([], [], marker="o", ls="none", color="0.5", label="filled: mlmhead inspect"),
+                Line2D([], [], marker="o", ls="none", mfc="none", mec="k", ms=9, label="open ring: edge rule"),
+                Line2D([], [], color="grey", ls="--", label="recommended = best")]
+    ks = sorted(rep["config"]["ks"])
+    lk = np.log2(ks)
+    ax.plot([lk.min(), lk.max()], [lk.min(), lk.max()], color="grey", lw=1, ls="--", zorder=1)
+    ax.margins(0.08)
+    ax.set_xticks(lk, [f"{k:g}" for k in ks])
+    ax.set_yticks(lk, [f"{k:g}" for k in ks])
+    ax.set_xlabel("grid's best k (log2 scale)")
+    ax.set_ylabel("recommended k (log2 scale)")
     g, e = rep["regret"], rep.get("regret_edge", {})
-    ax.set_title(f"inspect: hit {g['hit_rate'] or 0:.2f}, mean regret {g['mean_regret'] or 0:.3f}; "
-                 f"edge: hit {e.get('hit_rate') or 0:.2f}, regret {e.get('mean_regret') or 0:.3f}", fontsize=8)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    ax.set_title(f"inspect: hit rate {g['hit_rate'] or 0:.2f}, mean regret {g['mean_regret'] or 0:.3f} nDCG@10\n"
+                 f"edge rule: hit rate {e.get('hit_rate') or 0:.2f}, mean regret {e.get('mean_regret') or 0:.3f} nDCG@10",
+                 fontsize=9)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return save(fig, path)[0]
+
+
+_THEORY_PANELS = (("infonce", "initial InfoNCE (nats)"), ("active_fraction", "active fraction (documents)"),
+                  ("flops", "FLOPS (multiplications per pair)"))
 
 
 def plot_theory(theory: dict[str, Any], families: Sequence[str], path: str | Path) -> Path:
-    """Measured vs predicted initial InfoNCE, active fraction and FLOPS per cell (log-log, diagonal)."""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    """Measured vs predicted initial InfoNCE, active fraction and FLOPS per cell (log-log, diagonal = agreement);
+    one colour and marker per family, legend below the panels."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
     rows = theory["rows"]
-    for ax, (key, label) in zip(axes, [("infonce", "initial InfoNCE (nats)"), ("active_fraction", "active fraction (documents)"),
-                                       ("flops", "FLOPS (multiplications per pair)")]):
+    for n, (ax, (key, label)) in enumerate(zip(axes, _THEORY_PANELS)):
         lo, hi = np.inf, -np.inf
-        for fam in families:
+        for i, fam in enumerate(families):
             rs = [r for r in rows if r["family"] == fam]
             xs = np.array([r[f"predicted_{key}"] for r in rs], dtype=float)
             ys = np.array([r[f"measured_{key}"] for r in rs], dtype=float)
             ok = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
             if ok.any():
-                ax.scatter(xs[ok], ys[ok], marker=_MARKERS.get(fam, "o"), label=fam, s=25)
+                ax.scatter(xs[ok], ys[ok], marker=_MARKERS.get(fam, "o"), color=family_color(fam, default=f"C{i}"), s=25)
                 lo, hi = min(lo, xs[ok].min(), ys[ok].min()), max(hi, xs[ok].max(), ys[ok].max())
         if np.isfinite(lo):
             ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        _plain_log_ticks(ax.xaxis)
-        _plain_log_ticks(ax.yaxis)
+        plain_log_ticks(ax)
         ax.set_xlabel(f"theory: {label}")
         ax.set_ylabel(f"measured: {label}")
-    axes[0].legend(fontsize=8)
+        ax.set_title(f"({'abc'[n]}) {label.split(' (')[0]}", fontsize=10)
+    handles = [Line2D([], [], marker=_MARKERS.get(f, "o"), ls="none", color=family_color(f, default=f"C{i}"), label=f)
+               for i, f in enumerate(families)] + [Line2D([], [], color="grey", ls="--", label="measured = theory")]
     fig.suptitle("initialisation: measured vs Gaussian-logit theory at each cell's measured logit mean and sigma", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    legend_below(fig, handles, ncol=len(handles), offset=0.06, fontsize=9)
+    return save(fig, path)[0]
 
 
 def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
@@ -209,19 +213,12 @@ def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> li
     return paths
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.synthetic_splade_phase_figures",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", type=Path, help="folder written by `initlab synthetic splade`")
-    parser.add_argument("--out", type=Path, default=None, help="where to write the PNGs (default: RESULTS_DIR)")
-    args = parser.parse_args(argv)
-    try:
-        paths = draw_phase(args.results_dir, args.out)
-    except FileNotFoundError as err:
-        parser.error(str(err))
-    for p in paths:
-        print(p)
-    return 0
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    return run_figure_cli(
+        "initlab.paper_figs.synthetic_splade_phase_figures", __doc__, lambda a: draw_phase(a.results_dir, a.out),
+        argv, prog, results_help="folder written by `initlab synthetic splade`",
+        options=lambda p: p.add_argument("--out", type=Path, default=None,
+                                         help="where to write the PNGs (default: RESULTS_DIR)"))
 
 
 if __name__ == "__main__":  # pragma: no cover

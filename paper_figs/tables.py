@@ -13,11 +13,12 @@ stale: same tables, same text, and every number equal to within one unit of its 
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 from typing import Sequence
+
+from initlab.paper_figs.common import run_figure_cli
 
 __all__ = ["STAGE_TITLES", "extract_tables", "render_stage", "write_tables", "compare_tables", "main"]
 
@@ -154,20 +155,16 @@ def compare_tables(committed: str, fresh: str) -> list[str]:
     return diffs
 
 
-def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.tables",
-                                     description="Write the result tables of a finished initlab reproduce folder as markdown pages.")
-    parser.add_argument("results_dir", type=Path, metavar="RESULTS_DIR", help="folder written by initlab reproduce")
+def _options(parser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder for one page per stage, e.g. docs/generated/quick")
-    args = parser.parse_args(argv)
-    try:
-        paths = write_tables(args.results_dir, args.out)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return 2
-    for p in paths:
-        print(f"wrote {p}")
-    return 0
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Returns 0, or 2 (after a message on stderr) when RESULTS_DIR is not a finished reproduce folder."""
+    return run_figure_cli("initlab.paper_figs.tables",
+                          "Write the result tables of a finished initlab reproduce folder as markdown pages.",
+                          lambda a: write_tables(a.results_dir, a.out), argv, prog, metavar="RESULTS_DIR",
+                          results_help="folder written by initlab reproduce", options=_options, raise_on_error=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,15 +16,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from initlab.paper_figs.common import legend_below, pyplot, run_figure_cli, save
 
 __all__ = ["plot_t2", "plot_t4", "plot_t6", "plot_t7", "draw_all", "main"]
 
@@ -36,81 +32,87 @@ def _load(path: Path):
 
 
 def plot_t2(rows: list[dict], out: Path) -> Path:
-    """Band-derivative / gradient-norm ratio vs T, one colour per width w."""
+    """Band-derivative / gradient-norm ratio vs T, one colour per width w; legend below the axes."""
+    from matplotlib.lines import Line2D
+
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.6))
+    handles = []
     for k, w in enumerate(sorted({r["w"] for r in rows})):
         sub = sorted((r for r in rows if r["w"] == w), key=lambda r: r["T"])
         Ts = [r["T"] for r in sub]
         col = f"C{k}"
-        ax.plot(Ts, [r["mean_ratio"] for r in sub], "o-", color=col, label=f"measured mean, w={w}")
+        ax.plot(Ts, [r["mean_ratio"] for r in sub], "o-", color=col)
         ax.plot(Ts, [r["max_ratio"] for r in sub], "x:", color=col, alpha=0.7)
-        ax.plot(Ts, [r["bound"] for r in sub], "--", color=col, alpha=0.8, label=f"bound ||d||/sqrt(T), w={w}")
+        ax.plot(Ts, [r["bound"] for r in sub], "--", color=col, alpha=0.8)
+        handles.append(Line2D([], [], color=col, lw=2, label=f"band width w = {w}"))
+    handles += [Line2D([], [], color="0.3", marker="o", ls="-", label="measured mean"),
+                Line2D([], [], color="0.3", marker="x", ls=":", label="measured max"),
+                Line2D([], [], color="0.3", ls="--", label="bound ||d||_2 / sqrt(T)")]
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("sequence length T")
-    ax.set_ylabel("|<grad_S L, band>| / ||grad_S L||_F")
-    ax.set_title("T2: band derivative at uniform attention")
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    ax.set_xlabel("sequence length T (tokens)")
+    ax.set_ylabel("|<grad_S L, band>| / ||grad_S L||_F\n(dimensionless)")
+    ax.set_title("T2: band derivative at uniform attention", fontsize=10)
+    legend_below(ax, handles, ncol=3, offset=-0.2)
+    return save(fig, out)[0]
 
 
 def plot_t4(rows: list[dict], out: Path) -> Path:
-    """Expected descent projection on the off-diagonal band vs p: closed form and Monte Carlo."""
+    """Expected descent projection on the off-diagonal band vs p: closed form and Monte Carlo; legend below."""
+    plt = pyplot()
     rows = sorted(rows, key=lambda r: r["p"])
     ps = [r["p"] for r in rows]
     fig, ax = plt.subplots(figsize=(5, 3.6))
     ax.plot(ps, [r["closed_form"] for r in rows], "-", color="k", label="closed form kappa(C) Psi(P)")
-    ax.errorbar(ps, [r["mc_linear"] for r in rows], yerr=[2 * r["mc_linear_se"] for r in rows], fmt="o", label="Monte Carlo, linearised loss (±2 SE)")
-    ax.errorbar(ps, [r["mc_ce"] for r in rows], yerr=[2 * r["mc_ce_se"] for r in rows], fmt="s", mfc="none", label="Monte Carlo, cross-entropy (±2 SE)")
+    ax.errorbar(ps, [r["mc_linear"] for r in rows], yerr=[2 * r["mc_linear_se"] for r in rows], fmt="o", capsize=3,
+                label="Monte Carlo, linearised loss (± 2 s.e.)")
+    ax.errorbar(ps, [r["mc_ce"] for r in rows], yerr=[2 * r["mc_ce_se"] for r in rows], fmt="s", mfc="none", capsize=3,
+                label="Monte Carlo, cross-entropy at beta = 1 (± 2 s.e.)")
     ax.axhline(0, color="grey", lw=0.5)
     ax.set_xlabel("Markov repeat probability p")
-    ax.set_ylabel("E <-grad_S L, band>")
-    ax.set_title("T4: masked reconstruction, copy path")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    ax.set_ylabel("E <-grad_S L, band>\n(loss units per unit score)")
+    ax.set_title("T4: masked reconstruction, copy path", fontsize=10)
+    legend_below(ax, ncol=1, offset=-0.2)
+    return save(fig, out)[0]
 
 
 def plot_t6(rows: list[dict], out: Path) -> Path:
-    """Dropout: blind fraction of the mean gradient over n masks vs n, with an n^{-1/2} reference."""
+    """Dropout: blind fraction of the mean gradient over n masks vs n, with an n^{-1/2} reference; legend below."""
+    plt = pyplot()
     rows = sorted(rows, key=lambda r: r["n"])
     ns = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(5, 3.6))
-    ax.plot(ns, [r["blind_fraction"] for r in rows], "o-", label="mean over n masks")
+    ax.plot(ns, [r["blind_fraction"] for r in rows], "o-", label="mean gradient over n masks")
     ax.plot(ns, [r["per_mask_median"] for r in rows], "s:", label="one mask (median)")
     ref = rows[0]["blind_fraction"] * (ns[0] / ns[-1]) ** 0.5
-    ax.plot([ns[0], ns[-1]], [rows[0]["blind_fraction"], ref], "k--", lw=0.8, label="n^(-1/2)")
+    ax.plot([ns[0], ns[-1]], [rows[0]["blind_fraction"], ref], "k--", lw=0.8, label="reference slope n^(-1/2)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("dropout masks n")
-    ax.set_ylabel("blind fraction")
-    ax.set_title("T6: dropout is blind in expectation")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    ax.set_xlabel("number of dropout masks n")
+    ax.set_ylabel("blind fraction ||P_B(G)||_F / ||G||_F\n(dimensionless)")
+    ax.set_title("T6: dropout is blind in expectation", fontsize=10)
+    legend_below(ax, ncol=2, offset=-0.2)
+    return save(fig, out)[0]
 
 
 def plot_t7(rows: list[dict], out: Path) -> Path:
     """Depth: first-layer blind fraction (median, min-max bar) per stack specification."""
-    fig, ax = plt.subplots(figsize=(6, 0.35 * len(rows) + 1.2))
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 0.3 * len(rows) + 1.4))
     y = list(range(len(rows)))
     med = [r["median"] for r in rows]
     err = [[m - r["min"] for m, r in zip(med, rows)], [r["max"] - m for m, r in zip(med, rows)]]
-    ax.barh(y, med, xerr=err, color="C0", alpha=0.8)
-    ax.set_yticks(y, [r["label"] for r in rows], fontsize=6)
-    ax.set_xlabel("first-layer blind fraction (uniform first layer)")
-    ax.set_title("T7: depth and residuals")
-    fig.tight_layout()
-    fig.savefig(out, dpi=130)
-    plt.close(fig)
-    return out
+    ax.barh(y, med, xerr=err, color="C0", alpha=0.8, capsize=2)
+    for yi, r in zip(y, rows):  # the median as a number: a zero bar is otherwise invisible
+        ax.text(r["max"] + 0.01, yi, f"{r['median']:.2f}", va="center", fontsize=7)
+    ax.set_yticks(y, [r["label"] for r in rows], fontsize=7)
+    ax.set_xlim(0, max(1.0, max(r["max"] for r in rows) + 0.1))
+    ax.invert_yaxis()  # the first row of the table on top
+    ax.set_xlabel("first-layer blind fraction, uniform first layer\n(bar and number: median; whiskers: min to max)")
+    ax.set_ylabel("stack")
+    ax.set_title("T7: depth and residuals", fontsize=10)
+    return save(fig, out)[0]
 
 
 def draw_all(results_dir: Path) -> list[Path]:
@@ -132,16 +134,8 @@ def draw_all(results_dir: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=prog or "python -m initlab.paper_figs.theory_figures", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results_dir", type=Path, help="folder written by the theory stage of initlab reproduce")
-    args = parser.parse_args(argv)
-    try:
-        paths = draw_all(args.results_dir)
-    except FileNotFoundError as err:
-        parser.error(str(err))
-    for p in paths:
-        print(p)
-    return 0
+    return run_figure_cli("initlab.paper_figs.theory_figures", __doc__, lambda a: draw_all(a.results_dir), argv, prog,
+                          results_help="folder written by the theory stage of initlab reproduce")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,163 @@
+"""Small hand-written result folders shaped like what each experiment saves (the figures only read them)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+
+
+def _attn(T: int, width: float, rng) -> np.ndarray:
+    i = np.arange(T)
+    logits = -np.abs(i[:, None] - i[None, :]) / width + 0.1 * rng.standard_normal((T, T))
+    A = np.exp(logits)
+    return A / A.sum(1, keepdims=True)
+
+
+SPT_CONDITIONS = ("scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_ffn", "spt_e1", "cross_count", "cross_iid",
+                  "attn_scratch", "attn_spt")
+
+
+def write_spt_run(root, seeds=(7301, 7302, 7303), T: int = 16):
+    """metrics.json and maps/*.npz as written by ``initlab synthetic spt``."""
+    rng = np.random.default_rng(0)
+    (root / "maps").mkdir(parents=True)
+    cells, rows = {}, []
+    for j, name in enumerate(SPT_CONDITIONS):
+        good = name in ("spt", "hybrid_qk", "cross_count", "attn_spt")
+        ss = []
+        for s in seeds:
+            acc = (0.85 if good else 0.5) + 0.05 * rng.standard_normal()
+            prox = (0.6 if good else 0.05) + 0.02 * rng.standard_normal()
+            hist = [{"epoch": 0, "train_loss": "nan", "train_acc": "nan", "val_acc": 0.5}]
+            hist += [{"epoch": e, "train_loss": 0.7 / e, "train_acc": min(1.0, 0.5 + e / 20), "val_acc": min(acc, 0.5 + e / 30)}
+                     for e in range(1, 21)]
+            ss.append({"seed": s, "test_acc": acc, "prox_start": prox, "history": hist})
+        cells[f"ft_{name}"] = {"kind": "finetune", "condition": name, "seeds": ss}
+        accs = [x["test_acc"] for x in ss]
+        rows.append({"condition": name, "test_acc_mean": float(np.mean(accs)), "test_acc_seeds": accs,
+                     "test_acc_ci": 2.0 * float(np.std(accs))})
+    cells["spt_local_full_d1"] = {"kind": "spt", "source": "local", "variant": "full", "depth": 1,
+                                  "seeds": [{"seed": s, "rule_epoch": 12} for s in seeds]}
+    np.savez(root / "maps" / f"spt_local_seed{seeds[0]}.npz", attn_e1=_attn(T, 50.0, rng), attn_e10=_attn(T, 3.0, rng),
+             attn_erule=_attn(T, 1.0, rng))
+    for name in ("scratch", "spt"):
+        np.savez(root / "maps" / f"ft_{name}_seed{seeds[0]}.npz", attn_start=_attn(T, 50.0 if name == "scratch" else 1.0, rng),
+                 attn_end=_attn(T, 2.0, rng))
+    cfg = {"seeds": list(seeds), "map_seed": -1, "task": {"T": T}, "proximity_w": 2}
+    (root / "metrics.json").write_text(json.dumps({"config": cfg, "summary": {"conditions": rows}, "cells": cells}))
+    return root
+
+
+def write_theory(root):
+    """t2/t4/t6/t7 JSON of the theory stage."""
+    root.mkdir(parents=True, exist_ok=True)
+    t2 = [{"T": T, "w": w, "mean_ratio": 0.5 * w / T ** 0.5, "max_ratio": 0.9 * w / T ** 0.5, "bound": w / T ** 0.5}
+          for w in (1, 2, 4) for T in (8, 32, 128, 512)]
+    t4 = [{"p": p, "closed_form": p * 0.3, "mc_linear": p * 0.3 + 0.01, "mc_linear_se": 0.01, "mc_ce": p * 0.28,
+           "mc_ce_se": 0.01} for p in (0.0, 0.2, 0.4, 0.6, 0.8)]
+    t6 = [{"n": n, "blind_fraction": 0.3 / n ** 0.5, "per_mask_median": 0.28} for n in (1, 4, 16, 64, 256)]
+    t7 = [{"label": lab, "min": 0.1, "median": 0.4, "max": 0.7} for lab in
+          ("depth 1", "depth 2, residual", "depth 2, residual, FFN", "depth 4, residual, FFN, LayerNorm")]
+    for name, rows in (("t2_curve", t2), ("t4_curve", t4), ("t6_dropout", t6), ("t7_table", t7)):
+        (root / f"{name}.json").write_text(json.dumps(rows))
+    return root
+
+
+def score_scale_rows():
+    from initlab.paper_figs.score_scale_figures import PANELS
+
+    return [{"sigma": s, "k": k, **{f"{p}_{key}": (s / k) ** 2 + 0.1 for p in ("th", "mc") for key, _, _ in PANELS},
+             **{f"mc_{key}_se": 0.01 for key, _, _ in PANELS}} for s in (1.0, 4.0, 16.0) for k in (1, 2, 4, 8, 16, 32)]
+
+
+FAMILIES = ("bert", "roberta", "albert", "modernbert")
+
+
+def write_phase(root):
+    """phase.json and theory.json of ``initlab synthetic splade``."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    rows, theory = [], []
+    for fam in FAMILIES:
+        for mode, ks in (("tied", (1.0, 2.0, 4.0, 16.0, 64.0)), ("k_output", (1.0, 4.0, 16.0))):
+            for s in (0.25, 1.0, 16.0):
+                for k in ks:
+                    collapsed = s / k < 0.01
+                    cell = f"{fam}_{mode}_s={s:g}_k={k:g}"
+                    init = 3.5 * (1 + s / k)
+                    rows.append({"family": fam, "mode": mode, "seed": 0, "s": s, "k": k, "cell": cell, "h": s / k,
+                                 "ndcg@10": 0.0 if collapsed else float(0.6 + 0.3 * rng.random()), "failed": False,
+                                 "collapsed": collapsed, "init_infonce": init, "final_infonce": 0.5 + init / 10})
+                    theory.append({"family": fam, **{f"predicted_{q}": v for q, v in
+                                                     (("infonce", init), ("active_fraction", 1.0), ("flops", 290.0))},
+                                   **{f"measured_{q}": v * (0.5 + 0.4 * rng.random()) for q, v in
+                                      (("infonce", init), ("active_fraction", 1.0), ("flops", 290.0))}})
+    rec = [{"family": f, "s": s, "best_k": b, "recommended_k": r, "edge_k": e} for f in FAMILIES
+           for s, b, r, e in ((0.25, 1.0, 1.0, 1.0), (1.0, 2.0, 4.0, 2.0), (16.0, 64.0, 64.0, 16.0))]
+    cfg = {"seeds": [0], "modes": ["tied", "k_output"], "families": list(FAMILIES), "init_batch": 32, "steps": 150,
+           "ks": [1.0, 2.0, 4.0, 16.0, 64.0]}
+    (root / "phase.json").write_text(json.dumps({"config": cfg, "rows": rows, "recommended": rec,
+                                                 "regret": {"hit_rate": 0.5, "mean_regret": 0.01},
+                                                 "regret_edge": {"hit_rate": 0.33, "mean_regret": 0.02}}))
+    (root / "theory.json").write_text(json.dumps({"rows": theory}))
+    return root
+
+
+def write_sweep(root):
+    """config.json, cells/*.json and theory_curves.json of the synthetic SPLADE inflation x k sweep."""
+    (root / "cells").mkdir(parents=True)
+    infs, ks = (1.0, 4.0, 16.0), (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    (root / "config.json").write_text(json.dumps({"config": {"inflations": infs, "ks": ks, "seeds": [0]}}))
+    theory, mc = {}, {}
+    for inf in infs:
+        theory[str(inf)] = [{"active_logit": 0.25, "active_dims_d": 470.0, "flops_cost": 390.0 - 5 * k,
+                             "Ea_d": inf / k, "score_spread": 10 * inf / k, "grad_ratio": 0.15} for k in ks]
+        mc[str(inf)] = theory[str(inf)]
+        for k in ks:
+            curve = [{"step": s, "ranking": 3.0 * inf / k * math.exp(-s / 50) + 1.2, "flops_q": 0.1 * inf / k,
+                      "flops_d": 0.2 * inf / k} for s in range(10, 210, 10)]
+            init = {"token_active_fraction": 0.2, "d_active_dims": 220.0 + k, "flops": 120.0 + k, "mean_a": 0.9 * inf / k,
+                    "score_spread": 15 * inf / k, "grad_flops": 0.05 * k, "grad_rank": 1.0}
+            cell = {"inflation": inf, "k": k, "seed": 0, "flops": 35.0 + 5 * k / inf, "ndcg@10": 0.86 - 0.01 * inf / k,
+                    "collapse": [] if k < 32 else ["all-zero documents"], "loss_curve": curve, "init": init}
+            (root / "cells" / f"inf={inf:g}_k={k:g}_seed=0.json").write_text(json.dumps(cell))
+    (root / "theory_curves.json").write_text(json.dumps({"theory": theory, "monte_carlo": mc, "note": ""}))
+    return root
+
+
+def write_lra(root):
+    """results.json of ``initlab lra sweep`` and the summary.json of the CPU ListOps plateau experiment."""
+    root.mkdir(parents=True, exist_ok=True)
+    rows = [{"condition": c, "seed": s, "init": i, "init_groups": g, "task": "listops", "spt_task": t,
+             "test_acc": a + 0.01 * s, "failed": False}
+            for c, i, g, t, a in (("init-all", "spt", "all", "listops", 0.38), ("init-qk", "spt", "qk", "listops", 0.37),
+                                  ("other-task-data", "spt", "all", "image", 0.36), ("scratch", "scratch", "all", "", 0.36))
+            for s in range(3)]
+    rows.append({"condition": "init-qk", "seed": 3, "init": "spt", "test_acc": float("nan"), "failed": True})
+    (root / "results.json").write_text(json.dumps({"ablation": "hybrid", "rows": rows}))
+    per_seed = [{"seed": s, "spt_test_acc": a, "scratch_test_acc": b, "prox_init_spt": p, "prox_init_scratch": 0.274,
+                 "uniform_proximity": 0.2737} for s, a, b, p in ((10, 0.39, 0.37, 0.29), (11, 0.351, 0.365, 0.31),
+                                                                 (12, 0.386, 0.353, 0.33))]
+    (root / "summary.json").write_text(json.dumps({"per_seed": per_seed, "verdict": "no difference detected",
+                                                   "proximity_verdict": "no proximity bias at fine-tuning start"}))
+    return root
+
+
+def write_splade_scale(root):
+    """summary.json of ``initlab splade sweep`` and one cell's loss_curve.csv."""
+    root.mkdir(parents=True, exist_ok=True)
+    rows = [{"backbone": bb, "k": k, "nanobeir_flops": 30.0 / k + 3 * i + 1, "nanobeir_nDCG@10": 0.3 + 0.01 * k ** 0.5 + 0.1 * i}
+            for i, bb in enumerate(["bert-base-uncased", "answerdotai/ModernBERT-base", "FacebookAI/roberta-base"])
+            for k in (1, 2, 4, 8, 16, 32)]
+    (root / "summary.json").write_text(json.dumps(rows))
+    cell = root / "bert__k1"
+    cell.mkdir()
+    with open(cell / "loss_curve.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["step", "loss", "base_loss", "query_regularizer_loss", "document_regularizer_loss"])
+        for s in range(0, 100, 10):
+            w.writerow([s, 3.0 - s / 50 + 0.2, 3.0 - s / 50, 0.05, 0.15])
+    return root
