@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from initlab.paper_figs import claims_rows as rows
 from initlab.runs import atomic_write_json, atomic_write_text

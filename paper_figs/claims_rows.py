@@ -34,7 +34,8 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from initlab.nn.attention_metrics import uniform_proximity_mass
 
@@ -182,8 +183,8 @@ def attention_weights_row(r: Results) -> str:
         v = ver[key]
         out.append(f"{label}: {b(v['verdict'])}" + (_partial(s) if v["verdict"] == "not run" else
                                                     f" ({_share(v)}, {pts(v['mean'])} {interval(v['lo'], v['hi'])})"))
-    mech = [(f"mech_{c}", label) for c, label in (("hybrid_qk_emb", "with the embeddings"), ("hybrid_qk_ln", "with the LayerNorms"),
-                                                  ("hybrid_qk_emb_ln", "with both"), ("attn_qk", "in the attention-only model"))]
+    mech = [("mech_hybrid_qk_emb", "with the embeddings"), ("mech_hybrid_qk_ln", "with the LayerNorms"),
+            ("mech_hybrid_qk_emb_ln", "with both"), ("mech_attn_qk", "in the attention-only model")]
     shares = [f"{label} {ver[k]['share']:.2f}" for k, label in mech if k in ver and math.isfinite(ver[k]["share"])]
     if shares:
         out.append("W_Q, W_K share " + ", ".join(shares))
@@ -271,28 +272,43 @@ def splade_degradation_row(r: Results) -> str:
     lo, hi = min(loss, key=loss.get), max(loss, key=loss.get)
     init = [t["init_infonce_k1"] for t in stab]
     gap = [t["final_infonce_k1"] - t["final_infonce_best"] for t in stab]
-    return (f"{both_seeds(r, 'high_initial_loss_and_poor_minimum')} (synthetic, {len(cfg['families'])} tiny families "
-            f"built with transformers). Seed 0, s = {s_max:g}, k = 1 against the best k at equal steps: "
+    return (f"{both_seeds(r, 'high_initial_loss_and_poor_minimum')} in {len(cfg['families'])} tiny synthetic families "
+            f"built with transformers. Seed {cfg['seeds'][0]}, s = {s_max:g}, k = 1 against the best k at equal steps: "
             f"{loss[lo]:.2f} ({lo}) to {loss[hi]:.2f} ({hi}) lower nDCG@10; initial InfoNCE {min(init):.0f}-"
             f"{max(init):.0f} nats (ln B = {math.log(cfg['batch_size']):.2f}); final {min(gap):.2f}-{max(gap):.2f} nats worse")
 
 
 def splade_fix_row(r: Results) -> str:
     g0, g1 = r[SPLADE[0]]["regret"], r[SPLADE[1]]["regret"]
-    return (f"{both_seeds(r, 'high_norm_fixed_by_rescaling')} (synthetic); real backbones {b('not run')}. "
+    return (f"{both_seeds(r, 'high_norm_fixed_by_rescaling')}, synthetic; real backbones {b('not run')}. "
             f"`mlmhead inspect`'s recommended k: hit rate {g0['hit_rate']:.2f} / {g1['hit_rate']:.2f}, mean "
             f"nDCG@10 regret {g0['mean_regret']:.3f} / {g1['mean_regret']:.3f} on seeds 0 / 1")
 
 
+def _input_side(phase: dict, point: str) -> str:
+    by: dict[str, list[str]] = {}
+    for fam, points in phase["verdicts"]["input_side"].items():
+        by.setdefault(points[point]["verdict"], []).append(fam)
+    return "; ".join(f"{word} in {', '.join(fams)}" for word, fams in by.items())
+
+
+def _frac(x: float) -> str:
+    return f"1/{1 / x:g}" if 0 < x < 1 else f"{x:g}"
+
+
 def splade_over_rescaling_row(r: Results) -> str:
-    p = r[SPLADE_INPUT]
+    """Sub-verdicts on seeds 0 and 1; the nDCG@10 cost of tied rescaling at (s_min, k = 16) on seed 0
+    (``harm_tied`` > ``harm_margin``); the input-side verdicts there on seed 0 (default run) and on the
+    confirm-input run's seed."""
+    p0, p = r[SPLADE[0]], r[SPLADE_INPUT]
     s_min = min(p["config"]["head_scales"])
     point = f"s={s_min:g},k=16"
-    by: dict[str, list[str]] = {}
-    for fam, points in p["verdicts"]["input_side"].items():
-        by.setdefault(points[point]["verdict"], []).append(fam)
-    tie = "; ".join(f"{word} in {', '.join(fams)}" for word, fams in by.items())
-    return (f"non-monotone optimum {both_seeds(r, 'non_monotone_optimum')}; collapse at k >= 16 "
-            f"{both_seeds(r, 'over_rescaling_collapse')}; small-norm harm {both_seeds(r, 'small_norm_harm')}. "
-            f"The tie also divides the input embeddings; output-only rescaling at s = {s_min:g}, k = 16 "
-            f"(seed {p['config']['seeds'][0]}): {tie}")
+    harm = {f: v[point]["harm_tied"] for f, v in p0["verdicts"]["input_side"].items() if "harm_tied" in v[point]}
+    hurt = [f for f, h in harm.items() if h > p0["config"]["harm_margin"]]
+    cost = (f"s/k = {_frac(s_min / 16)} costs {min(harm[f] for f in hurt):.2f}-{max(harm[f] for f in hurt):.2f} "
+            f"nDCG@10 in {', '.join(hurt)} (seed {p0['config']['seeds'][0]}) but" if hurt else "")
+    return (f"non-monotone optimum {both_seeds(r, 'non_monotone_optimum')}; small-norm harm "
+            f"{both_seeds(r, 'small_norm_harm')}; {cost} collapse at k >= 16 {both_seeds(r, 'over_rescaling_collapse')}. "
+            f"The tie's input side (control: output-only rescaling at s = {_frac(s_min)}, k = 16, which leaves the input "
+            f"embeddings alone): seed {p0['config']['seeds'][0]}: {_input_side(p0, point)}; seed {p['config']['seeds'][0]}: "
+            f"{_input_side(p, point)}")

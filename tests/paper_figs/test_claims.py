@@ -105,10 +105,13 @@ def phase(yes: dict[str, tuple[str, ...]] | None = None, overall: str = "reprodu
             "high_initial_loss_and_poor_minimum")
     yes = yes or {}
     verdicts = {k: {"overall": overall, "per_family": {f: f in yes.get(k, FAMS) for f in FAMS}} for k in keys}
-    verdicts["input_side"] = {f: {"s=0.25,k=16": {"verdict": "explains" if f != "albert" else "does not"}} for f in FAMS}
+    verdicts["input_side"] = {f: {"s=0.25,k=16": {"verdict": "explains" if f != "albert" else "does not",
+                                                   "harm_tied": 0.3 + 0.1 * i, "harm_output": 0.0}} for i, f in enumerate(FAMS)}
+    verdicts["input_side"]["modernbert"]["s=0.25,k=16"] = {"verdict": "no harm to explain", "harm_tied": 0.01, "harm_output": 0.0}
     stab = [{"family": f, "s": 16.0, "ndcg@10_best": 0.8, "ndcg@10_k1": 0.8 - 0.1 * (i + 1), "init_infonce_k1": 26.0 + i,
              "final_infonce_k1": 2.0 + i, "final_infonce_best": 1.0} for i, f in enumerate(FAMS)]
-    return {"config": {"families": list(FAMS), "head_scales": [0.25, 1.0, 16.0], "batch_size": 32, "seeds": [1]},
+    return {"config": {"families": list(FAMS), "head_scales": [0.25, 1.0, 16.0], "batch_size": 32, "seeds": [1],
+                       "harm_margin": 0.05},
             "verdicts": verdicts, "stability": stab, "regret": {"hit_rate": 0.5, "mean_regret": 0.02}}
 
 
@@ -193,7 +196,8 @@ def test_splade_rows_show_each_seed_when_they_differ():
     r = splade(phase(), phase({"non_monotone_optimum": ("albert",)}, "partly"))
     cell = rows.splade_over_rescaling_row(r)
     assert "non-monotone optimum **reproduced** (seed 0), **partly** (seed 1: albert)" in cell
-    assert "explains in bert, roberta, modernbert; does not in albert" in cell
+    assert cell.endswith("explains in bert, roberta; does not in albert; no harm to explain in modernbert")
+    assert "s/k = 1/64 costs 0.30-0.50 nDCG@10 in bert, roberta, albert" in cell
     deg = rows.splade_degradation_row(r)
     assert "0.10 (bert) to 0.40 (modernbert)" in deg and "26-29 nats (ln B = 3.47)" in deg and "1.00-4.00 nats" in deg
     assert "hit rate 0.50 / 0.50" in rows.splade_fix_row(r)
@@ -232,7 +236,7 @@ def test_results_file_without_a_needed_field_is_named(tmp_path, capsys):
     data = json.loads((res / rows.SPT).read_text())
     del data["summary"]["verdicts"]
     (res / rows.SPT).write_text(json.dumps(data))
-    with pytest.raises(claims.ResultsFileError, match=r"synthetic_spt_default/summary\.json: missing or malformed field.*verdicts"):
+    with pytest.raises(claims.ResultsFileError, match=r"synthetic_spt_default/summary\.json: missing or malformed.*verdicts"):
         claims.claims_table(res)
     readme = tmp_path / "README.md"
     readme.write_text(f"{claims.BEGIN_MARK}\n{claims.END_MARK}\n")
@@ -243,7 +247,8 @@ def test_results_file_without_a_needed_field_is_named(tmp_path, capsys):
 def test_replace_block_needs_one_pair_of_markers():
     block = f"{claims.BEGIN_MARK}\nnew\n{claims.END_MARK}"
     assert claims.replace_block(f"a\n{claims.BEGIN_MARK}\nold\n{claims.END_MARK}\nb", block) == f"a\n{block}\nb"
-    for bad in ("no markers", f"{claims.END_MARK}{claims.BEGIN_MARK}", f"{claims.BEGIN_MARK}{claims.BEGIN_MARK}{claims.END_MARK}"):
+    begin, end = claims.BEGIN_MARK, claims.END_MARK
+    for bad in ("no markers", f"{end}{begin}", f"{begin}{begin}{end}"):
         with pytest.raises(ValueError, match="README.md: expected one"):
             claims.replace_block(bad, block)
 
@@ -266,7 +271,7 @@ def test_collect_spt_partial_and_finished(tmp_path):
 
 
 def test_collect_spt_refuses_a_folder_without_metrics(tmp_path):
-    with pytest.raises(claims.ResultsFileError, match=r"partial/metrics\.json: saved result file not found \(expected a synthetic SPT"):
+    with pytest.raises(claims.ResultsFileError, match=r"partial/metrics\.json: saved result file not found \(expected"):
         claims.collect_spt(tmp_path, tmp_path / "summary.json")
     (tmp_path / "partial").mkdir()
     (tmp_path / "partial" / "metrics.json").write_text('{"config": {}}')
