@@ -163,7 +163,7 @@ def collect_spt(run_dir: str | Path, dest: str | Path) -> Path:
     data = load_results(src.parent, [src.name], hint=hint)[src.name]
     if "config" not in data or "summary" not in data:
         raise ResultsFileError(f"{src}: expected the keys 'config' and 'summary' of a synthetic SPT run")
-    out = {"source": str(src), "partial": not finished, "missing": data.get("missing", []),
+    out = {"source": str(src.relative_to(root)), "partial": not finished, "missing": data.get("missing", []),
            "config": data["config"], "summary": data["summary"]}
     atomic_write_json(Path(dest), out)
     return Path(dest)

@@ -92,12 +92,21 @@ def theory_verdict(statements: list[dict[str, Any]]) -> str:
     return "partly" if ok.get("T1") and ok.get("T4") else "not reproduced"
 
 
+def _checks_text(statements: list[dict[str, Any]], cases: int) -> str:
+    """The kinds of check every statement ran (read from the saved check names), e.g. ``sympy derivations,
+    float64 autograd identities and finite differences (20 random cases each)``."""
+    kinds = [label for label, key in (("sympy derivations", "sympy"), ("float64 autograd identities", "autograd"),
+                                      ("finite differences", "central difference"))
+             if all(any(key in name for name in st["checks"]) for st in statements)] or ["checks"]
+    listed = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+    return f"{listed} ({cases} random cases each)"
+
+
 def theory_row(r: Results) -> str:
     v = r[THEORY]
     st = v["statements"]
     verdict, cfg = theory_verdict(st), v["config"]
-    how = ("sympy, float64 autograd and finite-difference checks" if cfg["symbolic"]
-           else "float64 autograd and finite-difference checks (sympy off)")
+    how = _checks_text(st, cfg["cases"])
     failing = [s["statement"] for s in st if s["verdict"] != "PASS"]
     if failing:
         return f"{b(verdict)}: {', '.join(failing)} fail ({len(failing)} of {len(st)} statements; {how})"
@@ -107,8 +116,8 @@ def theory_row(r: Results) -> str:
     scope = (f"residual stacks with FFN, LayerNorm or random later attention are not "
              f"({min(t['min'] for t in stacks):.2f}-{max(t['max'] for t in stacks):.2f})" if stacks
              else "every measured residual stack is blind")
-    return (f"{b(verdict)}: all {len(st)} statements ({st[0]['statement']}-{st[-1]['statement']}) pass {how} on "
-            f"{cfg['cases']} random cases each. Scope: one dropout mask is not blind (median blind fraction "
+    return (f"{b(verdict)}: all {len(st)} statements ({st[0]['statement']}-{st[-1]['statement']}) pass {how}. "
+            f"Scope: one dropout mask is not blind (median blind fraction "
             f"{per_mask:.2f}), its expectation is; {scope}")
 
 

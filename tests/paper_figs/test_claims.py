@@ -48,15 +48,17 @@ def test_cli_check_detects_a_stale_readme(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------------
 # hand-made result files
 # ------------------------------------------------------------------------------------------------
-def theory(fail: tuple[str, ...] = ()) -> dict:
+def theory(fail: tuple[str, ...] = (), no_sympy: bool = False) -> dict:
     names = ["T1", "T2", "T3", "T4", "T5", "T6", "T7"]
     measured = {"T6": {"dropout_mc": {"per_mask_median_blind_fraction": [0.2, 0.3, 0.9]}},
                 "T7": {"table": [{"spec": {"residual": False}, "min": 1e-16, "max": 3e-16},
                                  {"spec": {"residual": True}, "min": 1e-16, "max": 2e-16},
                                  {"spec": {"residual": True}, "min": 0.25, "max": 0.5},
                                  {"spec": {"residual": True}, "min": 0.4, "max": 0.9}]}}
+    checks = {"sympy derivation holds": {}, "autograd = 1 g^T": {}, "central difference = autograd": {}}
     return {"config": {"symbolic": True, "cases": 20},
-            "statements": [{"statement": n, "verdict": "FAIL" if n in fail else "PASS", "measured": measured.get(n, {})}
+            "statements": [{"statement": n, "verdict": "FAIL" if n in fail else "PASS", "measured": measured.get(n, {}),
+                            "checks": dict(checks) if n != "T5" or not no_sympy else {"autograd = 1 g^T": {}}}
                            for n in names]}
 
 
@@ -130,6 +132,12 @@ def test_theory_rule(fail, word):
     assert ("fail" in cell) == bool(fail)
     if not fail:
         assert "median blind fraction 0.30" in cell and "(0.25-0.90)" in cell and "all 7 statements (T1-T7)" in cell
+        assert "pass sympy derivations, float64 autograd identities and finite differences (20 random" in cell
+
+
+def test_theory_row_names_only_the_checks_every_statement_ran():
+    cell = rows.theory_row({rows.THEORY: theory(no_sympy=True)})
+    assert "pass float64 autograd identities (20 random cases each)." in cell and "sympy" not in cell
 
 
 @pytest.mark.parametrize("spt_start,scratch_end,word", [(0.62, 0.05, "reproduced"), (0.62, 0.3, "partly"),
@@ -266,7 +274,7 @@ def test_collect_spt_partial_and_finished(tmp_path):
     (run / "metrics.json").write_text(json.dumps(body))
     (run / "DONE").write_text("")
     out = json.loads(claims.collect_spt(run, tmp_path / "a" / "summary.json").read_text())
-    assert out["partial"] is False and out["missing"] == [] and out["source"].endswith("run/metrics.json")
+    assert out["partial"] is False and out["missing"] == [] and out["source"] == "metrics.json"
     assert out["summary"] == body["summary"] and out["config"] == body["config"]
 
 
