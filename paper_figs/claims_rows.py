@@ -113,9 +113,12 @@ def theory_row(r: Results) -> str:
     measured = {s["statement"]: s["measured"] for s in st}
     per_mask = statistics.median(measured["T6"]["dropout_mc"]["per_mask_median_blind_fraction"])
     stacks = [t for t in measured["T7"]["table"] if t["spec"]["residual"] and t["max"] > BLIND_ZERO]
-    scope = (f"residual stacks with FFN, LayerNorm or random later attention are not "
-             f"({min(t['min'] for t in stacks):.2f}-{max(t['max'] for t in stacks):.2f})" if stacks
-             else "every measured residual stack is blind")
+    parts = [name for name, on in (("FFN", lambda sp: sp["ffn"]), ("LayerNorm", lambda sp: sp["layernorm"]),
+                                   ("random later attention", lambda sp: sp["later_attention"] == "random"))
+             if any(on(t["spec"]) for t in stacks)]
+    with_ = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} or {parts[-1]}"
+    scope = (f"residual stacks with {with_} are not ({min(t['min'] for t in stacks):.2f}-"
+             f"{max(t['max'] for t in stacks):.2f})" if stacks else "every measured residual stack is blind")
     return (f"{b(verdict)}: all {len(st)} statements ({st[0]['statement']}-{st[-1]['statement']}) pass {how}. "
             f"Scope: one dropout mask is not blind (median blind fraction "
             f"{per_mask:.2f}), its expectation is; {scope}")

@@ -48,13 +48,17 @@ def test_cli_check_detects_a_stale_readme(tmp_path, capsys):
 # ------------------------------------------------------------------------------------------------
 # hand-made result files
 # ------------------------------------------------------------------------------------------------
+def spec(residual: bool, ffn: bool, layernorm: bool, later: str) -> dict:
+    return {"residual": residual, "ffn": ffn, "layernorm": layernorm, "later_attention": later}
+
+
 def theory(fail: tuple[str, ...] = (), no_sympy: bool = False) -> dict:
     names = ["T1", "T2", "T3", "T4", "T5", "T6", "T7"]
     measured = {"T6": {"dropout_mc": {"per_mask_median_blind_fraction": [0.2, 0.3, 0.9]}},
-                "T7": {"table": [{"spec": {"residual": False}, "min": 1e-16, "max": 3e-16},
-                                 {"spec": {"residual": True}, "min": 1e-16, "max": 2e-16},
-                                 {"spec": {"residual": True}, "min": 0.25, "max": 0.5},
-                                 {"spec": {"residual": True}, "min": 0.4, "max": 0.9}]}}
+                "T7": {"table": [{"spec": spec(False, True, True, "random"), "min": 1e-16, "max": 3e-16},
+                                 {"spec": spec(True, False, False, "uniform"), "min": 1e-16, "max": 2e-16},
+                                 {"spec": spec(True, True, False, "uniform"), "min": 0.25, "max": 0.5},
+                                 {"spec": spec(True, False, False, "random"), "min": 0.4, "max": 0.9}]}}
     checks = {"sympy derivation holds": {}, "autograd = 1 g^T": {}, "central difference = autograd": {}}
     return {"config": {"symbolic": True, "cases": 20},
             "statements": [{"statement": n, "verdict": "FAIL" if n in fail else "PASS", "measured": measured.get(n, {}),
@@ -131,7 +135,7 @@ def test_theory_rule(fail, word):
     assert cell.startswith(f"**{word}**")
     assert ("fail" in cell) == bool(fail)
     if not fail:
-        assert "median blind fraction 0.30" in cell and "(0.25-0.90)" in cell and "all 7 statements (T1-T7)" in cell
+        assert "median blind fraction 0.30" in cell and "residual stacks with FFN or random later attention are not (0.25-0.90)" in cell and "all 7 statements (T1-T7)" in cell
         assert "pass sympy derivations, float64 autograd identities and finite differences (20 random" in cell
 
 
