@@ -1,0 +1,205 @@
+"""The README's claims table ("What reproduces"), generated from the saved result files in ``docs/results/``.
+
+Each row of :data:`CLAIMS` holds the seed's claim and number (fixed text: the papers' words), the evidence
+links, the result files it reads and the function of :mod:`initlab.paper_figs.claims_rows` that turns them
+into the verdict cell (the verdict rules are in that module's docstring). Rows for experiments that were
+not run carry their reason instead. The table is written between the markers :data:`BEGIN_MARK` and
+:data:`END_MARK` of the README::
+
+    python -m initlab.paper_figs.claims                  # rewrite the block of README.md from docs/results/
+    python -m initlab.paper_figs.claims --check          # exit 1 if the block is stale
+    python -m initlab.paper_figs.claims --collect-spt results/synthetic_spt/default   # refresh the SPT file first
+
+This module only reads saved files (no experiment code); ``docs/results/README.md`` names the command
+that made each file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from initlab.paper_figs import claims_rows as rows
+from initlab.runs import atomic_write_json, atomic_write_text
+
+__all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
+           "replace_block", "collect_spt", "main"]
+
+BEGIN_MARK, END_MARK = "<!-- BEGIN claims -->", "<!-- END claims -->"
+HEADER = ["| seed claim | seed number | our verdict | evidence |", "| --- | --- | --- | --- |"]
+SPT_DOCS, SPLADE_DOCS = "[synthetic SPT](docs/synthetic_spt.md)", "[synthetic SPLADE](docs/synthetic_splade.md"
+
+
+class ResultsFileError(ValueError):
+    """A saved result file is missing or does not hold what a row needs; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row: ``claim`` and ``seed_number`` are the seed's words; ``evidence`` a markdown link cell;
+    ``files`` the result files (relative to the results folder) that ``verdict`` reads; a row that was not
+    run has no files and its fixed ``verdict_text``."""
+
+    claim: str
+    seed_number: str
+    evidence: str
+    files: tuple[str, ...] = ()
+    verdict: Callable[[dict[str, Any]], str] | None = None
+    verdict_text: str = ""
+
+
+CLAIMS: list[Claim] = [
+    Claim("At uniform attention the label-loss score gradient under mean pooling is query-blind (`1 g^T`); masked "
+          "reconstruction's is not", "theorem", "[theory](docs/theory.md)", (rows.THEORY,), rows.theory_row),
+    Claim("Self-pretraining learns a proximity (relative-position) attention pattern from sinusoidal positions; label "
+          "training does not", "mechanism", SPT_DOCS, (rows.SPT,), rows.proximity_row),
+    Claim("Self-pretraining gives a large accuracy gain over training from scratch, already at one layer",
+          "LRA: +17 (Pathfinder) to +34 points (Image)", SPT_DOCS, (rows.SPT,), rows.spt_gain_row),
+    Claim("Initialising W_Q, W_K (or all attention weights) from SPT recovers most of the gain", "most of the gain",
+          SPT_DOCS, (rows.SPT,), rows.attention_weights_row),
+    Claim("The gain appears after few SPT epochs, and with SPT on other data", "gains in the ablations", SPT_DOCS,
+          (rows.SPT,), rows.few_epochs_other_data_row),
+    Claim("Attention frozen at init fine-tunes about as well as attention trained from labels; the FFN alone carries "
+          "nothing", "ablations", SPT_DOCS, (rows.SPT,), rows.frozen_ffn_row),
+    Claim("SPT vs from scratch on the five LRA tasks (Transformer)",
+          "from scratch 36.4/64.3/57.5/42.4/71.4, SPT 59.2/88.8/90.4/76.0/88.5", "[LRA](docs/lra.md)", (rows.LRA,),
+          rows.lra_row),
+    Claim("A large MLM-head norm degrades SPLADE, starting from a very high loss and ending in a poor minimum",
+          "BEIR-13 nDCG@10: ModernBERT 0.127 vs BERT 0.370", SPLADE_DOCS + "#phase-diagrams)",
+          tuple(rows.SPLADE.values()), rows.splade_degradation_row),
+    Claim("Dividing W_head by k before training fixes it", "ModernBERT 0.405 at k = 16",
+          SPLADE_DOCS + "#recommended-k-against-the-grids-best-k), [at scale](docs/splade_at_scale.md)",
+          tuple(rows.SPLADE.values()), rows.splade_fix_row),
+    Claim("Rescaling a normal-norm head too far hurts or collapses retrieval (RoBERTa best k = 2; ALBERT hurt by "
+          "rescaling)", "no number", SPLADE_DOCS + "#the-input-side-of-the-tie)",
+          (*rows.SPLADE.values(), rows.SPLADE_INPUT), rows.splade_over_rescaling_row),
+    Claim("The SPLADE grid: 7 backbones × k in {1, ..., 32} on MS MARCO, BEIR-13", "table of the seed",
+          "[SPLADE at scale](docs/splade_at_scale.md)",
+          verdict_text="**not run** (needs GPUs this project did not have); pipeline tested end to end on fixtures"),
+]
+
+
+def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
+                 hint: str = "; docs/results/README.md names the command that writes it") -> dict[str, Any]:
+    """``{name: parsed JSON}`` for every file the rows read (or ``names``), from ``results_dir``.
+
+    Raises:
+        ResultsFileError: a file is missing, not valid JSON or not a JSON object (the message names it).
+    """
+    root = Path(results_dir)
+    wanted = names if names is not None else sorted({f for c in CLAIMS for f in c.files})
+    out: dict[str, Any] = {}
+    for name in wanted:
+        path = root / name
+        if not path.is_file():
+            raise ResultsFileError(f"{path}: saved result file not found{hint}")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ResultsFileError(f"{path}: not valid JSON ({err})") from err
+        if not isinstance(data, dict):
+            raise ResultsFileError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        out[name] = data
+    return out
+
+
+def verdict_cell(claim: Claim, results: dict[str, Any], results_dir: str | Path = "docs/results") -> str:
+    """The verdict cell of one row.
+
+    Raises:
+        ResultsFileError: a file lacks a field the row needs or holds a wrong type (names the files).
+    """
+    if claim.verdict is None:
+        return claim.verdict_text
+    try:
+        text = claim.verdict(results)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        files = ", ".join(str(Path(results_dir) / f) for f in claim.files)
+        raise ResultsFileError(f"{files}: missing or malformed field for the claims row {claim.claim[:50]!r}: "
+                               f"{type(err).__name__}: {err}") from err
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def claims_table(results_dir: str | Path = "docs/results") -> str:
+    """The README block: markers, header and one row per claim, from the files in ``results_dir``."""
+    results = load_results(results_dir)
+    lines = [BEGIN_MARK, *HEADER]
+    for c in CLAIMS:
+        lines.append(f"| {c.claim} | {c.seed_number} | {verdict_cell(c, results, results_dir)} | {c.evidence} |")
+    return "\n".join(lines + [END_MARK])
+
+
+def replace_block(text: str, block: str, where: str = "README.md") -> str:
+    """``text`` with its claims block (markers included) replaced by ``block``.
+
+    Raises:
+        ValueError: ``text`` lacks exactly one pair of markers in order (names ``where``).
+    """
+    if text.count(BEGIN_MARK) != 1 or text.count(END_MARK) != 1 or text.index(BEGIN_MARK) > text.index(END_MARK):
+        raise ValueError(f"{where}: expected one {BEGIN_MARK} ... {END_MARK} block")
+    head, rest = text.split(BEGIN_MARK)
+    return head + block + rest.split(END_MARK, 1)[1]
+
+
+def collect_spt(run_dir: str | Path, dest: str | Path) -> Path:
+    """Write the small summary of a synthetic SPT run folder to ``dest``: the run's ``config`` and
+    ``summary`` (per-condition statistics and the saved verdicts), without the per-cell records.
+
+    Reads ``run_dir/metrics.json`` of a finished run (``DONE``), else ``run_dir/partial/metrics.json``
+    (from ``initlab synthetic spt --partial-report``), marked ``"partial": true`` with its missing cells.
+
+    Raises:
+        ResultsFileError: neither file exists, or it lacks ``config`` / ``summary``.
+    """
+    root = Path(run_dir)
+    finished = (root / "DONE").exists()
+    src = root / "metrics.json" if finished else root / "partial" / "metrics.json"
+    hint = " (expected a synthetic SPT run folder: metrics.json when finished, else partial/metrics.json)"
+    data = load_results(src.parent, [src.name], hint=hint)[src.name]
+    if "config" not in data or "summary" not in data:
+        raise ResultsFileError(f"{src}: expected the keys 'config' and 'summary' of a synthetic SPT run")
+    out = {"source": str(src.relative_to(root)), "partial": not finished, "missing": data.get("missing", []),
+           "config": data["config"], "summary": data["summary"]}
+    atomic_write_json(Path(dest), out)
+    return Path(dest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m initlab.paper_figs.claims [--results DIR] [--readme FILE] [--check] [--collect-spt RUN]``."""
+    parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.claims",
+                                     description="Write the README's claims table from the saved results.")
+    parser.add_argument("--results", type=Path, default=Path("docs/results"),
+                        help="folder of the saved result files (default: docs/results)")
+    parser.add_argument("--readme", type=Path, default=Path("README.md"), help="file holding the claims block")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the block is stale")
+    parser.add_argument("--collect-spt", type=Path, metavar="RUN_DIR",
+                        help="first copy the summary of this synthetic SPT run folder into the results folder")
+    args = parser.parse_args(argv)
+    if not args.readme.is_file():
+        parser.error(f"--readme {args.readme}: no such file; run from the repository root or pass the file")
+    try:
+        if args.collect_spt is not None:
+            collect_spt(args.collect_spt, args.results / rows.SPT)
+        old = args.readme.read_text(encoding="utf-8")
+        new = replace_block(old, claims_table(args.results), str(args.readme))
+    except ValueError as err:  # ResultsFileError included
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.check:
+        if new != old:
+            print(f"{args.readme}: claims block is stale; run python -m initlab.paper_figs.claims", file=sys.stderr)
+            return 1
+        return 0
+    if new != old:
+        atomic_write_text(args.readme, new)
+    print(f"{args.readme}: claims block {'rewritten' if new != old else 'already current'}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
