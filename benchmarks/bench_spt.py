@@ -8,7 +8,16 @@
 
     python benchmarks/bench_spt.py --what ensemble [--seeds 5] [--repeats 3] [--threads N]
 
-2. ``--what step``: one training step of initlab's SequenceTransformer vs torch.nn.TransformerEncoderLayer.
+2. ``--what overhead``: why the ensemble cannot reach its target here. Times one fine-tuning step of one
+   default-size model at batch sizes 1, 2, 4, 8, 16, 32, 64 (median of ``--repeats``) and fits
+   ``t(B) = a + b * B`` by least squares: ``a`` is the fixed per-step cost (Python, dispatch, optimizer),
+   the only part that stacking E seeds into one step saves. The ensemble's speed-up over E sequential
+   steps of batch B is then at most ``E (a + b B) / (a + E b B)`` (the ensemble still does E times the
+   arithmetic), printed for the default batch 64 and E = ``--seeds``.
+
+    python benchmarks/bench_spt.py --what overhead [--seeds 5] [--repeats 20] [--threads 1]
+
+3. ``--what step``: one training step of initlab's SequenceTransformer vs torch.nn.TransformerEncoderLayer.
 
 Same sizes (batch 64, T = 100, d = 64, 1 head, d_ff = 128, pre-norm, no dropout, one layer, embedding +
 mean pooling + linear classifier, AdamW step), measured side by side in one run, interleaved, median of
@@ -91,9 +100,39 @@ def bench_ensemble(n_seeds: int, repeats: int) -> None:
     print(f"  ratio sequential / ensemble: {med['sequential'] / med['ensemble']:.2f}  (target >= 2.5)")
 
 
+def bench_overhead(n_seeds: int, repeats: int) -> None:
+    V, T = 18, 100
+    torch.manual_seed(0)
+    model = SequenceTransformer(ModelConfig(vocab_size=V, max_len=T, d_model=32, d_ff=64))
+    step = _step_fn(model, model.classify)
+    sizes = (1, 2, 4, 8, 16, 32, 64)
+    data = {B: (torch.randint(0, V, (B, T)), torch.randint(0, 2, (B,))) for B in sizes}
+    for B in sizes:  # warm-up
+        for _ in range(3):
+            step(*data[B])
+    times: dict[int, list[float]] = {B: [] for B in sizes}
+    for _ in range(repeats):  # interleaved, so load changes hit every size alike
+        for B in sizes:
+            t0 = time.perf_counter()
+            step(*data[B])
+            times[B].append(time.perf_counter() - t0)
+    med = {B: statistics.median(v) for B, v in times.items()}
+    xs, ys = torch.tensor(sizes, dtype=torch.float64), torch.tensor([med[B] for B in sizes], dtype=torch.float64)
+    b = float(((xs - xs.mean()) * (ys - ys.mean())).sum() / ((xs - xs.mean()) ** 2).sum())
+    a = float(ys.mean() - b * xs.mean())
+    print(f"one fine-tuning step (T={T}, d=32, d_ff=64), threads {torch.get_num_threads()}, median of {repeats}")
+    for B in sizes:
+        print(f"  batch {B:>3}: {1e3 * med[B]:8.2f} ms   (fit {1e3 * (a + b * B):8.2f} ms)")
+    print(f"  fit t(B) = a + b*B: a = {1e3 * a:.2f} ms per step, b = {1e3 * b:.3f} ms per sequence")
+    B = 64
+    print(f"  fixed cost share at batch {B}: {a / (a + b * B):.3f}")
+    print(f"  ceiling on the ensemble speed-up, E={n_seeds}, batch {B}: "
+          f"{n_seeds * (a + b * B) / (a + n_seeds * b * B):.2f}  (target >= 2.5)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--what", choices=("ensemble", "step"), default="ensemble")
+    ap.add_argument("--what", choices=("ensemble", "overhead", "step"), default="ensemble")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
@@ -106,6 +145,9 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     if args.what == "ensemble":
         bench_ensemble(args.seeds, args.repeats if args.repeats != 30 else 3)
+        return 0
+    if args.what == "overhead":
+        bench_overhead(args.seeds, args.repeats if args.repeats != 30 else 20)
         return 0
     torch.manual_seed(0)
     V = 20

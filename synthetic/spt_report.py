@@ -176,7 +176,7 @@ def _verdict_table(summ: dict[str, Any]) -> list[str]:
             continue
         stat = f"{v['cond']} − {v['control']}: {100 * v['mean']:+.1f}"
         if "share" in v:
-            stat += f"; share of the SPT gain {v['share']:.2f}" if math.isfinite(v["share"]) else "; no SPT gain to share"
+            stat += f"; share of the SPT gain {v['share']:.2f}" if math.isfinite(v["share"]) else "; share not judged (the SPT gain itself is not reproduced)"
         quote = "-" if v["quote"] == "-" else f"“{v['quote']}”"
         lines.append(f"| {v['claim']} | {quote} | {stat} | {_interval(v['lo'], v['hi'])} | **{v['verdict']}** |")
     return lines
@@ -191,7 +191,7 @@ def report_markdown(cfg: SPTConfig, summ: dict[str, Any], seconds: float | None 
              f"test accuracy at the best validation epoch. Thresholds: gain ≥ {100 * th.min_gain:.0f} points with a 95 % "
              f"interval above 0; equivalence: interval within ± {100 * th.margin:.0f} points; \"most\" = share ≥ {th.min_share:.2f}.", ""]
     lines += _verdict_table(summ)
-    lines += ["", f"Per condition ({len(cfg.seeds)} seeds): test accuracy at the best validation epoch, mean ± 95 % interval of "
+    lines += ["", f"Per condition ({len(cfg.seeds)} seed{'s' if len(cfg.seeds) > 1 else ''}): test accuracy at the best validation epoch, mean ± 95 % interval of "
               "the mean; paired difference to the condition's scratch control; first-layer proximity mass (|i−j| ≤ "
               f"{cfg.proximity_w}; uniform attention {uniform_proximity_mass(cfg.task.T, cfg.proximity_w):.3f}) at the start and "
               "the end of fine-tuning; final training accuracy.", "",

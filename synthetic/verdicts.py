@@ -11,7 +11,7 @@ Verdict rules (thresholds in :class:`VerdictThresholds`, fixed in the run's conf
 * **equivalence** ("condition ≈ control"): *reproduced* if the whole interval lies inside
   ``[-margin, margin]``; *partly* if only the mean does; *not* otherwise.
 * **share** ("condition recovers most of SPT's gain"): ``share = mean(cond - scratch) / mean(spt -
-  scratch)``; requires the SPT gain itself to be *reproduced*, else *not* ("no gain to share");
+  scratch)``; requires the SPT gain itself to be *reproduced*, else *not* (the share is not judged);
   *reproduced* if ``share >= min_share`` and the condition's own gain over scratch has a lower interval
   end > 0; *partly* if the condition's gain has a lower end > 0 but ``share < min_share``; *not*
   otherwise.
