@@ -216,7 +216,7 @@ def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> li
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     return run_figure_cli(
         "initlab.paper_figs.synthetic_splade_phase_figures", __doc__, lambda a: draw_phase(a.results_dir, a.out),
-        argv, prog, results_help="folder written by `initlab synthetic splade`",
+        argv, prog, results_help="folder written by initlab synthetic splade",
         options=lambda p: p.add_argument("--out", type=Path, default=None,
                                          help="where to write the PNGs (default: RESULTS_DIR)"))
 
