@@ -13,6 +13,7 @@ import importlib
 import io
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -66,6 +67,10 @@ def _resolve(argv: Sequence[str]) -> tuple[str, list[str], str]:
     return COMMANDS[(group, argv[1])][0], list(argv[2:]), f"{group} {argv[1]}"
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"{category.__name__}: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-h", "--help", "help"):
@@ -80,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from initlab.runs import NonFiniteError, OutputPathError, RunExistsError
 
+    warnings.formatwarning = _one_line_warning  # a run's warnings read as messages, not source excerpts
     target, rest, prog = _resolve(argv)
     module_name, func_name = target.split(":")
     module = importlib.import_module(module_name)

@@ -16,6 +16,7 @@ reproduction), ``full`` (larger grids and more seeds, still CPU).
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -25,7 +26,7 @@ import torch
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
-from initlab.runs import RunDir, atomic_write_json, atomic_write_text, torch_threads
+from initlab.runs import ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic import splade_phase
 from initlab.theory import attention_case as ac
@@ -313,6 +314,35 @@ def _stage_time_line(name: str, rec: dict[str, Any] | None, was_done: bool) -> s
     return f"_stage `{name}` took {rec['seconds']:.1f} s{when}_"
 
 
+def _check_folder_preset(out: Path, preset: str, overwrite: bool) -> None:
+    """Tie a reproduce folder to one preset (``out/reproduce.json``), so a finished stage is never reused
+    under another preset's name.
+
+    Raises:
+        ConfigMismatchError: ``out`` holds a run of another preset and ``overwrite`` is false.
+    """
+    rec = out / "reproduce.json"
+    if rec.is_file() and not overwrite:
+        old = json.loads(rec.read_text()).get("preset")
+        if old != preset:
+            raise ConfigMismatchError(
+                f"{out}: this folder holds an initlab reproduce run of preset {old!r}, not {preset!r}; "
+                "use another --out, or --overwrite to redo its stages under the new preset")
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(rec, {"preset": preset})
+
+
+_LINK = re.compile(r"(\]\()(?![a-z]+://|/|#)([^)\s]+\.(?:png|pdf|md|json|csv))\)")
+_NAMED_FILE = re.compile(r"`(?![a-z]+://|/)([\w.-]+\.(?:png|pdf|json|csv))`")
+
+
+def relink(md: str, stage: str) -> str:
+    """Rewrite a stage summary's relative file links and quoted figure names (``x.png``, written for the
+    stage folder) so they resolve from the report one folder up (``stage/x.png``)."""
+    md = _LINK.sub(lambda m: f"{m.group(1)}{stage}/{m.group(2)})", md)
+    return _NAMED_FILE.sub(lambda m: f"`{stage}/{m.group(1)}`", md)
+
+
 def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False) -> Path:
     """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path.
 
@@ -326,11 +356,13 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
         raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
     stages = list(STAGES) if stages is None else list(stages)
     known = {**STAGES, **OPTIONAL_STAGES}
+    if not stages:
+        raise ValueError(f"--only: no stage names given; expected a comma-separated list from {list(known)}")
     unknown = [s for s in stages if s not in known]
     if unknown:
         raise ValueError(f"--only: unknown stage(s) {unknown}; expected names from {list(known)}")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    _check_folder_preset(out, preset, overwrite)
     sections = [
         "# initlab reproduce report",
         "",
@@ -350,7 +382,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
         if not was_done:
             times[name] = {"seconds": dt, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "preset": preset}
             atomic_write_json(times_path, times)
-        sections += [md.rstrip(), "", _stage_time_line(name, times.get(name), was_done), ""]
+        sections += [relink(md.rstrip(), name), "", _stage_time_line(name, times.get(name), was_done), ""]
         atomic_write_text(out / "report.md", "\n".join(sections) + "\n")
     report = out / "report.md"
     print(f"\nreport: {report}")

@@ -120,8 +120,8 @@ def theory_row(r: Results) -> str:
     scope = (f"residual stacks with {with_} are not ({min(t['min'] for t in stacks):.2f}-"
              f"{max(t['max'] for t in stacks):.2f})" if stacks else "every measured residual stack is blind")
     return (f"{b(verdict)}: all {len(st)} statements ({st[0]['statement']}-{st[-1]['statement']}) pass {how}. "
-            f"Scope: one dropout mask is not blind (median blind fraction "
-            f"{per_mask:.2f}), its expectation is; {scope}")
+            f"Scope: one dropout mask is not blind (median blind fraction {per_mask:.2f} over verify's "
+            f"{cfg['cases']} random T6 cases), its expectation is; {scope}")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -190,6 +190,11 @@ def report_markdown(cfg: SPTConfig, summ: dict[str, Any], seconds: float | None 
              f"(patience {cfg.spt_patience}, at most {cfg.spt_max_epochs} epochs); fine-tuning {cfg.finetune_epochs} epochs, "
              f"test accuracy at the best validation epoch. Thresholds: gain ≥ {100 * th.min_gain:.0f} points with a 95 % "
              f"interval above 0; equivalence: interval within ± {100 * th.margin:.0f} points; \"most\" = share ≥ {th.min_share:.2f}.", ""]
+    if len(cfg.seeds) < 2:
+        lines += [f"**Smoke test, {len(cfg.seeds)} seed: not evidence.** With one seed there is no interval, so by the "
+                  "preregistered rules a gain can be at most *partly* and every share claim (which needs the SPT gain "
+                  "itself *reproduced*) is *not reproduced*; the verdicts below only show that the pipeline runs. "
+                  "The evidence is the `default` preset (5 seeds).", ""]
     lines += _verdict_table(summ)
     lines += ["", f"Per condition ({len(cfg.seeds)} seed{'s' if len(cfg.seeds) > 1 else ''}): test accuracy at the best validation epoch, mean ± 95 % interval of "
               "the mean; paired difference to the condition's scratch control; first-layer proximity mass (|i−j| ≤ "
@@ -213,7 +218,7 @@ def report_markdown(cfg: SPTConfig, summ: dict[str, Any], seconds: float | None 
                          f"{np.mean([r['val_loss_rule'] for r in rs]):.3f} | {np.mean([r['prox_rule'] for r in rs]):.3f} |")
     g = summ["init_gradients"]
     if g:
-        lines += ["", "Score gradients at initialisation (first layer, batch of 64; blind fraction = ‖P_B G‖ / ‖G‖), mean ± std:", "",
+        lines += ["", "Score gradients at initialisation (first layer, batch of 64; blind fraction = ‖P_B G‖ / ‖G‖, the share of the gradient lying in the query-dependent directions the label loss is blind to under the theorem: 0 for a blind gradient, near 1 for one that can build query-dependent patterns), mean ± std:", "",
                   "| setting | label ‖G‖ | label blind frac. | masked-recon. ‖G‖ | masked-recon. blind frac. |", "| --- | --- | --- | --- | --- |"]
         for st, label in (("model", "experiment model"), ("theorem", "theorem setting (attention only, uniform, float64)")):
             lines.append(f"| {label} | {g[f'{st}_label_grad_norm_mean']:.3g} | {g[f'{st}_label_blind_frac_mean']:.3f} ± {g[f'{st}_label_blind_frac_std']:.3f} | "

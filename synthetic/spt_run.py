@@ -154,7 +154,7 @@ def run(
     from tqdm.auto import tqdm
 
     if workers < 1 or threads < 1:
-        raise ValueError(f"workers/threads: expected ints >= 1, got {workers}/{threads}")
+        raise ValueError(f"workers (--workers) and threads (--threads): expected ints >= 1, got {workers} and {threads}")
     t0 = time.perf_counter()
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     cells = plan(cfg)

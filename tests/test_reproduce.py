@@ -88,3 +88,31 @@ def test_theory_and_score_scale_stages_refuse_a_changed_config(tmp_path):
     run.save_cell(f"sigma={sigma:g}_k={k:g}", {"sigma": sigma, "k": k}, key={"config": {"old": 1}, "sigma": sigma, "k": k})
     with pytest.raises(ConfigMismatchError, match="cell 'sigma="):
         stages.score_scale_stage(tmp_path / "ss2", preset="quick")
+
+
+def test_empty_stage_list_is_an_error_not_an_empty_report(tmp_path):
+    with pytest.raises(ValueError, match="--only: no stage names"):
+        stages.run_reproduce(tmp_path / "out", stages=[])
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_of_one_preset_refuses_another(tmp_path, monkeypatch):
+    from initlab.runs import ConfigMismatchError
+
+    def stage(out_dir, preset, overwrite):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "DONE").write_text("x")
+        return f"## stage\nmade by {preset}"
+
+    monkeypatch.setattr(stages, "STAGES", {"s": stage})
+    stages.run_reproduce(tmp_path / "out", preset="quick")
+    with pytest.raises(ConfigMismatchError, match="preset 'quick', not 'default'"):
+        stages.run_reproduce(tmp_path / "out", preset="default")
+    assert "made by quick" in (tmp_path / "out" / "report.md").read_text()  # untouched
+    assert "made by default" in stages.run_reproduce(tmp_path / "out", preset="default", overwrite=True).read_text()
+
+
+def test_report_links_point_into_the_stage_folders():
+    md = "![acc](spt_accuracy.png) [cfg](config.json) [web](https://x.org/a.png) Figures: `spt_accuracy.png`"
+    assert stages.relink(md, "spt") == ("![acc](spt/spt_accuracy.png) [cfg](spt/config.json) "
+                                        "[web](https://x.org/a.png) Figures: `spt/spt_accuracy.png`")
