@@ -376,6 +376,8 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     for name in stages:
         print(f"\n=== initlab reproduce: stage {name} ===", flush=True)
         was_done = (out / name / "DONE").exists() and not overwrite
+        if was_done:
+            print(f"stage {name}: finished by an earlier call; its saved summary is reused (--overwrite redoes it)", flush=True)
         t0 = time.perf_counter()
         md = known[name](out / name, preset=preset, overwrite=overwrite)
         dt = time.perf_counter() - t0
