@@ -240,7 +240,10 @@ def _score_scale_summary(cfg: score_scale.ScoreScaleConfig, rows: list[dict[str,
         "",
         f"Gaussian logit model z ~ N(mu_b + mu_h/k, (sigma/k)^2), mu_b = {cfg.mu_b:g}, V = {cfg.vocab}, "
         f"L_q = {cfg.L_q}, L_d = {cfg.L_d}, B = {cfg.batch}, lambda_d = {cfg.lambda_d:g}, {cfg.pooling} pooling; "
-        f"Monte Carlo: {cfg.mc_batches} batches of B queries and B documents over all V entries per cell.",
+        f"Monte Carlo: {cfg.mc_batches} batches of B queries and B documents over all V entries per cell. "
+        "mu_h is the mean of the head's logit without its bias (the part divided by k). grad FLOPS / grad rank is the "
+        "ratio of the FLOPS regulariser's gradient norm to the ranking loss's; it is inf in theory when the ranking "
+        "gradient underflows to 0 and nan in the Monte Carlo when no dimension is active (both gradients exactly 0).",
         "",
         "| sigma | k | active dims d (th / MC) | E[a_d] (th / MC) | FLOPS reg d (th / MC) | score spread (th / MC) | "
         "grad FLOPS / grad rank (th / MC) | softmax entropy / ln B (MC) |",
