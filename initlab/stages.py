@@ -317,22 +317,21 @@ def _stage_time_line(name: str, rec: dict[str, Any] | None, was_done: bool) -> s
     return f"_stage `{name}` took {rec['seconds']:.1f} s{when}_"
 
 
-def _check_folder_preset(out: Path, preset: str, overwrite: bool) -> None:
-    """Tie a reproduce folder to one preset (``out/reproduce.json``), so a finished stage is never reused
-    under another preset's name.
+def _check_stage_presets(out: Path, stages: Sequence[str], times: dict[str, Any], preset: str, overwrite: bool) -> None:
+    """Refuse to reuse a finished stage that ``stage_times.json`` records under another preset (checked for
+    every requested stage before anything runs or is written).
 
     Raises:
-        ConfigMismatchError: ``out`` holds a run of another preset and ``overwrite`` is false.
+        ConfigMismatchError: a finished stage of ``out`` was made by another preset and ``overwrite`` is false.
     """
-    rec = out / "reproduce.json"
-    if rec.is_file() and not overwrite:
-        old = json.loads(rec.read_text()).get("preset")
-        if old != preset:
+    if overwrite:
+        return
+    for name in stages:
+        made_by = times.get(name, {}).get("preset")
+        if (out / name / "DONE").exists() and made_by not in (None, preset):
             raise ConfigMismatchError(
-                f"{out}: this folder holds an initlab reproduce run of preset {old!r}, not {preset!r}; "
-                "use another --out, or --overwrite to redo its stages under the new preset")
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(rec, {"preset": preset})
+                f"{out / name}: stage {name} was finished under preset {made_by!r}, not {preset!r}; "
+                "use another --out, or --overwrite to redo it under the new preset")
 
 
 _LINK = re.compile(r"(\]\()(?![a-z]+://|/|#)([^)\s]+\.(?:png|pdf|md|json|csv))\)")
@@ -353,7 +352,8 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     reports a finished stage with the time it took then.
 
     Raises:
-        ValueError: unknown ``preset`` or stage name.
+        ValueError: unknown ``preset`` or stage name, or no stage.
+        ConfigMismatchError: a requested stage was finished under another preset (see ``stage_times.json``).
     """
     if preset not in PRESETS:
         raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
@@ -365,7 +365,6 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     if unknown:
         raise ValueError(f"--only: unknown stage(s) {unknown}; expected names from {list(known)}")
     out = Path(out)
-    _check_folder_preset(out, preset, overwrite)
     sections = [
         "# initlab reproduce report",
         "",
@@ -376,6 +375,8 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     # is reported with the time it took then, not the second it takes to read its summary.
     times_path = out / "stage_times.json"
     times: dict[str, Any] = json.loads(times_path.read_text()) if times_path.is_file() else {}
+    _check_stage_presets(out, stages, times, preset, overwrite)
+    out.mkdir(parents=True, exist_ok=True)
     for name in stages:
         print(f"\n=== initlab reproduce: stage {name} ===", flush=True)
         was_done = (out / name / "DONE").exists() and not overwrite
