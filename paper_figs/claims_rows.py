@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from initlab.nn.attention_metrics import uniform_proximity_mass
@@ -188,13 +188,16 @@ def _share(v: dict) -> str:
     return f"share {v['share']:.2f}" if math.isfinite(v["share"]) else "no SPT gain to share"
 
 
+def _labelled_verdicts(s: dict, ver: dict, labels: Sequence[tuple[str, str]], detail: Callable[[dict], str]) -> list[str]:
+    """``"label: **verdict**"`` per ``(verdict id, label)``, followed by the partial-run note when not run, else ``detail(v)``."""
+    return [f"{label}: {b(ver[key]['verdict'])}" + (_partial(s) if ver[key]["verdict"] == "not run" else detail(ver[key]))
+            for key, label in labels]
+
+
 def attention_weights_row(r: Results) -> str:
     s, _, _, ver = _spt(r)
-    out = []
-    for key, label in (("qkvo", "W_Q/W_K/W_V/W_O"), ("qk", "W_Q, W_K alone")):
-        v = ver[key]
-        out.append(f"{label}: {b(v['verdict'])}" + (_partial(s) if v["verdict"] == "not run" else
-                                                    f" ({_share(v)}, {pts(v['mean'])} {interval(v['lo'], v['hi'])})"))
+    out = _labelled_verdicts(s, ver, (("qkvo", "W_Q/W_K/W_V/W_O"), ("qk", "W_Q, W_K alone")),
+                             lambda v: f" ({_share(v)}, {pts(v['mean'])} {interval(v['lo'], v['hi'])})")
     mech = [("mech_hybrid_qk_emb", "with the embeddings"), ("mech_hybrid_qk_ln", "with the LayerNorms"),
             ("mech_hybrid_qk_emb_ln", "with both"), ("mech_attn_qk", "in the attention-only model")]
     shares = [f"{label} {ver[k]['share']:.2f}" for k, label in mech if k in ver and math.isfinite(ver[k]["share"])]
@@ -226,11 +229,8 @@ def few_epochs_other_data_row(r: Results) -> str:
 
 def frozen_ffn_row(r: Results) -> str:
     s, cfg, _, ver = _spt(r)
-    out = []
-    for key, label in (("frozen_attn", "frozen attention"), ("ffn", "FFN only")):
-        v = ver[key]
-        out.append(f"{label}: {b(v['verdict'])}" + (_partial(s) if v["verdict"] == "not run" else
-                                                    f", {pts(v['mean'])} {interval(v['lo'], v['hi'])}"))
+    out = _labelled_verdicts(s, ver, (("frozen_attn", "frozen attention"), ("ffn", "FFN only")),
+                             lambda v: f", {pts(v['mean'])} {interval(v['lo'], v['hi'])}")
     margin = 100 * cfg["thresholds"]["margin"]
     return "; ".join(out) + f" (equivalent: the 95 % interval within ±{margin:g} points)"
 
