@@ -162,19 +162,20 @@ class SparseIndex:
         The queries are cut into blocks of ``chunk_size``. A block's scores ``(B, N)`` are the dense
         product of its head terms plus the term-at-a-time accumulation (``index_add_``) of its other
         terms' postings; the top ``k`` of each row are then taken, pruned by segment maxima (exact; see
-        :func:`_topk_stable`). With ``workers > 1`` on CPU, that many threads each take the next
-        unscored block and score it alone with one torch thread (torch releases the GIL inside its
-        kernels), so a worker whose core is busy with other programs simply scores fewer blocks;
-        nothing waits on a straggler inside a kernel, as torch's own multi-threaded kernels do.
+        :func:`_topk_stable`). On CPU, ``workers`` threads each take the next unscored block and score
+        it alone with one torch thread (torch releases the GIL inside its kernels), so a worker whose
+        core is busy with other programs simply scores fewer blocks: nothing waits on a descheduled
+        thread at the end of every kernel, as torch's own multi-threaded kernels do on a loaded machine.
 
         Args:
             queries: ``(Nq, V)`` query vectors (anything :func:`to_scipy_csr` accepts).
             k: number of results per query (clipped to ``N``).
-            chunk_size: queries per block; each worker holds one ``(chunk_size, N)`` float32 block.
+            chunk_size: queries per block; each worker holds one ``(chunk_size, N)`` float32 block. On
+                CPU, fewer than ``workers * chunk_size`` queries are cut into ``workers`` smaller blocks.
             progress: show a tqdm bar.
-            workers: scoring threads on CPU (default: ``torch.get_num_threads()``, i.e. the cores torch
-                would use; ``1`` scores every block in the calling thread with torch's own threads).
-                Ignored on CUDA (one stream of blocks).
+            workers: scoring threads on CPU, each with one torch thread (default:
+                ``torch.get_num_threads()``, the cores torch would use). Ignored on CUDA (one stream of
+                blocks from the calling thread).
         Returns:
             ``scores (Nq, k)`` float32 and ``indices (Nq, k)`` int64 (document rows), by descending
             score, ties by ascending document index. Scores are float32 sums: their last bits can
@@ -197,23 +198,25 @@ class SparseIndex:
         n_q = q.shape[0]
         out_s = torch.empty((n_q, k), dtype=torch.float32)
         out_i = torch.empty((n_q, k), dtype=torch.int64)
-        blocks = [(a, min(a + chunk_size, n_q)) for a in range(0, n_q, chunk_size)]
-        if not blocks:
+        if n_q == 0:
             return out_s, out_i
+        on_cpu = self.device.type == "cpu"
+        # on CPU, fewer queries than workers x chunk_size are cut into smaller blocks so every worker gets one
+        per = min(chunk_size, -(-n_q // workers)) if on_cpu else chunk_size
+        blocks = [(a, min(a + per, n_q)) for a in range(0, n_q, per)]
         plan = _SearchPlan(self, q, k)
-        workers = 1 if self.device.type != "cpu" else min(workers, len(blocks))
 
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n_q, disable=not progress, desc="retrieve")
         try:
-            if workers == 1:
-                block = torch.empty((min(chunk_size, n_q), self.n_docs), dtype=torch.float32, device=self.device)
+            if on_cpu:
+                _run_single_threaded_workers(min(workers, len(blocks)), blocks, plan, per, out_s, out_i, bar)
+            else:  # CUDA: one stream of blocks from the calling thread
+                block = torch.empty((per, self.n_docs), dtype=torch.float32, device=self.device)
                 for a, b in blocks:
                     plan.score_block(a, b, block, out_s, out_i)
                     bar.update(b - a)
-            else:
-                _run_single_threaded_workers(workers, blocks, plan, chunk_size, out_s, out_i, bar)
         finally:
             bar.close()
         return out_s, out_i
@@ -323,7 +326,7 @@ def _run_single_threaded_workers(workers: int, blocks, plan: _SearchPlan, chunk_
     ready = threading.Barrier(workers + 1)
     todo = iter(blocks)
     errors: list[BaseException] = []
-    rows = min(chunk_size, max(b - a for a, b in blocks))
+    rows = max(b - a for a, b in blocks)
 
     def work() -> None:
         try:
