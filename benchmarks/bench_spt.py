@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import interleaved  # noqa: E402
+from _timing import interleaved, load_average  # noqa: E402
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer, sinusoidal_table
 
@@ -117,6 +117,7 @@ def bench_overhead(n_seeds: int, repeats: int) -> None:
         for _ in range(3):
             step(*data[B])
     times: dict[int, list[float]] = {B: [] for B in sizes}
+    load_start = load_average()
     for _ in range(repeats):  # interleaved, so load changes hit every size alike
         for B in sizes:
             t0 = time.perf_counter()
@@ -126,7 +127,8 @@ def bench_overhead(n_seeds: int, repeats: int) -> None:
     xs, ys = torch.tensor(sizes, dtype=torch.float64), torch.tensor([med[B] for B in sizes], dtype=torch.float64)
     b = float(((xs - xs.mean()) * (ys - ys.mean())).sum() / ((xs - xs.mean()) ** 2).sum())
     a = float(ys.mean() - b * xs.mean())
-    print(f"one fine-tuning step (T={T}, d=32, d_ff=64), threads {torch.get_num_threads()}, median of {repeats}")
+    print(f"one fine-tuning step (T={T}, d=32, d_ff=64), threads {torch.get_num_threads()}, median of {repeats}, "
+          f"load average {load_start} -> {load_average()}")
     for B in sizes:
         print(f"  batch {B:>3}: {1e3 * med[B]:8.2f} ms   (fit {1e3 * (a + b * B):8.2f} ms)")
     print(f"  fit t(B) = a + b*B: a = {1e3 * a:.2f} ms per step, b = {1e3 * b:.3f} ms per sequence")

@@ -4,9 +4,11 @@ A SPLADE model maps a query or a document to a non-negative vector over the voca
 weights, most of them zero). The score of a query-document pair is the dot product of the two vectors.
 
 * :class:`SparseIndex` -- an inverted index (term -> postings of ``(document, term weight)``) held as
-  CSC arrays in torch, on CPU or CUDA. :meth:`SparseIndex.search` is the fast path: exact top-k by
-  term-at-a-time accumulation (one ``index_add_`` per query term into a dense score vector of length
-  ``N``), chunked over queries, then ``torch.topk``.
+  CSC arrays in torch, on CPU or CUDA, plus dense rows for the most frequent (head) terms.
+  :meth:`SparseIndex.search` is the fast path: exact top-k for blocks of queries, each block's scores
+  ``(B, N)`` being a dense product over the head terms its queries use most plus term-at-a-time
+  accumulation (``index_add_``) of the other terms' postings, then a top-k pruned by segment maxima;
+  on CPU the blocks are shared out to worker threads with one torch thread each.
 * :func:`dense_topk_reference` -- the slow, obvious reference: densify, one matrix product in float64,
   sort. Tests check that both give the same rankings.
 * :func:`flops` -- the expected number of multiplications per query-document pair (Paria et al.,
@@ -211,7 +213,7 @@ class SparseIndex:
         bar = tqdm(total=n_q, disable=not progress, desc="retrieve")
         try:
             if on_cpu:
-                _run_single_threaded_workers(min(workers, len(blocks)), blocks, plan, per, out_s, out_i, bar)
+                _run_single_threaded_workers(min(workers, len(blocks)), blocks, plan, out_s, out_i, bar)
             else:  # CUDA: one stream of blocks from the calling thread
                 block = torch.empty((per, self.n_docs), dtype=torch.float32, device=self.device)
                 for a, b in blocks:
@@ -312,7 +314,7 @@ def _dense_prefix(users: np.ndarray, lengths: np.ndarray, B: int, n_docs: int, d
     return int(np.argmin(cost))
 
 
-def _run_single_threaded_workers(workers: int, blocks, plan: _SearchPlan, chunk_size: int, out_s, out_i, bar) -> None:
+def _run_single_threaded_workers(workers: int, blocks, plan: _SearchPlan, out_s, out_i, bar) -> None:
     """Score ``blocks`` with ``workers`` threads, each with one torch thread and its own score block.
 
     torch's intra-op thread count is per thread under OpenMP (``torch.set_num_threads`` in a thread sets
@@ -348,10 +350,13 @@ def _run_single_threaded_workers(workers: int, blocks, plan: _SearchPlan, chunk_
             errors.append(err)
 
     threads = [threading.Thread(target=work, name=f"initlab-search-{w}", daemon=True) for w in range(workers)]
-    for t in threads:
-        t.start()
     try:
+        for t in threads:
+            t.start()
         ready.wait()
+    except BaseException:
+        ready.abort()  # a worker that could not start must not leave the others waiting
+        raise
     finally:
         torch.set_num_threads(restore)
     for t in threads:

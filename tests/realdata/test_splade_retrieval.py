@@ -314,3 +314,13 @@ def test_workers_leave_torch_threads_as_they_were_and_raise_worker_errors(monkey
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="chunk_size"):
         idx.search(Q, k=5, chunk_size=0)
+
+
+@pytest.mark.gpu
+def test_cuda_search_equals_float64_reference():
+    # The CUDA path: one stream of blocks, every posting list added with its own index_add_.
+    rng = np.random.default_rng(5)
+    D, Q = _dyadic_sparse(rng, 300, 40, 0.3), _dyadic_sparse(rng, 11, 40, 0.3)
+    s, i = SparseIndex.build(D, device="cuda", dense_threshold=0.2).search(Q, k=25, chunk_size=4)
+    rs, ri = dense_topk_reference(Q, D, 25)
+    assert torch.equal(i, ri) and torch.equal(s.double(), rs)
