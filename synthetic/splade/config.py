@@ -1,8 +1,8 @@
-"""Configuration of the synthetic SPLADE inflation sweep (:mod:`initlab.synthetic.splade`).
+"""Configuration of the synthetic SPLADE inflation sweep (:mod:`initlab.synthetic.splade.inflation`).
 
 Role: the frozen sweep config, its presets, and the two names derived from it (the vocabulary size of a
 corpus, the file name of a cell). The corpus and backbone configs it nests are those of
-:mod:`initlab.synthetic.splade_data` and :mod:`initlab.synthetic.splade_model`.
+:mod:`initlab.synthetic.splade.data` and :mod:`initlab.synthetic.splade.model`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from initlab.config import derive
-from initlab.synthetic.splade_data import CorpusConfig
-from initlab.synthetic.splade_model import BackboneConfig
+from initlab.synthetic.splade.data import CorpusConfig
+from initlab.synthetic.splade.model import BackboneConfig
 
 __all__ = ["SpladeSweepConfig", "BASE", "PRESETS", "vocab_size", "cell_name"]
 

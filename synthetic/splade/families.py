@@ -33,8 +33,8 @@ from typing import Any
 
 import torch
 
-from initlab.synthetic.splade_data import SyntheticCorpus
-from initlab.synthetic.splade_model import build_tokenizer, pretrain_mlm
+from initlab.synthetic.splade.data import SyntheticCorpus
+from initlab.synthetic.splade.model import build_tokenizer, pretrain_mlm
 
 __all__ = ["FAMILIES", "FamilyConfig", "build_family_model", "family_tokenizer", "scale_backbone",
            "natural_scale", "prepare_family_backbone", "hidden_change"]

@@ -1,12 +1,12 @@
 """Synthetic SPLADE on CPU: collapse under an inflated MLM head, recovery by rescaling it by k.
 
 The inflation sweep (one BERT backbone, its tied matrix inflated; the four-family phase diagram that the CLI and
-``initlab reproduce`` run is :mod:`initlab.synthetic.splade_phase`, which reuses the pieces here):
+``initlab reproduce`` run is :mod:`initlab.synthetic.splade.phase.runner`, which reuses the pieces here):
 
-1. a synthetic retrieval corpus with known relevance (:mod:`initlab.synthetic.splade_data`);
+1. a synthetic retrieval corpus with known relevance (:mod:`initlab.synthetic.splade.data`);
 2. a tiny ``BertForMaskedLM`` (d = 64, 2 layers, a word-level vocabulary of a few hundred words),
    briefly MLM-pretrained on the corpus documents and cached in the run folder
-   (:mod:`initlab.synthetic.splade_model`);
+   (:mod:`initlab.synthetic.splade.model`);
 3. per cell (inflation, k, seed): the pretrained head projection ``W_head`` is multiplied by the
    inflation factor (imitating a high-norm backbone; tied input embeddings move with it), then
    divided by k with :func:`initlab.mlmhead.rescale_mlm_head`, so the logits are
@@ -25,9 +25,9 @@ The inflation sweep (one BERT backbone, its tied matrix inflated; the four-famil
    (ranking and FLOPS parts).
 
 Role of this module: one cell (:func:`run_cell`) and the sweep around it (resumable cells, metrics, the
-theory curves, the summary). The pieces: configuration :mod:`initlab.synthetic.splade_config`, model and
-training (steps 3 and 5) :mod:`initlab.synthetic.splade_train`, measurements (steps 4 and 6)
-:mod:`initlab.synthetic.splade_measure`.
+theory curves, the summary). The pieces: configuration :mod:`initlab.synthetic.splade.config`, model and
+training (steps 3 and 5) :mod:`initlab.synthetic.splade.train`, measurements (steps 4 and 6)
+:mod:`initlab.synthetic.splade.measure`.
 
 Collapse (non-finite loss or weights, empty vectors, or vectors active on almost the whole vocabulary)
 is recorded in the cell's ``collapse`` field with a warning, never raised.
@@ -49,13 +49,13 @@ import torch
 
 from initlab.config import derive, to_dict
 from initlab.runs import RunDir, atomic_write_text, torch_threads
-from initlab.theory.score_scale import BASE as SCORE_SCALE_BASE, theory_row
-from initlab.theory.score_scale_mc import monte_carlo
-from initlab.synthetic.splade_config import SpladeSweepConfig, cell_name, vocab_size
-from initlab.synthetic.splade_data import SyntheticCorpus, make_corpus
-from initlab.synthetic.splade_measure import detect_collapse, evaluate, measure_init
-from initlab.synthetic.splade_model import prepare_backbone
-from initlab.synthetic.splade_train import load_encoder, train_cell
+from initlab.theory.score_scale.closed_form import BASE as SCORE_SCALE_BASE, theory_row
+from initlab.theory.score_scale.monte_carlo import monte_carlo
+from initlab.synthetic.splade.config import SpladeSweepConfig, cell_name, vocab_size
+from initlab.synthetic.splade.data import SyntheticCorpus, make_corpus
+from initlab.synthetic.splade.measure import detect_collapse, evaluate, measure_init
+from initlab.synthetic.splade.model import prepare_backbone
+from initlab.synthetic.splade.train import load_encoder, train_cell
 
 __all__ = ["run_cell", "sweep_cell_key", "run_sweep", "collect_rows", "summarize", "theory_curves"]
 

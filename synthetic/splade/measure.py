@@ -1,7 +1,7 @@
 """Measurements of a synthetic SPLADE encoder: vectors, FLOPS, scale at initialisation, dev evaluation, collapse.
 
 Role: everything read off a ``SparseEncoder`` without training it. :func:`measure_init` gives the scale
-quantities that :mod:`initlab.theory.score_scale` predicts (head norm, logit mean and spread, active
+quantities that :mod:`initlab.theory.score_scale.closed_form` predicts (head norm, logit mean and spread, active
 fraction, FLOPS regulariser, score spread, in-batch InfoNCE loss and the two gradient norms w.r.t. the
 document logits); :func:`evaluate` gives nDCG@10 / MRR@10 (``ir_measures``), active dims and FLOPS
 (expected multiplications per query-document pair, Formal et al. 2021 sec. 4 / Paria et al., ICLR
@@ -17,9 +17,9 @@ import torch
 
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.nn.pooling import splade_pool
-from initlab.synthetic.splade_config import SpladeSweepConfig
-from initlab.synthetic.splade_data import SyntheticCorpus
-from initlab.synthetic.splade_train import quiet
+from initlab.synthetic.splade.config import SpladeSweepConfig
+from initlab.synthetic.splade.data import SyntheticCorpus
+from initlab.synthetic.splade.train import quiet
 
 __all__ = ["splade_vectors", "flops_pairs", "batch_features", "measure_init", "evaluate", "detect_collapse"]
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from initlab.synthetic.splade_data import SPECIAL_TOKENS, SyntheticCorpus
+from initlab.synthetic.splade.data import SPECIAL_TOKENS, SyntheticCorpus
 
 __all__ = ["BackboneConfig", "build_tokenizer", "build_model", "pretrain_mlm", "inflate_head", "head_weight",
            "prepare_backbone"]

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from initlab.synthetic.splade_config import SpladeSweepConfig
-from initlab.synthetic.splade_data import SyntheticCorpus
-from initlab.synthetic.splade_model import inflate_head
+from initlab.synthetic.splade.config import SpladeSweepConfig
+from initlab.synthetic.splade.data import SyntheticCorpus
+from initlab.synthetic.splade.model import inflate_head
 
 __all__ = ["quiet", "load_encoder", "finite_guard_callback", "train_cell"]
 

@@ -4,7 +4,7 @@
 
 Per seed s (conditions share a seed's data and initialisation, so comparisons are paired):
 
-* data: the ``local`` task (:mod:`initlab.synthetic.tasks`), ``n_train`` / ``n_val`` / ``n_test``
+* data: the ``local`` task (:mod:`initlab.synthetic.spt.tasks`), ``n_train`` / ``n_val`` / ``n_test``
   sequences of length T = 100 (data seeds ``1000 s + 1`` / ``+ 6`` / ``+ 2``); SPT sources are the local
   task's training inputs, the ``count`` control task's inputs or i.i.d. tokens (same vocabulary);
 * SPT: masked reconstruction (each token replaced by a mask token with probability ``mask_rate``, cross
@@ -13,7 +13,7 @@ Per seed s (conditions share a seed's data and initialisation, so comparisons ar
   best validation epoch (the *rule's epoch*, recorded per seed) is the one used. Fixed-epoch snapshots
   (``spt_sweep_epochs``) are kept for the SPT-duration sweep;
 * fine-tuning: cross entropy of the mean-pooled classifier for a **fixed** ``finetune_epochs`` (set by
-  the plateau of scratch's training accuracy on exploratory seeds, :mod:`initlab.synthetic.budget`);
+  the plateau of scratch's training accuracy on exploratory seeds, :mod:`initlab.synthetic.spt.budget`);
   the reported test accuracy is the one at the best **validation** epoch;
 * conditions (:func:`condition_names`): ``scratch``; ``spt`` (every weight but the heads from SPT);
   ``frozen_attn`` (W_Q, W_K, W_V, W_O frozen at their random init); hybrids ``hybrid_<groups>`` (only
@@ -24,16 +24,16 @@ Per seed s (conditions share a seed's data and initialisation, so comparisons ar
 * measured: first-layer proximity mass, relative-position score and attention entropy on a probe batch
   at the start and the end of fine-tuning; per-epoch train/validation/test accuracy; score gradients
   at initialisation in the model and in the theorem's setting; verdicts per claim
-  (:mod:`initlab.synthetic.verdicts`, thresholds in the config).
+  (:mod:`initlab.synthetic.spt.verdicts`, thresholds in the config).
 
-All seeds of a condition train as one vectorized ensemble (:mod:`initlab.synthetic.ensemble`). Each SPT
+All seeds of a condition train as one vectorized ensemble (:mod:`initlab.synthetic.spt.ensemble`). Each SPT
 run and each fine-tuning condition is a resumable cell keyed by its config; NaN/inf stops the run.
 """
 
 from __future__ import annotations
 
-from initlab.synthetic.spt_cells import finetune_condition, init_gradients, pretrain_source
-from initlab.synthetic.spt_config import (
+from initlab.synthetic.spt.cells import finetune_condition, init_gradients, pretrain_source
+from initlab.synthetic.spt.config import (
     BASE,
     CONFIRMATORY_SEEDS,
     EXPLORATORY_SEEDS,
@@ -44,7 +44,7 @@ from initlab.synthetic.spt_config import (
     condition_spec,
     model_config,
 )
-from initlab.synthetic.spt_run import partial_report, run, summarize
+from initlab.synthetic.spt.runner import partial_report, run, summarize
 
 __all__ = ["SPTConfig", "PRESETS", "BASE", "CONFIRMATORY_SEEDS", "EXPLORATORY_SEEDS", "HYBRIDS", "condition_names",
            "condition_spec", "model_config", "run", "summarize", "partial_report", "finetune_condition", "pretrain_source",

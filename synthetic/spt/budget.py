@@ -6,9 +6,9 @@ epoch, averaged over seeds. Smooth it with a centred-trailing 5-epoch moving ave
 *plateau epoch* is the first epoch ``e >= window + lag`` with ``a(e) - a(e - lag) < min_gain`` (defaults:
 lag 10 epochs, gain below 1 percentage point). The fine-tuning budget is the plateau epoch rounded up to
 a multiple of 10. Test accuracy plays no part; validation accuracy plays no part either (it selects the
-reported epoch inside that budget, see :mod:`initlab.synthetic.ensemble`).
+reported epoch inside that budget, see :mod:`initlab.synthetic.spt.ensemble`).
 
-    python -m initlab.synthetic.budget --out results/synthetic_spt/budget_exploratory [--epochs 100]
+    python -m initlab.synthetic.spt.budget --out results/synthetic_spt/budget_exploratory [--epochs 100]
 """
 
 from __future__ import annotations

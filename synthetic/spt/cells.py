@@ -17,10 +17,10 @@ from initlab.config import derive
 from initlab.nn.encoder import SequenceTransformer, freeze, load_partial
 from initlab.nn.masking import mask_tokens
 from initlab.runs import RunDir, atomic_write_bytes
-from initlab.synthetic.ensemble import FinetuneMember, PretrainMember, finetune_members, pretrain_members
-from initlab.synthetic.metrics import attention_entropy, proximity_mass, relative_position_score, score_gradients_at_init
-from initlab.synthetic.spt_config import SPTConfig, condition_spec, model_config
-from initlab.synthetic.tasks import MASK_ID, make_task
+from initlab.synthetic.spt.ensemble import FinetuneMember, PretrainMember, finetune_members, pretrain_members
+from initlab.synthetic.spt.metrics import attention_entropy, proximity_mass, relative_position_score, score_gradients_at_init
+from initlab.synthetic.spt.config import SPTConfig, condition_spec, model_config
+from initlab.synthetic.spt.tasks import MASK_ID, make_task
 
 __all__ = ["seed_data", "spt_inputs", "probe", "pretrain_source", "finetune_condition", "init_gradients", "ckpt_path"]
 

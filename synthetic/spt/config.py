@@ -8,8 +8,8 @@ from typing import Any
 
 from initlab.config import derive
 from initlab.nn.encoder import ModelConfig
-from initlab.synthetic.tasks import TaskConfig
-from initlab.synthetic.verdicts import VerdictThresholds
+from initlab.synthetic.spt.tasks import TaskConfig
+from initlab.synthetic.spt.verdicts import VerdictThresholds
 
 __all__ = ["SPTConfig", "PRESETS", "BASE", "CONFIRMATORY_SEEDS", "EXPLORATORY_SEEDS", "HYBRIDS", "condition_names",
            "condition_spec", "model_config"]
@@ -36,7 +36,7 @@ class SPTConfig:
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 0.01
-    finetune_epochs: int = 100  # fixed budget by the plateau rule (initlab.synthetic.budget): no plateau by 100 -> 100
+    finetune_epochs: int = 100  # fixed budget by the plateau rule (initlab.synthetic.spt.budget): no plateau by 100 -> 100
     spt_max_epochs: int = 60  # SPT stops when validation masked-reconstruction loss stalls, at most this
     spt_patience: int = 5
     spt_sweep_epochs: tuple[int, ...] = (0, 1, 10, 50)  # fixed-epoch SPT checkpoints (0 = scratch)
@@ -108,7 +108,7 @@ def condition_names(cfg: SPTConfig, all_: bool = False) -> list[str]:
 def model_config(cfg: SPTConfig, depth: int, variant: str = "full") -> ModelConfig:
     """The encoder of a condition: ``full`` (FFN + pre-norm LayerNorms) or ``attn_only`` (the theorem's
     setting: attention with residual straight into mean pooling, no FFN, no LayerNorm)."""
-    from initlab.synthetic.tasks import vocab_size
+    from initlab.synthetic.spt.tasks import vocab_size
 
     extra = {} if variant == "full" else dict(use_ffn=False, use_layernorm=False)
     return ModelConfig(vocab_size=vocab_size(cfg.task), max_len=cfg.task.T, d_model=cfg.d_model, n_heads=cfg.n_heads,

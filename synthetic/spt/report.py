@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from initlab.synthetic.metrics import uniform_proximity_mass
-from initlab.synthetic.spt_config import SPTConfig, condition_names, condition_spec
-from initlab.synthetic.verdicts import all_of, equivalence_verdict, gain_verdict, paired, share_verdict
+from initlab.synthetic.spt.metrics import uniform_proximity_mass
+from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_spec
+from initlab.synthetic.spt.verdicts import all_of, equivalence_verdict, gain_verdict, paired, share_verdict
 
 __all__ = ["CLAIMS", "NOT_RUN", "summarize", "verdict_rows", "report_markdown"]
 

@@ -17,9 +17,9 @@ import torch
 
 from initlab.config import to_dict
 from initlab.runs import NonFiniteError, RunDir, atomic_write_json, atomic_write_text, torch_threads
-from initlab.synthetic.spt_cells import finetune_condition, init_gradients, pretrain_source
-from initlab.synthetic.spt_config import SPTConfig, condition_names, condition_spec
-from initlab.synthetic.spt_report import report_markdown, summarize
+from initlab.synthetic.spt.cells import finetune_condition, init_gradients, pretrain_source
+from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_spec
+from initlab.synthetic.spt.report import report_markdown, summarize
 
 __all__ = ["plan", "run", "summarize", "partial_report"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from initlab.theory import statements as S
-from initlab.theory import verify
-from initlab.theory import verify_base
+from initlab.theory.verify import base as verify_base
+from initlab.theory.verify import runner as verify
 
 ROOT = Path(S.__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def test_docs_theory_md_is_generated_from_the_registry():
 
 
 def test_links_point_at_the_named_definition():
-    label, href = S.source_link("initlab.theory.attention_gradient.t1_closed_form")
+    label, href = S.source_link("initlab.theory.attention.gradient.t1_closed_form")
     path, line = href.split("#L")
     assert (ROOT / path).read_text().splitlines()[int(line) - 1].startswith("def t1_closed_form(")
     with pytest.raises(ValueError, match="no test function"):

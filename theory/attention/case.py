@@ -2,7 +2,7 @@
 autograd and central differences.
 
 Role: the numeric side of every check. One attention layer on one sequence of length T (the setting of
-:mod:`initlab.theory.attention_gradient`, whose docstring states it in full):
+:mod:`initlab.theory.attention.gradient`, whose docstring states it in full):
 
     X : (T, d),  S : (H, T, T),  A = row-softmax(S),  V_h = X W_V[h] : (T, e),
     O = concat_h A_h V_h : (T, H e),  Y = O W_O : (T, m) (or O; plus X with a residual),
@@ -12,7 +12,7 @@ Role: the numeric side of every check. One attention layer on one sequence of le
 :func:`score_gradient`, :func:`output_gradient` and :func:`bilinear_score_gradient` differentiate it by
 autograd, :func:`score_gradient_central_difference` and :func:`directional_central_difference` by
 central differences (the slow obvious references). The closed forms they are compared with live in
-:mod:`initlab.theory.attention_gradient` and the modules it names. Source of the setting: Amos et al.,
+:mod:`initlab.theory.attention.gradient` and the modules it names. Source of the setting: Amos et al.,
 "Never Train from Scratch", ICLR 2024, arXiv:2310.02980.
 """
 

@@ -35,7 +35,7 @@ random W_Q, W_K with biases, so the first layer's attention is not uniform eithe
 T5's non-uniform attention; :func:`experiment_like_blind_fraction` measures it and its ablations.
 
 Source: derived here (permutation symmetry of mean pooling; identity (G) from the softmax Jacobian);
-checked in :mod:`initlab.theory.attention_symbolic_ext` and :mod:`initlab.theory.verify_ext`.
+checked in :mod:`initlab.theory.attention.symbolic` and :mod:`initlab.theory.attention.checks`.
 Pre-norm blocks: Xiong et al., "On Layer Normalization in the Transformer Architecture", arXiv:2002.04745.
 Statement texts: :mod:`initlab.theory.statements`.
 """

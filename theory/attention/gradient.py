@@ -1,5 +1,5 @@
 """Attention-score gradients at uniform attention: theorems T1, T2, T3 and T5 (T4 is in
-:mod:`initlab.theory.attention_masked`).
+:mod:`initlab.theory.attention.masked_reconstruction`).
 
 Setting. One attention layer on one sequence of length T:
 
@@ -59,7 +59,7 @@ the diagonal, since a rank-2 S can: S_ij = beta (2ij - j^2) = beta i^2 - beta (i
 attention on |i - j| <= 2 at T = 30, beta = 0.5. (dS itself is not query-independent: its rows are
 scaled by x_i . xbar, so it generically has a component on the blind subspace.) Without Q/K biases and
 with centred tokens (xbar = 0) all three gradients vanish; with nn.Linear biases grad W_K and grad b_Q
-do not (T3', :mod:`initlab.theory.attention_rowidentical`).
+do not (T3', :mod:`initlab.theory.attention.rowidentical`).
 
 T5 (boundaries). The identity (G) still gives the blind component exactly,
 
@@ -73,17 +73,17 @@ blind component of first order in eps (see :func:`nonuniform_first_order`).
 
 Role of this module: the closed forms of T1, T2, T3 and T5 (the identity (G), r_h and g_h, the T2 patterns
 and band bounds, the T3 rank-one gradients, the T5 blind component). The setting as code (random cases,
-the layer, its gradients by autograd and central differences) is :mod:`initlab.theory.attention_case`.
+the layer, its gradients by autograd and central differences) is :mod:`initlab.theory.attention.case`.
 
 Statement texts (one registry for docstrings, ``verify`` and docs/theory.md): :mod:`initlab.theory.statements`.
-Extensions: row-identical attention and Q/K biases (T1', T3') in :mod:`initlab.theory.attention_rowidentical`,
-padding and dropout (T6) in :mod:`initlab.theory.attention_masks`, depth and residuals (T7) in
-:mod:`initlab.theory.attention_depth`.
+Extensions: row-identical attention and Q/K biases (T1', T3') in :mod:`initlab.theory.attention.rowidentical`,
+padding and dropout (T6) in :mod:`initlab.theory.attention.padding_dropout`, depth and residuals (T7) in
+:mod:`initlab.theory.attention.depth`.
 
 Sources: the phenomenon, Amos et al., "Never Train from Scratch", ICLR 2024, arXiv:2310.02980; the
 theorem, the self-pretraining analysis (gradient of a mean-pooled supervised loss vs masked
 reconstruction at uniform initialisation). The formulas above are derived here and
-checked in :mod:`initlab.theory.attention_symbolic` (sympy) and :mod:`initlab.theory.verify`.
+checked in :mod:`initlab.theory.attention.symbolic` (sympy) and :mod:`initlab.theory.verify.runner`.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ from typing import Callable
 
 import torch
 
-from initlab.theory.attention_case import AttentionCase, check_matrix, check_scores, output_gradient, require_mean_pooling
+from initlab.theory.attention.case import AttentionCase, check_matrix, check_scores, output_gradient, require_mean_pooling
 from initlab.theory.subspace import blind_component
 
 __all__ = [

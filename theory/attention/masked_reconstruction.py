@@ -12,7 +12,7 @@ with l the cross-entropy, or its first-order (logit-linear) version at z = 0,
 (K, K) matrix ``C = W_V W_D`` (row = input token, column = output logit); "copying token identity"
 is C = beta I.
 
-(a) Generic data. By identity (G) of :mod:`initlab.theory.attention_gradient`,
+(a) Generic data. By identity (G) of :mod:`initlab.theory.attention.gradient`,
 ``grad_S L = (1/T) R V^T Pi`` with ``R_i = dL/dO_i`` non-zero only on masked rows and depending on
 x_i, so the rows differ and the blind component (1/T)(R - 1 rbar^T) V^T Pi is non-zero for generic
 data (checked numerically: blind fraction > 0).
@@ -57,7 +57,7 @@ proximity-favouring sign once the path copies (kappa > 0).
 Statement texts: :mod:`initlab.theory.statements`. Source: the self-pretraining analysis (masked reconstruction gives
 gradients on score directions that mean-pooled supervision cannot see); Amos et al., ICLR 2024 for the
 phenomenon. The closed form (b) is derived here and checked exactly by enumeration in
-:func:`initlab.theory.attention_symbolic.derive_t4` and by Monte Carlo in :func:`monte_carlo_projection`.
+:func:`initlab.theory.attention.symbolic.derive_t4` and by Monte Carlo in :func:`monte_carlo_projection`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from typing import Literal
 
 import torch
 
-from initlab.theory.attention_case import check_matrix, check_scores
+from initlab.theory.attention.case import check_matrix, check_scores
 
 __all__ = [
     "markov_tokens",

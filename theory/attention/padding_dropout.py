@@ -1,6 +1,6 @@
 """T6: key-padding masks with length-aware pooling, and dropout.
 
-Setting: the layer of :mod:`initlab.theory.attention_case` (mean pooling, no residual, position-wise
+Setting: the layer of :mod:`initlab.theory.attention.case` (mean pooling, no residual, position-wise
 f, any loss) at uniform attention, with
 
 (a) Key padding. ``pad : (T,)`` bool, True = padding (torch's ``key_padding_mask`` convention), L valid
@@ -31,8 +31,8 @@ A Monte Carlo mean over n masks therefore has a blind fraction that falls like n
 fail (T5).
 
 Source: derived here (symmetry of mean pooling under query permutations; the softmax Jacobian);
-checked in :mod:`initlab.theory.attention_symbolic_ext` (sympy, exact expectation over all masks at
-T = 2), :mod:`initlab.theory.verify_ext` (exact enumeration, autograd, central differences, Monte
+checked in :mod:`initlab.theory.attention.symbolic` (sympy, exact expectation over all masks at
+T = 2), :mod:`initlab.theory.attention.checks` (exact enumeration, autograd, central differences, Monte
 Carlo). Dropout: Srivastava et al., "Dropout", JMLR 2014. Statement texts: :mod:`initlab.theory.statements`.
 """
 
@@ -44,8 +44,8 @@ from typing import Literal
 
 import torch
 
-from initlab.theory.attention_case import AttentionCase, require_mean_pooling, check_scores
-from initlab.theory.attention_gradient import t1_closed_form
+from initlab.theory.attention.case import AttentionCase, require_mean_pooling, check_scores
+from initlab.theory.attention.gradient import t1_closed_form
 from initlab.theory.subspace import blind_fraction
 
 __all__ = [
@@ -112,7 +112,7 @@ def padded_score_gradient(case: AttentionCase, pad: Tensor, S: Tensor | None = N
 def padded_closed_form(case: AttentionCase, pad: Tensor) -> Tensor:
     """T6(a): ``g : (H, T)`` with ``grad_S L = 1_valid g^T``; T1's g of the L valid tokens, 0 on padding.
 
-    Computed by :func:`initlab.theory.attention_gradient.t1_closed_form` on the layer restricted to the
+    Computed by :func:`initlab.theory.attention.gradient.t1_closed_form` on the layer restricted to the
     valid tokens (an independent route: no mask, no -inf).
 
     Raises:

@@ -1,6 +1,6 @@
 """Row-identical attention (T1') and the Q/K parameter gradients with biases (T3').
 
-Setting: the layer of :mod:`initlab.theory.attention_case` (mean pooling, no residual, position-wise
+Setting: the layer of :mod:`initlab.theory.attention.case` (mean pooling, no residual, position-wise
 f, any loss), but the attention need not be uniform: every row of ``A_h`` is the same probability
 vector ``a_h`` (``A_h = 1 a_h^T``). This happens exactly when ``S_h,ij = c_i + s_j`` (rows differ by
 constants, which softmax ignores), e.g. with ``nn.Linear`` biases and ``W_Q W_K^T = 0``.
@@ -33,8 +33,8 @@ modulo row constants (``dS Pi`` lies in Q) when W_Q = W_K = 0 (every query is b_
 b_K: dS = 1 v^T + w 1^T), and when W_Q = 0 with centred tokens; otherwise its rows scale with
 ``x_i . xbar`` and it generically has a blind component (checked by :func:`first_order_score_step`).
 
-Source: derived here from the softmax Jacobian; checked in :mod:`initlab.theory.attention_symbolic_ext`
-(sympy), :mod:`initlab.theory.verify_ext` (autograd and central differences). Statement texts:
+Source: derived here from the softmax Jacobian; checked in :mod:`initlab.theory.attention.symbolic`
+(sympy), :mod:`initlab.theory.attention.checks` (autograd and central differences). Statement texts:
 :mod:`initlab.theory.statements`. Setting of the phenomenon: Amos et al., "Never Train from Scratch",
 arXiv:2310.02980.
 """
@@ -45,7 +45,7 @@ import math
 
 import torch
 
-from initlab.theory.attention_case import AttentionCase, require_mean_pooling, case_loss, check_matrix, check_scores
+from initlab.theory.attention.case import AttentionCase, require_mean_pooling, case_loss, check_matrix, check_scores
 
 __all__ = [
     "row_identical_weights",

@@ -18,7 +18,7 @@ as i.i.d. ``z ~ N(mu, sigma_k^2)`` with ``sigma_k = sigma / k`` (the spread of H
 proportional to the head norm, and dividing W_head by k divides it) and ``mu = mu_b + mu_h / k``
 (the bias b is not rescaled, the head's mean part is). Queries pool ``L_q`` tokens, documents
 ``L_d``. Under this model (all closed forms derived with sympy in
-:func:`initlab.theory.score_scale_symbolic.symbolic_formulas`):
+:func:`initlab.theory.score_scale.symbolic.symbolic_formulas`):
 
 * active fraction of one logit: ``p = Phi(mu / sigma_k)``; of a pooled term weight: ``1 - (1 - p)^L``;
 * moments ``m_r = E[a^r]``: max pooling integrates against the density of the maximum,
@@ -47,11 +47,11 @@ above the saturation point below the exact gradient (``monte_carlo``'s ``grad_ra
 times larger, so there the ratio overstates the FLOPS side. InfoNCE saturates (softmax over B candidates nearly one-hot on a random
 candidate) when the per-candidate score sd ``score_spread / sqrt(2)`` exceeds ``sqrt(2 ln B)`` (the
 freezing point of a softmax over B i.i.d. Gaussian scores, random-energy model, Derrida 1981). Everything here is
-checked against Monte Carlo (:func:`initlab.theory.score_scale_mc.monte_carlo`) and autograd in ``tests/theory/test_score_scale_*``.
+checked against Monte Carlo (:func:`initlab.theory.score_scale.monte_carlo.monte_carlo`) and autograd in ``tests/theory/score_scale/``.
 
 Role of this module: the model's configuration, its closed forms and the mechanism; the sympy derivation
-is :mod:`initlab.theory.score_scale_symbolic`, the simulation :mod:`initlab.theory.score_scale_mc`, the
-theory-vs-Monte-Carlo table :mod:`initlab.theory.score_scale_table`.
+is :mod:`initlab.theory.score_scale.symbolic`, the simulation :mod:`initlab.theory.score_scale.monte_carlo`, the
+theory-vs-Monte-Carlo table :mod:`initlab.theory.score_scale.table`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ import numpy as np
 import torch
 
 from initlab.config import derive
-from initlab.theory.score_scale_symbolic import symbolic_formulas
+from initlab.theory.score_scale.symbolic import symbolic_formulas
 
 __all__ = [
     "ScoreScaleConfig",

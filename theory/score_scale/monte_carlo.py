@@ -1,8 +1,8 @@
-"""Monte Carlo reference for :mod:`initlab.theory.score_scale`: SPLADE batches simulated under the Gaussian logit model.
+"""Monte Carlo reference for :mod:`initlab.theory.score_scale.closed_form`: SPLADE batches simulated under the Gaussian logit model.
 
 Every closed form of the score-scale analysis is checked against :func:`monte_carlo` (tests and the
 ``score_scale`` stage of ``initlab reproduce``). Term weights use the one SPLADE pooling,
-:func:`initlab.theory.splade_terms.splade_term_weights` (SPLADE v2, arXiv:2109.10086, eq. 1).
+:func:`initlab.theory.score_scale.splade_terms.splade_term_weights` (SPLADE v2, arXiv:2109.10086, eq. 1).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from initlab.theory.score_scale import ScoreScaleConfig, logit_params
-from initlab.theory.splade_terms import splade_term_weights
+from initlab.theory.score_scale.closed_form import ScoreScaleConfig, logit_params
+from initlab.theory.score_scale.splade_terms import splade_term_weights
 
 __all__ = ["monte_carlo"]
 

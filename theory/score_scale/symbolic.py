@@ -1,10 +1,10 @@
-"""The sympy derivation of the score-scale closed forms of :mod:`initlab.theory.score_scale`.
+"""The sympy derivation of the score-scale closed forms of :mod:`initlab.theory.score_scale.closed_form`.
 
 Role: the symbolic side of the three-way check. Every closed form of the Gaussian logit model
 (active fractions, the density of the maximum, FLOPS regulariser and cost, score mean and spread,
 the two gradient norms, the sum-pooling moments) is written once here as a sympy expression and
-lambdified; ``tests/theory/test_score_scale_theory.py`` compares the float functions of
-:mod:`initlab.theory.score_scale` with these. Sources as in that module (SPLADE v2, arXiv:2109.10086,
+lambdified; ``tests/theory/score_scale/test_closed_form.py`` compares the float functions of
+:mod:`initlab.theory.score_scale.closed_form` with these. Sources as in that module (SPLADE v2, arXiv:2109.10086,
 eq. 1 and 4; Paria et al., ICLR 2020, eq. 6).
 """
 

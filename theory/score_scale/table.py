@@ -1,7 +1,7 @@
 """The score-scale table of ``initlab theory score-scale``: closed forms beside Monte Carlo, per (sigma, k).
 
-Role: assembling and printing rows. The closed forms are :func:`initlab.theory.score_scale.theory_row`,
-the simulation :func:`initlab.theory.score_scale_mc.monte_carlo`; this module only puts them side by
+Role: assembling and printing rows. The closed forms are :func:`initlab.theory.score_scale.closed_form.theory_row`,
+the simulation :func:`initlab.theory.score_scale.monte_carlo.monte_carlo`; this module only puts them side by
 side (``th_*`` and ``mc_*`` columns) and formats the text table.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from initlab.theory.score_scale import ScoreScaleConfig, theory_row
-from initlab.theory.score_scale_mc import monte_carlo
+from initlab.theory.score_scale.closed_form import ScoreScaleConfig, theory_row
+from initlab.theory.score_scale.monte_carlo import monte_carlo
 
 __all__ = ["TABLE_COLUMNS", "score_scale_table", "format_table"]
 

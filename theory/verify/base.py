@@ -1,26 +1,24 @@
-"""The shared instruments of ``initlab theory verify``: the run configuration, the per-statement result
-record, the tolerances, and the helpers every check uses to draw random cases and compare gradients.
+"""What every check of ``initlab theory verify`` reports in: the run configuration and its presets, the
+per-statement result record, the tolerances, and the test hook.
 
-Role: everything :mod:`initlab.theory.verify_checks` (T1, T2, T3, T4, T5) and
-:mod:`initlab.theory.verify_ext` (T1', T3', T6, T7) share; the runner and its table are
-:mod:`initlab.theory.verify`. Random cases come from :mod:`initlab.theory.attention_case`; central
-differences have truncation error O(h^2) at h = 1e-5 (float64), hence the tolerances below.
+Role: the protocol shared by the checkers (:mod:`initlab.theory.attention.checks`, which also holds the helpers
+that draw random cases and compare gradients) and the runner (:mod:`initlab.theory.verify.runner`). It imports
+no topic, so the topics' checks can use it and the runner can sit above them. Central differences have
+truncation error O(h^2) at h = 1e-5 (float64), hence the tolerances below.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
 from initlab.config import derive
-from initlab.theory import attention_case as ac
 from initlab.theory.statements import REGISTRY
 
-__all__ = ["TOL_EXACT", "TOL_FD", "MC_SIGMAS", "STATEMENTS", "VerifyConfig", "BASE", "PRESETS", "StatementResult",
-           "hook", "draw_T", "pick", "draw_case", "round_off_floor", "fd_scale", "fd_check"]
+__all__ = ["TOL_EXACT", "TOL_FD", "MC_SIGMAS", "STATEMENTS", "VerifyConfig", "BASE", "PRESETS", "StatementResult", "hook"]
 
 # Test-only hook: a callable ``(statement, gradient) -> gradient`` applied to every autograd gradient
 # before it is compared. Tests set it to inject a wrong gradient and check that verify reports FAIL.
@@ -51,7 +49,7 @@ class VerifyConfig:
             T1-T7; T4's Monte Carlo runs use their own lengths (4..24, 12 and 8), T6's dropout checks
             theirs (T <= 3 for the exact enumeration, 8 for the Monte Carlo rate), T7 at most 24.
         mc_samples: Monte Carlo sequences per T4 run.
-        symbolic: also run the sympy derivations (:mod:`initlab.theory.attention_symbolic`).
+        symbolic: also run the sympy derivations (:mod:`initlab.theory.attention.symbolic`).
     """
 
     seed: int = 0
@@ -127,57 +125,6 @@ class StatementResult:
         }
 
 
-# ----------------------------------------------------------------------------------------------
-# drawing cases and comparing gradients
-# ----------------------------------------------------------------------------------------------
 def hook(statement: str, G: torch.Tensor) -> torch.Tensor:
+    """``G`` as the checks see it: unchanged unless a test set ``_TEST_HOOK`` to inject a wrong gradient."""
     return G if _TEST_HOOK is None else _TEST_HOOK(statement, G)
-
-
-def draw_T(gen: torch.Generator, t_max: int) -> int:
-    """Half the cases small (2..min(8, t_max), where entry-wise differences are affordable), half up to t_max."""
-    hi = min(8, t_max) if float(torch.rand(1, generator=gen)) < 0.5 else t_max
-    return int(torch.randint(2, max(hi, 2) + 1, (1,), generator=gen))
-
-
-def pick(gen: torch.Generator, options: Sequence[Any]) -> Any:
-    return options[int(torch.randint(len(options), (1,), generator=gen))]
-
-
-def draw_case(gen: torch.Generator, T: int, **overrides: Any) -> ac.AttentionCase:
-    kw = dict(
-        d=int(torch.randint(1, 7, (1,), generator=gen)),
-        heads=int(torch.randint(1, 4, (1,), generator=gen)),
-        e=int(torch.randint(1, 5, (1,), generator=gen)),
-        use_W_O=bool(torch.rand(1, generator=gen) < 0.5),
-        f=pick(gen, ac.POSITIONWISE_MAPS),
-        loss=pick(gen, ac.LOSSES),
-    )
-    kw.update(overrides)
-    return ac.random_case(gen, T, **kw)
-
-
-def round_off_floor(case: ac.AttentionCase) -> float:
-    """A magnitude below which a score gradient is round-off: 1e-4 max|dL/dO| max|V| (T1-T5)."""
-    R, V = ac.output_gradient(case)
-    return 1e-4 * float(R.abs().max()) * float(V.abs().max()) + 1e-300
-
-
-def fd_scale(G: torch.Tensor, E: torch.Tensor, L: float) -> float:
-    """Scale for a directional central difference: ||G|| ||E||, floored at the round-off of
-    (L(S + hE) - L(S - hE)) / 2h, about 1e-16 |L| / h, i.e. 1e-3 (1 + |L|) at tolerance 1e-6."""
-    return float(G.norm() * E.norm()) + 1e-3 * (1.0 + abs(L))
-
-
-def fd_check(res: StatementResult, name: str, case: ac.AttentionCase, G: torch.Tensor, gen: torch.Generator, extra: Sequence[torch.Tensor] = ()) -> None:
-    """Autograd ``G`` against central differences: entry-wise for T <= 6, else along directions."""
-    L = float(ac.case_loss(case))
-    if case.T <= 6:
-        res.record(name, G, ac.score_gradient_central_difference(case), TOL_FD, scale=float(G.abs().max()) + 1e-3 * (1.0 + abs(L)))
-        return
-    dirs = [torch.randn(G.shape, generator=gen, dtype=torch.float64) for _ in range(2)] + [
-        P.expand(G.shape) if P.dim() == 2 else P for P in extra
-    ]
-    for E in dirs:
-        fd = ac.directional_central_difference(case, E)
-        res.record(name, float((G * E).sum()), fd, TOL_FD, scale=fd_scale(G, E, L))

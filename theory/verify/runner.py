@@ -8,7 +8,7 @@ exact enumeration, Monte Carlo), so an injected wrong gradient, including a quer
 
 Every statement is checked three ways in float64 on random cases (T drawn from 2..128, width, heads,
 W_O on/off, position-wise f and loss drawn from the registries of
-:mod:`initlab.theory.attention_case`): the closed form against autograd, autograd against central
+:mod:`initlab.theory.attention.case`): the closed form against autograd, autograd against central
 differences (entry-wise for T <= 6, along random and pattern directions otherwise), and the structural
 claims (equal rows, blind component zero / non-zero, bounds, Monte Carlo agreement within 5 standard
 errors for T4). The table reports, per statement, the cases tried and the largest absolute and relative
@@ -16,9 +16,9 @@ error over all its checks; a statement passes only if every check is inside its 
 "non-zero" claim holds. Exit status 1 if any statement fails.
 
 Role of this module: the runner (:func:`run_verify`, the sympy derivations of :func:`run_symbolic`) and
-its text table. The checks of T1-T5 are in :mod:`initlab.theory.verify_checks`, those of T1', T3', T6
-and T7 in :mod:`initlab.theory.verify_ext`, the configuration, result record, tolerances and shared
-helpers in :mod:`initlab.theory.verify_base`. The ``theory`` stage of ``initlab reproduce`` is
+its text table. The checks of all nine statements are in :mod:`initlab.theory.attention.checks`, their sympy
+derivations in :mod:`initlab.theory.attention.symbolic`, the configuration, result record, tolerances and
+test hook in :mod:`initlab.theory.verify.base`. The ``theory`` stage of ``initlab reproduce`` is
 :func:`initlab.stages.theory`.
 """
 
@@ -32,27 +32,24 @@ import torch
 
 from initlab.config import to_dict
 from initlab.runs import torch_threads
+from initlab.theory.attention.checks import CHECKERS
 from initlab.theory.statements import REGISTRY
-from initlab.theory.verify_base import BASE, PRESETS, StatementResult, VerifyConfig
-from initlab.theory.verify_checks import CHECKERS
-from initlab.theory.verify_ext import CHECKERS_EXT
+from initlab.theory.verify.base import BASE, PRESETS, StatementResult, VerifyConfig
 
 __all__ = ["VerifyConfig", "StatementResult", "run_verify", "format_table", "PRESETS", "BASE", "checkers", "run_symbolic"]
 
 
 def checkers() -> dict[str, Callable[[VerifyConfig, torch.Generator], StatementResult]]:
     """Every statement's check in registry order (T1, T1', T2, T3, T3', T4, T5, T6, T7)."""
-    both = {**CHECKERS, **CHECKERS_EXT}
-    return {st.id: both[st.id] for st in REGISTRY}
+    return {st.id: CHECKERS[st.id] for st in REGISTRY}
 
 
 def run_symbolic() -> dict[str, Any]:
     """Run every sympy derivation; returns statement -> {holds, T, residuals (as strings), seconds}."""
-    from initlab.theory.attention_symbolic import DERIVATIONS
-    from initlab.theory.attention_symbolic_ext import DERIVATIONS_EXT
+    from initlab.theory.attention.symbolic import DERIVATIONS
 
     out = {}
-    for name, fn in {**DERIVATIONS, **DERIVATIONS_EXT}.items():
+    for name, fn in DERIVATIONS.items():
         t0 = time.perf_counter()
         d = fn()
         out[name] = {

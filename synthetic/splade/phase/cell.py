@@ -1,10 +1,10 @@
 """One cell of the synthetic SPLADE phase diagram, run in a worker process.
 
-Role: train, evaluate and inspect one model of :mod:`initlab.synthetic.splade_phase_config`'s grid.
+Role: train, evaluate and inspect one model of :mod:`initlab.synthetic.splade.phase.config`'s grid.
 :func:`run_phase_cell` scales the pretrained family backbone (input embeddings ``e``, head ``h``, tied or
 not), measures it at initialisation, trains it with the SPLADE recipe of
-:mod:`initlab.synthetic.splade_train` (SPLADE v2, arXiv:2109.10086), evaluates it
-(:mod:`initlab.synthetic.splade_measure`) and gives the collapse verdict of
+:mod:`initlab.synthetic.splade.train` (SPLADE v2, arXiv:2109.10086), evaluates it
+(:mod:`initlab.synthetic.splade.measure`) and gives the collapse verdict of
 :func:`initlab.nn.collapse.detect_collapse`; a non-finite gradient or loss makes the cell ``failed``.
 :func:`inspect_cell` runs ``initlab mlmhead inspect`` on a scaled backbone; :func:`pretrain_family`
 MLM-pretrains one family's backbone.
@@ -20,11 +20,11 @@ from typing import Any
 import torch
 
 from initlab.runs import NonFiniteError, torch_threads
-from initlab.synthetic.splade_data import make_corpus
-from initlab.synthetic.splade_families import prepare_family_backbone, scale_backbone
-from initlab.synthetic.splade_phase_config import CellSpec, PhaseConfig
-from initlab.synthetic.splade_measure import batch_features, evaluate, measure_init
-from initlab.synthetic.splade_train import quiet, train_cell
+from initlab.synthetic.splade.data import make_corpus
+from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
+from initlab.synthetic.splade.phase.config import CellSpec, PhaseConfig
+from initlab.synthetic.splade.measure import batch_features, evaluate, measure_init
+from initlab.synthetic.splade.train import quiet, train_cell
 
 __all__ = ["collapse_verdict", "run_phase_cell", "inspect_cell", "pretrain_family"]
 
@@ -68,10 +68,10 @@ def collapse_verdict(curve: list[dict[str, Any]], q: torch.Tensor, d: torch.Tens
 def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir: str) -> dict[str, Any]:
     """Train and evaluate one :class:`CellSpec`; returns the JSON-ready cell record.
 
-    Keys: the spec fields, ``init`` / ``final`` (:func:`initlab.synthetic.splade_measure.measure_init` before and
+    Keys: the spec fields, ``init`` / ``final`` (:func:`initlab.synthetic.splade.measure.measure_init` before and
     after training), ``hidden_rel_change`` (``||H_cell - H_backbone||_F / ||H_backbone||_F`` of the last
     hidden states on the first ``init_batch`` documents, before training), ``loss_curve``, the metrics of
-    :func:`initlab.synthetic.splade_measure.evaluate` (None for a failed cell), ``failed`` (the non-finite error
+    :func:`initlab.synthetic.splade.measure.evaluate` (None for a failed cell), ``failed`` (the non-finite error
     message or None), ``collapse`` (reasons; a failed cell has its error as reason), ``collapse_stats``,
     ``tied_after`` (whether the head is still tied after training), ``seconds`` (wall) and ``cpu_seconds``
     (this process's CPU time: with one thread, about the wall time on an idle core).
@@ -116,7 +116,7 @@ def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> 
     Returns the report of :func:`initlab.mlmhead.report.inspect_model` (its ``recommended`` entry holds k).
     """
     from initlab.mlmhead.report import inspect_model
-    from initlab.synthetic.splade_families import load_family_backbone
+    from initlab.synthetic.splade.families import load_family_backbone
 
     corpus = make_corpus(cfg.corpus)
     with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():

@@ -3,8 +3,8 @@
 Role: what is run, fixed before running. :class:`PhaseConfig` (grid, SPLADE recipe, analysis thresholds)
 and its presets; :func:`grid` lists every (family, mode, s, k, seed) point and :func:`cell_spec` maps it
 to the one trained model :class:`CellSpec` behind it (the three ``MODES`` are described in
-:mod:`initlab.synthetic.splade_phase`); :func:`cell_key` is the config a saved cell depends on. Running
-one cell is :mod:`initlab.synthetic.splade_phase_cell`, the sweep :func:`initlab.synthetic.splade_phase.run_phase`.
+:mod:`initlab.synthetic.splade.phase.runner`); :func:`cell_key` is the config a saved cell depends on. Running
+one cell is :mod:`initlab.synthetic.splade.phase.cell`, the sweep :func:`initlab.synthetic.splade.phase.runner.run_phase`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from initlab.config import derive, to_dict
-from initlab.synthetic.splade_data import CorpusConfig
-from initlab.synthetic.splade_families import FAMILIES, FamilyConfig
+from initlab.synthetic.splade.data import CorpusConfig
+from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
 __all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key"]
 
@@ -30,7 +30,7 @@ class PhaseConfig:
 
     Grid: ``families`` x ``head_scales`` (s) x ``ks`` (k) in ``modes``; ``output_ks`` are the k of the
     ``k_output`` and ``s_output`` modes (k = 1 of ``k_output`` is the tied cell). Recipe: as
-    :class:`initlab.synthetic.splade_config.SpladeSweepConfig` (``steps`` AdamW steps of batch ``batch_size``,
+    :class:`initlab.synthetic.splade.config.SpladeSweepConfig` (``steps`` AdamW steps of batch ``batch_size``,
     peak ``lr``, FLOPS regulariser weights ``lambda_q``/``lambda_d`` after a quadratic warm-up over
     ``reg_warmup_ratio`` of the steps, T limits ``query_max_len``/``doc_max_len``, losses logged every
     ``log_every`` steps, ``init_batch`` pairs for the initial InfoNCE).
@@ -86,7 +86,7 @@ PRESETS: dict[str, PhaseConfig] = {
     "full": derive(BASE, head_scales=_P2, ks=_P2, output_ks=tuple(k for k in _P2 if k != 1.0),
                    modes=MODES, seeds=(0, 1, 2), steps=200),
     # the fresh seed on which the alternative recommended-k rule (``edge_k`` in
-    # :mod:`initlab.synthetic.splade_phase_report`) is tested: the default recipe, tied mode, seed 1
+    # :mod:`initlab.synthetic.splade.phase.report`) is tested: the default recipe, tied mode, seed 1
     "confirm": derive(BASE, modes=("tied",), seeds=(1,)),
     # the fresh seed for the input-side check at equal output scale (s = 1/4, k = 16: tied e = h = 1/64
     # against output-only e = 1/4, h = 1/64), added after the seed-0 default run; see docs/synthetic_splade.md

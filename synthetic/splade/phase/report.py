@@ -1,6 +1,6 @@
 """Tables, claim verdicts and theory comparison of the synthetic SPLADE phase diagram (from saved cells).
 
-Everything here reads the cell records written by :func:`initlab.synthetic.splade_phase.run_phase` and
+Everything here reads the cell records written by :func:`initlab.synthetic.splade.phase.runner.run_phase` and
 computes no training. Definitions (fixed before the runs; thresholds live in ``PhaseConfig``):
 
 * ``roughness`` of a loss curve: RMS of the second differences of the logged InfoNCE part,
@@ -272,10 +272,10 @@ def predicted_infonce(score_spread: float, batch: int, draws: int = 2000, seed: 
 
 def theory_rows(cells: dict[str, dict[str, Any]], vocab: int, cfg) -> list[dict[str, Any]]:
     """Per cell: measured initial InfoNCE, active fraction and FLOPS beside
-    :func:`initlab.theory.score_scale.theory_row` at the cell's measured logit mean and sigma (k = 1:
+    :func:`initlab.theory.score_scale.closed_form.theory_row` at the cell's measured logit mean and sigma (k = 1:
     the cell is already scaled), with L_q, L_d measured and B = ``init_batch``. Cells with non-finite
     initial measurements are left out."""
-    from initlab.theory.score_scale import BASE as SS, theory_row
+    from initlab.theory.score_scale.closed_form import BASE as SS, theory_row
 
     out = []
     keys = ("L_q", "L_d", "bias_mean", "logit_mean", "logit_std", "ranking_loss", "active_fraction", "flops",

@@ -1,6 +1,6 @@
 """Synthetic SPLADE phase diagram: four tiny backbone families x head scale s x MLM-head rescaling k.
 
-Per family (:mod:`initlab.synthetic.splade_families`) one tied backbone is MLM-pretrained on the
+Per family (:mod:`initlab.synthetic.splade.families`) one tied backbone is MLM-pretrained on the
 synthetic corpus. A cell of the diagram multiplies the head by ``s`` and divides it by ``k`` in one
 of three ways (``modes``):
 
@@ -15,7 +15,7 @@ Every (mode, s, k) maps to one trained model ``(family, tied, e, h, seed)``; dif
 that give the same weights (e.g. tied s = 16, k = 16 and tied s = 1, k = 1; bitwise the same for
 powers of two) share that one cell, so a cell is trained once. Each cell: scale quantities at
 initialisation, SPLADE training with sentence-transformers' SparseEncoderTrainer (the recipe of
-:mod:`initlab.synthetic.splade_train`), evaluation (nDCG@10, MRR@10 by ``ir_measures``, active dims, FLOPS),
+:mod:`initlab.synthetic.splade.train`), evaluation (nDCG@10, MRR@10 by ``ir_measures``, active dims, FLOPS),
 the collapse verdict of :func:`initlab.nn.collapse.detect_collapse` (empty, dense or near-constant
 vectors, identical rankings, non-finite values) and the scale quantities again after training. A
 non-finite gradient or loss stops the cell, which is recorded as failed (collapsed, with the step)
@@ -24,11 +24,11 @@ and the sweep goes on. Per (family, s) the report of ``initlab mlmhead inspect``
 
 Outputs: ``config.json``, ``backbone/<family>/`` (pretrained, with ``natural_scale.json``),
 ``cells/*.json`` (resumable, each keyed by its own config), then the tables and figures written by
-:mod:`initlab.synthetic.splade_phase_summary`, then ``DONE``.
+:mod:`initlab.synthetic.splade.phase.summary`, then ``DONE``.
 
 Role of this module: the sweep (:func:`run_phase`: backbones, cells in worker processes, resumable cells,
-report, figures). The grid and its config are :mod:`initlab.synthetic.splade_phase_config`, one cell
-:mod:`initlab.synthetic.splade_phase_cell`.
+report, figures). The grid and its config are :mod:`initlab.synthetic.splade.phase.config`, one cell
+:mod:`initlab.synthetic.splade.phase.cell`.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ import torch
 
 from initlab.config import to_dict
 from initlab.runs import RunDir
-from initlab.synthetic.splade_phase_cell import inspect_cell, pretrain_family, run_phase_cell
-from initlab.synthetic.splade_phase_config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
+from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
+from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
 
-#: ``PRESETS`` is re-exported: ``initlab.synthetic.splade_phase.PRESETS`` is the documented name of the presets.
+#: ``PRESETS`` is re-exported: ``initlab.synthetic.splade.phase.runner.PRESETS`` is the documented name of the presets.
 __all__ = ["PRESETS", "run_phase"]
 
 
@@ -101,7 +101,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     """Run (or resume) the phase diagram of ``cfg`` into ``out``; finished cells are not redone.
 
     Backbones are pretrained once per (family, seed); each distinct cell is trained once, in
-    ``workers`` processes (results do not depend on it). Then :func:`initlab.synthetic.splade_phase_summary.write_report` writes the
+    ``workers`` processes (results do not depend on it). Then :func:`initlab.synthetic.splade.phase.summary.write_report` writes the
     tables, ``draw(out)`` the figures (from the saved files), and ``DONE`` is written.
 
     Raises:
@@ -111,7 +111,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     """
     from tqdm.auto import tqdm
 
-    from initlab.synthetic.splade_phase_summary import write_report
+    from initlab.synthetic.splade.phase.summary import write_report
 
     check_config(cfg)
     if workers < 1:

@@ -1,7 +1,7 @@
 """Files of the synthetic SPLADE phase diagram: ``phase.json``, ``phase.csv``, ``recommended_k.csv``,
-``theory.json`` and ``summary.md``, computed from the saved cells by :mod:`initlab.synthetic.splade_phase_report`.
+``theory.json`` and ``summary.md``, computed from the saved cells by :mod:`initlab.synthetic.splade.phase.report`.
 
-``python -m initlab.synthetic.splade_phase_summary RESULTS_DIR`` rewrites them for a finished run.
+``python -m initlab.synthetic.splade.phase.summary RESULTS_DIR`` rewrites them for a finished run.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from initlab.config import to_dict
 from initlab.runs import RunDir, atomic_write_text
-from initlab.synthetic.splade_phase_report import (_row, phase_rows, recommended_table, regret_summary,
+from initlab.synthetic.splade.phase.report import (_row, phase_rows, recommended_table, regret_summary,
                                                    stability_table, theory_rows, verdicts)
 
 __all__ = ["write_report", "summary_markdown", "rewrite_report", "main"]
@@ -34,7 +34,7 @@ def _fmt(v: Any, spec: str = ".3f") -> str:
 def write_report(rd: RunDir, cfg, points: list[dict[str, Any]], seconds: float | None = None) -> dict[str, Any]:
     """Write ``phase.json`` (everything), ``phase.csv`` (one row per grid point), ``recommended_k.csv``,
     ``theory.json`` and ``summary.md`` from the saved cells of ``rd``; returns the ``phase.json`` dict."""
-    from initlab.synthetic.splade_phase import cell_key, cell_spec
+    from initlab.synthetic.splade.phase.config import cell_key, cell_spec
 
     cells = {}
     for p in points:
@@ -143,7 +143,7 @@ def rewrite_report(results_dir: str | Path) -> dict[str, Any]:
     import json
 
     from initlab.config import from_dict
-    from initlab.synthetic.splade_phase import PhaseConfig, grid
+    from initlab.synthetic.splade.phase.config import PhaseConfig, grid
 
     root = Path(results_dir)
     if not (root / "DONE").exists() or not (root / "config.json").exists():
@@ -156,10 +156,10 @@ def rewrite_report(results_dir: str | Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m initlab.synthetic.splade_phase_summary RESULTS_DIR``: :func:`rewrite_report`."""
+    """``python -m initlab.synthetic.splade.phase.summary RESULTS_DIR``: :func:`rewrite_report`."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade_phase_summary",
+    parser = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade.phase.summary",
                                      description="Rewrite the tables of a finished synthetic SPLADE phase run.")
     parser.add_argument("results_dir", type=Path)
     args = parser.parse_args(argv)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from initlab.config import derive
-from initlab.synthetic.splade_data import SPECIAL_TOKENS, CorpusConfig, make_corpus
+from initlab.synthetic.splade.data import SPECIAL_TOKENS, CorpusConfig, make_corpus
 
 SMALL = CorpusConfig(n_topics=3, topic_words=4, n_background=5, n_entities=30, n_docs=24, doc_len=10,
                      entities_per_doc=3, n_train_queries=50, n_dev_queries=12)

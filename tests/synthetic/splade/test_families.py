@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from initlab.mlmhead import head_projection, is_tied, rescale_mlm_head
-from initlab.synthetic.splade_data import SPECIAL_TOKENS
-from initlab.synthetic.splade_families import (FAMILIES, FamilyConfig, build_family_model, family_tokenizer,
+from initlab.synthetic.splade.data import SPECIAL_TOKENS
+from initlab.synthetic.splade.families import (FAMILIES, FamilyConfig, build_family_model, family_tokenizer,
                                                hidden_change, scale_backbone)
 
 VOCAB = list(SPECIAL_TOKENS) + [f"w{i}" for i in range(30)]

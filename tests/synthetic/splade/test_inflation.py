@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from initlab.paper_figs import synthetic_splade_figures
-import initlab.synthetic.splade as sp
-import initlab.synthetic.splade_config as spc
-import initlab.synthetic.splade_measure as spm
-import initlab.synthetic.splade_train as spt
+import initlab.synthetic.splade.inflation as sp
+import initlab.synthetic.splade.config as spc
+import initlab.synthetic.splade.measure as spm
+import initlab.synthetic.splade.train as spt
 from initlab.config import derive
 from initlab.runs import RunExistsError
-from initlab.synthetic.splade_data import CorpusConfig, make_corpus
-from initlab.synthetic.splade_model import BackboneConfig, prepare_backbone
+from initlab.synthetic.splade.data import CorpusConfig, make_corpus
+from initlab.synthetic.splade.model import BackboneConfig, prepare_backbone
 
 TINY = derive(
     spc.BASE,

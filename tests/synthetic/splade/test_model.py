@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from initlab.nn.pooling import splade_pool
-from initlab.synthetic.splade_measure import flops_pairs
-from initlab.synthetic.splade_data import SPECIAL_TOKENS
-from initlab.synthetic.splade_model import BackboneConfig, build_model, build_tokenizer, head_weight, inflate_head
+from initlab.synthetic.splade.measure import flops_pairs
+from initlab.synthetic.splade.data import SPECIAL_TOKENS
+from initlab.synthetic.splade.model import BackboneConfig, build_model, build_tokenizer, head_weight, inflate_head
 from initlab.mlmhead import rescale_mlm_head
 
 VOCAB = list(SPECIAL_TOKENS) + [f"w{i}" for i in range(20)]

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from initlab.synthetic.budget import budget_from_curve, moving_average, plateau_epoch
-from initlab.synthetic.ensemble import best_epoch_rule, select_on_validation
+from initlab.synthetic.spt.budget import budget_from_curve, moving_average, plateau_epoch
+from initlab.synthetic.spt.ensemble import best_epoch_rule, select_on_validation
 
 
 def test_early_stopping_rule():

@@ -7,8 +7,8 @@ import torch
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer, freeze
 from initlab.runs import NonFiniteError
-from initlab.synthetic.ensemble import FinetuneMember, PretrainMember, batched_forward, finetune_members, pretrain_members
-from initlab.synthetic.tasks import MASK_ID, TaskConfig, make_task, vocab_size
+from initlab.synthetic.spt.ensemble import FinetuneMember, PretrainMember, batched_forward, finetune_members, pretrain_members
+from initlab.synthetic.spt.tasks import MASK_ID, TaskConfig, make_task, vocab_size
 
 TASK = TaskConfig(T=20)
 SEEDS = (0, 1, 2)

@@ -1,4 +1,4 @@
-"""Tests of initlab.synthetic.metrics: attention measures and the init-gradient link to the theorem."""
+"""Tests of initlab.synthetic.spt.metrics: attention measures and the init-gradient link to the theorem."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.synthetic.metrics import (
+from initlab.synthetic.spt.metrics import (
     attention_entropy,
     proximity_mass,
     relative_position_score,
@@ -20,7 +20,7 @@ from initlab.synthetic.metrics import (
 )
 from initlab.nn.encoder import ModelConfig, SequenceTransformer
 from initlab.nn.masking import mask_tokens
-from initlab.synthetic.tasks import MASK_ID, TaskConfig, make_task
+from initlab.synthetic.spt.tasks import MASK_ID, TaskConfig, make_task
 
 
 @given(st.integers(2, 12), st.integers(1, 3), st.integers(0, 2**16))

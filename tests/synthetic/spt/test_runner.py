@@ -13,7 +13,7 @@ from initlab.config import derive
 from initlab.paper_figs import spt_figures
 from initlab.runs import ConfigMismatchError, RunExistsError
 from initlab.synthetic import spt
-from initlab.synthetic.tasks import TaskConfig
+from initlab.synthetic.spt.tasks import TaskConfig
 
 TINY = derive(
     spt.BASE, seeds=(0, 1), task=TaskConfig(T=20), n_train=32, n_val=16, n_test=32, d_model=8, d_ff=8, batch_size=16,

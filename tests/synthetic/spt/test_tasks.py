@@ -1,4 +1,4 @@
-"""Tests of initlab.synthetic.tasks: the stated properties of the generators."""
+"""Tests of initlab.synthetic.spt.tasks: the stated properties of the generators."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.synthetic.metrics import count_classifier_accuracy, token_counts
+from initlab.synthetic.spt.metrics import count_classifier_accuracy, token_counts
 from initlab.nn.masking import mask_tokens
-from initlab.synthetic.tasks import MASK_ID, N_SPECIAL, TaskConfig, make_task, vocab_size
+from initlab.synthetic.spt.tasks import MASK_ID, N_SPECIAL, TaskConfig, make_task, vocab_size
 
 CFG = TaskConfig()
 V = vocab_size(CFG)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from initlab.synthetic.verdicts import (
+from initlab.synthetic.spt.verdicts import (
     NOT,
     PARTLY,
     REPRODUCED,
@@ -73,7 +73,7 @@ def test_all_of_and_threshold_checks():
 def test_verdict_rows_from_cells_and_claims_not_run():
     from initlab.config import derive
     from initlab.synthetic import spt
-    from initlab.synthetic.spt_report import NOT_RUN, verdict_rows
+    from initlab.synthetic.spt.report import NOT_RUN, verdict_rows
 
     cfg = derive(spt.BASE, seeds=(1, 2, 3, 4, 5))
     accs = {"scratch": SCRATCH, "spt": [0.90, 0.88, 0.92, 0.90, 0.90], "hybrid_qk": [0.58, 0.57, 0.60, 0.58, 0.59],

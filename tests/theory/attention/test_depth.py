@@ -1,4 +1,4 @@
-"""T7 (depth and residuals), initlab.theory.attention_depth."""
+"""T7 (depth and residuals), initlab.theory.attention.depth."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.theory import attention_depth as a7
+from initlab.theory.attention import depth as a7
 from initlab.theory.subspace import blind_fraction
 
 F64 = torch.float64

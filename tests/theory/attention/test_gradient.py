@@ -1,4 +1,4 @@
-"""T1, T2, T3, T5 (initlab.theory.attention_gradient): property tests, pinned values, bad input."""
+"""T1, T2, T3, T5 (initlab.theory.attention.gradient): property tests, pinned values, bad input."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.theory import attention_case as ac
-from initlab.theory import attention_gradient as ag
+from initlab.theory.attention import case as ac
+from initlab.theory.attention import gradient as ag
 from initlab.theory.subspace import blind_component, blind_fraction
 
 F64 = torch.float64

@@ -1,4 +1,4 @@
-"""T4 (initlab.theory.attention_masked): masked reconstruction sees the blind subspace."""
+"""T4 (initlab.theory.attention.masked_reconstruction): masked reconstruction sees the blind subspace."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.theory import attention_gradient as ag
-from initlab.theory import attention_masked as am
+from initlab.theory.attention import gradient as ag
+from initlab.theory.attention import masked_reconstruction as am
 from initlab.theory.subspace import blind_component, blind_fraction
 
 F64 = torch.float64

@@ -1,4 +1,4 @@
-"""T6 (padding masks, dropout), initlab.theory.attention_masks, and masked projections."""
+"""T6 (padding masks, dropout), initlab.theory.attention.padding_dropout, and masked projections."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.theory import attention_case as ac
-from initlab.theory import attention_masks as a6
+from initlab.theory.attention import case as ac
+from initlab.theory.attention import padding_dropout as a6
 from initlab.theory.subspace import blind_component, blind_fraction, query_independent_component
 
 F64 = torch.float64

@@ -1,4 +1,4 @@
-"""T1' (row-identical attention) and T3' (Q/K biases), initlab.theory.attention_rowidentical."""
+"""T1' (row-identical attention) and T3' (Q/K biases), initlab.theory.attention.rowidentical."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.theory import attention_case as ac
-from initlab.theory import attention_gradient as ag
-from initlab.theory import attention_rowidentical as ar
+from initlab.theory.attention import case as ac
+from initlab.theory.attention import gradient as ag
+from initlab.theory.attention import rowidentical as ar
 from initlab.theory.subspace import blind_component, blind_fraction
 
 F64 = torch.float64

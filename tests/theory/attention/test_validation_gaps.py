@@ -7,9 +7,8 @@ import math
 import pytest
 import torch
 
-from initlab.theory import attention_case as ac
-from initlab.theory import attention_gradient as ag
-
+from initlab.theory.attention import case as ac
+from initlab.theory.attention import gradient as ag
 F64 = torch.float64
 
 

@@ -11,10 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from initlab.config import derive
-from initlab.theory import score_scale as ss
-from initlab.theory import score_scale_mc as ssmc
-from initlab.theory import score_scale_symbolic as sssym
-
+from initlab.theory.score_scale import closed_form as ss
+from initlab.theory.score_scale import monte_carlo as ssmc
+from initlab.theory.score_scale import symbolic as sssym
 KS = st.sampled_from([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
 SMALL = ss.ScoreScaleConfig(vocab=48, batch=8, mc_batches=12, lambda_d=0.05)
 

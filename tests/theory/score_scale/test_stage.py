@@ -10,10 +10,8 @@ from initlab import stages
 from initlab.commands import theory as theory_cmd
 from initlab.config import derive
 from initlab.paper_figs import score_scale_figures as figs
-from initlab.theory import score_scale as ss
-from initlab.theory import score_scale_mc as ssmc
-
-
+from initlab.theory.score_scale import closed_form as ss
+from initlab.theory.score_scale import monte_carlo as ssmc
 def test_score_scale_cli_table_and_json(tmp_path, capsys):
     out = tmp_path / "t.json"
     assert theory_cmd.score_scale_main(["--sigma", "2", "8", "--json", str(out)]) == 0

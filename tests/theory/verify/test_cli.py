@@ -1,4 +1,4 @@
-"""`initlab theory verify` and the theory reproduce stage (initlab.theory.verify)."""
+"""`initlab theory verify` and the theory reproduce stage (initlab.theory.verify.runner)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from initlab import stages
 from initlab.commands import theory as theory_cmd
 from initlab import cli
 from initlab.config import derive
-from initlab.theory import verify, verify_base, verify_checks
+from initlab.theory.attention import checks
+from initlab.theory.verify import base as verify_base
+from initlab.theory.verify import runner as verify
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -110,7 +112,7 @@ def test_verify_respects_t_max(tmp_path):
 @pytest.mark.parametrize("target", ["T2", "T3", "T4", "T5"])
 def test_verify_fails_for_a_wrong_closed_form(monkeypatch, target):
     """The checks are not tautological: a slightly wrong theorem (not a wrong gradient) must FAIL."""
-    ag, am = verify_checks.ag, verify_checks.am
+    ag, am = checks.ag, checks.am
     if target == "T2":  # a bound that is too tight: ||d|| / T instead of ||d|| / sqrt(T)
         monkeypatch.setattr(ag, "band_relative_bound", lambda T, w: float(ag.band_edge_deficit(T, w).norm() / T))
     elif target == "T3":  # T - 1 instead of T

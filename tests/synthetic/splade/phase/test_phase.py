@@ -9,14 +9,14 @@ import warnings
 import pytest
 import torch
 
-import initlab.synthetic.splade_phase as ph
-import initlab.synthetic.splade_phase_cell as phcell
-import initlab.synthetic.splade_phase_config as phc
-import initlab.synthetic.splade_phase_report as rep
+import initlab.synthetic.splade.phase.runner as ph
+import initlab.synthetic.splade.phase.cell as phcell
+import initlab.synthetic.splade.phase.config as phc
+import initlab.synthetic.splade.phase.report as rep
 from initlab.config import derive
 from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, RunExistsError
-from initlab.synthetic.splade_data import CorpusConfig
-from initlab.synthetic.splade_families import FamilyConfig
+from initlab.synthetic.splade.data import CorpusConfig
+from initlab.synthetic.splade.families import FamilyConfig
 
 TINY = derive(
     phc.BASE,
@@ -160,8 +160,8 @@ def test_changed_config_resume_raises(tmp_path):
 
 @pytest.fixture(scope="module")
 def backbone(tmp_path_factory):
-    from initlab.synthetic.splade_data import make_corpus
-    from initlab.synthetic.splade_families import prepare_family_backbone
+    from initlab.synthetic.splade.data import make_corpus
+    from initlab.synthetic.splade.families import prepare_family_backbone
 
     torch.set_num_threads(1)
     folder = tmp_path_factory.mktemp("bb") / "bert"
@@ -182,7 +182,7 @@ def test_non_finite_gradient_stops_the_cell_and_records_it_as_failed(backbone, t
     rec = phcell.run_phase_cell(str(backbone), TINY, phc.cell_spec("bert", "tied", 1.0, 1.0, 0), str(tmp_path / "w"))
     assert rec["failed"] and "step 1" in rec["failed"] and rec["collapse"] == [rec["failed"]]
     assert rec["ndcg@10"] is None and rec["loss_curve"] == []
-    from initlab.synthetic import splade_train
+    from initlab.synthetic.splade import train as splade_train
 
     assert issubclass(NonFiniteError, FloatingPointError) and callable(splade_train.finite_guard_callback)
 
