@@ -14,6 +14,7 @@ from initlab.config import to_dict
 from initlab.runs import RunDir, atomic_write_text
 from initlab.synthetic.splade_phase_report import (_row, phase_rows, recommended_table, regret_summary,
                                                    stability_table, theory_rows, verdicts)
+from initlab.textio import read_json, read_text
 
 __all__ = ["write_report", "summary_markdown", "rewrite_report", "main"]
 
@@ -44,9 +45,7 @@ def write_report(rd: RunDir, cfg, points: list[dict[str, Any]], seconds: float |
     inspects = [rd.load_cell(f"inspect_{f}_s={s:g}") for f in cfg.families for s in cfg.head_scales]
     natural = {}
     for f in cfg.families:
-        import json
-
-        natural[f] = json.loads((rd.root / "backbone" / f"{f}_seed={cfg.seeds[0]}" / "natural_scale.json").read_text())
+        natural[f] = read_json(rd.root / "backbone" / f"{f}_seed={cfg.seeds[0]}" / "natural_scale.json")
     rows = phase_rows(points, cells, cfg)
     rec = recommended_table(rows, inspects, cfg)
     stab = stability_table(rows, cfg)
@@ -140,18 +139,16 @@ def rewrite_report(results_dir: str | Path) -> dict[str, Any]:
     Raises:
         FileNotFoundError: no finished run (``DONE`` and ``config.json``) in ``results_dir``.
     """
-    import json
-
     from initlab.config import from_dict
     from initlab.synthetic.splade_phase import PhaseConfig, grid
 
     root = Path(results_dir)
     if not (root / "DONE").exists() or not (root / "config.json").exists():
         raise FileNotFoundError(f"{root}: expected a finished `initlab synthetic splade` run (DONE, config.json)")
-    cfg = from_dict(PhaseConfig, json.loads((root / "config.json").read_text())["config"])
+    cfg = from_dict(PhaseConfig, read_json(root / "config.json")["config"])
     rd = object.__new__(RunDir)  # a finished folder, opened read-only for its cells (RunDir() refuses it)
     rd.root, rd.config_record = root, None
-    old = json.loads((root / "phase.json").read_text()) if (root / "phase.json").exists() else {}
+    old = read_json(root / "phase.json") if (root / "phase.json").exists() else {}
     return write_report(rd, cfg, grid(cfg), seconds=old.get("sweep_seconds"))
 
 
@@ -167,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         rewrite_report(args.results_dir)
     except FileNotFoundError as err:
         parser.error(str(err))
-    print((args.results_dir / "summary.md").read_text())
+    print(read_text(args.results_dir / "summary.md"))
     return 0
 
 

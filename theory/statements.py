@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from initlab.textio import read_text
+
 __all__ = ["Statement", "REGISTRY", "BY_ID", "resolve", "source_link", "render_docs", "main"]
 
 SRC_AMOS = 'Amos et al., "Never Train from Scratch: Fair Comparison of Long-Sequence Models Requires Data-Driven Priors", arXiv:2310.02980 (phenomenon)'
@@ -212,7 +214,7 @@ def source_link(dotted_or_test: str, root: Path = REPO) -> tuple[str, str]:
     """
     if "::" in dotted_or_test:
         path, name = dotted_or_test.split("::")
-        lines = (root / path).read_text().splitlines()
+        lines = read_text(root / path).splitlines()
         for k, line in enumerate(lines, 1):
             if re.match(rf"\s*def {re.escape(name)}\(", line):
                 return name, f"{path}#L{k}"
@@ -266,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error(f"argument --template: {args.template} does not exist")
     from initlab.runs import atomic_write_text
 
-    atomic_write_text(args.docs, render_docs(args.template.read_text()))
+    atomic_write_text(args.docs, render_docs(read_text(args.template)))
     print(f"wrote {args.docs}")
     return 0
 

@@ -13,6 +13,7 @@ from initlab.mlmhead.report import format_inspect, inspect_model
 from initlab.mlmhead.tiny import _parse_texts
 from initlab.nn.collapse import detect_collapse
 from initlab.runs import RunExistsError, check_output_path
+from initlab.textio import read_text
 
 __all__ = ["inspect_main", "rescale_main"]
 
@@ -35,7 +36,7 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         if args.texts is not None:
             if not args.texts.is_file():
                 raise FileNotFoundError(f"--texts {args.texts}: no such file")
-            texts = _parse_texts(args.texts.read_text(encoding="utf-8"), str(args.texts))
+            texts = _parse_texts(read_text(args.texts), f"--texts {args.texts}")
         if args.max_length < 2 or args.batch < 2:
             raise ValueError("--max-length and --batch: expected integers >= 2")
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)

@@ -32,6 +32,7 @@ from transformers import TrainerCallback
 from initlab.config import to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json, check_same_record
+from initlab.textio import read_json
 
 from .config import SpladeTrainConfig
 from .losses import make_loss, regularizer_weight
@@ -252,9 +253,7 @@ def _finished_training(cfg: SpladeTrainConfig, out: Path, overwrite: bool, reuse
         if not reuse_finished:
             raise RunExistsError(f"{out}: already holds a finished training; choose another --out or pass --overwrite "
                                  f"(the old folder is then moved aside); to evaluate it: initlab splade eval --model {out / 'model'}")
-        import json
-
-        return json.loads((out / "train_results.json").read_text())
+        return read_json(out / "train_results.json")
     return None
 
 

@@ -125,6 +125,23 @@ def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys, monkeypatch):
     assert not out.exists()
 
 
+def test_inspect_texts_file_with_bom_or_bad_bytes(tok, tmp_path, capsys):
+    """--texts read by initlab.textio: a byte-order mark before a leading comment line no longer turns that comment
+    into a text ('\ufeff# my texts' does not start with '#'); a non-UTF-8 file is a one-line error naming it."""
+    src = tmp_path / "tiny"
+    tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)
+    tok.save_pretrained(src)
+    texts, out = tmp_path / "texts.txt", tmp_path / "r.json"
+    texts.write_bytes(b"\xef\xbb\xbf# my texts\nthe cat sleeps\na train leaves the airport\nbees dance\n")
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(texts), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["n_texts"] == 3
+    capsys.readouterr()
+    texts.write_bytes(b"the cat sleeps\nbees dance caf\xe9\n")
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(texts)]) == 2
+    err = capsys.readouterr().err
+    assert "texts.txt:2: not UTF-8 text" in err and "Traceback" not in err
+
+
 def test_length_beyond_the_position_table_is_refused_before_writing(tok, tmp_path, capsys):
     src = tmp_path / "tiny"
     tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)  # 128 positions
