@@ -221,7 +221,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         torch.distributed.barrier()  # rank 0 has written the tiny backbone / run folder
     torch.manual_seed(cfg.seed)
     model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
-                         trust_remote_code=cfg.trust_remote_code)
+                         trust_remote_code=cfg.trust_remote_code, weights_dtype=cfg.weights_dtype)
     loss, reg_cb = make_loss(model, cfg, world)
     guard = NonFiniteGuard(out / "checkpoints")
     trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
@@ -339,6 +339,7 @@ def _write_results(cfg: SpladeTrainConfig, out: Path, model, trainer, loss, reg_
         "nan_loss": any(not math.isfinite(x) for x in losses),
         "train_runtime_s": next((r.get("train_runtime") for r in trainer.state.log_history if "train_runtime" in r), None),
         "train_samples_per_second": next((r.get("train_samples_per_second") for r in trainer.state.log_history if "train_samples_per_second" in r), None),
+        "weights_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),  # the trained master weights
         "config": to_dict(cfg),
     }
     atomic_write_json(out / "train_results.json", res)
