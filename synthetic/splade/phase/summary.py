@@ -13,7 +13,7 @@ from typing import Any
 from initlab.config import to_dict
 from initlab.runs import RunDir, atomic_write_text
 from initlab.synthetic.splade.phase.report import (_row, phase_rows, recommended_table, regret_summary,
-                                                   stability_table, theory_rows, verdicts)
+                                                   stability_table, theory_agreement, theory_rows, verdicts)
 from initlab.textio import read_json, read_text
 
 __all__ = ["write_report", "summary_markdown", "rewrite_report", "main"]
@@ -58,9 +58,13 @@ def write_report(rd: RunDir, cfg, points: list[dict[str, Any]], seconds: float |
     rd.write_json("phase.json", report)
     rd.write_csv("phase.csv", rows)
     rd.write_csv("recommended_k.csv", rec)
-    rd.write_json("theory.json", {"rows": theory_rows(cells, vocab, cfg),
-                                  "note": "theory_row at each cell's measured logit mean and std (k = 1); "
-                                          "InfoNCE predicted from the theory's score spread, i.i.d. Gaussian scores"})
+    trows = theory_rows(cells, vocab, cfg)
+    rd.write_json("theory.json", {"rows": trows, "agreement": theory_agreement(trows),
+                                  "note": "at each cell's own logits (k = 1): InfoNCE from the i.i.d. Gaussian logit "
+                                          "model's score spread (theory_row at the measured logit mean and std) and "
+                                          "i.i.d. Gaussian scores; active fraction and FLOPS from the per-entry "
+                                          "Gaussian logit model with position classes (iid_*: the i.i.d. model's, "
+                                          "which does not hold for these backbones); agreement: measured / predicted"})
     atomic_write_text(rd.root / "summary.md", summary_markdown(report, cfg))
     return report
 
