@@ -33,6 +33,11 @@ def test_prediction_rows_tied_and_untied(tmp_path):
     for r in rows:
         assert 0 < r["measured"] <= r["vocab"] and 0 < r["per_entry"] <= r["vocab"] and 0 < r["iid"] <= r["vocab"]
     assert 0.0 <= by[("tied", 1.0)]["special_share"] <= 1.0
+    for r in rows:  # the exploratory and assumption checks: active dims, bounded like the measured value
+        assert 0 < r["text_effect"] <= r["vocab"]
+        assert (r["empirical"] is None) == (r["k"] != 1.0) == (r["shuffled"] is None)
+    one = by[("untied", 1.0)]
+    assert 0 < one["empirical"] <= one["vocab"] and 0 < one["shuffled"] <= one["vocab"]
     table = P.format_rows(rows)
     assert table.count("\n") == 1 + len(rows) and "| bert | untied | 4 |" in table
 
