@@ -237,6 +237,28 @@ def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_ru
     assert "already holds a finished run" in capsys.readouterr().err
 
 
+def _without_timing(path):
+    """A saved file's text without its timing lines (``"seconds": ...``, ``"cpu_seconds": ...``)."""
+    return [ln for ln in path.read_text().splitlines() if not ln.strip().startswith(('"seconds":', '"cpu_seconds":'))]
+
+
+def test_a_dask_local_cluster_gives_the_same_cells_as_this_process(phase_run, tmp_path, capsys):
+    """The sweep on a LocalCluster (2 single-threaded worker processes) writes the same cell files, byte for
+    byte except timing lines, as the in-process run of the fixture; so does the backbone."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "dask"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ph.run_phase(out, TINY, progress=False, scheduler="local:2")
+    assert (out / "DONE").exists()
+    names = sorted(p.name for p in (phase_run / "cells").iterdir())
+    assert names == sorted(p.name for p in (out / "cells").iterdir()) and len(names) == 2 * (1 + 5 + 2)
+    for name in names:
+        assert _without_timing(out / "cells" / name) == _without_timing(phase_run / "cells" / name), name
+    bb = "backbone/bert_seed=0"
+    assert (out / bb / "model.safetensors").read_bytes() == (phase_run / bb / "model.safetensors").read_bytes()
+
+
 def test_tables_of_a_failed_cell_hold_no_nan_numbers():
     """A cell stopped by a non-finite gradient: its saved "nan" strings become None, never numbers."""
     failed = {"family": "bert", "tied": True, "e": 1.0, "h": 1.0, "seed": 0, "failed": "non-finite gradient at step 1",
