@@ -43,6 +43,7 @@ __all__ = [
     "check_output_path",
     "OutputPathError",
     "torch_threads",
+    "cell_file",
 ]
 
 
@@ -280,8 +281,7 @@ class RunDir:
 
     # -- resumable cells ----------------------------------------------------------------------
     def _cell_path(self, name: str) -> Path:
-        safe = "".join(c if (c.isalnum() or c in "-_.=") else "_" for c in name)
-        return self.root / "cells" / f"{safe}.json"
+        return cell_file(self.root, name)
 
     def has_cell(self, name: str, key: Any = None) -> bool:
         """True if cell ``name`` is finished. With ``key`` (the cell's own config, JSON-able), a finished
@@ -331,6 +331,13 @@ class RunDir:
     @property
     def done(self) -> bool:
         return (self.root / "DONE").exists()
+
+
+def cell_file(root: str | Path, name: str) -> Path:
+    """Where :class:`RunDir` ``root`` keeps the result of cell ``name`` (``cells/<name>.json``, the name with
+    characters other than letters, digits and ``-_.=`` replaced by ``_``); reading it creates nothing."""
+    safe = "".join(c if (c.isalnum() or c in "-_.=") else "_" for c in name)
+    return Path(root) / "cells" / f"{safe}.json"
 
 
 def _config_record(cfg: Any) -> Any:

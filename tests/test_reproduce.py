@@ -13,23 +13,25 @@ from initlab.commands import reproduce
 @pytest.mark.parametrize("name", sorted({**stages.STAGES, **stages.OPTIONAL_STAGES}))
 def test_every_stage_has_the_stage_signature(name):
     func = {**stages.STAGES, **stages.OPTIONAL_STAGES}[name]
-    params = list(inspect.signature(func).parameters)
-    assert params[:3] == ["out_dir", "preset", "overwrite"]
+    params = inspect.signature(func).parameters
+    assert list(params)[:3] == ["out_dir", "preset", "overwrite"]
+    assert params["workers"].kind == params["scheduler"].kind == inspect.Parameter.KEYWORD_ONLY
+    assert name in stages.ESTIMATES
 
 
 def test_report_collects_stage_summaries_in_order(tmp_path, monkeypatch):
     calls = []
 
-    def stage_a(out_dir, preset, overwrite):
+    def stage_a(out_dir, preset, overwrite, **kw):
         calls.append(("a", out_dir.name, preset, overwrite))
         return "## stage A\nresult 1"
 
-    def stage_b(out_dir, preset, overwrite):
+    def stage_b(out_dir, preset, overwrite, **kw):
         calls.append(("b", out_dir.name, preset, overwrite))
         return "## stage B\nresult 2"
 
     monkeypatch.setattr(stages, "STAGES", {"a": stage_a, "b": stage_b})
-    report = stages.run_reproduce(tmp_path / "out", preset="quick")
+    report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
     assert calls == [("a", "a", "quick", False), ("b", "b", "quick", False)]
     text = report.read_text()
     assert text.index("## stage A") < text.index("## stage B")
@@ -48,7 +50,7 @@ def test_bad_preset_and_stage_are_named(tmp_path):
 def test_resumed_report_keeps_the_real_stage_times(tmp_path, monkeypatch):
     import time
 
-    def slow(out_dir, preset, overwrite):
+    def slow(out_dir, preset, overwrite, **kw):
         if (out_dir / "DONE").exists() and not overwrite:
             return "## slow\nsaved"
         time.sleep(0.3)
@@ -57,8 +59,8 @@ def test_resumed_report_keeps_the_real_stage_times(tmp_path, monkeypatch):
         return "## slow\nsaved"
 
     monkeypatch.setattr(stages, "STAGES", {"slow": slow})
-    first = stages.run_reproduce(tmp_path / "out", preset="quick").read_text()
-    second = stages.run_reproduce(tmp_path / "out", preset="quick").read_text()
+    first = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
+    second = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
 
     def seconds(text):
         line = next(ln for ln in text.splitlines() if ln.startswith("_stage `slow` took"))
@@ -100,17 +102,17 @@ def test_empty_stage_list_is_an_error_not_an_empty_report(tmp_path):
 def test_a_folder_of_one_preset_refuses_another(tmp_path, monkeypatch):
     from initlab.runs import ConfigMismatchError
 
-    def stage(out_dir, preset, overwrite):
+    def stage(out_dir, preset, overwrite, **kw):
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "DONE").write_text("x")
         return f"## stage\nmade by {preset}"
 
     monkeypatch.setattr(stages, "STAGES", {"s": stage})
-    stages.run_reproduce(tmp_path / "out", preset="quick")
+    stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
     with pytest.raises(ConfigMismatchError, match="preset 'quick', not 'default'"):
-        stages.run_reproduce(tmp_path / "out", preset="default")
+        stages.run_reproduce(tmp_path / "out", preset="default", speed=1.0)
     assert "made by quick" in (tmp_path / "out" / "report.md").read_text()  # untouched
-    assert "made by default" in stages.run_reproduce(tmp_path / "out", preset="default", overwrite=True).read_text()
+    assert "made by default" in stages.run_reproduce(tmp_path / "out", preset="default", overwrite=True, speed=1.0).read_text()
 
 
 def test_report_links_point_into_the_stage_folders():

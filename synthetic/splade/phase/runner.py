@@ -34,6 +34,7 @@ or on a Dask cluster, resumable cells, report, figures). The grid and its config
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -44,7 +45,7 @@ from typing import Any, Callable, Mapping
 
 from initlab.config import from_dict, to_dict
 from initlab.executor import Cell, Progress, run_cells
-from initlab.runs import RunDir
+from initlab.runs import RunDir, cell_file
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
 from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
 
@@ -152,7 +153,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
               preload=("transformers", "sentence_transformers"))
     shutil.rmtree(rd.root / "trainer_tmp", ignore_errors=True)
     write_report(rd, cfg, points, seconds=time.perf_counter() - t0)
-    note = collapse_note(rd, cfg)
+    note = collapse_note(rd.root, cfg)
     if note:
         print(note, file=sys.stderr, flush=True)
     if draw is not None:
@@ -164,8 +165,9 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     return rd
 
 
-def collapse_note(rd: RunDir, cfg: PhaseConfig) -> str:
-    """One message on the collapsed cells of a finished grid ('' if none), saying which are expected.
+def collapse_note(root: Path, cfg: PhaseConfig) -> str:
+    """One message on the collapsed cells of the grid saved in run folder ``root`` ('' if none), saying which
+    are expected.
 
     A collapse is a result of the phase diagram, which scales the head on purpose: a collapsed cell whose
     output scale ``h`` or input scale ``e`` is off 1 lies where the diagram looks for collapse (expected);
@@ -173,7 +175,8 @@ def collapse_note(rd: RunDir, cfg: PhaseConfig) -> str:
     """
     expected, unexpected = [], []
     for sp in {c.name: c for c in (cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"]) for p in grid(cfg))}.values():
-        rec = rd.load_cell(sp.name, key=cell_key(cfg, sp))
+        path = cell_file(root, sp.name)
+        rec = json.loads(path.read_text()) if path.exists() else {}
         if not rec.get("collapse"):
             continue
         line = f"  {sp.name}: {'; '.join(rec['collapse'])}"
