@@ -179,14 +179,15 @@ def default_workers() -> int:
     return max(1, n)
 
 
-def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0) -> tuple[float, float]:
+def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0, startup: float = 0.0) -> tuple[float, float]:
     """``(expected, at most)`` seconds of wall time to run ``cells`` on ``workers`` single-threaded workers.
 
     List scheduling in the given order: each cell starts on the worker that is free first, once the
     cells it ``needs`` (among ``cells``; others count as finished) have ended; its duration is
     ``units * unit_seconds * speed`` (at most: ``max_units * unit_seconds * speed``). Callers pass the
     cells still to run; nothing is skipped. ``speed``: the factor of :func:`measure_speed` (1 = the
-    reference machine).
+    reference machine); ``startup``: reference seconds a worker process needs before its first cell
+    (importing torch and the cells' libraries), added when ``workers > 1`` and there are cells.
 
     Raises:
         ValueError: ``workers < 1``, or a cycle in ``needs``.
@@ -194,8 +195,9 @@ def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0) -> tupl
     if workers < 1:
         raise ValueError(f"workers: expected >= 1, got {workers}")
     order = _dependency_order(cells)
-    return (_makespan(order, workers, lambda c: c.expected_seconds * speed),
-            _makespan(order, workers, lambda c: c.max_seconds * speed))
+    busy = [startup * speed] * min(workers, len(order)) if workers > 1 and order else []
+    return (_makespan(order, workers, lambda c: c.expected_seconds * speed, busy=busy),
+            _makespan(order, workers, lambda c: c.max_seconds * speed, busy=busy))
 
 
 def _dependency_order(cells: Sequence[Cell]) -> list[Cell]:
@@ -229,21 +231,25 @@ def _makespan(order: Sequence[Cell], workers: int, seconds: Callable[[Cell], flo
     return span
 
 
-#: seconds :func:`measure_speed`'s workload takes on one idle core of the reference machine (the kind this
-#: project's CPU numbers come from: 2-core x86-64 with AVX-512, torch 2.13 CPU, one thread): the minimum of
-#: 5 calls of ``measure_speed(raw=True)`` (see docs/cluster.md#cost-model).
-REFERENCE_SPEED_SECONDS = 0.0300
+#: seconds one repetition of :func:`measure_speed`'s workload takes on one undisturbed core of the reference
+#: machine (the kind this project's CPU numbers come from: 2-core x86-64 with AVX-512, torch 2.13 CPU, one
+#: thread): the fastest repetition over 5 calls of ``measure_speed(raw="fastest")`` (docs/cluster.md#cost-model).
+REFERENCE_SPEED_SECONDS = 0.0160
 
 
-def measure_speed(budget_s: float = 2.0, raw: bool = False) -> float:
-    """This machine's speed now, relative to the reference machine: > 1 means slower (loaded or older).
+def measure_speed(budget_s: float = 2.0, raw: bool | str = False) -> float:
+    """This machine's speed now, as a time factor against the reference machine: 1 = as fast as one undisturbed
+    reference core, > 1 = slower (an older CPU, or cores shared with other processes).
 
     Runs a fixed float32 workload shaped like one step of the repository's tiny transformers (a
     ``(8, 100, 64)`` batch through attention scores, softmax, a 64 -> 256 -> 64 GELU FFN, LayerNorm,
-    forward and backward) on one torch thread, repeatedly for about ``budget_s`` seconds, and takes
-    the fastest repetition (the least disturbed by other processes) divided by
-    :data:`REFERENCE_SPEED_SECONDS`. ``raw``: return the fastest repetition's seconds instead.
+    forward and backward, 4 times per repetition) on one torch thread for about ``budget_s`` seconds,
+    and divides the median repetition (what a worker gets on average now, load included) by
+    :data:`REFERENCE_SPEED_SECONDS`. ``raw``: return the median repetition's seconds instead;
+    ``raw="fastest"``: the fastest repetition's (how :data:`REFERENCE_SPEED_SECONDS` was measured).
     """
+    import statistics
+
     import torch
 
     from initlab.runs import torch_threads
@@ -261,18 +267,19 @@ def measure_speed(budget_s: float = 2.0, raw: bool = False) -> float:
         out = torch.nn.functional.gelu(h @ f1) @ f2
         out.square().mean().backward()
 
-    best = math.inf
+    reps: list[float] = []
     with torch_threads(1):
         step()  # warm-up
         t_end = time.perf_counter() + budget_s
-        reps = 0
-        while reps < 3 or time.perf_counter() < t_end:
+        while len(reps) < 5 or time.perf_counter() < t_end:
             t0 = time.perf_counter()
             for _ in range(4):
                 step()
-            best = min(best, time.perf_counter() - t0)
-            reps += 1
-    return best if raw else best / REFERENCE_SPEED_SECONDS
+            reps.append(time.perf_counter() - t0)
+    if raw == "fastest":
+        return min(reps)
+    med = statistics.median(reps)
+    return med if raw else med / REFERENCE_SPEED_SECONDS
 
 
 def format_seconds(s: float) -> str:
@@ -367,7 +374,7 @@ class ExecutionReport:
         wall_seconds: wall time of the call.
         cpu_seconds: CPU seconds of the cells (sum over cells of their worker process's CPU time while
             the cell ran; with one thread per worker about its wall time on an idle core).
-        cell_seconds: wall seconds per cell run in this call.
+        cell_seconds: wall seconds per cell run in this call; cell_cpu_seconds: its CPU seconds.
         skipped: cells finished by an earlier run (not redone).
         failed: cell -> error message (``on_error="record"``; cells needing a failed cell included).
         nonfinite: cell -> the fields of its :class:`initlab.runs.NonFiniteError` (a subset of ``failed``).
@@ -377,6 +384,7 @@ class ExecutionReport:
     wall_seconds: float = 0.0
     cpu_seconds: float = 0.0
     cell_seconds: dict[str, float] = field(default_factory=dict)
+    cell_cpu_seconds: dict[str, float] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     nonfinite: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -429,7 +437,7 @@ class _Bar:
 
             self.bar = tqdm(total=self._total(), initial=done_before, desc=desc or "cells", unit="unit",
                             bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} {unit}s "
-                                       "[{elapsed} elapsed, {postfix}]",
+                                       "[{elapsed} elapsed{postfix}]",
                             file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
             self.bar.set_postfix_str(self._left(), refresh=False)
 
@@ -516,7 +524,7 @@ class _Bar:
 # ------------------------------------------------------------------------------------------------
 def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
               progress: bool = True, desc: str = "", on_error: str = "raise", preload: Sequence[str] = (),
-              speed: float = 1.0, gpus: bool = False) -> ExecutionReport:
+              speed: float = 1.0, gpus: bool = False, startup: float = 0.0) -> ExecutionReport:
     """Run the cells of ``cells`` not yet finished in ``rd``, respecting ``needs``; returns an :class:`ExecutionReport`.
 
     Finished cells (``rd.has_cell(name, key=cell.key)``) are skipped; a finished cell saved under another
@@ -538,6 +546,7 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
             as itself, with a note naming the cell.
         preload: modules each local worker imports when it starts (the cells' own modules always are).
         speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured).
+        startup: reference seconds a local worker needs to start (its imports), for that estimate.
         gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``), and ``workers`` is
             capped at the GPU count.
 
@@ -584,7 +593,7 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
     bar = _Bar(todo, done_before, workers if scheduler is None else max(workers, 1), speed,
                    desc, progress)
     if progress:
-        exp, most = estimate(todo, workers, speed=speed)
+        exp, most = estimate(todo, workers, speed=speed, startup=startup if scheduler is None else 0.0)
         where = f"Dask scheduler {scheduler}" if scheduler else ("this process" if workers == 1 else f"{workers} worker processes")
         msg = (f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
                + f" on {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model)")
@@ -628,6 +637,7 @@ def _gpu_count() -> int:
 
 def _record(rep: ExecutionReport, bar: _Bar, cell: Cell, out: dict[str, Any]) -> None:
     rep.cell_seconds[cell.name] = out["seconds"]
+    rep.cell_cpu_seconds[cell.name] = out["cpu_seconds"]
     rep.cpu_seconds += out["cpu_seconds"]
     if "nonfinite" in out:
         return

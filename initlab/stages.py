@@ -107,13 +107,17 @@ def theory(out_dir: Path, preset: str = "default", overwrite: bool = False, *, w
         return run_unless_finished(out_dir, preset, overwrite, _theory, workers=workers, scheduler=scheduler)
 
 
-#: The theory stage's cost model: seconds of (sympy derivation, checks at 20 cases) per statement on one idle
-#: core of the reference machine, measured with the default preset (docs/cluster.md#cost-model). Checks scale
-#: with the number of cases.
+#: The theory stage's cost model: CPU seconds of (sympy derivation, checks at 20 cases) per statement on one
+#: core of the reference machine (``python benchmarks/bench_cost_model.py --preset default --stages theory``,
+#: load 8 on 2 shared cores; docs/cluster.md#cost-model). Checks scale with the number of cases.
 THEORY_SECONDS: dict[str, tuple[float, float]] = {
-    "T1": (5.0, 0.3), "T1'": (18.0, 0.6), "T2": (0.05, 0.3), "T3": (4.0, 0.3), "T3'": (34.0, 0.6), "T4": (1.0, 3.0),
-    "T5": (6.0, 1.0), "T6": (2.0, 1.5), "T7": (4.5, 1.0),
+    "T1": (1.9, 0.1), "T1'": (10.7, 0.5), "T2": (0.05, 0.2), "T3": (2.8, 0.2), "T3'": (17.6, 0.25), "T4": (0.6, 1.95),
+    "T5": (4.8, 0.3), "T6": (1.2, 0.35), "T7": (2.7, 0.85),
 }
+
+
+#: CPU seconds a worker needs to import the verify runner (torch, sympy): 2.85 s measured at load 8
+THEORY_WORKER_START = 3.0
 
 
 def theory_cells(cfg: Any) -> list[Cell]:
@@ -142,7 +146,7 @@ def _theory(out_dir: Path, preset: str, overwrite: bool, workers: int | None = N
         report = run.load_cell("verify", key=cfg)
     else:
         cells = theory_cells(cfg)
-        run_cells(run, cells, workers=workers, scheduler=scheduler, desc="theory (statements)")
+        run_cells(run, cells, workers=workers, scheduler=scheduler, desc="theory (statements)", startup=THEORY_WORKER_START)
         report = verify.merge_reports(cfg, [run.load_cell(c.name, key=c.key) for c in cells])
     run.write_json("verify.json", report)
     if not run.has_cell("t2_curve", key=t2_args):
@@ -406,7 +410,7 @@ LRA_LISTOPS_SECONDS = {"quick": 30.0, "default": 480.0, "full": 480.0}
 def _estimate_theory(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
     if (Path(out_dir) / "DONE").exists() or cell_file(out_dir, "verify").exists():
         return (0.0, 0.0)
-    return estimate(_todo(out_dir, theory_cells(verify.PRESETS[preset])), workers)
+    return estimate(_todo(out_dir, theory_cells(verify.PRESETS[preset])), workers, startup=THEORY_WORKER_START)
 
 
 def _estimate_spt(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
@@ -421,7 +425,8 @@ def _estimate_score_scale(out_dir: Path, preset: str, workers: int) -> tuple[flo
 
 
 def _estimate_splade(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
-    return estimate(_todo(out_dir, splade_phase.plan(splade_phase.PRESETS[preset])), workers)
+    return estimate(_todo(out_dir, splade_phase.plan(splade_phase.PRESETS[preset])), workers,
+                    startup=splade_phase.WORKER_START_SECONDS)
 
 
 def _estimate_lra(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:

@@ -119,3 +119,48 @@ def test_report_links_point_into_the_stage_folders():
     md = "![acc](spt_accuracy.png) [cfg](config.json) [web](https://x.org/a.png) Figures: `spt_accuracy.png`"
     assert stages.relink(md, "spt") == ("![acc](spt/spt_accuracy.png) [cfg](spt/config.json) "
                                         "[web](https://x.org/a.png) Figures: `spt/spt_accuracy.png`")
+
+
+def test_the_report_embeds_every_figure_once_with_links_from_the_report_folder(tmp_path):
+    stage = tmp_path / "spt"
+    for rel in ("a.png", "maps/b.png", "cells/x.png", "ckpt/y.png"):
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stage / rel).write_bytes(b"png")
+    figs = stages.stage_figures(stage)
+    assert [f.as_posix() for f in figs] == ["a.png", "maps/b.png"]  # working folders are not figures
+    md = stages.relink("Figures: `a.png`\n\n![a](a.png)", "spt")
+    out = stages.embed_figures(md, "spt", figs)
+    assert out.count("](spt/a.png)") == 1 and "![b](spt/maps/b.png)" in out
+    assert all((tmp_path / link).is_file() for link in ("spt/a.png", "spt/maps/b.png"))
+
+
+def test_expected_durations_scale_the_cost_models_and_skip_finished_work(tmp_path):
+    got = stages.expected_durations(tmp_path, "quick", ["theory", "splade", "score_scale"], workers=2, speed=1.0)
+    slow = stages.expected_durations(tmp_path, "quick", ["theory", "splade", "score_scale"], workers=2, speed=3.0)
+    assert set(got) == {"theory", "splade", "score_scale"} and all(e > 0 and m >= e for e, m in got.values())
+    assert slow["splade"][0] == pytest.approx(3 * got["splade"][0])
+    (tmp_path / "splade").mkdir()
+    (tmp_path / "splade" / "DONE").write_text("x")
+    assert stages.expected_durations(tmp_path, "quick", ["splade"], workers=2)["splade"] == (0.0, 0.0)
+
+
+def test_reproduce_prints_the_expected_duration_first_and_the_cpu_use(tmp_path, monkeypatch, capsys):
+    def stage(out_dir, preset, overwrite, **kw):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        import warnings
+
+        warnings.warn("something odd", RuntimeWarning)
+        return "## stage\nok"
+
+    monkeypatch.setattr(stages, "STAGES", {"s": stage})
+    monkeypatch.setitem(stages.ESTIMATES, "s", lambda out, preset, workers: (120.0, 300.0))
+    report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=2.0, workers=2).read_text()
+    out = capsys.readouterr()
+    first = out.out.strip().splitlines()[0]
+    assert first.startswith("initlab reproduce --preset quick: expected duration about 4 min (at most 10 min)")
+    assert "of CPU" in out.out and "of 2 cores" in report
+    assert "RuntimeWarning: something odd" in out.err and "`RuntimeWarning: something odd`" in report
+    import json
+
+    rec = json.loads((tmp_path / "out" / "stage_times.json").read_text())["s"]
+    assert rec["cores"] == 2 and rec["cpu_seconds"] >= 0 and rec["expected_seconds"] == 240.0

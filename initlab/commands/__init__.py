@@ -20,9 +20,7 @@ def _positive_int(text: str) -> int:
 
 def add_executor_options(parser: argparse.ArgumentParser, *, scheduler: bool = True, gpu: bool = False) -> None:
     """``--workers N`` (default: one per core, or per GPU with ``gpu``) and, with ``scheduler``, ``--scheduler ADDRESS``."""
-    from initlab.executor import default_workers
-
-    default = "one per GPU on a machine with GPUs, else one per core" if gpu else f"one per core: {default_workers()} here"
+    default = "one per GPU on a machine with GPUs, else one per core" if gpu else "one per core"
     parser.add_argument("--workers", type=_positive_int, default=None,
                         help=f"worker processes running cells in parallel, one torch thread each (default: {default}; "
                              "1 runs them in this process)")

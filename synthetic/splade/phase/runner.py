@@ -60,6 +60,9 @@ __all__ = ["PRESETS", "run_phase", "plan", "collapse_note", "cell_pretrain", "ce
 STEP_SECONDS = {"bert": 0.060, "roberta": 0.064, "albert": 0.056, "modernbert": 0.125}
 MLM_STEP_SECONDS = {"bert": 0.012, "roberta": 0.013, "albert": 0.012, "modernbert": 0.030}
 INSPECT_SECONDS = 2.0
+#: CPU seconds a worker process needs to import torch, transformers and sentence-transformers (9.8 s measured
+#: at load 8 on 2 shared cores: ``python -c "import torch, transformers, sentence_transformers"``)
+WORKER_START_SECONDS = 10.0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -150,7 +153,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     points = grid(cfg)
     t0 = time.perf_counter()
     run_cells(rd, plan(cfg), workers=workers, scheduler=scheduler, progress=progress, desc="synthetic SPLADE",
-              preload=("transformers", "sentence_transformers"))
+              preload=("transformers", "sentence_transformers"), startup=WORKER_START_SECONDS)
     shutil.rmtree(rd.root / "trainer_tmp", ignore_errors=True)
     write_report(rd, cfg, points, seconds=time.perf_counter() - t0)
     note = collapse_note(rd.root, cfg)
@@ -186,9 +189,9 @@ def collapse_note(root: Path, cfg: PhaseConfig) -> str:
     n = len({p["cell"] for p in grid(cfg)})
     out = []
     if expected:
-        out.append(f"synthetic SPLADE: {len(expected)} of {n} cells collapsed where the phase diagram scales the MLM "
-                   "head away from the backbone's own scale (s/k != 1): expected, these are results of the grid "
-                   "(marked C in the phase figures), not errors:")
+        out.append(f"synthetic SPLADE: {len(expected)} of {n} cells collapsed where the grid scales the input "
+                   "embeddings (e) or the MLM head (h) away from the backbone's own scale: expected, these are results "
+                   "of the phase diagram (marked C in its figures; docs/synthetic_splade.md), not errors:")
         out += expected
     if unexpected:
         out.append(f"synthetic SPLADE: WARNING: {len(unexpected)} cells collapsed or failed at the backbone's own "

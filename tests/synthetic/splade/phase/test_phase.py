@@ -237,6 +237,22 @@ def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_ru
     assert "already holds a finished run" in capsys.readouterr().err
 
 
+def test_collapse_note_says_which_collapsed_cells_are_expected(tmp_path):
+    cfg = derive(TINY, head_scales=(1.0,), ks=(1.0, 16.0), modes=("tied",))
+    own, off = phc.cell_spec("bert", "tied", 1.0, 1.0, 0), phc.cell_spec("bert", "tied", 1.0, 16.0, 0)
+    rd = RunDir(tmp_path / "run")
+    rd.save_cell(own.name, {"collapse": [], "failed": None})
+    rd.save_cell(off.name, {"collapse": ["documents empty (mean active dims 0)"], "failed": None})
+    note = ph.collapse_note(rd.root, cfg)
+    assert "1 of 2 cells collapsed" in note and "expected" in note and off.name in note and "WARNING" not in note
+    rd.save_cell(own.name, {"collapse": ["documents dense (40 of 41 dims active)"], "failed": None})
+    note = ph.collapse_note(rd.root, cfg)
+    assert "WARNING: 1 cells collapsed or failed at the backbone's own scale" in note and own.name in note
+    rd.save_cell(own.name, {"collapse": [], "failed": None})
+    rd.save_cell(off.name, {"collapse": [], "failed": None})
+    assert ph.collapse_note(rd.root, cfg) == ""
+
+
 def _without_timing(path):
     """A saved file's text without its timing lines (``"seconds": ...``, ``"cpu_seconds": ...``)."""
     return [ln for ln in path.read_text().splitlines() if not ln.strip().startswith(('"seconds":', '"cpu_seconds":'))]
