@@ -72,7 +72,7 @@ def bench_score_scale(preset: str, tmp: Path) -> None:
 
     cfg = closed_form.PRESETS[preset]
     c0 = time.process_time()
-    stages.score_scale_stage(tmp / "score_scale", preset)
+    stages.score_scale_stage(tmp / "score_scale", preset, workers=1)
     n = len(cfg.sigmas) * len(cfg.ks)
     print(f"score_scale ({preset}): {(time.process_time() - c0) / n:.3f} CPU s per cell ({n} cells, figure included)")
 

@@ -546,7 +546,8 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
             as itself, with a note naming the cell.
         preload: modules each local worker imports when it starts (the cells' own modules always are).
         speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured).
-        startup: reference seconds a local worker needs to start (its imports), for that estimate.
+        startup: reference seconds a local worker needs to start (its imports): for the first estimate, and
+            the cells run in this process when a pool would not finish sooner than one process.
         gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``), and ``workers`` is
             capped at the GPU count.
 
@@ -589,6 +590,10 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
     if gpus and scheduler is None:
         workers = min(workers, max(1, _gpu_count()))
         rep.workers = workers
+    if scheduler is None and workers > 1 and startup > 0:  # a pool only where it pays for its start-up
+        serial = sum(c.expected_seconds for c in todo)
+        if estimate(todo, workers, startup=startup)[0] >= serial:
+            workers = rep.workers = 1
     done_before = sum(float(c.units) for c in cells if c.name in finished)
     bar = _Bar(todo, done_before, workers if scheduler is None else max(workers, 1), speed,
                    desc, progress)

@@ -44,6 +44,7 @@ __all__ = [
     "OutputPathError",
     "torch_threads",
     "cell_file",
+    "revive_nonfinite",
 ]
 
 
@@ -175,6 +176,18 @@ def _sanitize(obj: Any) -> Any:
         return {k: _sanitize(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_sanitize(v) for v in obj]
+    return obj
+
+
+def revive_nonfinite(obj: Any) -> Any:
+    """The inverse of what :func:`atomic_write_json` does to non-finite floats: the strings ``"nan"``, ``"inf"``
+    and ``"-inf"`` (in mappings and lists, at any depth) become floats again."""
+    if isinstance(obj, str) and obj in ("nan", "inf", "-inf"):
+        return float(obj)
+    if isinstance(obj, dict):
+        return {k: revive_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [revive_nonfinite(v) for v in obj]
     return obj
 
 

@@ -33,7 +33,8 @@ from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splad
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
 from initlab.executor import Cell, default_workers, estimate, format_seconds, measure_speed, run_cells, track_reports
-from initlab.runs import ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, cell_file, torch_threads
+from initlab.runs import (ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, cell_file, revive_nonfinite,
+                          torch_threads)
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.theory.attention import case as ac
@@ -274,34 +275,29 @@ def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = 
                       scheduler: str | None = None) -> str:
     """The ``score_scale`` stage: theory + Monte Carlo table for k in {1, ..., 32} at a few sigma.
 
-    Writes JSON/CSV/config, a figure and ``summary.md``; each (sigma, k) cell is saved as it finishes. Its
-    cells take about a second each, so they run in this process (``workers``, ``scheduler`` are not used:
-    a worker process would start slower than the stage runs).
+    Writes JSON/CSV/config, a figure and ``summary.md``; each (sigma, k) is a cell of
+    :func:`initlab.executor.run_cells` (``workers`` processes or Dask at ``scheduler``), saved as it finishes.
 
     Raises:
         ValueError: unknown ``preset``.
     """
-    return run_unless_finished(out_dir, preset, overwrite, _score_scale)
+    return run_unless_finished(out_dir, preset, overwrite, _score_scale, workers=workers, scheduler=scheduler)
 
 
-def _score_scale(out_dir: Path, preset: str, overwrite: bool) -> str:
-    from tqdm.auto import tqdm
+def score_scale_cells(cfg: Any, preset: str) -> list[Cell]:
+    """One cell per (sigma, k): closed forms and Monte Carlo (:func:`initlab.theory.score_scale.table.table_cell`)."""
+    conf = to_dict(cfg)
+    return [Cell(f"sigma={sigma:g}_k={k:g}", "initlab.theory.score_scale.table:table_cell",
+                 {"config": conf, "sigma": sigma, "k": k}, {"config": conf, "sigma": sigma, "k": k},
+                 unit_seconds=SCORE_SCALE_CELL_SECONDS[preset]) for sigma in cfg.sigmas for k in cfg.ks]
 
+
+def _score_scale(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
     cfg = score_scale.PRESETS[preset]
     run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
-    rows = []
-    for sigma, k in tqdm([(s, k) for s in cfg.sigmas for k in cfg.ks], desc="score-scale cells"):
-        name = f"sigma={sigma:g}_k={k:g}"
-        key = {"config": to_dict(cfg), "sigma": sigma, "k": k}  # a cell of another config is never reused
-        if run.has_cell(name, key=key):
-            rows.append(run.load_cell(name, key=key))
-            continue
-        th = score_scale.theory_row(cfg, sigma, k)
-        mc = score_scale_mc.monte_carlo(cfg, sigma, k)
-        row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")},
-               **{f"mc_{n}": v for n, v in mc.items()}}
-        run.save_cell(name, row, key=key)
-        rows.append(row)
+    cells = score_scale_cells(cfg, preset)  # a cell of another config is never reused (its key holds the config)
+    run_cells(run, cells, workers=workers, scheduler=scheduler, desc="score scale (sigma, k)", startup=THEORY_WORKER_START)
+    rows = [revive_nonfinite(run.load_cell(c.name, key=c.key)) for c in cells]  # saved "inf" strings back to floats
     mech = score_scale.mechanism(cfg)
     run.write_json("score_scale.json", {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
     run.write_csv("score_scale.csv", rows)
@@ -400,8 +396,10 @@ OPTIONAL_STAGES: dict[str, Callable[..., str]] = {"lra_listops": lra_listops}
 # ------------------------------------------------------------------------------------------------
 # the expected duration (cost model)
 # ------------------------------------------------------------------------------------------------
-#: score_scale: seconds per (sigma, k) cell on the reference machine, per preset (measured: docs/cluster.md#cost-model)
-SCORE_SCALE_CELL_SECONDS = {"quick": 0.2, "default": 0.6, "full": 3.0}
+#: score_scale: CPU seconds per (sigma, k) cell on the reference machine, per preset: quick 0.84 and default 3.55
+#: measured (``python benchmarks/bench_cost_model.py --preset P --stages score_scale``, load 8-10); full scaled
+#: from default by its vocabulary (30522 / 2048) and Monte Carlo batches (8 / 4), not measured
+SCORE_SCALE_CELL_SECONDS = {"quick": 0.84, "default": 3.55, "full": 106.0}
 #: lra_listops: seconds of the whole stage on the reference machine (quick: the toy preset; else the preregistered
 #: CPU ListOps run, "about 8 CPU-minutes" in docs/lra.md)
 LRA_LISTOPS_SECONDS = {"quick": 30.0, "default": 480.0, "full": 480.0}
@@ -418,10 +416,8 @@ def _estimate_spt(out_dir: Path, preset: str, workers: int) -> tuple[float, floa
 
 
 def _estimate_score_scale(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
-    cfg = score_scale.PRESETS[preset]
-    n = sum(not cell_file(out_dir, f"sigma={s:g}_k={k:g}").exists() for s in cfg.sigmas for k in cfg.ks)
-    t = 0.0 if (Path(out_dir) / "DONE").exists() else n * SCORE_SCALE_CELL_SECONDS[preset]
-    return (t, t)
+    return estimate(_todo(out_dir, score_scale_cells(score_scale.PRESETS[preset], preset)), workers,
+                    startup=THEORY_WORKER_START)
 
 
 def _estimate_splade(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:

@@ -56,6 +56,13 @@ def test_estimate_is_list_scheduling_with_needs():
         estimate([a], 0)
 
 
+def test_a_pool_starts_only_where_it_pays(tmp_path, cells_importable):
+    rd = RunDir(tmp_path / "run")
+    small = squares(2)  # 3 cells of 1 s: a 5 s worker start-up would not pay
+    assert run_cells(rd, small, workers=2, progress=False, startup=5.0).workers == 1
+    assert estimate(small, 2, startup=5.0)[0] > estimate(small, 1, startup=5.0)[0] == 3.0
+
+
 def test_cell_fields_are_checked():
     with pytest.raises(ValueError, match="fn"):
         Cell("a", "no_colon", {}, 1)

@@ -30,7 +30,7 @@ from typing import Sequence
 from initlab.config import derive, from_dict, to_dict
 from initlab.executor import Cell, Progress, run_cells
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
-from initlab.runs import NonFiniteError, RunDir, check_same_record
+from initlab.runs import NonFiniteError, RunDir, check_same_record, revive_nonfinite
 
 __all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "plan", "cell_pretrain", "cell_finetune"]
 
@@ -120,7 +120,7 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
 
 def _revive(row: dict) -> dict:
     """A saved row with the non-finite numbers that JSON stores as strings turned back into floats."""
-    return {k: float(v) if isinstance(v, str) and v in ("nan", "inf", "-inf") else v for k, v in row.items()}
+    return revive_nonfinite(row)
 
 
 def _metric_columns(res: dict) -> dict:

@@ -53,13 +53,16 @@ from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig
 __all__ = ["PRESETS", "run_phase", "plan", "collapse_note", "cell_pretrain", "cell_train", "cell_inspect",
            "STEP_SECONDS"]
 
-#: The cost model: seconds per SPLADE training step on one idle core of the reference machine, per family
-#: (a cell's set-up, evaluation and scale measurements spread over its steps), and seconds of one MLM
-#: pretraining step and of one ``mlmhead inspect`` cell. Measured on the default preset with
-#: ``python benchmarks/bench_executor.py --splade`` (docs/cluster.md#cost-model).
-STEP_SECONDS = {"bert": 0.060, "roberta": 0.064, "albert": 0.056, "modernbert": 0.125}
-MLM_STEP_SECONDS = {"bert": 0.012, "roberta": 0.013, "albert": 0.012, "modernbert": 0.030}
-INSPECT_SECONDS = 2.0
+#: The cost model: CPU seconds per SPLADE training step on one core of the reference machine, per family (a
+#: cell's set-up, evaluation and scale measurements spread over its steps), of one MLM pretraining step, and of
+#: one ``mlmhead inspect`` cell. Measured with ``python benchmarks/bench_cost_model.py --preset quick --stages
+#: splade`` (load 10 on 2 shared cores: bert 0.082, modernbert 0.078 per training step, MLM steps 0.036-0.077,
+#: inspect 0.2 s); the other families and ModernBERT's larger default-preset cost from the cell times of the
+#: default run (docs/results/synthetic_splade_default/phase.json: roberta 1.08x, albert 0.93x, modernbert 2.1x
+#: bert's). docs/cluster.md#cost-model.
+STEP_SECONDS = {"bert": 0.082, "roberta": 0.089, "albert": 0.076, "modernbert": 0.17}
+MLM_STEP_SECONDS = {"bert": 0.05, "roberta": 0.05, "albert": 0.05, "modernbert": 0.05}
+INSPECT_SECONDS = 0.2
 #: CPU seconds a worker process needs to import torch, transformers and sentence-transformers (9.8 s measured
 #: at load 8 on 2 shared cores: ``python -c "import torch, transformers, sentence_transformers"``)
 WORKER_START_SECONDS = 10.0
