@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"initlab.runs"},
     {"initlab.executor"},  # runs the cells of a sweep (local processes or Dask); uses runs' RunDir
     {"initlab.theory"},
-    {"initlab.nn", "initlab.mlmhead"},
+    {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
     {"initlab.paper_figs"},
     {"initlab.synthetic", "initlab.realdata"},
     {"initlab.stages"},
