@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from initlab.runs import NonFiniteError, RunDir, RunExistsError
 
-__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "estimate", "run_cells",
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "run_cells",
            "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
 
 
@@ -322,10 +322,10 @@ def _execute(root: str, name: str, fn: str, args: Mapping[str, Any], key: Any, p
     A :class:`NonFiniteError` comes back as its fields (``"nonfinite"``), so it keeps them across processes.
     """
     t0, c0 = time.perf_counter(), time.process_time()
-    progress._send(("begin", 0.0, None))
-    func = _resolve(fn)
+    func = _resolve(fn)  # a Dask worker's first cell imports its modules here: not part of the measured speed
     if in_worker:
         worker_setup()  # again: the cell's module may have imported torch just now
+    progress._send(("begin", 0.0, None))
     try:
         result = func(root, name, args, progress)
     except NonFiniteError as err:
@@ -524,7 +524,7 @@ class _Bar:
 # ------------------------------------------------------------------------------------------------
 def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
               progress: bool = True, desc: str = "", on_error: str = "raise", preload: Sequence[str] = (),
-              speed: float = 1.0, gpus: bool = False, startup: float = 0.0) -> ExecutionReport:
+              speed: float | None = None, gpus: bool = False, startup: float = 0.0) -> ExecutionReport:
     """Run the cells of ``cells`` not yet finished in ``rd``, respecting ``needs``; returns an :class:`ExecutionReport`.
 
     Finished cells (``rd.has_cell(name, key=cell.key)``) are skipped; a finished cell saved under another
@@ -545,7 +545,8 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
             on. Any other exception of a cell stops the run (running cells are stopped) and is re-raised
             as itself, with a note naming the cell.
         preload: modules each local worker imports when it starts (the cells' own modules always are).
-        speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured).
+        speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured); None:
+            measured here (1 s) when ``progress``, else 1.
         startup: reference seconds a local worker needs to start (its imports): for the first estimate, and
             the cells run in this process when a pool would not finish sooner than one process.
         gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``), and ``workers`` is
@@ -594,18 +595,16 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         serial = sum(c.expected_seconds for c in todo)
         if estimate(todo, workers, startup=startup)[0] >= serial:
             workers = rep.workers = 1
+    if speed is None:
+        speed = measure_speed(1.0) if progress else 1.0
     done_before = sum(float(c.units) for c in cells if c.name in finished)
-    bar = _Bar(todo, done_before, workers if scheduler is None else max(workers, 1), speed,
-                   desc, progress)
-    if progress:
+    if progress:  # the plan first, then the bar below it
         exp, most = estimate(todo, workers, speed=speed, startup=startup if scheduler is None else 0.0)
         where = f"Dask scheduler {scheduler}" if scheduler else ("this process" if workers == 1 else f"{workers} worker processes")
-        msg = (f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
-               + f" on {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model)")
-        if bar.bar is not None:
-            bar.bar.write(msg, file=sys.stderr)
-        else:  # pragma: no cover
-            print(msg, file=sys.stderr)
+        print(f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
+              + f" in {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model x "
+              f"machine speed {speed:.2f})", file=sys.stderr, flush=True)
+    bar = _Bar(todo, done_before, workers, speed, desc, progress)
     root = str(rd.root.resolve())
     try:
         if scheduler is not None:
@@ -619,6 +618,13 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         bar.close()  # before any interruption message: no stale bar is redrawn after it
         rep.wall_seconds = time.perf_counter() - t0
     return rep
+
+
+def check_scheduler(scheduler: str) -> str:
+    """``scheduler`` if it reads as a Dask scheduler address (``tcp://host:8786``, ``host:8786``) or
+    ``local:N`` (N >= 1); else ValueError naming the expected forms. Nothing is contacted."""
+    _check_scheduler(scheduler)
+    return scheduler
 
 
 def _check_scheduler(scheduler: str) -> None:

@@ -32,7 +32,7 @@ import torch
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
-from initlab.executor import Cell, default_workers, estimate, format_seconds, measure_speed, run_cells, track_reports
+from initlab.executor import Cell, check_scheduler, default_workers, estimate, format_seconds, measure_speed, run_cells, track_reports
 from initlab.runs import (ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, cell_file, revive_nonfinite,
                           torch_threads)
 from initlab.synthetic import spt as synthetic_spt
@@ -555,6 +555,8 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
         raise ValueError(f"--only: unknown stage(s) {unknown}; expected names from {list(known)}")
     if workers is not None and workers < 1:
         raise ValueError(f"--workers: expected >= 1, got {workers}")
+    if scheduler is not None:
+        check_scheduler(scheduler)
     cores = workers or default_workers()
     out = Path(out)
     sections = [

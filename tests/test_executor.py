@@ -152,7 +152,7 @@ def test_the_bar_is_one_line_of_units_and_is_closed(tmp_path, cells_importable, 
     run_cells(rd, squares(2)[:1], workers=1, progress=True, desc="demo")
     run_cells(rd, squares(2), workers=1, progress=True, desc="demo")
     err = capsys.readouterr().err
-    assert "demo: 1 cells to run on this process" in err and "(1 finished earlier, skipped)" in err
+    assert "demo: 1 cells to run in this process" in err and "(1 finished earlier, skipped)" in err
     assert "units" in err and "elapsed" in err and "left" in err
 
 

@@ -18,6 +18,15 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _scheduler(text: str) -> str:
+    from initlab.executor import check_scheduler
+
+    try:
+        return check_scheduler(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).split(": ", 1)[1]) from None
+
+
 def add_executor_options(parser: argparse.ArgumentParser, *, scheduler: bool = True, gpu: bool = False) -> None:
     """``--workers N`` (default: one per core, or per GPU with ``gpu``) and, with ``scheduler``, ``--scheduler ADDRESS``."""
     default = "one per GPU on a machine with GPUs, else one per core" if gpu else "one per core"
@@ -25,7 +34,7 @@ def add_executor_options(parser: argparse.ArgumentParser, *, scheduler: bool = T
                         help=f"worker processes running cells in parallel, one torch thread each (default: {default}; "
                              "1 runs them in this process)")
     if scheduler:
-        parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+        parser.add_argument("--scheduler", default=None, metavar="ADDRESS", type=_scheduler,
                             help="run the cells on a Dask cluster: its scheduler address (tcp://host:8786; the --out folder "
                                  "must be on a filesystem every worker sees), or local:N for N local Dask worker processes; "
                                  "needs pip install 'initlab[cluster]' (docs/cluster.md)")

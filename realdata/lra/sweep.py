@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.config import derive, from_dict, to_dict
-from initlab.executor import Cell, Progress, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
 from initlab.runs import NonFiniteError, RunDir, check_same_record, revive_nonfinite
 
@@ -90,6 +90,8 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     Raises:
         ValueError: ``out`` holds a sweep with another ablation, seeds or config (unless ``overwrite``).
     """
+    if scheduler is not None:
+        check_scheduler(scheduler)  # before anything is written
     meta = {"kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
     if not overwrite:  # another ablation/seeds/config in `out`: ConfigMismatchError naming the keys, nothing written
         check_same_record(Path(out) / "config.json", meta, what="sweep config")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from initlab.executor import Cell, Progress, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.runs import RunDir, check_same_record
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
@@ -205,6 +205,8 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
     from initlab.config import to_dict
 
     cells = [cell_config(base, b, k) for b in backbones for k in ks]  # validates (remote code, k) before writing
+    if scheduler is not None:
+        check_scheduler(scheduler)
     if not resolve_eval_sets(base):
         raise ValueError("the sweep's config has no evaluation sets; set eval_sets, beir or nanobeir")
     run = RunDir(out, overwrite=overwrite, config=base)

@@ -142,8 +142,10 @@ def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> 
     return {**rep, "family": family, "s": s, "family_name": rep["family"]}
 
 
-def pretrain_family(folder: str, family: str, cfg: PhaseConfig, seed: int) -> str:
-    """MLM-pretrain (or reuse) the backbone of ``family`` in ``folder``; returns the folder."""
+def pretrain_family(folder: str, family: str, cfg: PhaseConfig, seed: int, on_step: Any = None) -> str:
+    """MLM-pretrain (or reuse) the backbone of ``family`` in ``folder``; returns the folder. ``on_step``: called
+    after each MLM step."""
     with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
         warnings.simplefilter("ignore")
-        return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed))
+        return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed,
+                                           on_step=on_step))

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from initlab.config import from_dict, to_dict
-from initlab.executor import Cell, Progress, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.runs import RunDir, cell_file
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
 from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
@@ -78,7 +78,7 @@ def _bb_folder(family: str, seed: int) -> str:
 def cell_pretrain(root: str, name: str, args: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     """Executor cell: MLM-pretrain (or reuse) one family's backbone under ``root/backbone/``."""
     cfg = from_dict(PhaseConfig, args["config"])
-    pretrain_family(str(Path(root) / args["folder"]), args["family"], cfg, args["seed"])
+    pretrain_family(str(Path(root) / args["folder"]), args["family"], cfg, args["seed"], on_step=lambda: progress.advance(1))
     return {"family": args["family"], "seed": args["seed"], "folder": args["folder"]}
 
 
@@ -152,6 +152,8 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     check_config(cfg)
     if workers is not None and workers < 1:
         raise ValueError(f"workers (--workers): expected >= 1, got {workers}")
+    if scheduler is not None:
+        check_scheduler(scheduler)  # before the run folder is made
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     points = grid(cfg)
     t0 = time.perf_counter()
