@@ -138,9 +138,10 @@ def _metric_columns(res: dict) -> dict:
     return out
 
 
-#: the cost model: seconds per epoch on one idle core of the reference machine, per task preset family
-#: (CPU presets; the paper-size presets are GPU runs, where the estimate is only an order of magnitude)
-EPOCH_SECONDS = {"listops": 6.0}
+#: the cost model of the expected duration: seconds per epoch on one core of the reference machine, by task.
+#: ListOps: 2.3 s, measured for the CPU ListOps presets on one thread at load 0.5 (docs/lra.md); any other task
+#: (GPU-sized presets): 60 s, an assumed order of magnitude, not measured.
+EPOCH_SECONDS = {"listops": 2.3}
 
 
 def _row(ablation: str, seed: int, name: str, cfg: LRAConfig, ms: int | None, spt_run: dict | None, res: dict) -> dict:
