@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from initlab.config import to_dict
+from initlab.textio import read_json
 
 __all__ = [
     "RunExistsError",
@@ -311,7 +312,7 @@ class RunDir:
         path = self._cell_path(name)
         if key is not None:
             self._check_cell_key(name, path, key)
-        return json.loads(path.read_text())
+        return read_json(path)
 
     def save_cell(self, name: str, result: Any, key: Any = None) -> Path:
         """Write the result of cell ``name`` atomically; with ``key``, record the cell's config beside it
@@ -326,7 +327,7 @@ class RunDir:
     def _check_cell_key(self, name: str, path: Path, key: Any) -> None:
         want = _config_record(key)
         kpath = self._key_path(name)
-        saved = json.loads(kpath.read_text()) if kpath.exists() else None
+        saved = read_json(kpath) if kpath.exists() else None
         if saved != want:
             keys = (sorted(k for k in set(saved) | set(want) if saved.get(k) != want.get(k))
                     if isinstance(saved, dict) and isinstance(want, dict) else [])
@@ -371,8 +372,8 @@ def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "
     if not path.exists():
         return
     try:
-        saved = json.loads(path.read_text())
-    except json.JSONDecodeError:
+        saved = read_json(path)
+    except ValueError:  # not JSON, or not UTF-8
         raise ConfigMismatchError(f"{path}: unreadable {what} record; choose another --out or pass --overwrite") from None
     if isinstance(saved, dict) and "config" in saved and "config_class" in saved:
         saved = saved["config"]

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.runs import RunDir, check_same_record
+from initlab.textio import open_text, read_json
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
 
@@ -149,7 +150,7 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
     if (out / "loss_curve.csv").exists():
         import csv
 
-        with open(out / "loss_curve.csv") as fh:
+        with open_text(out / "loss_curve.csv", newline="") as fh:
             losses = [float(r["loss"]) for r in csv.DictReader(fh)]
     train_verdict = detect_collapse(losses=losses, q_active=None, d_active=None, vocab_size=1)
     s = res["summary"]
@@ -171,8 +172,6 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
 def cell_train_eval(root: str, name: str, args: dict, progress: Progress) -> dict[str, Any]:
     """Executor cell: train and evaluate one grid cell into ``root/<cell>`` (:func:`run_cell`); a finished cell
     folder not yet recorded as a cell is read back instead."""
-    import json
-
     from initlab.config import from_dict
 
     cfg = from_dict(SpladeTrainConfig, args["config"])
@@ -180,7 +179,7 @@ def cell_train_eval(root: str, name: str, args: dict, progress: Progress) -> dic
     done = out / "results.json"
     if (out / "DONE").exists() and done.exists():  # finished but not yet recorded as a cell
         check_same_record(out / "config.json", args["config"], what="training config")
-        return json.loads(done.read_text())["cell"]
+        return read_json(done)["cell"]
     return run_cell(cfg, out, progress=args.get("progress", False))
 
 

@@ -34,7 +34,6 @@ or on a Dask cluster, resumable cells, report, figures). The grid and its config
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
@@ -46,6 +45,7 @@ from typing import Any, Callable, Mapping
 from initlab.config import from_dict, to_dict
 from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.runs import RunDir, cell_file
+from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
 from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
 
@@ -184,7 +184,7 @@ def collapse_note(root: Path, cfg: PhaseConfig) -> str:
     expected, unexpected = [], []
     for sp in {c.name: c for c in (cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"]) for p in grid(cfg))}.values():
         path = cell_file(root, sp.name)
-        rec = json.loads(path.read_text()) if path.exists() else {}
+        rec = read_json(path) if path.exists() else {}
         if not rec.get("collapse"):
             continue
         line = f"  {sp.name}: {'; '.join(rec['collapse'])}"
