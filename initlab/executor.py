@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from initlab.runs import NonFiniteError, RunDir, RunExistsError
+from initlab.textio import read_text
 
 __all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "run_cells",
            "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
@@ -171,7 +172,7 @@ def default_workers() -> int:
     except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
         n = os.cpu_count() or 1
     try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        quota, period = read_text("/sys/fs/cgroup/cpu.max").split()[:2]
         if quota != "max":
             n = min(n, max(1, math.ceil(int(quota) / int(period))))
     except (OSError, ValueError):
