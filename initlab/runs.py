@@ -44,6 +44,8 @@ __all__ = [
     "check_output_path",
     "OutputPathError",
     "torch_threads",
+    "cell_file",
+    "revive_nonfinite",
 ]
 
 
@@ -178,6 +180,18 @@ def _sanitize(obj: Any) -> Any:
     return obj
 
 
+def revive_nonfinite(obj: Any) -> Any:
+    """The inverse of what :func:`atomic_write_json` does to non-finite floats: the strings ``"nan"``, ``"inf"``
+    and ``"-inf"`` (in mappings and lists, at any depth) become floats again."""
+    if isinstance(obj, str) and obj in ("nan", "inf", "-inf"):
+        return float(obj)
+    if isinstance(obj, dict):
+        return {k: revive_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [revive_nonfinite(v) for v in obj]
+    return obj
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
     """Write ``obj`` as indented, standard JSON atomically (NaN/inf become strings)."""
     text = json.dumps(_sanitize(json.loads(json.dumps(obj, default=_json_default))), indent=2, sort_keys=False)
@@ -281,8 +295,7 @@ class RunDir:
 
     # -- resumable cells ----------------------------------------------------------------------
     def _cell_path(self, name: str) -> Path:
-        safe = "".join(c if (c.isalnum() or c in "-_.=") else "_" for c in name)
-        return self.root / "cells" / f"{safe}.json"
+        return cell_file(self.root, name)
 
     def has_cell(self, name: str, key: Any = None) -> bool:
         """True if cell ``name`` is finished. With ``key`` (the cell's own config, JSON-able), a finished
@@ -332,6 +345,13 @@ class RunDir:
     @property
     def done(self) -> bool:
         return (self.root / "DONE").exists()
+
+
+def cell_file(root: str | Path, name: str) -> Path:
+    """Where :class:`RunDir` ``root`` keeps the result of cell ``name`` (``cells/<name>.json``, the name with
+    characters other than letters, digits and ``-_.=`` replaced by ``_``); reading it creates nothing."""
+    safe = "".join(c if (c.isalnum() or c in "-_.=") else "_" for c in name)
+    return Path(root) / "cells" / f"{safe}.json"
 
 
 def _config_record(cfg: Any) -> Any:

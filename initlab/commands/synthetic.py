@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from initlab.commands import add_executor_options
+from initlab.executor import default_workers
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_output_path
 from initlab.synthetic.splade.phase import runner as splade_phase
@@ -26,7 +28,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--workers", type=int, default=2, help="processes running cells (conditions) in parallel (default 2)")
+    add_executor_options(parser, scheduler=False)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
@@ -41,7 +43,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     try:
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
-                 workers=args.workers, threads=args.threads, draw=spt_figures.make_figures)
+                 workers=args.workers or default_workers(), threads=args.threads, draw=spt_figures.make_figures)
     except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
@@ -69,8 +71,8 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
                              "(seed 1, s = 1/4, k in 1, 16, tied and output-only: the input-side check)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
-    parser.add_argument("--workers", type=int, default=2, help="processes training cells in parallel (default 2)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_executor_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_splade") / args.preset
     t0 = time.perf_counter()
@@ -78,8 +80,8 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         rd = splade_phase.run_phase(out, splade_phase.PRESETS[args.preset], overwrite=args.overwrite,
                                     progress=not args.no_progress, draw=synthetic_splade_figures.draw_phase,
-                                    workers=args.workers)
-    except (FileExistsError, ValueError) as err:
+                                    workers=args.workers, scheduler=args.scheduler)
+    except (FileExistsError, ValueError, ImportError) as err:
         parser.error(str(err))
     print(read_text(rd.root / "summary.md"))
     print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")

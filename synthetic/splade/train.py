@@ -16,7 +16,7 @@ import logging
 import shutil
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -110,8 +110,12 @@ def finite_guard_callback(where: str):
     return guard
 
 
-def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path) -> list[dict[str, float]]:
+def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path,
+               callbacks: Sequence[Any] = ()) -> list[dict[str, float]]:
     """SPLADE training of ``model`` with SparseEncoderTrainer; returns the logged loss curve.
+
+    ``callbacks``: extra transformers ``TrainerCallback`` objects (e.g. progress per step); they do not
+    change the training.
 
     Each row: ``step``, ``loss`` (total), ``ranking`` (InfoNCE part), ``flops_q`` / ``flops_d`` (the
     weighted FLOPS parts as added to the loss), ``lambda_q`` / ``lambda_d`` (current weights), all
@@ -148,7 +152,8 @@ def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int
             trainer = SparseEncoderTrainer(
                 model=model, args=args, train_dataset=ds, loss=loss,
                 callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
-                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard],
+                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard,
+                           *callbacks],
             )
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
