@@ -2,7 +2,7 @@
 
 1. ``--what ensemble`` (default): one fine-tuning epoch of ``--seeds`` models (the default preset's sizes:
    1024 sequences, batch 64, T = 100, d = 32, d_ff = 64) as one vectorized ensemble
-   (:func:`initlab.synthetic.ensemble.finetune_members`) vs the per-seed sequential path (the same function,
+   (:func:`initlab.synthetic.spt.ensemble.finetune_members`) vs the per-seed sequential path (the same function,
    one seed at a time, public model API); interleaved, median of ``--repeats``. Target: sequential /
    ensemble >= 2.5 on 2 cores.
 
@@ -68,8 +68,8 @@ def _step_fn(model: nn.Module, fwd):
 
 
 def bench_ensemble(n_seeds: int, repeats: int) -> None:
-    from initlab.synthetic.ensemble import FinetuneMember, finetune_members
-    from initlab.synthetic.tasks import make_task
+    from initlab.synthetic.spt.ensemble import FinetuneMember, finetune_members
+    from initlab.synthetic.spt.tasks import make_task
 
     V, T = 18, 100
     cfg = ModelConfig(vocab_size=V, max_len=T, d_model=32, d_ff=64)

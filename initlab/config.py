@@ -7,7 +7,9 @@ operations all of them need:
   ``TypeError`` on values of the wrong type (naming the key and the expected type);
 * :func:`derive` -- a preset written as a small diff of a base (``derive(BASE, epochs=3)``), with the
   same checks;
-* :func:`to_dict` / :func:`save_config` -- the resolved config as plain JSON, written next to results.
+* :func:`to_dict` / :func:`load_config` -- the resolved config as plain JSON data, and back (writing it next to
+  results is :func:`initlab.runs.save_config`: files belong to the run layer, which imports this module, never
+  the other way round).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Mapping, TypeVar
 
 C = TypeVar("C")
 
-__all__ = ["from_dict", "derive", "to_dict", "save_config", "load_config", "check_type", "parse_overrides"]
+__all__ = ["from_dict", "derive", "to_dict", "load_config", "check_type", "parse_overrides"]
 
 
 def _type_name(tp: Any) -> str:
@@ -159,15 +161,8 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return plain(cfg)
 
 
-def save_config(cfg: Any, path: str | Path) -> Path:
-    """Write the resolved config as JSON (atomically) and return the path."""
-    from initlab.runs import atomic_write_json
-
-    return atomic_write_json(path, {"config_class": type(cfg).__name__, "config": to_dict(cfg)})
-
-
 def load_config(cls: type[C], path: str | Path) -> C:
-    """Read a config written by :func:`save_config` (or a plain mapping of fields) strictly.
+    """Read a config written by :func:`initlab.runs.save_config` (or a plain mapping of fields) strictly.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.

@@ -26,6 +26,8 @@ from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from initlab.config import to_dict
+
 __all__ = [
     "RunExistsError",
     "ConfigMismatchError",
@@ -39,6 +41,7 @@ __all__ = [
     "atomic_write_text",
     "atomic_write_json",
     "atomic_write_csv",
+    "save_config",
     "RunDir",
     "check_same_record",
     "check_output_path",
@@ -316,6 +319,15 @@ def atomic_write_csv(path: str | Path, rows: Sequence[Mapping[str, Any]], column
     return atomic_write_text(path, buf.getvalue())
 
 
+def save_config(cfg: Any, path: str | Path) -> Path:
+    """Write the resolved config ``cfg`` (a config dataclass) as JSON, atomically, and return the path.
+
+    The file holds ``{"config_class": <class name>, "config": to_dict(cfg)}``; read it back with
+    :func:`initlab.config.load_config`.
+    """
+    return atomic_write_json(path, {"config_class": type(cfg).__name__, "config": to_dict(cfg)})
+
+
 class RunDir:
     """An output folder for one run.
 
@@ -378,8 +390,6 @@ class RunDir:
         return p
 
     def write_config(self, cfg: Any, name: str = "config.json") -> Path:
-        from initlab.config import save_config
-
         return save_config(cfg, self.root / name)
 
     def write_json(self, name: str, obj: Any) -> Path:
@@ -446,8 +456,6 @@ class RunDir:
 def _config_record(cfg: Any) -> Any:
     """A config dataclass or mapping as plain JSON data (tuples become lists)."""
     if is_dataclass(cfg) and not isinstance(cfg, type):
-        from initlab.config import to_dict
-
         cfg = to_dict(cfg)
     return json.loads(json.dumps(cfg, default=_json_default))
 
@@ -457,7 +465,7 @@ def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "
     raise :class:`RunExistsError` naming the differing keys; if it is missing, do nothing.
 
     ``record`` is compared after a JSON round trip (tuples become lists). A file written by
-    :func:`initlab.config.save_config` is compared through its ``"config"`` entry.
+    :func:`save_config` is compared through its ``"config"`` entry.
     """
     path = Path(path)
     if not path.exists():

@@ -6,10 +6,10 @@ Every stage is ``stage(out_dir, preset="default", overwrite=False) -> markdown``
 vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
 reproduction), ``full`` (larger grids and more seeds, still CPU).
 
-* ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theory.verify`);
+* ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theory.verify.runner`);
 * ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt`);
-* ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theory.score_scale`);
-* ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade_phase`);
+* ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theory.score_scale.closed_form`);
+* ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.runner`);
 * ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.sweep`).
 """
 
@@ -28,11 +28,13 @@ from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
 from initlab.runs import ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.synthetic import spt as synthetic_spt
-from initlab.synthetic import splade_phase
-from initlab.theory import attention_case as ac
-from initlab.theory import attention_gradient as ag
-from initlab.theory import attention_masked as am
-from initlab.theory import score_scale, score_scale_mc, verify
+from initlab.synthetic.splade.phase import runner as splade_phase
+from initlab.theory.attention import case as ac
+from initlab.theory.attention import gradient as ag
+from initlab.theory.attention import masked_reconstruction as am
+from initlab.theory.score_scale import closed_form as score_scale
+from initlab.theory.score_scale import monte_carlo as score_scale_mc
+from initlab.theory.verify import runner as verify
 
 __all__ = ["PRESETS", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt", "score_scale_stage", "splade", "lra_listops"]
 

@@ -5,7 +5,7 @@ returns one markdown cell: a bold verdict and its key numbers. The verdict words
 code computed and saved; this module only words them for the table, by these fixed rules:
 
 * synthetic SPT (``synthetic_spt_default/summary.json``): the saved per-claim verdicts of
-  ``initlab.synthetic.verdicts`` (``reproduced``, ``partly``, ``not reproduced``, ``not run``), as saved;
+  ``initlab.synthetic.spt.verdicts`` (``reproduced``, ``partly``, ``not reproduced``, ``not run``), as saved;
 * synthetic SPLADE (``synthetic_splade_<preset>/phase.json``): the saved overall verdicts ``reproduces`` /
   ``partly`` / ``not`` are written ``reproduced`` / ``partly`` / ``not reproduced``; the input-side
   verdicts (``explains``, ``partly``, ``does not``, ``no harm to explain``) as saved;

@@ -8,8 +8,8 @@ and ``RESULTS_DIR/cells/*.json`` (written by ``initlab synthetic splade``) and w
 * ``splade_loss_curves.png`` -- ranking (InfoNCE) part and FLOPS part (lambda_q R_q + lambda_d R_d)
   of the training loss against the step, one row per inflation, one line per k (seed mean);
 * ``splade_init_scale.png`` -- scale quantities measured on the tiny model at initialization against
-  k, beside the Gaussian-logit theory (:func:`initlab.theory.score_scale.theory_row`, lines) and its
-  Monte Carlo (:func:`initlab.theory.score_scale_mc.monte_carlo`, open markers), whose parameters
+  k, beside the Gaussian-logit theory (:func:`initlab.theory.score_scale.closed_form.theory_row`, lines) and its
+  Monte Carlo (:func:`initlab.theory.score_scale.monte_carlo.monte_carlo`, open markers), whose parameters
   (mu_b, mu_h, sigma, V, L_q, L_d, B, lambda_d) are taken from the measured k = 1 cell of each
   inflation: ``mu_b`` = mean decoder bias, ``mu_h`` = mean logit - mu_b, ``sigma`` = logit std.
 """

@@ -11,7 +11,7 @@
 * ``splade_recommended_vs_best_k.png`` -- ``initlab mlmhead inspect``'s recommended k (and the edge
   rule's k) against the grid's best k per (family, s), log2 axes, with the diagonal;
 * ``splade_theory_vs_measured.png`` -- measured initial InfoNCE, active fraction and FLOPS per cell
-  against :func:`initlab.theory.score_scale.theory_row` at the cell's measured logit mean and sigma.
+  against :func:`initlab.theory.score_scale.closed_form.theory_row` at the cell's measured logit mean and sigma.
 """
 
 from __future__ import annotations

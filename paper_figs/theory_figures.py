@@ -1,17 +1,17 @@
 """Figures of the theory stage, drawn only from saved results (no computation of gradients here).
 
 ``python -m initlab.paper_figs.theory_figures RESULTS_DIR`` reads ``RESULTS_DIR/t2_curve.json`` and
-``RESULTS_DIR/t4_curve.json`` (written by :func:`initlab.theory.verify.reproduce_stage`) and writes
+``RESULTS_DIR/t4_curve.json`` (written by :func:`initlab.stages.theory`) and writes
 
 * ``t2_band_ratio.png``: |<grad_S L, P^(w)>| / ||grad_S L||_F against T (log-log), measured mean and max
   with the data-free bound ||d||_2 / sqrt(T) of T2, for band widths w;
 * ``t4_projection_vs_p.png``: E<-grad_S L, band> against the Markov repeat probability p, closed form
   kappa(C) Psi(P) of T4 against Monte Carlo (linearised loss, and cross-entropy at beta = 1);
 * ``t6_dropout_rate.png`` (when ``t6_dropout.json`` exists: the rows of
-  :func:`initlab.theory.attention_masks.dropout_blind_fraction_curve`): blind fraction of the Monte Carlo mean
+  :func:`initlab.theory.attention.padding_dropout.dropout_blind_fraction_curve`): blind fraction of the Monte Carlo mean
   gradient over n dropout masks against n (log-log) with an n^{-1/2} reference, and the per-mask median;
 * ``t7_depth.png`` (when ``t7_table.json`` exists: the rows of
-  :func:`initlab.theory.attention_depth.blind_fraction_table`): first-layer blind fraction per stack.
+  :func:`initlab.theory.attention.depth.blind_fraction_table`): first-layer blind fraction per stack.
 """
 
 from __future__ import annotations

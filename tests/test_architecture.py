@@ -2,8 +2,11 @@
 
 Every ``import`` and ``from ... import`` of every module under the ``initlab`` namespace is read, those
 inside functions included (a lazy import is still a dependency), and each import of another initlab
-package must go to the same package or a lower layer. The folders are found through ``pyproject.toml``'s
-``package-dir`` mapping, so this test follows the design card's top-level layout.
+package must go to the same package or a lower layer. Inside a package with sub-packages
+(:data:`SUBLAYERS`) the same rule holds one level down: the two synthetic experiments do not import each
+other, the theory topics do not import each other or the verification runner. The folders are found
+through ``pyproject.toml``'s ``package-dir`` mapping, so this test follows the design card's top-level
+layout; every package folder must also be listed in ``pyproject.toml`` so that a wheel ships it.
 """
 
 from __future__ import annotations
@@ -12,12 +15,15 @@ import ast
 import tomllib
 from pathlib import Path
 
+import pytest
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: lowest layer first; packages in one layer may not import each other (except the config/runs pair)
+#: lowest layer first; packages in one layer may not import each other
 LAYERS: list[set[str]] = [
-    {"initlab.config", "initlab.runs"},
+    {"initlab.config"},
+    {"initlab.runs"},
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead"},
     {"initlab.paper_figs"},
@@ -26,7 +32,24 @@ LAYERS: list[set[str]] = [
     {"initlab.commands"},
     {"initlab.cli"},
 ]
-SAME_LAYER_ALLOWED = {frozenset({"initlab.config", "initlab.runs"})}
+
+#: inside a package: its layers, lowest first; each layer a list of groups, each group the module prefixes
+#: (relative to the package) that may import each other freely. A module imports groups of lower layers only.
+SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
+    "initlab.theory": [
+        [("statements",), ("subspace",)],  # the statement registry, the blind subspace
+        [("verify.base",)],  # the protocol every check reports in (config, result record, tolerances)
+        [("attention",), ("score_scale",)],  # the topics
+        [("verify",)],  # the runner over every topic's checks
+    ],
+    "initlab.synthetic": [
+        [("spt",), ("splade",)],  # the two experiments, independent
+    ],
+    "initlab.synthetic.splade": [
+        [("config", "data", "model", "families", "train", "measure")],  # the pieces both SPLADE experiments use
+        [("inflation",), ("phase",)],  # the inflation sweep and the phase diagram, independent
+    ],
+}
 
 
 def _package_dirs() -> dict[str, Path]:
@@ -84,6 +107,32 @@ def _show(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def _group(package: str, module: str) -> tuple[int, tuple[str, ...]] | None:
+    """(layer, group) of ``module`` inside ``package`` by the longest matching prefix, or None outside it."""
+    best: tuple[int, int, tuple[str, ...]] | None = None
+    for rank, layer in enumerate(SUBLAYERS[package]):
+        for group in layer:
+            for prefix in group:
+                full = f"{package}.{prefix}"
+                if (module == full or module.startswith(full + ".")) and (best is None or len(full) > best[0]):
+                    best = (len(full), rank, group)
+    return None if best is None else (best[1], best[2])
+
+
+def _sub_violation(src: str, dst: str) -> str | None:
+    """Why ``src`` may not import ``dst`` under :data:`SUBLAYERS` (None if it may)."""
+    for package in SUBLAYERS:
+        inside = package + "."
+        if not (src.startswith(inside) and dst.startswith(inside)):
+            continue
+        a, b = _group(package, src), _group(package, dst)
+        if a is None or b is None or a[1] == b[1]:
+            continue
+        if b[0] >= a[0]:
+            return f"{src} imports {dst} ({package}: {'/'.join(b[1])} is not below {'/'.join(a[1])})"
+    return None
+
+
 def violations(modules: dict[str, Path] | None = None) -> list[str]:
     bad = []
     for name, path in sorted((modules if modules is not None else _modules()).items()):
@@ -95,21 +144,33 @@ def violations(modules: dict[str, Path] | None = None) -> list[str]:
         if src is None:
             bad.append(f"{_show(path)}: module {name} belongs to no layer of docs/architecture.md")
             continue
+        for package in SUBLAYERS:
+            if name.startswith(package + ".") and _group(package, name) is None:
+                bad.append(f"{_show(path)}: module {name} belongs to no sub-layer of {package} (tests/test_architecture.py SUBLAYERS)")
         for target, line in _imports(name, path):
             dst = _component(target)
-            if dst is None or dst == src:
+            if dst is None:
                 continue
-            if frozenset({src, dst}) in SAME_LAYER_ALLOWED:
+            if dst == src:
+                why = _sub_violation(name, target)
+                if why:
+                    bad.append(f"{_show(path)}:{line}: {why}")
                 continue
             if _rank(dst) >= _rank(src):
                 bad.append(f"{_show(path)}:{line}: {src} imports {target} ({dst} is not below it)")
     return sorted(set(bad))
 
 
+def _listed_packages() -> set[str]:
+    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+
+
 def test_every_module_is_found():
     mods = _modules()
-    for name in ("initlab.cli", "initlab.theory.subspace", "initlab.synthetic.spt", "initlab.realdata.lra.train",
-                 "initlab.paper_figs.spt_figures", "initlab.nn.encoder", "initlab.mlmhead.heads", "initlab.stages"):
+    for name in ("initlab.cli", "initlab.theory.subspace", "initlab.synthetic.spt", "initlab.synthetic.spt.runner",
+                 "initlab.synthetic.splade.phase.cell", "initlab.theory.attention.checks", "initlab.theory.verify.base",
+                 "initlab.realdata.lra.train", "initlab.paper_figs.spt_figures", "initlab.nn.encoder",
+                 "initlab.mlmhead.heads", "initlab.stages", "initlab.commands.theory_doc"):
         assert name in mods, name
 
 
@@ -118,9 +179,43 @@ def test_imports_flow_one_way():
     assert not bad, "upward or sideways imports:\n" + "\n".join(bad)
 
 
+def test_every_package_folder_is_listed_in_pyproject():
+    """A folder with an ``__init__.py`` missing from ``[tool.setuptools] packages`` would not be in the wheel."""
+    folders = {name for name, path in _modules().items() if path.name == "__init__.py"}
+    assert folders - _listed_packages() == set()
+    assert _listed_packages() - folders == set()
+
+
 def test_the_check_catches_an_upward_import(tmp_path):
     """Mutation: a theory module importing a figure module inside a function must be reported."""
     fake = tmp_path / "theory_fake.py"
     fake.write_text("def f():\n    from initlab.paper_figs import spt_figures\n")
-    bad = [b for b in violations({**_modules(), "initlab.theory.theory_fake": fake}) if "theory_fake" in b]
+    bad = [b for b in violations({**_modules(), "initlab.theory.attention.fake": fake}) if "fake" in b]
     assert bad and "initlab.theory imports initlab.paper_figs" in bad[0]
+
+
+@pytest.mark.parametrize("name,source,expected", [
+    ("initlab.synthetic.spt.fake", "from initlab.synthetic.splade.data import make_corpus\n",
+     "initlab.synthetic.spt.fake imports initlab.synthetic.splade.data (initlab.synthetic: splade is not below spt)"),
+    ("initlab.synthetic.splade.train.fake", "def f():\n    from initlab.synthetic.splade.phase import runner\n",
+     "initlab.synthetic.splade.train.fake imports initlab.synthetic.splade.phase"),
+    ("initlab.theory.attention.fake", "from initlab.theory.verify import runner\n",
+     "initlab.theory.attention.fake imports initlab.theory.verify (initlab.theory: verify is not below attention)"),
+    ("initlab.theory.score_scale.fake", "from initlab.theory.attention.case import random_case\n",
+     "initlab.theory.score_scale.fake imports initlab.theory.attention.case (initlab.theory: attention is not below score_scale)"),
+    ("initlab.config.fake", "from initlab.runs import atomic_write_json\n", "initlab.config imports initlab.runs"),
+])
+def test_the_check_catches_sideways_and_upward_imports_between_sub_packages(tmp_path, name, source, expected):
+    """Mutations one level down: an experiment importing the other, a shared piece importing an experiment, a
+    topic importing the runner or another topic, and config importing runs must be reported."""
+    fake = tmp_path / "fake.py"
+    fake.write_text(source)
+    bad = [b for b in violations({**_modules(), name: fake}) if "fake.py" in b]
+    assert bad and expected in bad[0], bad
+
+
+def test_every_module_of_a_sub_layered_package_has_a_group(tmp_path):
+    fake = tmp_path / "stray.py"
+    fake.write_text("")
+    bad = [b for b in violations({**_modules(), "initlab.theory.stray": fake}) if "stray" in b]
+    assert bad and "belongs to no sub-layer of initlab.theory" in bad[0]

@@ -3,28 +3,21 @@
 Each :class:`Statement` holds its id, a one-line summary (the description column of
 ``initlab theory verify``), the full statement text, its scope limits, its source, and the dotted names
 of its closed form(s), sympy derivation, verify check and tests. The module docstrings of
-:mod:`initlab.theory.attention_gradient`, :mod:`~initlab.theory.attention_masked`,
-:mod:`~initlab.theory.attention_rowidentical`, :mod:`~initlab.theory.attention_masks` and
-:mod:`~initlab.theory.attention_depth` hold the derivations; ``docs/theory.md`` is rendered from this
-registry and ``docs/theory.template.md`` by
+:mod:`initlab.theory.attention.gradient`, :mod:`~initlab.theory.attention.masked_reconstruction`,
+:mod:`~initlab.theory.attention.rowidentical`, :mod:`~initlab.theory.attention.padding_dropout` and
+:mod:`~initlab.theory.attention.depth` hold the derivations; ``docs/theory.md`` is rendered from this
+registry and ``docs/theory.template.md`` by :mod:`initlab.commands.theory_doc`,
 
-    python -m initlab.theory.statements --docs docs/theory.md
+    python -m initlab.commands.theory_doc --docs docs/theory.md
 
 (a test fails when the committed page differs from the generator's output).
 """
-
 from __future__ import annotations
 
-import argparse
 import importlib
-import inspect
-import re
-import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Sequence
 
-__all__ = ["Statement", "REGISTRY", "BY_ID", "resolve", "source_link", "render_docs", "main"]
+__all__ = ["Statement", "REGISTRY", "BY_ID", "resolve"]
 
 SRC_AMOS = 'Amos et al., "Never Train from Scratch: Fair Comparison of Long-Sequence Models Requires Data-Driven Priors", arXiv:2310.02980 (phenomenon)'
 
@@ -52,15 +45,13 @@ class Statement:
     tests: tuple[str, ...]
 
 
-_AG = "initlab.theory.attention_gradient"
-_AM = "initlab.theory.attention_masked"
-_AR = "initlab.theory.attention_rowidentical"
-_A6 = "initlab.theory.attention_masks"
-_A7 = "initlab.theory.attention_depth"
-_SY = "initlab.theory.attention_symbolic"
-_SX = "initlab.theory.attention_symbolic_ext"
-_VF = "initlab.theory.verify_checks"
-_VX = "initlab.theory.verify_ext"
+_AG = "initlab.theory.attention.gradient"
+_AM = "initlab.theory.attention.masked_reconstruction"
+_AR = "initlab.theory.attention.rowidentical"
+_A6 = "initlab.theory.attention.padding_dropout"
+_A7 = "initlab.theory.attention.depth"
+_SY = "initlab.theory.attention.symbolic"
+_CK = "initlab.theory.attention.checks"
 
 REGISTRY: tuple[Statement, ...] = (
     Statement(
@@ -73,9 +64,9 @@ REGISTRY: tuple[Statement, ...] = (
         "row-identical non-uniform attention keeps blindness but changes g (T1').",
         SRC_AMOS + "; the formula is derived from the softmax Jacobian dA_ij/dS_ik = A_ij(δ_jk − A_ik).",
         (f"{_AG}.t1_closed_form", f"{_AG}.uniform_score_gradient_from_R"),
-        f"{_SY}.derive_t1", f"{_VF}.check_t1",
-        ("tests/theory/test_attention_gradient.py::test_attention_t1_rank_one_equal_rows_closed_form",
-         "tests/theory/test_attention_gradient.py::test_attention_t1_pinned_regression"),
+        f"{_SY}.derive_t1", f"{_CK}.check_t1",
+        ("tests/theory/attention/test_gradient.py::test_attention_t1_rank_one_equal_rows_closed_form",
+         "tests/theory/attention/test_gradient.py::test_attention_t1_pinned_regression"),
     ),
     Statement(
         "T1'", "row-identical attention",
@@ -86,8 +77,8 @@ REGISTRY: tuple[Statement, ...] = (
         "T1's uniform closed form g = (1/T)ΠVr is wrong on such layers: relative error 0.04 / 0.40 / 4.8 (min / median / max "
         "over the 20 random biased cases of `initlab theory verify`, T1' row, measured 2026-11-30); blindness is not.",
         "Derived here from the softmax Jacobian at A = 1aᵀ. " + SRC_AMOS,
-        (f"{_AR}.t1p_closed_form",), f"{_SX}.derive_t1p", f"{_VX}.check_t1p",
-        ("tests/theory/test_attention_rowidentical.py::test_t1p_row_identical_closed_form_blind",),
+        (f"{_AR}.t1p_closed_form",), f"{_SY}.derive_t1p", f"{_CK}.check_t1p",
+        ("tests/theory/attention/test_rowidentical.py::test_t1p_row_identical_closed_form_blind",),
     ),
     Statement(
         "T2", "blind subspace",
@@ -98,9 +89,9 @@ REGISTRY: tuple[Statement, ...] = (
         "A statement about the blind directions, not about what one step does: see T3's band sentence.",
         "Derived here. " + SRC_AMOS,
         (f"{_AG}.band_edge_deficit", f"{_AG}.band_relative_bound", f"{_AG}.band_sharp_relative_bound"),
-        f"{_SY}.derive_t2", f"{_VF}.check_t2",
-        ("tests/theory/test_attention_gradient.py::test_attention_t2_blind_patterns_and_band_bound",
-         "tests/theory/test_attention_gradient.py::test_attention_t2_bound_is_attained_up_to_centering"),
+        f"{_SY}.derive_t2", f"{_CK}.check_t2",
+        ("tests/theory/attention/test_gradient.py::test_attention_t2_blind_patterns_and_band_bound",
+         "tests/theory/attention/test_gradient.py::test_attention_t2_bound_is_attained_up_to_centering"),
     ),
     Statement(
         "T3", "parameter gradients (no biases)",
@@ -114,9 +105,9 @@ REGISTRY: tuple[Statement, ...] = (
         "attention on |i−j| ≤ 2 at T = 30, β = 0.5 (a row constant plus −β(i−j)²). With Q/K biases the centred-token "
         "statement fails (T3').",
         "Derived here. " + SRC_AMOS,
-        (f"{_AG}.t3_closed_form", f"{_AG}.qk_closed_form"), f"{_SY}.derive_t3", f"{_VF}.check_t3",
-        ("tests/theory/test_attention_gradient.py::test_attention_t3_bilinear_gradient_rank_one",
-         "tests/theory/test_attention_rowidentical.py::test_t3_rank2_scores_concentrate_near_diagonal"),
+        (f"{_AG}.t3_closed_form", f"{_AG}.qk_closed_form"), f"{_SY}.derive_t3", f"{_CK}.check_t3",
+        ("tests/theory/attention/test_gradient.py::test_attention_t3_bilinear_gradient_rank_one",
+         "tests/theory/attention/test_rowidentical.py::test_t3_rank2_scores_concentrate_near_diagonal"),
     ),
     Statement(
         "T3'", "parameter gradients with Q/K biases",
@@ -128,9 +119,9 @@ REGISTRY: tuple[Statement, ...] = (
         "(dS)Π lies in Q (query-independent) when W_Q = W_K = 0, and when W_Q = 0 with centred tokens.",
         "Otherwise (W_Q ≠ 0, or uncentred tokens with W_K ≠ 0) the first-order step has rank ≤ 2 and a blind component.",
         "Derived here from T1' and the chain rule through the nn.Linear layout. " + SRC_AMOS,
-        (f"{_AR}.qk_bias_closed_form", f"{_AR}.first_order_score_step"), f"{_SX}.derive_t3p", f"{_VX}.check_t3p",
-        ("tests/theory/test_attention_rowidentical.py::test_t3p_bias_gradients_closed_form",
-         "tests/theory/test_attention_rowidentical.py::test_t3p_centred_tokens_and_query_independent_step"),
+        (f"{_AR}.qk_bias_closed_form", f"{_AR}.first_order_score_step"), f"{_SY}.derive_t3p", f"{_CK}.check_t3p",
+        ("tests/theory/attention/test_rowidentical.py::test_t3p_bias_gradients_closed_form",
+         "tests/theory/attention/test_rowidentical.py::test_t3p_centred_tokens_and_query_independent_step"),
     ),
     Statement(
         "T4", "masked reconstruction sees the blind subspace",
@@ -143,9 +134,9 @@ REGISTRY: tuple[Statement, ...] = (
         "rise (p = 0.1, T = 8 or 16: E⟨D, P_{|i−j|=2}⟩ < 0, the |i−j| = 2 keys are lowered; verify checks T = 8, q = 0.5 by Monte Carlo). At a random init κ has a symmetric law "
         "(mean 0); for κ(C) = 0 the expected projection vanishes while per-sequence blind components do not.",
         "Derived here; checked exactly by enumeration. " + SRC_AMOS,
-        (f"{_AM}.expected_projection", f"{_AM}.expected_descent"), f"{_SY}.derive_t4", f"{_VF}.check_t4",
-        ("tests/theory/test_attention_masked.py::test_attention_t4_generic_data_rows_differ_and_blind_component_nonzero",
-         "tests/theory/test_attention_masked.py::test_t4_small_p_lowers_distance_two_keys"),
+        (f"{_AM}.expected_projection", f"{_AM}.expected_descent"), f"{_SY}.derive_t4", f"{_CK}.check_t4",
+        ("tests/theory/attention/test_masked_reconstruction.py::test_attention_t4_generic_data_rows_differ_and_blind_component_nonzero",
+         "tests/theory/attention/test_masked_reconstruction.py::test_t4_small_p_lowers_distance_two_keys"),
     ),
     Statement(
         "T5", "boundaries of T1",
@@ -155,13 +146,13 @@ REGISTRY: tuple[Statement, ...] = (
         "the blind component is of first order in ε with a closed-form coefficient (zero at T = 2).",
         "The affine-f precondition of the first-order formula is tested on m + 2 random points (a midpoint test let "
         "f(y) = [y, (u·y)²] through; for that f the formula is 2.4% off finite differences in "
-        "tests/theory/test_validation_gaps.py).",
+        "tests/theory/attention/test_validation_gaps.py).",
         "Derived here. " + SRC_AMOS,
         (f"{_AG}.blind_component_closed_form", f"{_AG}.cls_blind_fraction", f"{_AG}.nonuniform_first_order"),
-        f"{_SY}.derive_t5", f"{_VF}.check_t5",
-        ("tests/theory/test_attention_gradient.py::test_attention_t5_cls_pooling_blind_fraction",
-         "tests/theory/test_attention_gradient.py::test_attention_t5_nonuniform_first_order",
-         "tests/theory/test_validation_gaps.py::test_nonuniform_first_order_rejects_quadratic_f"),
+        f"{_SY}.derive_t5", f"{_CK}.check_t5",
+        ("tests/theory/attention/test_gradient.py::test_attention_t5_cls_pooling_blind_fraction",
+         "tests/theory/attention/test_gradient.py::test_attention_t5_nonuniform_first_order",
+         "tests/theory/attention/test_validation_gaps.py::test_nonuniform_first_order_rejects_quadratic_f"),
     ),
     Statement(
         "T6", "padding masks and dropout",
@@ -174,9 +165,9 @@ REGISTRY: tuple[Statement, ...] = (
         "Needs mean pooling without residual; with a residual the query-permutation symmetry, and (b), fail.",
         "Derived here (symmetry of mean pooling under query permutations). Dropout: Srivastava et al., JMLR 2014. " + SRC_AMOS,
         (f"{_A6}.padded_closed_form", f"{_A6}.unmasked_padding_blind_fraction", f"{_A6}.exact_dropout_expectation"),
-        f"{_SX}.derive_t6", f"{_VX}.check_t6",
-        ("tests/theory/test_attention_masks.py::test_t6_padding_closed_form_and_masked_projection",
-         "tests/theory/test_attention_masks.py::test_t6_dropout_exact_expectation_is_blind"),
+        f"{_SY}.derive_t6", f"{_CK}.check_t6",
+        ("tests/theory/attention/test_padding_dropout.py::test_t6_padding_closed_form_and_masked_projection",
+         "tests/theory/attention/test_padding_dropout.py::test_t6_dropout_exact_expectation_is_blind"),
     ),
     Statement(
         "T7", "depth and residuals",
@@ -188,88 +179,20 @@ REGISTRY: tuple[Statement, ...] = (
         "LayerNorm: blind component ≠ 0 (measured table).",
         "Case (c) is the experiment model: one pre-norm block with residual, FFN, LayerNorm and random W_Q, W_K (see the table).",
         "Derived here (permutation symmetry; identity (G)). Pre-norm: Xiong et al., arXiv:2002.04745. " + SRC_AMOS,
-        (f"{_A7}.no_residual_closed_form", f"{_A7}.residual_linear_closed_form"), f"{_SX}.derive_t7", f"{_VX}.check_t7",
-        ("tests/theory/test_attention_depth.py::test_t7_no_residual_closed_form_any_later_layers",
-         "tests/theory/test_attention_depth.py::test_t7_residual_cases"),
+        (f"{_A7}.no_residual_closed_form", f"{_A7}.residual_linear_closed_form"), f"{_SY}.derive_t7", f"{_CK}.check_t7",
+        ("tests/theory/attention/test_depth.py::test_t7_no_residual_closed_form_any_later_layers",
+         "tests/theory/attention/test_depth.py::test_t7_residual_cases"),
     ),
 )
 
 BY_ID = {s.id: s for s in REGISTRY}
-REPO = Path(__file__).resolve().parents[1]
 
 
 def resolve(dotted: str):
-    """The object named ``initlab.theory.<module>.<name>`` (raises ImportError / AttributeError)."""
+    """The object a registry entry names, e.g. ``initlab.theory.attention.gradient.t1_closed_form``.
+
+    Raises:
+        ImportError: the module does not exist; AttributeError: the module has no such name.
+    """
     mod, _, name = dotted.rpartition(".")
     return getattr(importlib.import_module(mod), name)
-
-
-def source_link(dotted_or_test: str, root: Path = REPO) -> tuple[str, str]:
-    """``(label, relative path#Lline)`` for a dotted name or a pytest node id ``path::test``.
-
-    Raises:
-        ValueError: a test function that is not in its file.
-    """
-    if "::" in dotted_or_test:
-        path, name = dotted_or_test.split("::")
-        lines = (root / path).read_text().splitlines()
-        for k, line in enumerate(lines, 1):
-            if re.match(rf"\s*def {re.escape(name)}\(", line):
-                return name, f"{path}#L{k}"
-        raise ValueError(f"{dotted_or_test}: no test function {name} in {path}")
-    obj = resolve(dotted_or_test)
-    path = Path(inspect.getsourcefile(obj)).resolve().relative_to(root)
-    line = inspect.getsourcelines(obj)[1]
-    return dotted_or_test.rsplit(".", 2)[-2] + "." + dotted_or_test.rsplit(".", 1)[-1], f"{path.as_posix()}#L{line}"
-
-
-def _links(names: Sequence[str], prefix: str) -> str:
-    return ", ".join(f"[`{lab}`]({prefix}{href})" for lab, href in (source_link(n) for n in names))
-
-
-def render_statements(prefix: str = "../") -> str:
-    """The markdown of the statement table and one section per statement (links relative to docs/)."""
-    out = ["| id | statement | closed form | sympy | verify check | tests |", "| --- | --- | --- | --- | --- | --- |"]
-    for s in REGISTRY:
-        out.append(f"| [{s.id}](#{_anchor(s)}) | {s.summary.replace('|', chr(92) + '|')} | {_links(s.closed_form, prefix)} | {_links([s.derivation], prefix)} | "
-                   f"{_links([s.check], prefix)} | {_links(s.tests, prefix)} |")
-    for s in REGISTRY:
-        out += ["", f"### {s.id}: {s.title}", "", s.text, "", f"*Scope.* {s.scope}", "", f"*Source.* {s.source}", "",
-                (f"Closed form → {_links(s.closed_form, prefix)} → sympy {_links([s.derivation], prefix)} → numeric check "
-                 f"{_links([s.check], prefix)} → tests {_links(s.tests, prefix)}.")]
-    return "\n".join(out)
-
-
-def _anchor(s: Statement) -> str:
-    return re.sub(r"[^a-z0-9 -]", "", f"{s.id}: {s.title}".lower()).replace(" ", "-")
-
-
-def render_docs(template: str) -> str:
-    """Replace ``<!-- STATEMENTS -->`` in ``template`` by :func:`render_statements`.
-
-    Raises:
-        ValueError: the template lacks the placeholder.
-    """
-    if "<!-- STATEMENTS -->" not in template:
-        raise ValueError("template: expected a line '<!-- STATEMENTS -->'")
-    head = "<!-- generated by `python -m initlab.theory.statements --docs docs/theory.md` from docs/theory.template.md; do not edit -->\n"
-    return head + template.replace("<!-- STATEMENTS -->", render_statements())
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m initlab.theory.statements --docs docs/theory.md [--template docs/theory.template.md]``."""
-    ap = argparse.ArgumentParser(prog="python -m initlab.theory.statements", description="render docs/theory.md from the statement registry")
-    ap.add_argument("--docs", type=Path, required=True, help="output markdown path (e.g. docs/theory.md)")
-    ap.add_argument("--template", type=Path, default=REPO / "docs" / "theory.template.md", help="template with a '<!-- STATEMENTS -->' line")
-    args = ap.parse_args(argv)
-    if not args.template.exists():
-        ap.error(f"argument --template: {args.template} does not exist")
-    from initlab.runs import atomic_write_text
-
-    atomic_write_text(args.docs, render_docs(args.template.read_text()))
-    print(f"wrote {args.docs}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The blind subspace of attention-score gradients under mean pooling.
 
 At uniform attention the label loss's gradient with respect to the scores is ``grad_S L = 1 g^T`` with
-``g^T 1 = 0`` (theorem T1, :mod:`initlab.theory.attention_gradient`): every query row receives the
+``g^T 1 = 0`` (theorem T1, :mod:`initlab.theory.attention.gradient`): every query row receives the
 same gradient. Such matrices span
 
     Q = { 1 v^T : v^T 1 = 0 }            ("query-independent" directions, dim T - 1),
@@ -15,7 +15,7 @@ proximity band) has zero inner product with the label gradient at uniform attent
 gives the two orthogonal projections; the synthetic experiments use :func:`blind_component` to
 measure how much of a loss's score gradient lies in ``B``.
 
-Padded sequences (T6, :mod:`initlab.theory.attention_masks`). With a key-padding mask ``pad : (..., T)``
+Padded sequences (T6, :mod:`initlab.theory.attention.padding_dropout`). With a key-padding mask ``pad : (..., T)``
 bool (True = padding, the torch convention) and length-aware pooling, only the valid block (valid
 query rows x valid key columns, ``L`` of each) carries a score gradient. Every function here then
 projects within that block, with ``T`` replaced by ``L`` (Q_L = {1_L v^T : v ⟂ 1_L} embedded in the

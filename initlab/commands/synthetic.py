@@ -13,7 +13,7 @@ from typing import Sequence
 
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_output_path
-from initlab.synthetic import splade_phase
+from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.synthetic import spt as synthetic_spt
 
 __all__ = ["spt_main", "run_main", "splade_main"]

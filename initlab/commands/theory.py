@@ -9,7 +9,9 @@ from typing import Sequence
 
 from initlab.config import derive, to_dict
 from initlab.runs import RunExistsError, atomic_write_json, check_output_path
-from initlab.theory import score_scale, score_scale_table, verify
+from initlab.theory.score_scale import closed_form as score_scale
+from initlab.theory.score_scale import table as score_scale_table
+from initlab.theory.verify import runner as verify
 
 __all__ = ["verify_main", "score_scale_main"]
 

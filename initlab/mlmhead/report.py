@@ -13,7 +13,7 @@ import torch
 from initlab.mlmhead.heads import K_ATTR, K_GRID, _check_k, family_of, head_bias, head_projection, is_tied
 from initlab.mlmhead.lengths import check_length
 from initlab.mlmhead.tiny import default_texts
-from initlab.theory.splade_terms import splade_term_weights as splade_from_logits
+from initlab.theory.score_scale.splade_terms import splade_term_weights as splade_from_logits
 
 
 # ------------------------------------------------------------------------------------------------
@@ -32,7 +32,7 @@ def _forward(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, 
 
 
 def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, Any]:
-    """The recommended rescaling factor (a heuristic from :mod:`initlab.theory.score_scale`, not a law).
+    """The recommended rescaling factor (a heuristic from :mod:`initlab.theory.score_scale.closed_form`, not a law).
 
     Rule: the smallest k of the table whose measured per-query score spread over unrelated texts
     (``score_sd``) is at most ``sqrt(2 ln B)``, the point where an InfoNCE softmax over B in-batch
@@ -207,10 +207,9 @@ def _table_row(k: float, acc: dict[str, float], n_entries: int, a: torch.Tensor,
 
 def _gaussian_fit(table: list[dict[str, Any]], lengths: Sequence[int], bias: torch.Tensor | None, vocab: int) -> dict[str, Any]:
     """Gaussian fit ``N(mu, sigma^2)`` of the logits at k = 1 and, in every row, the theory's predicted active dims
-    (max pooling over the mean text length; :func:`initlab.theory.score_scale.pooled_active_fraction`): the bias
+    (max pooling over the mean text length; :func:`initlab.theory.score_scale.closed_form.pooled_active_fraction`): the bias
     part of mu is not divided by k, the head part and sigma are."""
-    from initlab.theory import score_scale as ss
-
+    from initlab.theory.score_scale import closed_form as ss
     mask_lengths = torch.tensor(lengths, dtype=torch.float64)
     row1 = next((r for r in table if r["k"] == 1.0), table[0])
     L_mean = int(round(mask_lengths.mean().item()))

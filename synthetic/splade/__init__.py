@@ -1,0 +1,9 @@
+"""Synthetic SPLADE on CPU: collapse under a large-norm MLM head, recovery by dividing the head by k.
+
+The pieces both SPLADE experiments build on: the synthetic corpus with known relevance (:mod:`.data`), the tiny
+masked-LM backbones (:mod:`.model` for BERT, :mod:`.families` for BERT, RoBERTa, ALBERT and ModernBERT), the
+sentence-transformers ``SparseEncoder`` and its training recipe (:mod:`.train`, configured by :mod:`.config`)
+and the measurements of a trained or untrained encoder (:mod:`.measure`). The two experiments: the inflation
+sweep of one BERT backbone (:mod:`.inflation`) and the four-family phase diagram that ``initlab synthetic
+splade`` and ``initlab reproduce`` run (:mod:`.phase`).
+"""

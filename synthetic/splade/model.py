@@ -1,0 +1,155 @@
+"""Tiny masked-LM backbone for the synthetic SPLADE experiment: tokenizer, model, MLM pretraining, head inflation.
+
+* :func:`build_tokenizer` -- a word-level ``tokenizers`` model (whitespace split, ``[CLS] x [SEP]``)
+  wrapped in ``PreTrainedTokenizerFast`` so sentence-transformers can load it from a folder;
+* :func:`build_model` -- ``BertForMaskedLM`` from a ``BertConfig`` built in-process (no download);
+  the MLM decoder weight is tied to the input word embeddings (BERT's default);
+* :func:`pretrain_mlm` -- a short masked-token reconstruction run on the corpus documents
+  (``DataCollatorForLanguageModeling``: 15 % of tokens, 80/10/10 mask/random/keep), so the head's
+  rows carry lexical co-occurrence information;
+* :func:`inflate_head` -- multiplies the head projection ``W_head`` (``cls.predictions.decoder.weight``,
+  shape ``(V, d)``) by a factor, imitating backbones whose MLM head has a large norm. The decoder bias
+  and the head transform (dense + LayerNorm before the decoder) are *not* changed. Because the head is
+  tied, the input word embeddings are the same tensor and are multiplied too; BERT's embedding
+  LayerNorm (after word + position + token-type embeddings are summed) then partly normalises the
+  inflation away in the hidden states (the position/type parts weigh less), so hidden states change
+  a little, the logits ``z = H W_head^T + b`` mostly by the factor.
+* :func:`prepare_backbone` -- the above, cached in a folder (``save_pretrained`` + tokenizer), deterministic
+  by seed, so a sweep pretrains once per seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from initlab.synthetic.splade.data import SPECIAL_TOKENS, SyntheticCorpus
+
+__all__ = ["BackboneConfig", "build_tokenizer", "build_model", "pretrain_mlm", "inflate_head", "head_weight",
+           "prepare_backbone"]
+
+
+@dataclass(frozen=True)
+class BackboneConfig:
+    """Tiny BERT and its MLM pretraining. ``d`` is the width, ``layers`` the depth, T ``max_len`` tokens."""
+
+    d: int = 64
+    layers: int = 2
+    heads: int = 2
+    ffn: int = 128
+    max_len: int = 40
+    mlm_steps: int = 400
+    mlm_batch: int = 32
+    mlm_lr: float = 1e-3
+    mlm_probability: float = 0.15
+
+
+def build_tokenizer(vocab: list[str]):
+    """Word-level fast tokenizer over ``vocab`` (special tokens must be its first entries).
+
+    Raises:
+        ValueError: ``vocab`` does not start with the special tokens or has duplicates.
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    if tuple(vocab[: len(SPECIAL_TOKENS)]) != SPECIAL_TOKENS:
+        raise ValueError(f"vocab: expected to start with {SPECIAL_TOKENS}")
+    if len(set(vocab)) != len(vocab):
+        raise ValueError("vocab: duplicate tokens")
+    ids = {w: i for i, w in enumerate(vocab)}
+    tok = Tokenizer(models.WordLevel(vocab=ids, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.post_processor = processors.BertProcessing(("[SEP]", ids["[SEP]"]), ("[CLS]", ids["[CLS]"]))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        mask_token="[MASK]", model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+    )
+
+
+def build_model(vocab_size: int, cfg: BackboneConfig, seed: int):
+    """``BertForMaskedLM`` with tied head, initialised deterministically from ``seed``."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(
+        vocab_size=vocab_size, hidden_size=cfg.d, num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
+        intermediate_size=cfg.ffn, max_position_embeddings=cfg.max_len, type_vocab_size=2,
+        pad_token_id=0, tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    return BertForMaskedLM(config)
+
+
+def head_weight(model) -> torch.nn.Parameter:
+    """The MLM head projection ``W_head`` of a ``BertForMaskedLM``, shape ``(V, d)``."""
+    return model.get_output_embeddings().weight
+
+
+def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: int, progress: bool = False) -> list[float]:
+    """Masked-token reconstruction on ``texts`` for ``cfg.mlm_steps`` AdamW steps; returns the loss per step."""
+    from transformers import DataCollatorForLanguageModeling
+
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=cfg.mlm_probability, return_tensors="pt")
+    enc = tokenizer(texts, truncation=True, max_length=cfg.max_len)
+    examples = [{"input_ids": ids} for ids in enc["input_ids"]]
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.mlm_lr, weight_decay=0.01)
+    model.train()
+    losses = []
+    steps = range(cfg.mlm_steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        steps = tqdm(steps, desc="MLM pretraining", leave=False)
+    for _ in steps:
+        idx = torch.randint(len(examples), (cfg.mlm_batch,), generator=gen).tolist()
+        batch = collator([examples[i] for i in idx])
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+        opt.zero_grad(set_to_none=True)
+        out.loss.backward()
+        opt.step()
+        losses.append(float(out.loss.detach()))
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def inflate_head(model, factor: float):
+    """Multiply the MLM head projection ``W_head`` by ``factor`` in place (tied input embeddings move with it).
+
+    Raises:
+        ValueError: ``factor`` is not a finite positive number.
+    """
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+        raise ValueError(f"inflation factor: expected a finite number > 0, got {factor!r}")
+    head_weight(model).mul_(float(factor))
+    return model
+
+
+def prepare_backbone(folder: Path, corpus: SyntheticCorpus, cfg: BackboneConfig, seed: int, progress: bool = False) -> Path:
+    """Pretrained tiny backbone (inflation 1) saved in ``folder``; reused if already there.
+
+    The folder holds ``config.json``, ``model.safetensors``, the tokenizer files and ``mlm_losses.json``.
+    Returns ``folder``.
+    """
+    folder = Path(folder)
+    if (folder / "mlm_losses.json").exists():
+        return folder
+    tokenizer = build_tokenizer(corpus.vocab)
+    model = build_model(len(corpus.vocab), cfg, seed)
+    losses = pretrain_mlm(model, tokenizer, list(corpus.docs.values()), cfg, seed, progress=progress)
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "mlm_losses.json").write_text(json.dumps(losses))
+    if folder.exists():  # a half-finished earlier attempt
+        import shutil
+
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    return folder

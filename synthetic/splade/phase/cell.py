@@ -1,0 +1,135 @@
+"""One cell of the synthetic SPLADE phase diagram, run in a worker process.
+
+Role: train, evaluate and inspect one model of :mod:`initlab.synthetic.splade.phase.config`'s grid.
+:func:`run_phase_cell` scales the pretrained family backbone (input embeddings ``e``, head ``h``, tied or
+not), measures it at initialisation, trains it with the SPLADE recipe of
+:mod:`initlab.synthetic.splade.train` (SPLADE v2, arXiv:2109.10086), evaluates it
+(:mod:`initlab.synthetic.splade.measure`) and gives the collapse verdict of
+:func:`initlab.nn.collapse.detect_collapse`; a non-finite gradient or loss makes the cell ``failed``.
+:func:`inspect_cell` runs ``initlab mlmhead inspect`` on a scaled backbone; :func:`pretrain_family`
+MLM-pretrains one family's backbone.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from initlab.runs import NonFiniteError, torch_threads
+from initlab.synthetic.splade.data import make_corpus
+from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
+from initlab.synthetic.splade.phase.config import CellSpec, PhaseConfig
+from initlab.synthetic.splade.measure import batch_features, evaluate, measure_init
+from initlab.synthetic.splade.train import quiet, train_cell
+
+__all__ = ["collapse_verdict", "run_phase_cell", "inspect_cell", "pretrain_family"]
+
+
+def _load(backbone_dir: Path, cfg: PhaseConfig, seed: int):
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    torch.manual_seed(seed)
+    with quiet():
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
+        tr.auto_model.tie_weights()
+        model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
+    return model
+
+
+@torch.no_grad()
+def _hidden(hf, feats: dict[str, torch.Tensor]) -> torch.Tensor:
+    hf.eval()
+    out = hf(input_ids=feats["input_ids"], attention_mask=feats["attention_mask"], output_hidden_states=True)
+    return out.hidden_states[-1][feats["attention_mask"].bool()].double()
+
+
+def collapse_verdict(curve: list[dict[str, Any]], q: torch.Tensor, d: torch.Tensor, scores: torch.Tensor,
+                     vocab_size: int, finite_weights: bool, cfg: PhaseConfig):
+    """The collapse verdict of one trained cell: :func:`initlab.nn.collapse.detect_collapse` on the loss
+    curve, the mean active dims of the query ``q (Nq, V)`` and document ``d (Nd, V)`` term weights, the
+    document vectors (near-constant rule) and ``scores (Nq, Nd)`` (identical-rankings rule), with the
+    thresholds of ``cfg``. Returns a :class:`initlab.nn.collapse.CollapseVerdict`."""
+    from initlab.nn.collapse import detect_collapse
+
+    q_active = float((q > 0).sum(1).double().mean())
+    d_active = float((d > 0).sum(1).double().mean())
+    return detect_collapse(losses=curve, q_active=q_active, d_active=d_active, vocab_size=vocab_size,
+                           finite_weights=finite_weights, doc_vectors=d, scores=scores,
+                           dense_fraction=cfg.dense_fraction, max_mean_cosine=cfg.max_mean_cosine,
+                           max_same_ranking=cfg.max_same_ranking)
+
+
+def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir: str) -> dict[str, Any]:
+    """Train and evaluate one :class:`CellSpec`; returns the JSON-ready cell record.
+
+    Keys: the spec fields, ``init`` / ``final`` (:func:`initlab.synthetic.splade.measure.measure_init` before and
+    after training), ``hidden_rel_change`` (``||H_cell - H_backbone||_F / ||H_backbone||_F`` of the last
+    hidden states on the first ``init_batch`` documents, before training), ``loss_curve``, the metrics of
+    :func:`initlab.synthetic.splade.measure.evaluate` (None for a failed cell), ``failed`` (the non-finite error
+    message or None), ``collapse`` (reasons; a failed cell has its error as reason), ``collapse_stats``,
+    ``tied_after`` (whether the head is still tied after training), ``seconds`` (wall) and ``cpu_seconds``
+    (this process's CPU time: with one thread, about the wall time on an idle core).
+    """
+    from initlab.mlmhead import is_tied
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    corpus = make_corpus(cfg.corpus)
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _load(Path(backbone_dir), cfg, spec.seed)
+        hf = model[0].auto_model
+        feats = batch_features(model, list(corpus.docs.values())[: cfg.init_batch], cfg.doc_max_len)
+        h_ref = _hidden(hf, feats)
+        scale_backbone(hf, spec.e, spec.h, spec.tied)
+        hidden_change = float((_hidden(hf, feats) - h_ref).norm() / h_ref.norm())
+        init = measure_init(model, corpus, cfg, spec.seed)
+        rec: dict[str, Any] = {"family": spec.family, "tied": spec.tied, "e": spec.e, "h": spec.h, "seed": spec.seed,
+                               "init": init, "hidden_rel_change": hidden_change, "failed": None}
+        try:
+            curve = train_cell(model, corpus, cfg, spec.seed, Path(work_dir))
+        except NonFiniteError as err:
+            rec.update({"loss_curve": [], "failed": str(err), "collapse": [str(err)], "collapse_stats": {},
+                        "final": None, "tied_after": None, "seconds": time.perf_counter() - t0,
+                        "cpu_seconds": time.process_time() - c0,
+                        **{m: None for m in ("ndcg@10", "mrr@10", "q_active_dims", "d_active_dims", "flops")}})
+            return rec
+        metrics, q, d, scores = evaluate(model, corpus, cfg, return_vectors=True)
+        finite_weights = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+        verdict = collapse_verdict(curve, q, d, scores, len(corpus.vocab), finite_weights, cfg)
+        final = measure_init(model, corpus, cfg, spec.seed) if finite_weights else None
+    rec.update({**metrics, "loss_curve": curve, "collapse": verdict.reasons, "collapse_stats": verdict.stats,
+                "final": final, "tied_after": is_tied(hf), "seconds": time.perf_counter() - t0,
+                "cpu_seconds": time.process_time() - c0})
+    return rec
+
+
+def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> dict[str, Any]:
+    """``initlab mlmhead inspect`` on the pretrained backbone with its tied matrix multiplied by ``s``.
+
+    Texts: the first ``inspect_texts`` corpus documents; k grid: ``cfg.ks``; batch B: ``cfg.batch_size``.
+    Returns the report of :func:`initlab.mlmhead.report.inspect_model` (its ``recommended`` entry holds k).
+    """
+    from initlab.mlmhead.report import inspect_model
+    from initlab.synthetic.splade.families import load_family_backbone
+
+    corpus = make_corpus(cfg.corpus)
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
+        warnings.simplefilter("ignore")
+        model, tok = load_family_backbone(Path(backbone_dir))
+        scale_backbone(model, s, s, tied=True)
+        rep = inspect_model(model, tok, list(corpus.docs.values())[: cfg.inspect_texts], ks=cfg.ks,
+                            max_length=cfg.doc_max_len, batch=cfg.batch_size)
+    return {**rep, "family": family, "s": s, "family_name": rep["family"]}
+
+
+def pretrain_family(folder: str, family: str, cfg: PhaseConfig, seed: int) -> str:
+    """MLM-pretrain (or reuse) the backbone of ``family`` in ``folder``; returns the folder."""
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
+        warnings.simplefilter("ignore")
+        return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed))

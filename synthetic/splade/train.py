@@ -1,0 +1,178 @@
+"""The SparseEncoder of one synthetic SPLADE cell: building it over the cached backbone and training it.
+
+Role: model construction and the training loop. :func:`load_encoder` wraps the cached MLM-pretrained
+backbone as sentence-transformers' ``SparseEncoder`` (``Transformer(fill-mask)`` + ``SpladePooling("max")``,
+term weight ``a_j = max_t log(1 + ReLU(z_tj))``, SPLADE v2, arXiv:2109.10086, eq. 1) with the head
+inflated and rescaled by k; :func:`train_cell` runs ``SparseEncoderTrainer`` with
+``SpladeLoss(SparseMultipleNegativesRankingLoss)`` and the FLOPS regulariser (Paria et al., ICLR 2020),
+stopping at the first non-finite gradient or loss (:func:`finite_guard_callback`). :func:`quiet`
+silences the libraries' logs inside a cell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from initlab.synthetic.splade.config import SpladeSweepConfig
+from initlab.synthetic.splade.data import SyntheticCorpus
+from initlab.synthetic.splade.model import inflate_head
+
+__all__ = ["quiet", "load_encoder", "finite_guard_callback", "train_cell"]
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence transformers / sentence-transformers info logs and known-benign warnings inside a cell."""
+    import transformers
+
+    old = transformers.logging.get_verbosity()
+    st_logger = logging.getLogger("sentence_transformers")
+    old_st = st_logger.level
+    bars = transformers.logging.is_progress_bar_enabled()
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    st_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*deprecated.*")
+            yield
+    finally:
+        if bars:
+            transformers.logging.enable_progress_bar()
+        transformers.logging.set_verbosity(old)
+        st_logger.setLevel(old_st)
+
+
+def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSweepConfig, seed: int):
+    """SparseEncoder = Transformer(fill-mask) + SpladePooling(max) over the cached backbone, with
+    ``W_head <- W_head * inflation / k`` (inflation by :func:`inflate_head`, then
+    :func:`initlab.mlmhead.rescale_mlm_head`).
+
+    Raises:
+        ValueError: inflation or k not finite and > 0.
+    """
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    from initlab.mlmhead import rescale_mlm_head
+
+    torch.manual_seed(seed)
+    with quiet():
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
+        model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
+    inflate_head(tr.auto_model, inflation)
+    rescale_mlm_head(tr.auto_model, k)
+    return model
+
+
+def finite_guard_callback(where: str):
+    """A transformers ``TrainerCallback`` that stops training at the first non-finite gradient or logged loss.
+
+    Gradients are checked after the backward pass of every optimizer step (before the update), the
+    logged losses at every log; either raises :class:`initlab.runs.NonFiniteError` naming the step
+    (1-based optimizer step) and ``where``. A non-finite loss always gives non-finite gradients, so the
+    gradient check also stops a NaN/inf loss at the step it occurs.
+    """
+    from transformers import TrainerCallback
+
+    from initlab.runs import check_finite
+
+    class FiniteGuard(TrainerCallback):
+        #: ``{step: {"lambda_q": .., "lambda_d": ..}}`` as set by the regulariser-weight scheduler, which
+        #: adds them to the logs after the trainer has copied the logs into ``state.log_history``.
+        weights: dict[int, dict[str, float]] = {}
+
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            for p in model.parameters():
+                if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+                    check_finite(float("nan"), where=where, step=state.global_step + 1, what="gradient")
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            logs = logs or {}
+            self.weights[state.global_step] = {"lambda_q": logs.get("query_regularizer_weight"),
+                                               "lambda_d": logs.get("document_regularizer_weight")}
+            for key, v in (logs or {}).items():
+                if "loss" in key and isinstance(v, (int, float)):
+                    check_finite(float(v), where=f"{where} ({key})", step=state.global_step, what="loss")
+
+    guard = FiniteGuard()
+    guard.weights = {}
+    return guard
+
+
+def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path) -> list[dict[str, float]]:
+    """SPLADE training of ``model`` with SparseEncoderTrainer; returns the logged loss curve.
+
+    Each row: ``step``, ``loss`` (total), ``ranking`` (InfoNCE part), ``flops_q`` / ``flops_d`` (the
+    weighted FLOPS parts as added to the loss), ``lambda_q`` / ``lambda_d`` (current weights), all
+    averaged over the ``log_every`` steps before ``step`` by the trainer.
+
+    Raises:
+        initlab.runs.NonFiniteError: a non-finite gradient or logged loss (training stops at that step;
+            see :func:`finite_guard_callback`).
+    """
+    from datasets import Dataset
+    from sentence_transformers.sparse_encoder import SparseEncoderTrainer, SparseEncoderTrainingArguments
+    from sentence_transformers.sparse_encoder.callbacks import SpladeRegularizerWeightSchedulerCallback
+    from sentence_transformers.sparse_encoder.losses import SparseMultipleNegativesRankingLoss, SpladeLoss
+
+    model.max_seq_length = cfg.doc_max_len
+    ds = Dataset.from_dict({
+        "query": [q for q, _ in corpus.train_pairs],
+        "document": [corpus.docs[d] for _, d in corpus.train_pairs],
+    })
+    loss = SpladeLoss(model, SparseMultipleNegativesRankingLoss(model),
+                      document_regularizer_weight=cfg.lambda_d, query_regularizer_weight=cfg.lambda_q)
+    args = SparseEncoderTrainingArguments(
+        output_dir=str(work_dir), max_steps=cfg.steps, per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.lr, warmup_steps=max(1, int(round(cfg.lr_warmup_ratio * cfg.steps))),
+        logging_steps=cfg.log_every, logging_nan_inf_filter=False, save_strategy="no", report_to="none",
+        use_cpu=True, seed=seed, data_seed=seed, dataloader_num_workers=0, disable_tqdm=True,
+        batch_sampler="no_duplicates",
+    )
+    guard = finite_guard_callback(f"synthetic SPLADE training (seed {seed})")
+    with quiet():
+        import io
+
+        with contextlib.redirect_stderr(io.StringIO()):  # the model card's "Computing widget examples" bar
+            trainer = SparseEncoderTrainer(
+                model=model, args=args, train_dataset=ds, loss=loss,
+                callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
+                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard],
+            )
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        trainer.remove_callback(PrinterCallback)  # logs go to the cell's loss curve, not stdout
+        trainer.remove_callback(ProgressCallback)
+        try:
+            trainer.train()
+        finally:
+            shutil.rmtree(work_dir, ignore_errors=True)
+    curve = []
+    for row in trainer.state.log_history:
+        if "base_loss" not in row:
+            continue
+        step = int(row["step"])
+        curve.append({
+            "step": step,
+            "loss": _opt(row.get("loss")),
+            "ranking": _opt(row["base_loss"]),
+            "flops_q": _opt(row.get("query_regularizer_loss")),
+            "flops_d": _opt(row.get("document_regularizer_loss")),
+            "lambda_q": _opt(guard.weights.get(step, {}).get("lambda_q")),
+            "lambda_d": _opt(guard.weights.get(step, {}).get("lambda_d")),
+        })
+    return curve
+
+
+def _opt(v: Any) -> float | None:
+    """``float(v)``, or None for a missing value (never a made-up number)."""
+    return None if v is None else float(v)

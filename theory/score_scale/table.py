@@ -1,0 +1,46 @@
+"""The score-scale table of ``initlab theory score-scale``: closed forms beside Monte Carlo, per (sigma, k).
+
+Role: assembling and printing rows. The closed forms are :func:`initlab.theory.score_scale.closed_form.theory_row`,
+the simulation :func:`initlab.theory.score_scale.monte_carlo.monte_carlo`; this module only puts them side by
+side (``th_*`` and ``mc_*`` columns) and formats the text table.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from initlab.theory.score_scale.closed_form import ScoreScaleConfig, theory_row
+from initlab.theory.score_scale.monte_carlo import monte_carlo
+
+__all__ = ["TABLE_COLUMNS", "score_scale_table", "format_table"]
+
+
+TABLE_COLUMNS = ("sigma", "k", "sigma_k", "active_q", "active_dims_d", "Ea_d", "flops_reg_d", "flops_cost",
+                 "score_mean", "score_spread", "grad_rank", "grad_flops", "grad_ratio")
+
+
+def score_scale_table(cfg: ScoreScaleConfig, *, with_mc: bool = False, progress: bool = False) -> list[dict[str, Any]]:
+    """Rows for every (sigma, k) of ``cfg``: theory (``th_*``) and, with ``with_mc``, Monte Carlo (``mc_*``)."""
+    from tqdm.auto import tqdm
+
+    cells = [(s, k) for s in cfg.sigmas for k in cfg.ks]
+    rows = []
+    for sigma, k in tqdm(cells, desc="score-scale", disable=not progress):
+        th = theory_row(cfg, sigma, k)
+        row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")}}
+        if with_mc:
+            mc = monte_carlo(cfg, sigma, k)
+            row.update({f"mc_{n}": v for n, v in mc.items()})
+        rows.append(row)
+    return rows
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    """A fixed-width text table of the theory columns (and MC columns where present)."""
+    cols = [c for c in TABLE_COLUMNS if c in ("sigma", "k") or f"th_{c}" in rows[0]]
+    head = " ".join(f"{c:>12}" for c in cols)
+    lines = [head]
+    for r in rows:
+        vals = [r[c] if c in ("sigma", "k") else r[f"th_{c}"] for c in cols]
+        lines.append(" ".join(f"{v:>12.4g}" for v in vals))
+    return "\n".join(lines)
