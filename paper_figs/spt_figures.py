@@ -21,7 +21,6 @@ hybrids, green cross-data SPT, purple attention-only model).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Sequence
@@ -29,6 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
+from initlab.runs import read_json
 
 __all__ = ["make_figures", "accuracy_figure", "proximity_accuracy_figure", "training_curves_figure",
            "attention_maps_figure", "main"]
@@ -47,7 +47,7 @@ def _load(run_dir: Path) -> dict:
     p = run_dir / "metrics.json"
     if not p.exists():
         raise FileNotFoundError(f"{p}: no metrics.json; pass the folder written by `initlab synthetic spt`")
-    return json.loads(p.read_text())
+    return read_json(p)
 
 
 def _seeds_of(metrics: dict) -> dict[str, list[dict]]:

@@ -16,13 +16,13 @@ and ``RESULTS_DIR/cells/*.json`` (written by ``initlab synthetic splade``) and w
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from initlab.paper_figs.common import legend_below, plain_log_ticks, plain_number, pyplot, run_figure_cli, save
+from initlab.runs import read_json
 
 __all__ = ["load_cells", "plot_effectiveness_flops", "plot_loss_curves", "plot_init_scale", "draw_all", "draw_phase", "main"]
 
@@ -37,8 +37,8 @@ def load_cells(results_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, 
     cfg_path = root / "config.json"
     if not cfg_path.exists():
         raise FileNotFoundError(f"{cfg_path}: not found; expected a folder written by `initlab synthetic splade`")
-    cfg = json.loads(cfg_path.read_text())["config"]
-    cells = [json.loads(p.read_text()) for p in sorted((root / "cells").glob("*.json"))]
+    cfg = read_json(cfg_path)["config"]
+    cells = [read_json(p) for p in sorted((root / "cells").glob("*.json"))]
     if not cells:
         raise FileNotFoundError(f"{root / 'cells'}: no cell results (*.json)")
     return cfg, cells
@@ -150,7 +150,7 @@ def load_theory_curves(results_dir: str | Path) -> tuple[dict[float, list], dict
     path = Path(results_dir) / "theory_curves.json"
     if not path.exists():
         return {}, {}, f"theory not drawn ({path.name} missing)"
-    data = json.loads(path.read_text())
+    data = read_json(path)
     theory = {float(k): v for k, v in data.get("theory", {}).items()}
     mc = {float(k): v for k, v in data.get("monte_carlo", {}).items()}
     return theory, mc, data.get("note", "")

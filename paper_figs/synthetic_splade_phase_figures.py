@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from initlab.paper_figs.common import family_color, legend_below, plain_log_ticks, pyplot, run_figure_cli, save
+from initlab.runs import read_json
 
 __all__ = ["load_phase", "plot_phase_family", "plot_init_vs_final", "plot_recommended_vs_best", "plot_theory",
            "draw_phase", "main"]
@@ -42,7 +42,7 @@ def load_phase(results_dir: str | Path) -> dict[str, Any]:
     path = Path(results_dir) / "phase.json"
     if not path.exists():
         raise FileNotFoundError(f"{path}: not found; expected a folder written by `initlab synthetic splade`")
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Path:
@@ -208,7 +208,7 @@ def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> li
               plot_recommended_vs_best(rep, out / "splade_recommended_vs_best_k.png")]
     tpath = Path(results_dir) / "theory.json"
     if tpath.exists():
-        paths.append(plot_theory(json.loads(tpath.read_text()), rep["config"]["families"],
+        paths.append(plot_theory(read_json(tpath), rep["config"]["families"],
                                  out / "splade_theory_vs_measured.png"))
     return paths
 

@@ -27,19 +27,21 @@ def fail(parser: argparse.ArgumentParser, err: BaseException | str) -> NoReturn:
     raise SystemExit(2)
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type=``: an integer >= ``low`` (the error names the argument and the bound)."""
+def int_at_least(low: int, below: int | None = None, *, bound_text: str | None = None) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer >= ``low`` (and < ``below`` when given); the error names the argument
+    and the bounds (``bound_text`` replaces the ``>= low`` wording, e.g. ``"in [0, 2^40)"``)."""
+    want = bound_text or (f">= {low}" if below is None else f"in [{low}, {below})")
 
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+            raise argparse.ArgumentTypeError(f"expected an integer {want}, got {text!r}") from None
+        if value < low or (below is not None and value >= below):
+            raise argparse.ArgumentTypeError(f"expected an integer {want}, got {value}")
         return value
 
-    parse.__name__ = f"int>={low}"
+    parse.__name__ = f"int {want}"
     return parse
 
 

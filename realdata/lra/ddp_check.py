@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         train.build_model = real
     got = acc.gather(torch.stack(probes)[None].to(acc.device))  # (world, runs, PROBE)
-    same_file = ((out / "dropout_a" / "spt_best.safetensors").read_bytes()
+    same_file = ((out / "dropout_a" / "spt_best.safetensors").read_bytes()  # byte-identical, header included
                  == (out / "dropout_b" / "spt_best.safetensors").read_bytes()) if acc.is_main_process else None
     if acc.is_main_process:
         atomic_write_json(out / "ddp_check.json", {"world_size": world, "max_grad_diff": grad_diff, "max_param_diff": param_diff,

@@ -29,7 +29,8 @@ from initlab.realdata.lra.model import LRAModel, backbone_config
 from initlab.runs import RunDir, atomic_write_bytes, check_same_record, folder_where_file_expected, unreadable_file
 
 __all__ = ["task_vocab", "load_data", "build_model", "single_inputs", "batch_tensors", "make_accelerator", "spt_view",
-           "lr_schedule", "save_weights", "load_weights", "load_spt_checkpoint", "split_metadata", "check_spt_split",
+           "lr_schedule", "save_weights", "load_weights", "load_spt_checkpoint", "split_metadata", "recorded_split",
+           "check_spt_split",
            "SplitMismatchError", "read_run_config", "run_record", "finished_results", "open_run"]
 
 
@@ -194,9 +195,20 @@ class SplitMismatchError(ValueError):
 
 
 def split_metadata(data: TaskData) -> dict[str, str]:
-    """What an SPT checkpoint records about its pretraining data: ``initlab_split_task`` (the task whose
-    inputs it read) and ``initlab_split_fingerprint`` (:func:`~initlab.realdata.lra.splits.split_fingerprint`)."""
-    return {"initlab_split_task": data.name, "initlab_split_fingerprint": split_fingerprint(data)}
+    """What an SPT checkpoint records about its pretraining data, as its safetensors header metadata: one key,
+    ``initlab_split``, holding the JSON ``{"fingerprint": ..., "task": ...}`` (the task whose inputs it read and
+    :func:`~initlab.realdata.lra.splits.split_fingerprint`). One key, so the header (and the file) is
+    byte-identical from run to run: safetensors writes several keys in a random order."""
+    return {"initlab_split": json.dumps({"fingerprint": split_fingerprint(data), "task": data.name}, sort_keys=True)}
+
+
+def recorded_split(meta: dict[str, str]) -> dict[str, str] | None:
+    """The ``{"fingerprint", "task"}`` an SPT checkpoint's header records (:func:`split_metadata`), or None."""
+    try:
+        rec = json.loads(meta["initlab_split"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("fingerprint") and rec.get("task") else None
 
 
 def check_spt_split(meta: dict[str, str], ckpt: str | Path, data: TaskData) -> None:
@@ -208,12 +220,13 @@ def check_spt_split(meta: dict[str, str], ckpt: str | Path, data: TaskData) -> N
     Raises:
         SplitMismatchError: the checkpoint records no split, or another split of ``data.name``.
     """
-    task, fp = meta.get("initlab_split_task"), meta.get("initlab_split_fingerprint")
-    if not task or not fp:
+    rec = recorded_split(meta)
+    if rec is None:
         raise SplitMismatchError(
             f"SPT checkpoint {ckpt}: records no data split (it was not written by initlab lra pretrain, or by a "
             "version before splits were recorded), so fine-tuning could test on examples it was pretrained on; "
             "pretrain again with initlab lra pretrain")
+    task, fp = rec["task"], rec["fingerprint"]
     if task != data.name:
         return
     mine = split_fingerprint(data)

@@ -45,8 +45,8 @@ from initlab.realdata.lra.masking import MASK_RATIO, spt_loss
 from initlab.realdata.lra.model import LRAModel
 from initlab.realdata.lra.runtime import (SplitMismatchError, _restore_last, _save_state, batch_tensors, build_model,
                                           check_spt_split, finished_results, load_data, load_spt_checkpoint, load_weights,
-                                          lr_schedule, make_accelerator, open_run, read_run_config, save_weights,
-                                          single_inputs, split_metadata, spt_view, task_vocab)
+                                          lr_schedule, make_accelerator, open_run, read_run_config, recorded_split,
+                                          save_weights, single_inputs, split_metadata, spt_view, task_vocab)
 from initlab.runs import ConfigMismatchError, LossGuard, NonFiniteError, RunDir, atomic_write_bytes
 
 __all__ = ["load_data", "build_model", "pretrain", "finetune", "make_accelerator",
@@ -192,8 +192,8 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
               "spt_loss": cfg.spt_loss, "epochs": cfg.spt_epochs, "epochs_run": len(history),
               "stopped_on_plateau": len(history) < cfg.spt_epochs, "best_val_loss": best,
               "best_epoch": min(history, key=lambda r: r["val_loss"])["epoch"] if history else None,
-              "checkpoint": str(run.root / "spt_best.safetensors"), "split_task": meta["initlab_split_task"],
-              "split_fingerprint": meta["initlab_split_fingerprint"], "history": history,
+              "checkpoint": str(run.root / "spt_best.safetensors"), "split_task": recorded_split(meta)["task"],
+              "split_fingerprint": recorded_split(meta)["fingerprint"], "history": history,
               "world_size": accelerator.num_processes}
     if main:
         run.write_json("results.json", result)

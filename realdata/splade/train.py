@@ -33,7 +33,8 @@ from transformers import TrainerCallback
 
 from initlab.config import to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
-from initlab.runs import LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json, check_same_record
+from initlab.runs import (LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json,
+                          check_input_path, check_same_record)
 
 from .config import SpladeTrainConfig
 from .losses import make_loss, regularizer_weight
@@ -198,7 +199,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
 
     Raises:
         ValueError: global batch not divisible by the number of processes; bad config values; a length
-            beyond the backbone's positions.
+            beyond the backbone's positions; ``data_root`` set but not a folder.
         RunExistsError: ``out`` holds a finished training and neither ``overwrite`` nor ``reuse_finished``.
         ConfigMismatchError: ``out`` holds a run of another config.
         NonFiniteError: the loss or a gradient became NaN/inf (``out/failure.json`` records it).
@@ -208,6 +209,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     from .modeling import build_splade, build_tiny_backbone
 
     out = Path(out)
+    check_input_path(cfg.data_root or None, flag="data_root (--data-root)", kind="folder")  # never recorded unchecked
     world = _world_size()
     if cfg.global_batch_size % world:
         raise ValueError(f"global_batch_size {cfg.global_batch_size} is not divisible by the number of processes {world}")
