@@ -53,6 +53,8 @@ __all__ = [
     "file_where_folder_expected",
     "folder_where_file_expected",
     "torch_threads",
+    "rank_seed",
+    "RANK_STRIDE",
 ]
 
 
@@ -595,6 +597,23 @@ def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder
     else:
         raise ValueError(f"kind: expected 'file' or 'folder', got {kind!r}")
     return path
+
+
+#: The rank offset of per-rank seeds: a golden-ratio constant, so that rank offsets (mod 2^32) land far from the
+#: small offsets between epochs and seeds.
+RANK_STRIDE = 0x9E3779B1
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of DDP process ``rank`` for a run seeded with ``seed``: ``(seed + rank * RANK_STRIDE) mod 2**32``.
+
+    Rank 0 keeps ``seed`` (mod 2^32), so single-process runs are unchanged; every other rank gets its own random
+    stream (dropout masks differ across GPUs even where their batches have the same shape), deterministic for a
+    given ``(seed, rank)``. Mod 2^32 because torch's CPU generator keeps only the low 32 bits of a seed
+    (``torch.manual_seed(2**32)`` equals ``torch.manual_seed(0)``), so an offset of ``rank * 2**32`` would change
+    nothing.
+    """
+    return (int(seed) + int(rank) * RANK_STRIDE) % 2**32
 
 
 @contextlib.contextmanager

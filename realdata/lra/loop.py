@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from initlab.runs import LossGuard, NonFiniteError, RunDir, check_finite
+from initlab.runs import LossGuard, NonFiniteError, RunDir, check_finite, rank_seed
 
 if TYPE_CHECKING:
     from initlab.realdata.lra.config import LRAConfig
@@ -22,22 +22,16 @@ if TYPE_CHECKING:
 __all__ = ["epochs_since_gain", "dropout_seed"]
 
 
-#: The rank offset of the per-rank seeds: a golden-ratio constant, so that rank offsets (mod 2^32) land far
-#: from the small offsets between epochs and seeds.
-RANK_STRIDE = 0x9E3779B1
-
-
 def dropout_seed(seed: int, epoch: int, rank: int = 0) -> int:
-    """The torch seed set before an epoch on DDP rank ``rank``: ``(seed * 1000 + epoch + rank * RANK_STRIDE) mod 2**32``.
+    """The torch seed set before an epoch on DDP rank ``rank``: :func:`initlab.runs.rank_seed` of
+    ``seed * 1000 + epoch``.
 
     It drives the dropout masks (the data order and the SPT masks have their own generators). Rank 0 keeps
     the single-process seed ``seed * 1000 + epoch``, so one-process runs are unchanged; every other rank
     gets its own stream, so two GPUs draw different masks even where their batches have the same shape
-    (Image, Pathfinder). Deterministic for a given ``(seed, epoch, rank)``. Taken mod 2^32 because torch's
-    CPU generator keeps only the low 32 bits of a seed (``manual_seed(2**32)`` equals ``manual_seed(0)``), so
-    an offset of ``rank * 2**32`` would change nothing.
+    (Image, Pathfinder); before, every rank was seeded alike. Deterministic for a given ``(seed, epoch, rank)``.
     """
-    return (int(seed) * 1000 + int(epoch) + int(rank) * RANK_STRIDE) % 2**32
+    return rank_seed(int(seed) * 1000 + int(epoch), rank)
 
 
 def epochs_since_gain(values: Sequence[float], *, higher_is_better: bool, min_rel_gain: float = 0.0) -> int:

@@ -40,14 +40,14 @@ import torch.nn.functional as F
 from initlab.realdata.lra.config import LRAConfig, INIT_GROUPS
 from initlab.realdata.lra.evaluation import attention_metrics_on, evaluate_accuracy, initial_attention_metrics, spt_val_loss
 from initlab.realdata.lra.splits import TaskData, iter_batches
-from initlab.realdata.lra.loop import RANK_STRIDE, _optimizer_step, _record_failure, dropout_seed, epochs_since_gain
+from initlab.realdata.lra.loop import _optimizer_step, _record_failure, dropout_seed, epochs_since_gain
 from initlab.realdata.lra.masking import MASK_RATIO, spt_loss
 from initlab.realdata.lra.model import LRAModel
 from initlab.realdata.lra.runtime import (SplitMismatchError, _restore_last, _save_state, batch_tensors, build_model,
                                           check_spt_split, finished_results, load_data, load_spt_checkpoint, load_weights,
                                           lr_schedule, make_accelerator, open_run, read_run_config, recorded_split,
                                           save_weights, single_inputs, split_metadata, spt_view, task_vocab)
-from initlab.runs import ConfigMismatchError, LossGuard, NonFiniteError, RunDir, atomic_write_bytes
+from initlab.runs import ConfigMismatchError, LossGuard, NonFiniteError, RunDir, atomic_write_bytes, rank_seed
 
 __all__ = ["load_data", "build_model", "pretrain", "finetune", "make_accelerator",
            "save_weights", "load_weights", "ConfigMismatchError", "NonFiniteError", "epochs_since_gain",
@@ -92,7 +92,7 @@ def _spt_epoch(model, opt, sched, params, train_split, cfg: LRAConfig, view: LRA
     # the SPT masks: their own stream per rank (rank 0 keeps the single-process seed), distinct across ranks and
     # epochs for any world size (with ``+ rank``, rank 7 at epoch e drew the stream of rank 0 at epoch e + 1);
     # mod 2**32: torch's CPU generator keeps only the low 32 bits of a seed
-    gen = torch.Generator().manual_seed((cfg.seed * 1_000_003 + epoch * 7 + accelerator.process_index * RANK_STRIDE) % 2**32)
+    gen = torch.Generator().manual_seed(rank_seed(cfg.seed * 1_000_003 + epoch * 7, accelerator.process_index))
     batches = list(iter_batches(train_split, view.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
                                 rank=accelerator.process_index, world=accelerator.num_processes))
     tot, cnt = 0.0, 0

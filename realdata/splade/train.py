@@ -34,7 +34,7 @@ from transformers import TrainerCallback
 from initlab.config import to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import (LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json,
-                          check_input_path, check_same_record)
+                          check_input_path, check_same_record, rank_seed)
 
 from .config import SpladeTrainConfig
 from .losses import make_loss, regularizer_weight
@@ -236,6 +236,8 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
                                callbacks=[reg_cb, guard])
     guard.trainer = trainer
+    if rank:  # the Trainer seeded every process with cfg.seed: same dropout masks on same-shaped batches
+        torch.manual_seed(rank_seed(cfg.seed, rank))  # (a resumed run restores each rank's saved state instead)
     last = last_complete_checkpoint(out / "checkpoints", remove_incomplete=rank == 0)
     try:
         trainer.train(resume_from_checkpoint=last)

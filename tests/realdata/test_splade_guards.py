@@ -297,6 +297,32 @@ def test_diverging_ddp_training_stops_every_process_at_the_same_step(tmp_path):
     assert fail["step"] == 3 and not (out / "DONE").exists() and not (out / "model").exists()
 
 
+@pytest.mark.slow
+def test_ddp_training_draws_its_own_dropout_masks_on_each_rank(tmp_path):
+    # the Trainer seeds every process with the same seed; each rank must then draw its own dropout stream
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    probes = []
+    for run in ("a", "b"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        script = str(Path(__file__).with_name("splade_loss_injection.py"))
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+               "--master_port", str(port), script, "probe", str(tmp_path / f"probe_{run}"), "splade", "train", "--out",
+               str(tmp_path / run)] + QUICK + ["--set", "max_steps=1"]
+        proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+                              timeout=400)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        probes.append([torch.load(tmp_path / f"probe_{run}.{r}") for r in (0, 1)])
+    assert not torch.equal(probes[0][0], probes[0][1])  # ranks differ ...
+    assert all(torch.equal(a, b) for a, b in zip(probes[0], probes[1]))  # ... and each is deterministic
+
+
 def test_sweep_records_a_diverged_cell_as_failed_and_goes_on(tmp_path, monkeypatch):
     from initlab.config import derive
     from initlab.realdata.splade import sweep
