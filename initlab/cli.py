@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"initlab {__version__}")
         return 0
-    from initlab.runs import NonFiniteError, OutputPathError, RunExistsError
+    from initlab.runs import InputPathError, NonFiniteError, OutputPathError, RunExistsError
 
     warnings.formatwarning = _one_line_warning  # a run's warnings read as messages, not source excerpts
     target, rest, prog = _resolve(argv)
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NonFiniteError as err:  # a diverged training: no DONE was written; exit 1 like a failed check
         print(f"initlab {prog}: error: {err}", file=sys.stderr)
         return 1
-    except (RunExistsError, OutputPathError) as err:  # the one output-folder rule (docs/conventions.md)
+    except (RunExistsError, OutputPathError, InputPathError) as err:  # the path rules (docs/conventions.md)
         print(f"initlab {prog}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -106,10 +106,11 @@ class NonFiniteError(FloatingPointError):
 
 #: The divergence rule (docs/conventions.md, "NaN and divergence policy"): a training loss larger than
 #: ``DIVERGENCE_FACTOR`` times its early value stops the run. 10^4 because no training loss of this
-#: package legitimately grows that much (cross-entropies start near ln(#classes) and a confidently wrong
-#: prediction costs tens of nats; the SPLADE totals add FLOPS terms whose weights ramp up from 0, measured at
-#: most about 10x the first ranking loss in every saved synthetic SPLADE cell), while a run that blew up does
-#: (the toy LRA model at lr = 1e3 reaches 1e7-1e8 from about 3 before, on some CPUs, turning NaN).
+#: package grows that much in a run that trains (cross-entropies start near ln(#classes) and a confidently
+#: wrong prediction costs tens of nats; the SPLADE totals add FLOPS terms whose weights ramp up from 0: at most
+#: 2.7 times the first logged total in the cells of ``initlab synthetic splade --preset quick``), while a run
+#: that blew up does (the toy LRA model at lr = 1e3: 3.1 at step 0, 2.4e6 at step 1, then 1e7-1e8, finite on
+#: some CPUs and NaN on others).
 DIVERGENCE_FACTOR = 1e4
 #: The early value is floored at this (loss units; nats for cross-entropies), so a run that starts near
 #: zero loss (a resumed or almost solved fine-tuning) is not stopped for rising to a few nats.
