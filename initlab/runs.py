@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from initlab.config import to_dict
+from initlab.textio import read_json
 
 __all__ = [
     "RunExistsError",
@@ -48,7 +49,6 @@ __all__ = [
     "OutputPathError",
     "check_input_path",
     "InputPathError",
-    "read_json",
     "unreadable_file",
     "file_where_folder_expected",
     "folder_where_file_expected",
@@ -421,7 +421,7 @@ class RunDir:
         path = self._cell_path(name)
         if key is not None:
             self._check_cell_key(name, path, key)
-        return json.loads(path.read_text())
+        return read_json(path)
 
     def save_cell(self, name: str, result: Any, key: Any = None) -> Path:
         """Write the result of cell ``name`` atomically; with ``key``, record the cell's config beside it
@@ -436,7 +436,7 @@ class RunDir:
     def _check_cell_key(self, name: str, path: Path, key: Any) -> None:
         want = _config_record(key)
         kpath = self._key_path(name)
-        saved = json.loads(kpath.read_text()) if kpath.exists() else None
+        saved = read_json(kpath) if kpath.exists() else None
         if saved != want:
             keys = (sorted(k for k in set(saved) | set(want) if saved.get(k) != want.get(k))
                     if isinstance(saved, dict) and isinstance(want, dict) else [])
@@ -474,8 +474,8 @@ def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "
     if not path.exists():
         return
     try:
-        saved = json.loads(path.read_text())
-    except json.JSONDecodeError:
+        saved = read_json(path)
+    except ValueError:  # not JSON, or not UTF-8
         raise ConfigMismatchError(f"{path}: unreadable {what} record; choose another --out or pass --overwrite") from None
     if isinstance(saved, dict) and "config" in saved and "config_class" in saved:
         saved = saved["config"]
@@ -538,22 +538,10 @@ def check_input_path(path: str | Path | None, *, flag: str, kind: str = "folder"
 
 def unreadable_file(path: str | Path, err: BaseException, expected: str) -> ValueError:
     """The one-line error for a file that exists but cannot be parsed (empty, truncated, another format):
-    ``"PATH: not a readable EXPECTED (first line of the parser's message)"``. Returned, to be raised
+    ``"PATH: not a readable EXPECTED (first line of the parser's message)"`` (text files: :mod:`initlab.textio`). Returned, to be raised
     ``from None`` (the parser's traceback says nothing the message does not)."""
     detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     return ValueError(f"{path}: not a readable {expected} ({detail})")
-
-
-def read_json(path: str | Path, expected: str = "JSON file") -> Any:
-    """``json.loads`` of a file, with a one-line ``ValueError`` naming the file when it is not valid JSON (or
-    not UTF-8) and ``FileNotFoundError`` naming it when it is missing."""
-    path = Path(path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: not found (expected {expected})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise unreadable_file(path, err, expected) from None
 
 
 def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder", overwrite: bool = False) -> Path | None:

@@ -15,7 +15,6 @@ reproduction), ``full`` (larger grids and more seeds, still CPU).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from initlab.config import to_dict
 from initlab.runs import ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, torch_threads
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic.splade.phase import runner as splade_phase
+from initlab.textio import read_json, read_text
 from initlab.theory.attention import case as ac
 from initlab.theory.attention import gradient as ag
 from initlab.theory.attention import masked_reconstruction as am
@@ -56,7 +56,7 @@ def finished_summary(out_dir: Path, preset: str, overwrite: bool) -> str | None:
     out_dir = Path(out_dir)
     if overwrite or not (out_dir / "DONE").exists() or not (out_dir / "summary.md").exists():
         return None
-    return (out_dir / "summary.md").read_text()
+    return read_text(out_dir / "summary.md")
 
 
 def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Callable[[Path, str, bool], str]) -> str:
@@ -283,7 +283,7 @@ def splade(out_dir: Path, preset: str = "default", overwrite: bool = False) -> s
         splade_phase.run_phase(out_dir, splade_phase.PRESETS[preset], overwrite=overwrite, progress=False,
                                draw=synthetic_splade_figures.draw_phase)
     figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
-    return (out_dir / "summary.md").read_text() + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
+    return read_text(out_dir / "summary.md") + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -376,7 +376,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     # Wall-clock time of each stage's real run, kept across resumes: a stage finished by an earlier call
     # is reported with the time it took then, not the second it takes to read its summary.
     times_path = out / "stage_times.json"
-    times: dict[str, Any] = json.loads(times_path.read_text()) if times_path.is_file() else {}
+    times: dict[str, Any] = read_json(times_path) if times_path.is_file() else {}
     _check_stage_presets(out, stages, times, preset, overwrite)
     out.mkdir(parents=True, exist_ok=True)
     for name in stages:

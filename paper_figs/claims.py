@@ -26,6 +26,7 @@ from typing import Any
 
 from initlab.paper_figs import claims_rows as rows
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path
+from initlab.textio import read_json, read_text
 
 __all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
            "replace_block", "collect_spt", "main"]
@@ -99,7 +100,7 @@ def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
         if not path.is_file():
             raise ResultsFileError(f"{path}: saved result file not found{hint}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ResultsFileError(f"{path}: not valid JSON ({err})") from err
         if not isinstance(data, dict):
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         check_input_path(args.collect_spt, flag="--collect-spt", kind="folder", what="an initlab synthetic spt run folder")
         if args.collect_spt is not None:
             collect_spt(args.collect_spt, args.results / rows.SPT)
-        old = args.readme.read_text(encoding="utf-8")
+        old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
     except ValueError as err:  # ResultsFileError and InputPathError included
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

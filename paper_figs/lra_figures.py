@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
-from initlab.runs import read_json
+from initlab.textio import read_json
 
 __all__ = ["plot_sweep", "plot_listops_plateau", "main"]
 

@@ -8,13 +8,12 @@ no computation beyond plotting. Usage::
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.paper_figs.common import pyplot, run_figure_cli, save
-from initlab.runs import read_json
+from initlab.textio import read_json
 
 __all__ = ["PANELS", "plot_theory_vs_mc", "main"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs.common import DPI, family_color, label_points, legend_below, pyplot, run_figure_cli, save
-from initlab.runs import read_json
+from initlab.textio import open_text, read_json
 
 __all__ = ["DPI", "LOSS_TERMS", "plot_loss_curve", "plot_nanobeir_vs_flops", "main"]
 
@@ -48,7 +48,7 @@ def plot_loss_curve(csv_path: str | Path, out_png: str | Path, title: str = "") 
     csv_path = Path(csv_path)
     if not csv_path.is_file():
         raise FileNotFoundError(f"{csv_path}: loss curve not found (expected loss_curve.csv written by training)")
-    with open(csv_path) as fh:
+    with open_text(csv_path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))

@@ -28,7 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
-from initlab.runs import read_json
+from initlab.textio import read_json
 
 __all__ = ["make_figures", "accuracy_figure", "proximity_accuracy_figure", "training_curves_figure",
            "attention_maps_figure", "main"]

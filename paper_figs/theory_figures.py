@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs.common import legend_below, pyplot, run_figure_cli, save
-from initlab.runs import read_json
+from initlab.textio import read_json
 
 __all__ = ["plot_t2", "plot_t4", "plot_t6", "plot_t7", "draw_all", "main"]
 

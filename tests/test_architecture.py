@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: lowest layer first; packages in one layer may not import each other
 LAYERS: list[set[str]] = [
+    {"initlab.textio"},
     {"initlab.config"},
     {"initlab.runs"},
     {"initlab.theory"},

@@ -16,6 +16,7 @@ from pathlib import Path
 from initlab.commands import fail, int_at_least, int_list
 from initlab.config import derive, parse_overrides
 from initlab.runs import check_input_path, check_output_path
+from initlab.textio import read_text
 
 __all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main", "listops_plateau_main", "fidelity_main"]
 
@@ -174,7 +175,7 @@ def listops_plateau_main(argv: list[str] | None = None, prog: str | None = None)
         summary = run_listops_plateau(args.out, args.seeds, overwrite=args.overwrite, progress=args.progress)
     except (ValueError, FileExistsError) as err:
         fail(p, err)
-    print((args.out / "summary.md").read_text())
+    print(read_text(args.out / "summary.md"))
     return 0 if summary.get("seeds") else 1
 
 

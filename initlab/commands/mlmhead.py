@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import torch
+
 from initlab.commands import int_at_least
 from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
@@ -15,6 +17,7 @@ from initlab.mlmhead.report import format_inspect, inspect_model
 from initlab.mlmhead.tiny import _parse_texts
 from initlab.nn.collapse import detect_collapse
 from initlab.runs import RunExistsError, check_input_path, check_output_path
+from initlab.textio import read_text
 
 #: ``mlmhead inspect``'s default tokens per text (used when it fits the model; else the model's usable length)
 DEFAULT_MAX_LENGTH = 64
@@ -42,7 +45,7 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         texts = None
         if args.texts is not None:
             check_input_path(args.texts, flag="--texts", kind="file", what="sample texts, one per line")
-            texts = _parse_texts(args.texts.read_text(encoding="utf-8"), str(args.texts))
+            texts = _parse_texts(read_text(args.texts), f"--texts {args.texts}")
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
         max_length = args.max_length or fitting_default(DEFAULT_MAX_LENGTH, model, tokenizer)
         rep = inspect_model(model, tokenizer, texts, max_length=max_length, batch=args.batch,
@@ -80,9 +83,12 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         tied_before = is_tied(model)
         norm_before = head_projection(model).detach().double().norm().item()
         H_before = _last_hidden(model)
-        rescale_mlm_head(model, args.k, untie=args.untie)
+        rescale_mlm_head(model, args.k, untie=args.untie)  # in float32 (load_masked_lm's default)
         norm_after = head_projection(model).detach().double().norm().item()
         H_after = _last_hidden(model)
+        stored = getattr(model, "initlab_stored_dtype", None)
+        if stored is not None and stored != model.dtype:
+            model.to(stored)  # saved in the checkpoint's own dtype: W_head / k rounded once, same size and format
         info = save_rescaled(model, tokenizer, args.out, overwrite=args.overwrite)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, RuntimeError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
@@ -92,6 +98,7 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         f"||W_head||_F {norm_before:.4g} -> {norm_after:.4g} (k = {args.k:g}, recorded "
         f"{K_ATTR} = {info['k']:g}); saved to {info['out']} (reload check: max |logit diff| "
         f"{info['max_abs_logit_diff']:.2g})"
+        + (f"; computed in float32, saved in {_dtype_name(model.dtype)} as stored" if model.dtype != torch.float32 else "")
     )
     if "moved_aside" in info:
         print(f"the previous contents of {info['out']} were moved aside to {info['moved_aside']}")
@@ -102,6 +109,10 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
               f"(||H_k - H_1|| / ||H_1|| = {change:.2g} on a fixed 8-token input). To rescale the head only, rerun "
               "with --untie.")
     return 0
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def _last_hidden(model):

@@ -16,6 +16,7 @@ from initlab.paper_figs import spt_figures, synthetic_splade_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_input_path, check_output_path
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.synthetic import spt as synthetic_spt
+from initlab.textio import read_text
 
 __all__ = ["spt_main", "run_main", "splade_main"]
 
@@ -82,6 +83,6 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
                                     workers=args.workers)
     except (FileExistsError, ValueError) as err:
         fail(parser, err)
-    print((rd.root / "summary.md").read_text())
+    print(read_text(rd.root / "summary.md"))
     print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
     return 0

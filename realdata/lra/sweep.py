@@ -26,6 +26,7 @@ from typing import Sequence
 from initlab.config import derive, to_dict
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
 from initlab.runs import NonFiniteError, RunDir, check_same_record
+from initlab.textio import read_json
 
 __all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep"]
 
@@ -88,7 +89,7 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     if not overwrite:  # another ablation/seeds/config in `out`: ConfigMismatchError naming the keys, nothing written
         check_same_record(Path(out) / "config.json", meta, what="sweep config")
     if (Path(out) / "DONE").exists() and not overwrite:  # finished with the same config: read back, never redone
-        return [_revive(r) for r in json.loads((Path(out) / "results.json").read_text())["rows"]]
+        return [_revive(r) for r in read_json(Path(out) / "results.json")["rows"]]
     conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]  # bad ablation: nothing written
     fresh = not Path(out).exists()
     run = RunDir(out, overwrite=overwrite, resume=True, config=meta)

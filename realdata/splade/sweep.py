@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.runs import RunDir, check_same_record
+from initlab.textio import open_text, read_json
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
 
@@ -137,7 +138,7 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
     if (out / "loss_curve.csv").exists():
         import csv
 
-        with open(out / "loss_curve.csv") as fh:
+        with open_text(out / "loss_curve.csv", newline="") as fh:
             losses = [float(r["loss"]) for r in csv.DictReader(fh)]
     train_verdict = detect_collapse(losses=losses, q_active=None, d_active=None, vocab_size=1)
     s = res["summary"]
@@ -167,8 +168,6 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
     Raises:
         ConfigMismatchError: ``out`` holds a sweep of another base config, or a cell of another config.
     """
-    import json
-
     from tqdm.auto import tqdm
 
     from initlab.config import to_dict
@@ -187,7 +186,7 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
         done = run.root / name / "results.json"
         if (run.root / name / "DONE").exists() and done.exists():  # finished but not yet recorded as a cell
             check_same_record(run.root / name / "config.json", key, what="training config")
-            flat = json.loads(done.read_text())["cell"]
+            flat = read_json(done)["cell"]
             run.save_cell(name, flat, key=key)
             rows.append(flat)
             continue

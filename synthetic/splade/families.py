@@ -236,7 +236,9 @@ def load_family_backbone(folder: Path) -> tuple[Any, Any]:
     """``(model, tokenizer)`` from a :func:`prepare_family_backbone` folder, head tied, eval mode."""
     import transformers
 
-    model = transformers.AutoModelForMaskedLM.from_pretrained(str(folder))
+    from initlab.mlmhead.precision import dtype_kwargs
+
+    model = transformers.AutoModelForMaskedLM.from_pretrained(str(folder), **dtype_kwargs(torch.float32))  # float32 always
     model.tie_weights()
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
     return model.eval(), tok

@@ -63,10 +63,12 @@ def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSwee
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
     from initlab.mlmhead import rescale_mlm_head
+    from initlab.mlmhead.precision import dtype_kwargs
 
     torch.manual_seed(seed)
-    with quiet():
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
+    with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
+                         model_kwargs=dtype_kwargs(torch.float32))
         model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
     inflate_head(tr.auto_model, inflation)
     rescale_mlm_head(tr.auto_model, k)

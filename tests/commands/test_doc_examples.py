@@ -1,6 +1,6 @@
-"""Documented commands and shown outputs cannot go stale: every command in the README and docs/ parses with the
-real parser, every dotted initlab name exists, every shown-output block is what the commands print now (words
-exactly, numbers within a stated tolerance), and the checks catch each kind of staleness."""
+"""Documented commands cannot go stale: every command in the README and docs/ parses with the real parser, every
+dotted initlab name exists, and the checks catch each kind of staleness. (The shown output of docs/mlmhead.md is
+checked by tests/commands/test_mlmhead_doc.py.)"""
 
 from __future__ import annotations
 
@@ -29,16 +29,7 @@ def test_every_named_module_exists():
     assert not missing, "\n".join(missing)
 
 
-def test_shown_outputs_are_what_the_commands_print_now():
-    blocks = D.shown_outputs()
-    assert [b.name for b in blocks] == ["mlmhead-tiny-modernbert"] and "tiny_masked_lm" in blocks[0].setup
-    for block in blocks:
-        diff = D.same_output(block.text, D.regenerate(block))
-        assert diff is None, f"{block.page}: shown-output {block.name} is stale ({diff}); run " \
-                             "python -m initlab.commands.doc_examples --write"
-
-
-def test_the_checks_catch_stale_commands_modules_and_outputs(tmp_path, capsys):
+def test_the_checks_catch_stale_commands_and_modules(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "README.md").write_text(
         "Run `initlab mlmhead inspect --no-such-option` or `initlab.runs.NoSuchThing`.\n\n"
@@ -61,17 +52,3 @@ def test_the_checks_catch_stale_commands_modules_and_outputs(tmp_path, capsys):
     assert "README.md:6" in bad[3] and "no module initlab.no_such_module" in bad[4]
     assert [n for _, n in D.named_modules(tmp_path) if not D.module_exists(n)] == ["initlab.runs.NoSuchThing",
                                                                                    "initlab.no_such_module"]
-    shown = "W_head: Frobenius norm 188.1, row norm mean 9.926\n  2 |    8.6e-08 | 0.501"
-    assert D.same_output(shown, shown.replace("188.1", "188.2").replace("8.6e-08", "8.3e-08")) is None  # rounding
-    assert "number 0 differs: shown 188.1, now 190" in D.same_output(shown, shown.replace("188.1", "190"))
-    assert "text differs" in D.same_output(shown, shown.replace("row norm", "column norm"))
-    assert "text differs" in D.same_output(shown, shown + "\nCOLLAPSED at k = 1")
-    # the command line: --check exits 1 on a stale block and names the fix; --write makes it current
-    (tmp_path / "README.md").write_text(
-        "```python\nprint('set-up')\n```\n\n<!-- BEGIN shown-output lf -->\n```\n$ initlab lra listops-generate --out d "
-        "--size toy --seed 3\ntrain: d/basic_train.tsv\n```\n<!-- END shown-output lf -->\n")
-    assert D.main(["--check", "--root", str(tmp_path)]) == 1
-    assert "shown-output lf is stale" in capsys.readouterr().err
-    assert D.main(["--write", "--root", str(tmp_path)]) == 0
-    assert D.main(["--check", "--root", str(tmp_path)]) == 0
-    assert "val: d/basic_val.tsv" in (tmp_path / "README.md").read_text()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -174,6 +177,60 @@ def test_beir_identical_query_and_document_ids_are_not_retrieved():
     assert beir["RR@10"] == pytest.approx(1.0) and plain["RR@10"] == pytest.approx(0.5)
     # FLOPS = sum_j p_j^q p_j^d = 1 * 2/3 (cat) + 1 * 1/3 (sofa); active dims: query 2, documents (2+1+1)/3
     assert beir["flops"] == pytest.approx(1.0) and beir["q_active"] == 2 and beir["d_active"] == pytest.approx(4 / 3)
+
+
+ARGUANA_LIKE = Path(__file__).parent / "fixtures" / "splade" / "beir" / "arguana"
+
+
+def _beir_reference(ds, enc, top_k):
+    """BEIR's exact search by hand: dense scores of every document, ranked by (score desc, corpus order), the
+    query's own id skipped, the first top_k kept; then the same ir_measures measures."""
+    import ir_measures
+    from ir_measures import R, nDCG
+
+    dids = list(ds.corpus)
+    Q = enc.encode_query(list(ds.queries.values())).to_dense().double()
+    D = enc.encode_document(list(ds.corpus.values())).to_dense().double()
+    S = Q @ D.T
+    run = {}
+    for i, q in enumerate(ds.queries):
+        order = sorted(range(len(dids)), key=lambda j: (-float(S[i, j]), j))
+        kept = [j for j in order if dids[j] != q and S[i, j] > 0][:top_k]
+        run[q] = {dids[j]: float(top_k - r) for r, j in enumerate(kept)}
+    agg = ir_measures.calc_aggregate([nDCG @ 10, R @ top_k], ds.qrels, run)
+    return run, float(agg[nDCG @ 10]), float(agg[R @ top_k])
+
+
+@pytest.mark.parametrize("top_k", [3, 6])
+def test_beir_self_hit_is_dropped_before_the_top_k_cut(top_k):
+    """ArguAna-like fixture in the BEIR layout: each query is also a corpus document, and its relevant document
+    ranks (k + 1)-th counting the self-hit. BEIR retrieves k + 1 and drops the self-hit, so k documents remain
+    and the relevant one is found; cutting at k first left k - 1 (nDCG@10 0 and R@3 0 at top_k = 3)."""
+    from initlab.realdata.splade.data import load_eval_set
+    from initlab.realdata.splade.evaluate import evaluate_set
+
+    ds = load_eval_set("arguana", data_root=ARGUANA_LIKE.parents[1])
+    assert ds.ignore_identical_ids and set(ds.queries) <= set(ds.corpus)
+    row = evaluate_set(_BagOfWords(), ds, top_k=top_k)
+    run, ndcg, recall = _beir_reference(ds, _BagOfWords(), top_k)
+    assert row["nDCG@10"] == pytest.approx(ndcg, abs=1e-12) and row[f"R@{top_k}"] == pytest.approx(recall, abs=1e-12)
+    if top_k == 3:  # by hand: both relevant documents at rank 3 of 3, 1 / log2(4)
+        assert all(len(r) == 3 for r in run.values())
+        assert row["nDCG@10"] == pytest.approx(0.5) and row["R@3"] == pytest.approx(1.0)
+
+
+def test_drop_identical_ids_keeps_exactly_k():
+    from initlab.realdata.splade.evaluate import drop_identical_ids
+
+    dids = ["a", "q1", "b", "c", "q2"]
+    idx = torch.tensor([[1, 0, 2, 3], [0, 2, 3, 1], [3, 2, 4, -1]])  # q1 first; q1's id absent from row 2; padded
+    scores = torch.tensor([[9.0, 5, 4, 3], [8.0, 7, 6, 5], [3.0, 2, 1, -math.inf]])
+    s, i = drop_identical_ids(["q1", "q2", "x"], dids, scores, idx, 3)
+    assert i.tolist() == [[0, 2, 3], [0, 2, 3], [3, 2, 4]] and s[0].tolist() == [5.0, 4.0, 3.0]
+    s, i = drop_identical_ids(["q1", "q2", "q2"], dids, scores[:, :3], idx[:, :3], 3)  # too few columns: padding
+    assert i.tolist() == [[0, 2, -1], [0, 2, 3], [3, 2, -1]] and s[0, 2] == -math.inf
+    with pytest.raises(ValueError, match="k: expected >= 1"):
+        drop_identical_ids(["q1"], dids, scores[:1], idx[:1], 0)
 
 
 @pytest.mark.parametrize("threshold", [None, 0.05, 0.3, 1.0])

@@ -34,9 +34,12 @@ def _load(backbone_dir: Path, cfg: PhaseConfig, seed: int):
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
+    from initlab.mlmhead.precision import dtype_kwargs
+
     torch.manual_seed(seed)
-    with quiet():
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
+    with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
+                         model_kwargs=dtype_kwargs(torch.float32))
         tr.auto_model.tie_weights()
         model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
     return model

@@ -221,6 +221,21 @@ def test_phase_end_to_end_tables_and_figures(phase_run):
     assert "### bert, mode `tied`" in (out / "summary.md").read_text()
 
 
+def test_theory_json_compares_each_cell_with_the_per_entry_model(phase_run):
+    """Active fraction and FLOPS at initialisation are predicted by the per-entry Gaussian logit model at each cell's
+    own logits; the i.i.d. model's values are kept beside them. Predictions are probabilities of the same texts'
+    activity, so they are bounded like the measured values."""
+    theory = json.loads((phase_run / "theory.json").read_text())
+    for r in theory["rows"]:
+        assert 0 < r["predicted_active_fraction"] <= 1 and 0 < r["iid_active_fraction"] <= 1
+        assert r["predicted_flops"] > 0 and r["iid_flops"] > 0
+    agree = theory["agreement"]
+    assert agree["predicted_active_fraction"]["cells"] == len(theory["rows"]) == agree["iid_active_fraction"]["cells"]
+    for key in ("predicted_infonce", "predicted_active_fraction", "iid_active_fraction", "predicted_flops", "iid_flops"):
+        a = agree[key]
+        assert a["min"] <= a["median"] <= a["max"]
+
+
 def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_run, monkeypatch, capsys):
     from initlab import stages
     from initlab.commands import synthetic as synthetic_cmd
