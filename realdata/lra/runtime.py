@@ -11,6 +11,7 @@ the saved results a sweep reuses).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path

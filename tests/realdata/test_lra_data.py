@@ -273,7 +273,7 @@ def test_lra_bom_in_text_files_changes_nothing(tmp_path, task, sub):
     """ListOps (the header became '\\ufeffSource' and was refused), AAN (the first label '\\ufeff1' was refused)
     and IMDB reviews (the three BOM bytes became the review's first three tokens)."""
     marked = _copy_with_bom(FIX / sub, tmp_path / sub)
-    _same_task(D.load_task(task, marked, seed=0), D.load_task(task, FIX / sub, seed=0))
+    _same_task(D.load_task(task, marked, split_seed=0), D.load_task(task, FIX / sub, split_seed=0))
 
 
 def test_lra_bom_in_pathfinder_metadata_changes_nothing(tmp_path):
@@ -281,7 +281,7 @@ def test_lra_bom_in_pathfinder_metadata_changes_nothing(tmp_path):
     _write_pathfinder(tmp_path / "marked", 10)
     meta = tmp_path / "marked" / "lra_release" / "pathfinder32" / "curv_contour_length_14" / "metadata" / "0.npy"
     meta.write_bytes(b"\xef\xbb\xbf" + meta.read_bytes())  # the first folder was '\ufeffimgs/0': not found
-    _same_task(D.load_pathfinder(tmp_path / "marked", seed=0), D.load_pathfinder(tmp_path / "plain", seed=0))
+    _same_task(D.load_pathfinder(tmp_path / "marked", split_seed=0), D.load_pathfinder(tmp_path / "plain", split_seed=0))
 
 
 @pytest.mark.parametrize("task,sub,fname,line", [("listops", "listops", "basic_train.tsv", 2),
@@ -297,4 +297,4 @@ def test_lra_non_utf8_file_is_refused_naming_file_and_line(tmp_path, task, sub, 
     lines[line - 1] = lines[line - 1].rstrip(b"\n") + b"\xe9" + (b"\n" if lines[line - 1].endswith(b"\n") else b"")
     p.write_bytes(b"".join(lines))
     with pytest.raises(ValueError, match=rf"{Path(fname).name}:{line}: not UTF-8 text \(byte 0xe9"):
-        D.load_task(task, folder, seed=0)
+        D.load_task(task, folder, split_seed=0)
