@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"initlab {__version__}")
         return 0
-    from initlab.runs import NonFiniteError, OutputPathError, RunExistsError
+    from initlab.runs import InputPathError, NonFiniteError, OutputPathError, RunExistsError
 
     warnings.formatwarning = _one_line_warning  # a run's warnings read as messages, not source excerpts
     target, rest, prog = _resolve(argv)
@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NonFiniteError as err:  # a diverged training: no DONE was written; exit 1 like a failed check
         print(f"initlab {prog}: error: {err}", file=sys.stderr)
         return 1
-    except (RunExistsError, OutputPathError) as err:  # the one output-folder rule (docs/conventions.md)
+    except (RunExistsError, OutputPathError, InputPathError) as err:  # the path rules (docs/conventions.md)
         print(f"initlab {prog}: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -243,6 +243,63 @@ def write_command_docs(root: Path) -> int:
         atomic_write_text(path, text).chmod(mode)  # keep the file's permissions (a temporary file is 0600)
     print(f"wrote the command table of {readme} and {root / 'docs' / 'commands.md'}")
     return 0
+
+
+def parse_documented(cmd) -> argparse.Namespace:
+    """Parse ``cmd`` (an :class:`initlab.commands.doc_examples.DocCommand`, a command the README or a docs page
+    shows) with the real parser of its command (nothing runs). A reference in the text (``fenced``
+    false) may stop short: it must name an existing command (or group) and only options that command has.
+
+    Raises:
+        ValueError: an unknown command, group, module or option, or (code blocks) arguments the parser refuses
+            (argparse's message).
+    """
+    argv = list(cmd.argv)
+    if argv[0] == "initlab":
+        rest = argv[1:]
+        if not rest or rest[0] in ("-h", "--help", "--version", "--markdown-commands"):
+            return argparse.Namespace()
+        group = rest[0]
+        groups = {g for g, _ in COMMANDS}
+        if (group, None) in COMMANDS:
+            target, args, name = COMMANDS[(group, None)][0], rest[1:], f"initlab {group}"
+        elif len(rest) >= 2 and (group, rest[1]) in COMMANDS:
+            target, args, name = COMMANDS[(group, rest[1])][0], rest[2:], f"initlab {group} {rest[1]}"
+        elif group in groups and (len(rest) == 1 and not cmd.fenced or rest[1:2] in (["-h"], ["--help"])):
+            return argparse.Namespace()  # the group itself, named in the text, or its --help
+        else:
+            raise ValueError(f"{cmd.where}: `{cmd.text}`: no such initlab command")
+    else:
+        module = argv[2]
+        from initlab.commands.doc_examples import module_exists
+
+        if not module_exists(module):
+            raise ValueError(f"{cmd.where}: `{cmd.text}`: no module {module}")
+        mod = importlib.import_module(module)
+        from initlab.textio import read_text
+
+        source = read_text(mod.__file__) if getattr(mod, "__file__", None) else ""
+        if not hasattr(mod, "main") or "argparse" not in source:
+            return argparse.Namespace()  # a script without an argparse parser (e.g. the DDP check): it must exist
+        target, args, name = f"{module}:main", argv[3:], f"python -m {module}"
+    parser = command_parser(target, name)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            return parser.parse_args(args)
+    except SystemExit as exit_:
+        message = err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else ""
+        if exit_.code in (0, None) and any(a in ("-h", "--help") for a in args):
+            return argparse.Namespace()
+        short = ("the following arguments are required", "expected one argument", "expected at least one argument")
+        if not cmd.fenced and any(words in message for words in short):
+            # a reference in the text: it may stop short, but the options it names must exist
+            unknown = [a.split("=")[0] for a in args if a.startswith("-")
+                       and a.split("=")[0] not in parser._option_string_actions]
+            if not unknown:
+                return argparse.Namespace()
+            message = f"{name} has no option {', '.join(unknown)}"
+        raise ValueError(f"{cmd.where}: `{cmd.text}`: {message}") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,7 +33,11 @@ __all__ = [
     "RunExistsError",
     "ConfigMismatchError",
     "NonFiniteError",
+    "DivergenceError",
     "check_finite",
+    "LossGuard",
+    "DIVERGENCE_FACTOR",
+    "DIVERGENCE_FLOOR",
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_write_json",
@@ -43,9 +47,16 @@ __all__ = [
     "check_same_record",
     "check_output_path",
     "OutputPathError",
+    "check_input_path",
+    "InputPathError",
+    "unreadable_file",
+    "file_where_folder_expected",
+    "folder_where_file_expected",
     "torch_threads",
     "cell_file",
     "revive_nonfinite",
+    "rank_seed",
+    "RANK_STRIDE",
 ]
 
 
@@ -69,16 +80,73 @@ class NonFiniteError(FloatingPointError):
         where: the training loop (e.g. ``"synthetic SPT pretrain"``).
         step: the optimisation step (0-based) at which the non-finite value appeared.
         what: ``"loss"`` or ``"gradient"``.
+        value: the offending value (a float; NaN or +-inf here, finite for :class:`DivergenceError`).
         last_checkpoint: the last checkpoint written with finite weights, or None.
+
+    Instances pickle (a worker process can send one back to its parent).
     """
 
     def __init__(self, where: str, step: int, what: str = "loss", value: float | None = None,
                  last_checkpoint: str | Path | None = None):
         self.where, self.step, self.what, self.value = where, int(step), what, value
         self.last_checkpoint = None if last_checkpoint is None else str(last_checkpoint)
+        super().__init__(self._message())
+
+    def _message(self) -> str:
         ckpt = self.last_checkpoint or "none written"
-        super().__init__(f"{where}: non-finite {what} ({value}) at step {step}; training stopped. "
-                         f"Last finite checkpoint: {ckpt}. Lower the learning rate or check the inputs.")
+        return (f"{self.where}: non-finite {self.what} ({self.value}) at step {self.step}; training stopped. "
+                f"Last finite checkpoint: {ckpt}. Lower the learning rate or check the inputs.")
+
+    def __reduce__(self):
+        return (type(self), (self.where, self.step, self.what, self.value, self.last_checkpoint))
+
+    def with_checkpoint(self, last_checkpoint: str | Path | None) -> "NonFiniteError":
+        """The same error naming ``last_checkpoint`` (for loops that look the checkpoint up only on failure)."""
+        cls, args = self.__reduce__()
+        return cls(*args[:-1], last_checkpoint)
+
+
+#: The divergence rule (docs/conventions.md, "NaN and divergence policy"): a training loss larger than
+#: ``DIVERGENCE_FACTOR`` times its early value stops the run. 10^4 because no training loss of this
+#: package grows that much in a run that trains (cross-entropies start near ln(#classes) and a confidently
+#: wrong prediction costs tens of nats; the SPLADE totals add FLOPS terms whose weights ramp up from 0: at most
+#: 2.7 times the first logged total in the cells of ``initlab synthetic splade --preset quick``), while a run
+#: that blew up does (the toy LRA model at lr = 1e3: 3.1 at step 0, 2.4e6 at step 1, then 1e7-1e8, finite on
+#: some CPUs and NaN on others).
+DIVERGENCE_FACTOR = 1e4
+#: The early value is floored at this (loss units; nats for cross-entropies), so a run that starts near
+#: zero loss (a resumed or almost solved fine-tuning) is not stopped for rising to a few nats.
+DIVERGENCE_FLOOR = 1.0
+
+
+class DivergenceError(NonFiniteError):
+    """A training loss stayed finite but grew past :data:`DIVERGENCE_FACTOR` times its early value.
+
+    A subclass of :class:`NonFiniteError`, so every loop, sweep and command treats it the same way (no
+    ``DONE``, no model, exit 1, a sweep cell marked failed). ``what`` is ``"loss"``; ``early`` is the early
+    value the rule compared with (floored at :data:`DIVERGENCE_FLOOR`), ``factor`` the rule's factor.
+    """
+
+    def __init__(self, where: str, step: int, value: float, early: float, factor: float = DIVERGENCE_FACTOR,
+                 last_checkpoint: str | Path | None = None):
+        self.early, self.factor = float(early), float(factor)
+        super().__init__(where, step, "loss", float(value), last_checkpoint)
+
+    def _message(self) -> str:
+        ckpt = self.last_checkpoint or "none written"
+        return (f"{self.where}: loss diverged ({self.value:.4g} at step {self.step}, more than {self.factor:g} times "
+                f"its early value {self.early:.4g}); training stopped. Last finite checkpoint: {ckpt}. Lower the "
+                "learning rate or check the inputs.")
+
+    def __reduce__(self):
+        return (type(self), (self.where, self.step, self.value, self.early, self.factor, self.last_checkpoint))
+
+
+def _as_floats(value: Any) -> list[float]:
+    """A Python number or a tensor (any shape) as a list of floats."""
+    if hasattr(value, "detach"):
+        return [float(v) for v in value.detach().float().reshape(-1).cpu().tolist()]
+    return [float(value)]
 
 
 def check_finite(value: Any, *, where: str, step: int, what: str = "loss",
@@ -91,6 +159,60 @@ def check_finite(value: Any, *, where: str, step: int, what: str = "loss",
     if not math.isfinite(v):
         raise NonFiniteError(where, step, what, v, last_checkpoint)
     return v
+
+
+class LossGuard:
+    """The NaN and divergence guard of one training loop's loss, checked before each optimizer step.
+
+    ``check(loss, step=...)`` raises :class:`NonFiniteError` when any element of ``loss`` is NaN/inf and
+    :class:`DivergenceError` when an element exceeds ``factor`` times its *early value*: that element's
+    absolute value at the first call (the loss of the weights the run starts from; a resumed run starts a new
+    reference), floored at ``floor``. ``loss`` is a number or a tensor of any shape whose elements are
+    separate losses (one per ensemble member, say), each with its own early value. The first call fixes the
+    shape. Under DDP pass the loss summed over ranks, so every rank reaches the same verdict.
+
+    Args:
+        where: the training loop, as named in the error (e.g. ``"LRA SPT listops"``).
+        factor: the growth that stops a run (default :data:`DIVERGENCE_FACTOR`); ``None`` checks finiteness only.
+        floor: the smallest early value (default :data:`DIVERGENCE_FLOOR`).
+
+    Raises:
+        ValueError: ``factor`` not > 1 or ``floor`` not > 0.
+    """
+
+    def __init__(self, where: str, *, factor: float | None = DIVERGENCE_FACTOR, floor: float = DIVERGENCE_FLOOR):
+        if factor is not None and not (math.isfinite(factor) and factor > 1):
+            raise ValueError(f"factor: expected a finite number > 1 or None, got {factor!r}")
+        if not (math.isfinite(floor) and floor > 0):
+            raise ValueError(f"floor: expected a finite number > 0, got {floor!r}")
+        self.where, self.factor, self.floor = where, factor, float(floor)
+        self.early: list[float] | None = None
+
+    def verdict(self, value: Any, *, step: int, last_checkpoint: str | Path | None = None) -> NonFiniteError | None:
+        """The error :meth:`check` would raise for ``value`` at ``step``, or None (the early value is then set
+        if this is the first finite call). For loops that must agree on a verdict before raising (DDP)."""
+        vals = _as_floats(value)
+        bad = [v for v in vals if not math.isfinite(v)]
+        if bad:
+            return NonFiniteError(self.where, step, "loss", bad[0], last_checkpoint)
+        if self.early is None:
+            self.early = [max(abs(v), self.floor) for v in vals]
+            return None
+        if len(vals) != len(self.early):
+            raise ValueError(f"{self.where}: LossGuard got {len(vals)} losses at step {step}, {len(self.early)} at its "
+                             "first step")
+        if self.factor is not None:
+            for v, e in zip(vals, self.early):
+                if abs(v) > self.factor * e:
+                    return DivergenceError(self.where, step, v, e, self.factor, last_checkpoint)
+        return None
+
+    def check(self, value: Any, *, step: int, last_checkpoint: str | Path | None = None) -> float:
+        """Return the sum of ``value``'s elements as a float, or raise (see the class docstring)."""
+        err = self.verdict(value, step=step, last_checkpoint=last_checkpoint)
+        if err is not None:
+            raise err
+        return float(sum(_as_floats(value)))
 
 
 def _current_umask() -> int:
@@ -235,14 +357,14 @@ class RunDir:
 
     Raises:
         RunExistsError: see above.
-        NotADirectoryError: ``root`` exists and is a file.
+        OutputPathError: ``root`` exists and is a file (also a ``NotADirectoryError``).
     """
 
     def __init__(self, root: str | Path, *, overwrite: bool = False, resume: bool = True, config: Any = None,
                  config_name: str = "config.json"):
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
-            raise NotADirectoryError(f"output path {self.root} exists and is not a folder")
+            raise OutputPathError(file_where_folder_expected(self.root, "output folder"))
         finished = (self.root / "DONE").exists()
         nonempty = self.root.exists() and any(self.root.iterdir())
         if (finished or (nonempty and not resume)) and not overwrite:
@@ -386,8 +508,60 @@ def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "
         )
 
 
-class OutputPathError(ValueError):
-    """An output path (``--out`` / ``--json``) that no run may write to (see :func:`check_output_path`)."""
+def file_where_folder_expected(path: str | Path, flag: str | None = None) -> str:
+    """The one wording, everywhere, for a file given where a folder is expected (input or output):
+    ``"--flag PATH: is a file; expected a folder"``."""
+    return f"{flag + ' ' if flag else ''}{path}: is a file; expected a folder"
+
+
+def folder_where_file_expected(path: str | Path, flag: str | None = None) -> str:
+    """The one wording for a folder given where a file is expected: ``"--flag PATH: is a folder; expected a file"``."""
+    return f"{flag + ' ' if flag else ''}{path}: is a folder; expected a file"
+
+
+class OutputPathError(ValueError, NotADirectoryError):
+    """An output path (``--out`` / ``--json``) that no run may write to (see :func:`check_output_path`).
+
+    Also a ``NotADirectoryError`` (what :class:`RunDir` raised for a file in the way before)."""
+
+
+class InputPathError(ValueError):
+    """An input path (``--data-dir``, ``--texts``, a results folder, ...) that is missing or of the wrong kind
+    (see :func:`check_input_path`)."""
+
+
+def check_input_path(path: str | Path | None, *, flag: str, kind: str = "folder", what: str | None = None) -> Path | None:
+    """The one input-path rule: ``path`` must exist and be a ``kind`` ("folder" or "file").
+
+    ``what`` describes the expected content in the message (e.g. ``"a folder written by initlab reproduce"``).
+    Returns ``Path(path)`` (None for None).
+
+    Raises:
+        InputPathError: ``path`` is missing, or a file where a folder is expected (or the reverse), with the
+            wording of :func:`file_where_folder_expected` / :func:`folder_where_file_expected`.
+        ValueError: unknown ``kind``.
+    """
+    if path is None:
+        return None
+    if kind not in ("folder", "file"):
+        raise ValueError(f"kind: expected 'file' or 'folder', got {kind!r}")
+    path = Path(path)
+    tail = f" ({what})" if what else ""
+    if not path.exists():
+        raise InputPathError(f"{flag} {path}: no such {kind}{tail}")
+    if kind == "folder" and not path.is_dir():
+        raise InputPathError(file_where_folder_expected(path, flag) + tail)
+    if kind == "file" and path.is_dir():
+        raise InputPathError(folder_where_file_expected(path, flag) + tail)
+    return path
+
+
+def unreadable_file(path: str | Path, err: BaseException, expected: str) -> ValueError:
+    """The one-line error for a file that exists but cannot be parsed (empty, truncated, another format):
+    ``"PATH: not a readable EXPECTED (first line of the parser's message)"`` (text files: :mod:`initlab.textio`). Returned, to be raised
+    ``from None`` (the parser's traceback says nothing the message does not)."""
+    detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return ValueError(f"{path}: not a readable {expected} ({detail})")
 
 
 def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder", overwrite: bool = False) -> Path | None:
@@ -413,7 +587,7 @@ def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder
     path = Path(path)
     if kind == "file":
         if path.is_dir():
-            raise OutputPathError(f"{flag} {path}: is a folder; expected a file path")
+            raise OutputPathError(folder_where_file_expected(path, flag))
         parent = path.parent if str(path.parent) else Path(".")
         if not parent.is_dir():
             raise OutputPathError(f"{flag} {path}: folder {parent} does not exist (create it first; initlab "
@@ -422,16 +596,33 @@ def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder
             raise RunExistsError(f"{flag} {path}: file exists; choose another path or pass --overwrite to replace it")
     elif kind == "folder":
         if path.exists() and not path.is_dir():
-            raise OutputPathError(f"{flag} {path}: exists and is a file; expected a folder (choose another {flag})")
+            raise OutputPathError(file_where_folder_expected(path, flag) + f" (choose another {flag})")
         for up in path.parents:  # a file in the way of a folder to be created
             if up.exists() and not up.is_dir():
-                raise OutputPathError(f"{flag} {path}: {up} is a file, so the folder cannot be created")
+                raise OutputPathError(f"{flag} {path}: cannot be created, " + file_where_folder_expected(up))
         if (path / "DONE").exists() and not overwrite:
             raise RunExistsError(f"{flag} {path}: already holds a finished run; choose another {flag} or pass "
                                  "--overwrite (the old folder is then moved aside, not deleted)")
     else:
         raise ValueError(f"kind: expected 'file' or 'folder', got {kind!r}")
     return path
+
+
+#: The rank offset of per-rank seeds: a golden-ratio constant, so that rank offsets (mod 2^32) land far from the
+#: small offsets between epochs and seeds.
+RANK_STRIDE = 0x9E3779B1
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of DDP process ``rank`` for a run seeded with ``seed``: ``(seed + rank * RANK_STRIDE) mod 2**32``.
+
+    Rank 0 keeps ``seed`` (mod 2^32), so single-process runs are unchanged; every other rank gets its own random
+    stream (dropout masks differ across GPUs even where their batches have the same shape), deterministic for a
+    given ``(seed, rank)``. Mod 2^32 because torch's CPU generator keeps only the low 32 bits of a seed
+    (``torch.manual_seed(2**32)`` equals ``torch.manual_seed(0)``), so an offset of ``rank * 2**32`` would change
+    nothing.
+    """
+    return (int(seed) + int(rank) * RANK_STRIDE) % 2**32
 
 
 @contextlib.contextmanager

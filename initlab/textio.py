@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["ENCODING", "TextDecodeError", "decode_text", "read_text", "read_json", "open_text"]
+__all__ = ["ENCODING", "TextDecodeError", "JSONFileError", "decode_text", "read_text", "read_json", "open_text"]
 
 #: the codec of every text file initlab reads: UTF-8 with an optional leading byte-order mark.
 ENCODING = "utf-8-sig"
@@ -86,13 +86,38 @@ def read_text(path: str | Path) -> str:
     return decode_text(path.read_bytes(), path)
 
 
+class JSONFileError(json.JSONDecodeError):
+    """A file that is not valid JSON; the message names the file (a ``json.JSONDecodeError``, so a ``ValueError``)."""
+
+    def __init__(self, path: str | Path, err: json.JSONDecodeError):
+        super().__init__(f"{path}: not valid JSON ({err.msg})", err.doc, err.pos)
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (_json_file_error, (self.path, self.msg, self.doc, self.pos))
+
+    def __str__(self) -> str:
+        return f"{self.msg} at line {self.lineno} column {self.colno}"
+
+
+def _json_file_error(path: str, msg: str, doc: str, pos: int) -> JSONFileError:
+    err = JSONFileError.__new__(JSONFileError)
+    json.JSONDecodeError.__init__(err, msg, doc, pos)
+    err.path = path
+    return err
+
+
 def read_json(path: str | Path) -> Any:
     """The JSON value in the file ``path``, read with :func:`read_text`.
 
     Raises:
-        FileNotFoundError, TextDecodeError: as :func:`read_text`. json.JSONDecodeError: not JSON.
+        FileNotFoundError, TextDecodeError: as :func:`read_text`. JSONFileError (a ``json.JSONDecodeError``):
+            not JSON; the message names the file, line and column (one line for the commands to print).
     """
-    return json.loads(read_text(path))
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise JSONFileError(path, err) from None
 
 
 class open_text:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from initlab.paper_figs import claims_rows as rows
-from initlab.runs import atomic_write_json, atomic_write_text
+from initlab.runs import atomic_write_json, atomic_write_text, check_input_path
 from initlab.textio import read_json, read_text
 
 __all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
@@ -181,15 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collect-spt", type=Path, metavar="RUN_DIR",
                         help="first copy the summary of this synthetic SPT run folder into the results folder")
     args = parser.parse_args(argv)
-    if not args.readme.is_file():
-        parser.error(f"--readme {args.readme}: no such file; run from the repository root or pass the file")
     try:
+        check_input_path(args.readme, flag="--readme", kind="file",
+                         what="the README holding the claims block; run from the repository root or pass the file")
+        check_input_path(args.results, flag="--results", kind="folder", what="the saved result files, docs/results")
+        check_input_path(args.collect_spt, flag="--collect-spt", kind="folder", what="an initlab synthetic spt run folder")
         if args.collect_spt is not None:
             collect_spt(args.collect_spt, args.results / rows.SPT)
         old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
-    except ValueError as err:  # ResultsFileError included
-        print(f"error: {err}", file=sys.stderr)
+    except ValueError as err:  # ResultsFileError and InputPathError included
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
     if args.check:
         if new != old:

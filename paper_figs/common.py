@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from initlab.runs import check_input_path
+
 __all__ = ["DPI", "FAMILY_COLORS", "pyplot", "save", "family_color", "condition_color", "legend_below", "label_points",
            "plain_log_ticks", "plain_number", "run_figure_cli"]
 
@@ -186,8 +188,8 @@ def run_figure_cli(module: str, doc: str, draw: Callable[[argparse.Namespace], I
         draw: called with the parsed arguments (``args.results_dir`` a Path); returns the written paths,
             printed one a line. A ``FileNotFoundError`` or ``ValueError`` it raises is bad input.
         options: adds the module's own options to the parser.
-        raise_on_error: on bad input, exit through ``parser.error`` (``SystemExit(2)``) when true, else print
-            the same message to stderr and return 2.
+        raise_on_error: on bad input (a results folder that is missing or a file, or what ``draw`` refuses),
+            print ``PROG: error: MESSAGE`` on one line and raise ``SystemExit(2)`` when true, else return 2.
     Returns:
         0 on success (2 on bad input when ``raise_on_error`` is false).
     """
@@ -197,12 +199,12 @@ def run_figure_cli(module: str, doc: str, draw: Callable[[argparse.Namespace], I
         options(parser)
     args = parser.parse_args(argv)
     try:
+        check_input_path(args.results_dir, flag=metavar or "results_dir", kind="folder")
         paths = list(draw(args))
     except (FileNotFoundError, ValueError) as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)  # one line (docs/conventions.md), exit 2
         if raise_on_error:
-            parser.error(str(err))
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
         return 2
     for p in paths:
         print(p)

@@ -228,6 +228,48 @@ def test_check_finite_names_step_and_checkpoint():
         check_finite(torch.tensor(float("inf")), where="w", step=0)
 
 
+def test_loss_guard_divergence_rule():
+    import pickle
+
+    import torch
+
+    from initlab.runs import DIVERGENCE_FACTOR, DivergenceError, LossGuard, NonFiniteError
+
+    g = LossGuard("w")
+    assert g.check(torch.tensor(3.0), step=0) == 3.0 and g.early == [3.0]  # the first step's loss is the early value
+    assert g.check(3.0 * DIVERGENCE_FACTOR, step=1) == 3.0 * DIVERGENCE_FACTOR  # exactly at the limit: goes on
+    with pytest.raises(DivergenceError, match=r"w: loss diverged \(3\.001e\+04 at step 2, more than 10000 times its "
+                                              r"early value 3\); training stopped\. Last finite checkpoint: c\.pt") as info:
+        g.check(3.001e4, step=2, last_checkpoint="c.pt")
+    err = info.value
+    assert isinstance(err, NonFiniteError) and (err.what, err.step, err.early, err.factor) == ("loss", 2, 3.0, 1e4)
+    with pytest.raises(NonFiniteError, match=r"non-finite loss \(nan\) at step 3"):
+        g.check(float("nan"), step=3)
+    floored = LossGuard("w")
+    floored.check(1e-3, step=0)  # a run starting near 0 is compared with the floor (1.0), not with 1e-3
+    assert floored.early == [1.0] and floored.check(9000.0, step=1) == 9000.0
+    members = LossGuard("ens")  # one early value per element (ensemble members)
+    members.check(torch.tensor([2.0, 4.0]), step=0)
+    members.check(torch.tensor([1.5e4, 3e4]), step=1)  # 7500 x each: goes on (3e4 would stop member 0, not 1)
+    with pytest.raises(DivergenceError, match="more than 10000 times its early value 2"):
+        members.check(torch.tensor([2.1e4, 1.0]), step=2)
+    with pytest.raises(ValueError, match="got 3 losses at step 3, 2 at its first step"):
+        members.check(torch.tensor([1.0, 1.0, 1.0]), step=3)
+    off = LossGuard("w", factor=None)  # finiteness only
+    off.check(1.0, step=0)
+    assert off.check(1e30, step=1) == 1e30
+    for bad in (1.0, float("inf")):
+        with pytest.raises(ValueError, match="factor"):
+            LossGuard("w", factor=bad)
+    with pytest.raises(ValueError, match="floor"):
+        LossGuard("w", floor=0.0)
+    for e in (err, NonFiniteError("w", 4, "gradient", float("nan"), None)):  # both pickle (worker processes)
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and back.step == e.step
+        moved = e.with_checkpoint("d.pt")
+        assert type(moved) is type(e) and moved.last_checkpoint == "d.pt" and "Last finite checkpoint: d.pt" in str(moved)
+
+
 def test_check_output_path_is_one_rule_for_files_and_folders(tmp_path):
     from initlab.runs import OutputPathError, check_output_path
 

@@ -13,8 +13,9 @@ import argparse
 import json
 from pathlib import Path
 
+from initlab.commands import fail, int_at_least, int_list
 from initlab.config import derive, parse_overrides
-from initlab.runs import check_output_path
+from initlab.runs import check_input_path, check_output_path
 from initlab.textio import read_text
 
 __all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main", "listops_plateau_main", "fidelity_main"]
@@ -27,8 +28,10 @@ def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
     parser.add_argument("--data-dir", default=None, help="task data in its standard layout (ListOps: folder of basic_*.tsv; "
                         "text: aclImdb; retrieval: folder of new_aan_pairs.*.tsv; image: cifar-10-batches-py; pathfinder: "
                         "lra_release or pathfinder32/curv_contour_length_14). Default: generated ListOps / datasets library")
-    parser.add_argument("--seed", type=int, default=None, help="seed of init, data order and masking (default: the preset's)")
-    parser.add_argument("--limit", type=int, default=None, help="cap examples per split (quick runs)")
+    parser.add_argument("--seed", type=int_at_least(0), default=None,
+                        help="seed of init, data order, masking and dropout, an integer >= 0 (default: the preset's); the "
+                        "data split does not follow it (split_seed)")
+    parser.add_argument("--limit", type=int_at_least(1), default=None, help="cap examples per split (quick runs)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any LRAConfig field")
     parser.add_argument("--out", type=Path, default=Path(default_out), help=f"output folder (default: {default_out})")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
@@ -38,6 +41,7 @@ def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
 def _config(args, extra: dict):
     from initlab.realdata.lra.config import get_preset
 
+    check_input_path(args.data_dir, flag="--data-dir", kind="folder")
     diff = {k: v for k, v in {"data_dir": args.data_dir, "seed": args.seed, "limit": args.limit}.items() if v is not None}
     diff.update({k: v for k, v in extra.items() if v is not None})
     diff.update(parse_overrides(args.set))
@@ -52,19 +56,23 @@ def pretrain_main(argv: list[str] | None = None, prog: str | None = None) -> int
     _common(p, "results/lra/pretrain")
     p.add_argument("--objective", choices=("masked", "causal"), default=None,
                    help="masked: denoising on masked positions; causal: next-token prediction (default: the preset's)")
-    p.add_argument("--spt-epochs", type=int, default=None, help="self-pretraining epochs (default: the preset's)")
+    p.add_argument("--spt-epochs", type=int_at_least(1), default=None, help="self-pretraining epochs (default: the preset's)")
     p.add_argument("--spt-task", default=None, help="use another task's inputs for SPT (cross-task ablation)")
-    p.add_argument("--spt-data-dir", default=None, help="data folder of --spt-task")
-    p.add_argument("--milestones", default="", help="comma-separated epochs at which to keep the best-so-far checkpoint")
+    p.add_argument("--spt-data-dir", default=None, help="data folder of --spt-task (only with an --spt-task other than the task)")
+    p.add_argument("--milestones", type=int_list(1), default=[],
+                   help="comma-separated epochs at which to keep the best-so-far checkpoint")
     args = p.parse_args(argv)
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
+        check_input_path(args.spt_data_dir, flag="--spt-data-dir", kind="folder")
         cfg = _config(args, {"spt_objective": args.objective, "spt_epochs": args.spt_epochs, "spt_task": args.spt_task,
                              "spt_data_dir": args.spt_data_dir})
-        ms = [int(x) for x in args.milestones.split(",") if x.strip()]
-        res = pretrain(cfg, args.out, overwrite=args.overwrite, milestones=ms, progress=not args.no_progress)
+        if args.spt_data_dir is not None and (cfg.spt_task or cfg.task) == cfg.task:
+            raise ValueError(f"--spt-data-dir {args.spt_data_dir}: used only with an --spt-task other than the task "
+                             f"({cfg.task}); the task's own inputs are read from --data-dir")
+        res = pretrain(cfg, args.out, overwrite=args.overwrite, milestones=args.milestones, progress=not args.no_progress)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
-        p.error(str(err))
+        fail(p, err)
     print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=2))
     return 0
 
@@ -80,12 +88,18 @@ def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--init-groups", choices=("all", "qk", "qkvo", "ffn"), default=None,
                    help="hybrid init: copy only these SPT weights (default all)")
     p.add_argument("--freeze", default=None, help="comma-separated parameter groups kept at init, e.g. attention")
-    p.add_argument("--epochs", type=int, default=None, help="fine-tuning epochs (default: the preset's)")
+    p.add_argument("--epochs", type=int_at_least(1), default=None, help="fine-tuning epochs (default: the preset's)")
     args = p.parse_args(argv)
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         ckpt = args.spt
+        if ckpt is not None and not ckpt.exists():
+            raise FileNotFoundError(f"--spt {ckpt}: no such file or folder (expected spt_best.safetensors or the folder "
+                                    "of an initlab lra pretrain run)")
         if ckpt is not None and ckpt.is_dir():
+            if not (ckpt / "config.json").is_file():
+                raise ValueError(f"--spt {ckpt}: not the folder of an initlab lra pretrain run (no config.json); pass "
+                                 "the run folder or its spt_best.safetensors")
             if not (ckpt / "DONE").exists():
                 raise ValueError(f"--spt: {ckpt} is an unfinished pretrain run (no DONE); resume it with the same "
                                  "initlab lra pretrain command first, or pass a .safetensors file explicitly")
@@ -95,7 +109,7 @@ def finetune_main(argv: list[str] | None = None, prog: str | None = None) -> int
                              "freeze": freeze, "epochs": args.epochs})
         res = finetune(cfg, args.out, ckpt, overwrite=args.overwrite, progress=not args.no_progress)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
-        p.error(str(err))
+        fail(p, err)
     print(json.dumps({k: v for k, v in res.items() if k != "history"}, indent=2))
     return 0
 
@@ -108,7 +122,7 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "initlab lra sweep", description=sweep_main.__doc__)
     _common(p, "results/lra/sweep")
     p.add_argument("--ablation", required=True, choices=sorted(ABLATIONS), help="which ablation grid to run")
-    p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    p.add_argument("--seeds", type=int_list(0), default=[0], help="comma-separated seeds (default 0)")
     from initlab.commands import add_executor_options
 
     add_executor_options(p, gpu=True)
@@ -116,14 +130,10 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
         cfg = _config(args, {})
-        try:
-            seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-        except ValueError:
-            raise ValueError(f"--seeds: expected comma-separated integers such as 0,1,2; got {args.seeds!r}") from None
-        rows = run_sweep(args.ablation, cfg, args.out, seeds, overwrite=args.overwrite, progress=not args.no_progress,
+        rows = run_sweep(args.ablation, cfg, args.out, args.seeds, overwrite=args.overwrite, progress=not args.no_progress,
                          workers=_sweep_workers(args.workers), scheduler=args.scheduler)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as err:
-        p.error(str(err))
+        fail(p, err)
     for r in rows:
         print(f"{r['condition']:<22} seed {r['seed']}: test acc {r['test_acc']:.4f} (val {r['val_acc']:.4f} @ epoch {r['best_epoch']})")
     print(f"results: {args.out / 'results.csv'}")
@@ -149,14 +159,15 @@ def listops_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="folder for basic_*.tsv")
     p.add_argument("--size", choices=("lra", "cpu-listops", "toy"), default="lra",
                    help="lra: 96k/2k/2k, lengths 500-2000 (the LRA release); cpu-listops/toy: short generated sets")
-    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="generator seed, an integer >= 0 (default 0)")
     p.add_argument("--overwrite", action="store_true", help="replace basic_*.tsv files already in --out")
     args = p.parse_args(argv)
     gen = ListOpsGenConfig(seed=args.seed) if args.size == "lra" else derive(get_preset(args.size).listops_gen, seed=args.seed)
     try:
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=True)  # a file in the way; no DONE here
         paths = write_listops_tsv(args.out, gen, overwrite=args.overwrite)
-    except FileExistsError as err:
-        p.error(str(err))
+    except (FileExistsError, ValueError) as err:
+        fail(p, err)
     for k, v in paths.items():
         print(f"{k}: {v}")
     return 0
@@ -169,15 +180,15 @@ def listops_plateau_main(argv: list[str] | None = None, prog: str | None = None)
     p = argparse.ArgumentParser(prog=prog or "initlab lra listops-plateau",
                                 description="Run the preregistered CPU ListOps SPT-vs-scratch experiment (plateau budgets).")
     p.add_argument("--out", type=Path, required=True, help="output folder (an unfinished run resumes)")
-    p.add_argument("--seeds", default=None, help="comma-separated seeds (default: the preregistered 10,11,12)")
+    p.add_argument("--seeds", type=int_list(0), default=None, help="comma-separated seeds (default: the preregistered 10,11,12)")
     p.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     p.add_argument("--progress", action="store_true", help="show progress bars")
     args = p.parse_args(argv)
     try:
-        seeds = None if args.seeds is None else [int(s) for s in args.seeds.split(",") if s.strip()]
-        summary = run_listops_plateau(args.out, seeds, overwrite=args.overwrite, progress=args.progress)
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
+        summary = run_listops_plateau(args.out, args.seeds, overwrite=args.overwrite, progress=args.progress)
     except (ValueError, FileExistsError) as err:
-        p.error(str(err))
+        fail(p, err)
     print(read_text(args.out / "summary.md"))
     return 0 if summary.get("seeds") else 1
 
@@ -194,7 +205,8 @@ def fidelity_main(argv: list[str] | None = None, prog: str | None = None) -> int
         print(render())
         return 0
     try:
+        check_input_path(args.write, flag="--write", kind="file", what="a markdown page holding the table's marker lines")
         write_page(args.write)
     except (ValueError, FileNotFoundError) as err:
-        p.error(str(err))
+        fail(p, err)
     return 0

@@ -9,13 +9,18 @@ from typing import Sequence
 
 import torch
 
+from initlab.commands import int_at_least
 from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
+from initlab.mlmhead.lengths import fitting_default
 from initlab.mlmhead.report import format_inspect, inspect_model
 from initlab.mlmhead.tiny import _parse_texts
 from initlab.nn.collapse import detect_collapse
-from initlab.runs import RunExistsError, check_output_path
+from initlab.runs import RunExistsError, check_input_path, check_output_path
 from initlab.textio import read_text
+
+#: ``mlmhead inspect``'s default tokens per text (used when it fits the model; else the model's usable length)
+DEFAULT_MAX_LENGTH = 64
 
 __all__ = ["inspect_main", "rescale_main"]
 
@@ -27,8 +32,11 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
     parser.add_argument("model", metavar="MODEL", help="local checkpoint folder or hub id")
     parser.add_argument("--texts", type=Path, default=None, help="sample texts, one per line (default: packaged set of 40)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
-    parser.add_argument("--max-length", type=int, default=64, help="tokens per text (default 64)")
-    parser.add_argument("--batch", type=int, default=32, help="training batch size B for the recommendation rule")
+    parser.add_argument("--max-length", type=int_at_least(2), default=None,
+                        help=f"tokens per text, an integer >= 2 (default {DEFAULT_MAX_LENGTH}, or the model's usable "
+                        "length when that is shorter)")
+    parser.add_argument("--batch", type=int_at_least(2), default=32,
+                        help="training batch size B for the recommendation rule, an integer >= 2 (default 32)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
@@ -36,13 +44,11 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         check_output_path(args.json, flag="--json", kind="file", overwrite=args.overwrite)
         texts = None
         if args.texts is not None:
-            if not args.texts.is_file():
-                raise FileNotFoundError(f"--texts {args.texts}: no such file")
+            check_input_path(args.texts, flag="--texts", kind="file", what="sample texts, one per line")
             texts = _parse_texts(read_text(args.texts), f"--texts {args.texts}")
-        if args.max_length < 2 or args.batch < 2:
-            raise ValueError("--max-length and --batch: expected integers >= 2")
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
-        rep = inspect_model(model, tokenizer, texts, max_length=args.max_length, batch=args.batch,
+        max_length = args.max_length or fitting_default(DEFAULT_MAX_LENGTH, model, tokenizer)
+        rep = inspect_model(model, tokenizer, texts, max_length=max_length, batch=args.batch,
                             collapse=detect_collapse)
     except (ValueError, TypeError, FileNotFoundError, RunExistsError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from initlab.commands import add_executor_options
+from initlab.commands import add_executor_options, fail
 from initlab.runs import RunExistsError, check_output_path
 from initlab.stages import OPTIONAL_STAGES, PRESETS, STAGES, run_reproduce
 
@@ -35,5 +35,5 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=True)
         run_reproduce(args.out, args.preset, stages, args.overwrite, workers=args.workers, scheduler=args.scheduler)
     except (ValueError, RunExistsError, ImportError) as err:
-        parser.error(str(err))
+        fail(parser, err)
     return 0

@@ -16,10 +16,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from initlab.commands import fail, int_at_least, positive_float
 from initlab.config import derive, parse_overrides
 from initlab.realdata.splade.config import (BACKBONES, DEPRECATED_PRESETS, K_VALUES, PRESETS, SpladeTrainConfig,
                                             cell_config, get_preset)
-from initlab.runs import NonFiniteError, check_output_path
+from initlab.runs import NonFiniteError, check_input_path, check_output_path, unreadable_file
 
 __all__ = ["train_main", "eval_main", "sweep_main", "parse_overrides"]
 
@@ -37,6 +38,24 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE", help="override a config field")
     p.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _check_inputs(args) -> None:
+    """The input paths of ``splade train|sweep``, before anything runs: ``--data-root`` a folder, the training
+    files (``--train-source`` unless ``ir_datasets:<id>``)."""
+    check_input_path(args.data_root, flag="--data-root", kind="folder")
+    if args.train_source is not None and not args.train_source.startswith("ir_datasets:"):
+        check_input_path(args.train_source, flag="--train-source", kind="file", what="a triples TSV, or ir_datasets:<id>")
+    check_input_path(args.train_collection, flag="--train-collection", kind="file", what="collection.tsv 'pid<TAB>passage'")
+    check_input_path(args.train_queries, flag="--train-queries", kind="file", what="queries.train.tsv 'qid<TAB>query'")
+
+
+def _unreadable(p: argparse.ArgumentParser, flag: str, path, err: BaseException) -> None:
+    """Exit 2 with one line when ``err`` says a checkpoint's weights file is corrupt; return otherwise."""
+    from initlab.mlmhead.checkpoint import is_unreadable_weights
+
+    if is_unreadable_weights(err):
+        fail(p, unreadable_file(f"{flag} {path}", err, "checkpoint (its weights file could not be read)"))
 
 
 def _base_config(args) -> SpladeTrainConfig:
@@ -74,7 +93,7 @@ def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
                                 description="Train one SPLADE model (backbone x k) and save a safetensors checkpoint; resumable.")
     p.add_argument("--backbone", required=True,
                    help=f"short name ({', '.join(BACKBONES)}), hub id or model folder; 'tiny' with --preset quick")
-    p.add_argument("--k", type=float, required=True, help="MLM-head rescaling factor (W_head / k before training)")
+    p.add_argument("--k", type=positive_float, required=True, help="MLM-head rescaling factor (W_head / k before training)")
     p.add_argument("--out", type=Path, required=True, help="output folder of the run")
     p.add_argument("--eval", action="store_true", help="evaluate after training (the config's eval sets)")
     _common(p)
@@ -84,6 +103,7 @@ def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
 
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
+        _check_inputs(args)
         cfg = cell_config(_base_config(args), args.backbone, args.k)
         if args.eval:
             if not resolve_eval_sets(cfg):
@@ -96,7 +116,10 @@ def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     except NonFiniteError as err:
         return _diverged(p, err)
     except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run
-        p.error(str(err))
+        fail(p, err)
+    except Exception as err:  # a corrupt backbone checkpoint; anything else is a bug and keeps its traceback
+        _unreadable(p, "--backbone", args.backbone, err)
+        raise
     if res:
         print(json.dumps(res, indent=2, default=str))
     return 0
@@ -111,8 +134,8 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
                         "ir_datasets:<id>, msmarco:<folder>[:split], beir:<folder>")
     p.add_argument("--out", type=Path, required=True, help="output folder for results.json|csv (a new folder per evaluation)")
     p.add_argument("--data-root", default="", help="local data folder instead of downloads")
-    p.add_argument("--top-k", type=int, default=1000, help="documents retrieved per query, exactly (default 1000)")
-    p.add_argument("--batch-size", type=int, default=128, help="texts per encoding batch (default 128)")
+    p.add_argument("--top-k", type=int_at_least(1), default=1000, help="documents retrieved per query, exactly (default 1000)")
+    p.add_argument("--batch-size", type=int_at_least(1), default=128, help="texts per encoding batch (default 128)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for Alibaba-NLP/gte-en-mlm-base)")
     p.add_argument("--seismic", action="store_true", help="also retrieve approximately with pyseismic-lsr; report its recall vs exact")
     p.add_argument("--overwrite", action="store_true", help="redo a finished evaluation (the old folder is moved aside)")
@@ -124,16 +147,19 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
     for s in (x.strip() for x in args.sets.split(",") if x.strip()):
         names += list(BEIR13) if s == "beir13" else [f"nano:{n}" for n in NANOBEIR_NAMES] if s == "nanobeir" else [s]
     if not names:
-        p.error("--sets: expected at least one evaluation set")
-    if args.top_k < 1:
-        p.error("--top-k: expected >= 1")
+        p.error("argument --sets: expected at least one evaluation set")
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
+        check_input_path(args.model, flag="--model", kind="folder", what="a checkpoint folder written by initlab splade train")
+        check_input_path(args.data_root or None, flag="--data-root", kind="folder")
         res = eval_checkpoint(args.model, names, args.out, data_root=args.data_root, top_k=args.top_k,
                               batch_size=args.batch_size, overwrite=args.overwrite, trust_remote_code=args.trust_remote_code,
                               approx=args.seismic)
     except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run
-        p.error(str(err))
+        fail(p, err)
+    except Exception as err:  # a corrupt checkpoint; anything else is a bug and keeps its traceback
+        _unreadable(p, "--model", args.model, err)
+        raise
     print(json.dumps(res["summary"], indent=2, default=str))
     if res["summary"]["collapsed"]:
         print("WARNING: collapsed representations: " + "; ".join(res["summary"]["collapse_reasons"]), file=sys.stderr)
@@ -162,10 +188,11 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
         backbones = [b.strip() for b in args.backbones.split(",") if b.strip()]
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
+        _check_inputs(args)
         rows = run_sweep(_base_config(args), args.out, backbones=backbones, ks=args.ks, overwrite=args.overwrite,
                          progress=not args.no_progress, workers=args.workers, scheduler=args.scheduler)
     except (ValueError, TypeError, OSError, ImportError) as err:  # OSError: missing file, no network, existing run
-        p.error(str(err))
+        fail(p, err)
     for r in rows:
         if r.get("status") == "failed":
             print(f"{r['cell']:<40} FAILED: {r['error']}")

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from initlab.commands import add_executor_options
+from initlab.commands import add_executor_options, fail, int_at_least
 from initlab.executor import default_workers
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
-from initlab.runs import NonFiniteError, RunExistsError, check_output_path
+from initlab.runs import NonFiniteError, RunExistsError, check_input_path, check_output_path
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.synthetic import spt as synthetic_spt
 from initlab.textio import read_text
@@ -29,16 +29,17 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_executor_options(parser, scheduler=False)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads per process (default 1)")
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_spt") / args.preset
     if args.partial_report:
-        try:
+        try:  # a report of a run that exists: never a fresh folder with an empty report
+            check_input_path(out, flag="--out", kind="folder", what="the folder of an unfinished initlab synthetic spt run")
             print(synthetic_spt.partial_report(synthetic_spt.PRESETS[args.preset], out))
         except (ValueError, RunExistsError) as err:
-            parser.error(str(err))
+            fail(parser, err)
         return 0
     try:
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
@@ -48,7 +49,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
     except (ValueError, RunExistsError) as err:
-        parser.error(str(err))
+        fail(parser, err)
     print(md)
     print(f"results: {out}")
     return 0
@@ -72,7 +73,7 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     add_executor_options(parser)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_splade") / args.preset
     t0 = time.perf_counter()
@@ -82,7 +83,7 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
                                     progress=not args.no_progress, draw=synthetic_splade_figures.draw_phase,
                                     workers=args.workers, scheduler=args.scheduler)
     except (FileExistsError, ValueError, ImportError) as err:
-        parser.error(str(err))
+        fail(parser, err)
     print(read_text(rd.root / "summary.md"))
     print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
     return 0

@@ -13,6 +13,17 @@ import torch
 
 from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, family_of, is_tied
 from initlab.mlmhead.precision import dtype_kwargs, stored_dtype
+from initlab.runs import file_where_folder_expected, unreadable_file
+
+#: what loading a corrupt weights file raises: safetensors' own error; torch's unpickling, zip and EOF errors;
+#: transformers' OSError ("Unable to load weights from pytorch checkpoint file")
+_UNREADABLE_WEIGHTS = {"SafetensorError", "UnpicklingError", "EOFError", "BadZipFile", "OSError"}
+
+
+def is_unreadable_weights(err: BaseException) -> bool:
+    """Whether ``err`` (raised while loading a checkpoint) says its weights file is corrupt or not a weights
+    file (rather than a bug): the callers turn it into one line naming the checkpoint."""
+    return type(err).__name__ in _UNREADABLE_WEIGHTS
 
 
 # ------------------------------------------------------------------------------------------------
@@ -51,13 +62,17 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
     _quiet_transformers()
     src = str(name_or_path)
     p = Path(src)
+    if p.exists() and not p.is_dir():
+        raise FileNotFoundError(file_where_folder_expected(src, "MODEL") + " (a model folder holding config.json, or a hub id)")
     if p.exists() and not (p / "config.json").is_file():
-        raise FileNotFoundError(f"MODEL {src}: a local path must be a folder holding config.json")
+        raise FileNotFoundError(f"MODEL {src}: no config.json in this folder (expected a Hugging Face model folder)")
     if not p.exists() and (src.startswith((".", "/", "~")) or src.count("/") > 1):
         raise FileNotFoundError(f"MODEL {src}: no such folder (and not a hub id of the form owner/name)")
     try:
         config = transformers.AutoConfig.from_pretrained(src, trust_remote_code=trust_remote_code)
     except OSError as err:  # neither a local folder nor a reachable hub id
+        if p.is_dir():  # a local folder whose config.json is not valid JSON
+            raise unreadable_file(f"MODEL {src}", err, "model folder (its config.json could not be read)") from None
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise FileNotFoundError(
             f"MODEL {src}: no such local folder, and it could not be loaded as a hub id ({first})"
@@ -73,10 +88,15 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
     if config.model_type in REMOTE_CODE_FAMILIES and not trust_remote_code:
         raise ValueError(f"MODEL {src}: family {FAMILIES[config.model_type]} runs code from the hub; pass --trust-remote-code")
     stored = stored_dtype(config)
-    model, info = transformers.AutoModelForMaskedLM.from_pretrained(
-        src, config=config, trust_remote_code=trust_remote_code, output_loading_info=True,
-        **dtype_kwargs(dtype if dtype is not None else (stored or torch.float32)),
-    )
+    try:
+        model, info = transformers.AutoModelForMaskedLM.from_pretrained(
+            src, config=config, trust_remote_code=trust_remote_code, output_loading_info=True,
+            **dtype_kwargs(dtype if dtype is not None else (stored or torch.float32)),
+        )
+    except Exception as err:  # a truncated or foreign weights file: safetensors/torch errors of many types
+        if not is_unreadable_weights(err):
+            raise
+        raise unreadable_file(f"MODEL {src}", err, "checkpoint (its weights file could not be read)") from None
     if dtype is not None and model.dtype != dtype:  # remote code may ignore the keyword
         model.to(dtype)
     model.initlab_stored_dtype = stored
@@ -105,7 +125,7 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
 
 def _check_out(out: Path, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():
-        raise FileExistsError(f"--out {out}: exists and is not a folder")
+        raise FileExistsError(file_where_folder_expected(out, "--out"))
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FileExistsError(f"--out {out}: folder exists and is not empty; choose another --out or pass --overwrite")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-__all__ = ["usable_length", "check_length"]
+__all__ = ["usable_length", "check_length", "fitting_default"]
 
 _ABSOLUTE = {"bert", "distilbert", "albert"}
 _OFFSET = {"roberta", "xlm-roberta", "camembert"}
@@ -62,3 +62,11 @@ def check_length(requested: int, model_or_config: Any, *, flag: str, tokenizer: 
         raise ValueError(f"{flag} {requested}: longer than the model's usable length {limit} tokens ({how}); "
                          f"pass {flag} {limit} or less")
     return int(requested)
+
+
+def fitting_default(preferred: int, model_or_config: Any, tokenizer: Any = None) -> int:
+    """A default length that fits the model: the smaller of ``preferred`` and the model's usable length
+    (``preferred`` when the config states none). For a command's *default* only; a length the user asked for
+    is checked with :func:`check_length` and refused when too long, never capped."""
+    limit, _ = usable_length(model_or_config, tokenizer)
+    return int(preferred) if limit is None else min(int(preferred), int(limit))

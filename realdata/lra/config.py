@@ -53,6 +53,11 @@ class LRAConfig:
     ``spt_task``/``spt_data_dir`` (cross-task SPT data; None = the task's own training inputs).
     Fine-tune: ``init`` ``scratch`` or ``spt``, ``init_groups`` (``all``/``qk``/``qkvo``/``ffn``: hybrid
     initialisation), ``freeze`` (parameter groups kept at their initial values, e.g. ``attention``).
+    Splits: ``split_seed`` seeds the random hold-outs (Pathfinder's 80/10/10 split of all samples, the 10 %
+    validation share of Text's and Image's training sets). It is fixed (0) and independent of ``seed``, so
+    runs of every seed, and an SPT run and the fine-tuning that loads its checkpoint, see the same split;
+    change it only to study the split itself (an SPT checkpoint records its split, and fine-tuning refuses a
+    checkpoint that saw another one).
     """
 
     task: Task = "listops"
@@ -94,6 +99,7 @@ class LRAConfig:
     freeze: tuple[str, ...] = ()
     # pixel tasks (image, pathfinder): "token" = 256-entry embedding, "linear" = d x 1 map of pixel/255
     pixel_input: Literal["token", "linear"] = "token"
+    split_seed: int = 0  # the data split (not the run seed): see the class docstring
     # runtime
     seed: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -105,10 +111,10 @@ class LRAConfig:
         for name in ("n_layers", "d_model", "n_heads", "d_ff", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected a positive int, got {getattr(self, name)}")
-        for name in ("epochs", "spt_epochs", "warmup_steps", "metrics_examples"):
+        for name in ("epochs", "spt_epochs", "warmup_steps", "metrics_examples", "split_seed", "seed"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: expected an int >= 0, got {getattr(self, name)}")
-        for name in ("spt_batch_size", "patience", "spt_patience", "schedule_steps"):
+        for name in ("spt_batch_size", "patience", "spt_patience", "schedule_steps", "limit"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected a positive int or None, got {getattr(self, name)}")
         if self.spt_warmup_steps is not None and self.spt_warmup_steps < 0:

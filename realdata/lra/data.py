@@ -14,11 +14,13 @@ task           layout read                                                 max T
 ``image``      ``cifar-10-batches-py/{data_batch_1..5,test_batch}`` or      1024       2 + 256 levels
                HF ``cifar10``, grayscale
 ``pathfinder`` ``pathfinder32/curv_contour_length_14/metadata/*.npy`` and   1024       2 + 256 levels
-               ``imgs/<k>/sample_<i>.png``; seeded 80/10/10 split
+               ``imgs/<k>/sample_<i>.png``; 80/10/10 split
 =============  ==========================================================  =========  ==========
 
-Validation splits: ListOps and Retrieval ship one; Text and Image do not, so a seeded random 10 % of
-the training set is held out (LRA's Text pipeline validated on the test set; its Image pipeline held out
+Validation splits: ListOps and Retrieval ship one; Text and Image do not, so a random 10 % of the
+training set is held out, and Pathfinder ships no split at all (80/10/10 of all samples). These random
+hold-outs are drawn with the *split seed* (``LRAConfig.split_seed``, fixed at 0), never with the run seed,
+so every run seed trains and tests on the same examples (LRA's Text pipeline validated on the test set; its Image pipeline held out
 the last 10 % of train, ``train[90%:]``; the S4 code base of Amos et al. a random 10 %). Sources: Tay et al., "Long Range Arena", ICLR 2021 (tasks, lengths);
 the S4 code base used by Amos et al. 2024 (pathfinder metadata format, grayscale CIFAR).
 
@@ -131,10 +133,10 @@ def _read_aclimdb(root: Path, split: str, limit: int | None) -> tuple[list[str],
     return texts, labels
 
 
-def load_text(data_dir: str | Path | None = None, max_len: int = 4096, seed: int = 0, val_frac: float = 0.1,
+def load_text(data_dir: str | Path | None = None, max_len: int = 4096, split_seed: int = 0, val_frac: float = 0.1,
               limit: int | None = None, hf_name: str = "stanfordnlp/imdb") -> TaskData:
     """IMDB at byte level: local ``aclImdb`` folder if ``data_dir`` is given, else ``datasets.load_dataset(hf_name)``
-    (columns ``text``, ``label``). Val = seeded ``val_frac`` of train."""
+    (columns ``text``, ``label``). Val = a ``val_frac`` share of train drawn with ``split_seed``."""
     if data_dir is not None:
         root = _need(Path(data_dir), IMDB_LAYOUT)
         if (root / "aclImdb").is_dir():
@@ -147,7 +149,7 @@ def load_text(data_dir: str | Path | None = None, max_len: int = 4096, seed: int
         raw = {s: imdb_from_hf(ds[s], limit) for s in ("train", "test")}
     tr = split_from_sequences([encode_bytes(t, max_len) for t in raw["train"][0]], raw["train"][1], max_len)
     te = split_from_sequences([encode_bytes(t, max_len) for t in raw["test"][0]], raw["test"][1], max_len)
-    tr, va = holdout(tr, val_frac, seed)
+    tr, va = holdout(tr, val_frac, split_seed)
     return TaskData("text", BYTE_VOCAB, max_len, 2, tr, va, te)
 
 
@@ -269,10 +271,10 @@ def cifar_from_hf(split, limit: int | None = None) -> tuple[np.ndarray, np.ndarr
     return grayscale(imgs).reshape(n, -1), np.asarray(split["label"][:n], dtype=np.int64)
 
 
-def load_image(data_dir: str | Path | None = None, seed: int = 0, val_frac: float = 0.1, limit: int | None = None,
+def load_image(data_dir: str | Path | None = None, split_seed: int = 0, val_frac: float = 0.1, limit: int | None = None,
                hf_name: str = "uoft-cs/cifar10") -> TaskData:
-    """CIFAR-10 as grayscale 1024-pixel sequences (pixel values are the tokens). Val = seeded ``val_frac``
-    of train."""
+    """CIFAR-10 as grayscale 1024-pixel sequences (pixel values are the tokens). Val = a ``val_frac`` share
+    of train drawn with ``split_seed``."""
     if data_dir is not None:
         root = _need(Path(data_dir), CIFAR_LAYOUT)
         if (root / "cifar-10-batches-py").is_dir():
@@ -288,7 +290,7 @@ def load_image(data_dir: str | Path | None = None, seed: int = 0, val_frac: floa
         ds = datasets.load_dataset(hf_name)
         tr_x, tr_y = cifar_from_hf(ds["train"], limit)
         te_x, te_y = cifar_from_hf(ds["test"], limit)
-    tr, va = holdout(_image_split(tr_x, tr_y), val_frac, seed)
+    tr, va = holdout(_image_split(tr_x, tr_y), val_frac, split_seed)
     return TaskData("image", BYTE_VOCAB, 1024, 10, tr, va, _image_split(te_x, te_y))
 
 
@@ -321,8 +323,8 @@ def _read_png_gray(path: Path) -> np.ndarray:
         return np.asarray(im.convert("L"), dtype=np.uint8)
 
 
-def load_pathfinder(data_dir: str | Path, seed: int = 0, limit: int | None = None, resolution: int = 32) -> TaskData:
-    """Pathfinder-32 (hard: ``curv_contour_length_14``) with a seeded 80/10/10 split of all samples.
+def load_pathfinder(data_dir: str | Path, split_seed: int = 0, limit: int | None = None, resolution: int = 32) -> TaskData:
+    """Pathfinder-32 (hard: ``curv_contour_length_14``) with an 80/10/10 split of all samples drawn with ``split_seed``.
 
     Raises:
         FileNotFoundError: missing metadata folder or a listed PNG. ValueError: malformed metadata row
@@ -352,7 +354,7 @@ def load_pathfinder(data_dir: str | Path, seed: int = 0, limit: int | None = Non
     if not labels:
         raise ValueError(f"{root / 'metadata'}: no samples listed; layout: {PATHFINDER_LAYOUT}")
     full = _image_split(np.stack(pix), np.asarray(labels))
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(split_seed)
     perm = torch.randperm(len(full), generator=g)
     n_tr, n_va = int(0.8 * len(full)), int(0.1 * len(full))
     return TaskData("pathfinder", BYTE_VOCAB, resolution * resolution, 2, full.subset(perm[:n_tr]),
@@ -360,10 +362,11 @@ def load_pathfinder(data_dir: str | Path, seed: int = 0, limit: int | None = Non
 
 
 # ---------------------------------------------------------------------------------------------- dispatch
-def load_task(task: str, data_dir: str | Path | None = None, *, seed: int = 0, max_len: int | None = None,
+def load_task(task: str, data_dir: str | Path | None = None, *, split_seed: int = 0, max_len: int | None = None,
               limit: int | None = None) -> TaskData:
     """Load ``task`` (one of :data:`TASKS`) from ``data_dir`` (``None``: the datasets library for text and
-    image). ``max_len`` overrides the standard length (ListOps, Text, Retrieval only).
+    image). ``max_len`` overrides the standard length (ListOps, Text, Retrieval only). ``split_seed`` seeds the
+    random hold-outs of Text, Image and Pathfinder (``LRAConfig.split_seed``; never the run seed).
 
     Raises:
         ValueError: unknown task, or ``data_dir`` missing for a task that has no hub source.
@@ -377,9 +380,9 @@ def load_task(task: str, data_dir: str | Path | None = None, *, seed: int = 0, m
     if task == "listops":
         return load_listops(data_dir, L, limit=limit)
     if task == "text":
-        return load_text(data_dir, L, seed=seed, limit=limit)
+        return load_text(data_dir, L, split_seed=split_seed, limit=limit)
     if task == "retrieval":
         return load_retrieval(data_dir, L, limit=limit)
     if task == "image":
-        return load_image(data_dir, seed=seed, limit=limit)
-    return load_pathfinder(data_dir, seed=seed, limit=limit)
+        return load_image(data_dir, split_seed=split_seed, limit=limit)
+    return load_pathfinder(data_dir, split_seed=split_seed, limit=limit)

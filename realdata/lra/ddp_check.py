@@ -8,8 +8,14 @@
    data, and after each step the parameters must be identical too.
 2. A one-epoch :func:`pretrain` on the toy ListOps preset, checking that the real loop finishes with
    ``world_size == 2``.
-3. A :func:`pretrain` at a learning rate that makes the loss or gradient non-finite: every rank must
-   stop with :class:`~initlab.runs.NonFiniteError` at the same step (none left waiting in a collective).
+3. A :func:`pretrain` whose SPT loss is made NaN on rank 1 only, at step :data:`NAN_STEP` (the value is
+   injected, so the check does not depend on how a CPU rounds a diverging run): every rank must stop with
+   :class:`~initlab.runs.NonFiniteError` at that step (none left waiting in a collective).
+4. Dropout: two :func:`pretrain` runs with dropout 0.3 into two folders. At the first training-mode
+   dropout call each rank draws a probe mask of :data:`PROBE` entries from its current random state
+   (inside ``torch.random.fork_rng``, so the run itself is unchanged). The probes must differ across ranks
+   (per-rank dropout seeds, :func:`initlab.realdata.lra.loop.dropout_seed`) and the two runs must agree
+   (same probes, byte-identical checkpoints): deterministic.
 
 Rank 0 writes ``OUT_DIR/ddp_check.json`` with the largest gradient and parameter differences across ranks.
 """
@@ -23,8 +29,49 @@ from pathlib import Path
 import torch
 
 
+NAN_STEP = 3  # the SPT step whose loss is replaced by NaN on rank 1
+PROBE = 256  # entries of the probe dropout mask
+
+
 def _flat(tensors) -> torch.Tensor:
     return torch.cat([t.detach().reshape(-1).float() for t in tensors])
+
+
+def _nan_on_rank1(train, rank: int):
+    """A stand-in for ``train.spt_loss`` that returns NaN at step :data:`NAN_STEP` on rank 1 (and is
+    the real loss otherwise); returns the real function, to be put back."""
+    real, calls = train.spt_loss, {"n": 0}
+
+    def spt_loss(*a, **k):
+        loss, n = real(*a, **k)
+        step, calls["n"] = calls["n"], calls["n"] + 1
+        return (loss * float("nan") if (rank == 1 and step == NAN_STEP) else loss), n
+
+    train.spt_loss = spt_loss
+    return real
+
+
+def _probe_dropout(train, probes: list):
+    """Wrap ``train.build_model`` so the first training-mode ``nn.Dropout`` call of each model appends a
+    probe mask drawn from the current random state (without consuming it) to ``probes``."""
+    real = train.build_model
+
+    def build_model(cfg):
+        model = real(cfg)
+        drop = next(m for m in model.modules() if isinstance(m, torch.nn.Dropout))
+        seen = {"done": False}
+
+        def hook(module, args):
+            if module.training and not seen["done"]:
+                seen["done"] = True
+                with torch.random.fork_rng(devices=[]):
+                    probes.append(torch.bernoulli(torch.full((PROBE,), 1 - module.p)))
+
+        drop.register_forward_pre_hook(hook)
+        return model
+
+    train.build_model = build_model
+    return real
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,19 +111,38 @@ def main(argv: list[str] | None = None) -> int:
         param_diff = max(param_diff, float((w - w[0]).abs().max()))
     acc.wait_for_everyone()
     res = pretrain(cfg, out / "pretrain", progress=False)
+    from initlab.realdata.lra import train
     from initlab.runs import NonFiniteError
 
     nan_step = -1
+    real = _nan_on_rank1(train, rank)
     try:
-        pretrain(replace(cfg, lr=1e3, spt_epochs=2), out / "pretrain_nan", progress=False)
+        pretrain(replace(cfg, spt_epochs=2), out / "pretrain_nan", progress=False)
     except NonFiniteError as err:
         nan_step = err.step
+    finally:
+        train.spt_loss = real
     steps = acc.gather(torch.tensor([nan_step], device=acc.device)).tolist()
+    probes: list[torch.Tensor] = []
+    real = _probe_dropout(train, probes)
+    try:
+        for name in ("dropout_a", "dropout_b"):
+            pretrain(replace(cfg, dropout=0.3), out / name, progress=False)
+    finally:
+        train.build_model = real
+    got = acc.gather(torch.stack(probes)[None].to(acc.device))  # (world, runs, PROBE)
+    same_file = ((out / "dropout_a" / "spt_best.safetensors").read_bytes()  # byte-identical, header included
+                 == (out / "dropout_b" / "spt_best.safetensors").read_bytes()) if acc.is_main_process else None
     if acc.is_main_process:
         atomic_write_json(out / "ddp_check.json", {"world_size": world, "max_grad_diff": grad_diff, "max_param_diff": param_diff,
                                                    "ranks_saw_different_data": data_differs,
                                                    "pretrain_world_size": res["world_size"],
+                                                   "nan_injected_at_step_on_rank_1": NAN_STEP,
                                                    "nan_stop_step_per_rank": steps,
+                                                   "dropout_probe_masks_differ_across_ranks": bool((got[0] != got[1]).any()),
+                                                   "dropout_probe_share_equal_across_ranks": float((got[0] == got[1]).float().mean()),
+                                                   "dropout_probes_equal_across_runs": bool(torch.equal(got[:, 0], got[:, 1])),
+                                                   "dropout_checkpoints_identical_across_runs": same_file,
                                                    "backend": str(torch.distributed.get_backend()) if torch.distributed.is_initialized() else None})
     acc.wait_for_everyone()
     return 0

@@ -2,8 +2,10 @@
 
 * :func:`epochs_since_gain` -- epochs since the last new best of a per-epoch metric (the plateau rule
   stops a stage when it reaches the stage's patience);
-* ``_optimizer_step`` -- one step that stops on a NaN/inf loss (before backward) or gradient norm
-  (before the update) with :class:`~initlab.runs.NonFiniteError`, in step with every DDP rank;
+* ``_optimizer_step`` -- one step that stops on a NaN/inf or diverged loss (before backward; the run's
+  :class:`~initlab.runs.LossGuard`) or a NaN/inf gradient norm (before the update) with
+  :class:`~initlab.runs.NonFiniteError`, in step with every DDP rank;
+* :func:`dropout_seed` -- the torch seed of an epoch's dropout masks on one DDP rank;
 * ``_record_failure`` -- the ``results.json`` of a stopped run (the folder gets no ``DONE``).
 """
 
@@ -12,12 +14,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from initlab.runs import NonFiniteError, RunDir, check_finite
+from initlab.runs import LossGuard, NonFiniteError, RunDir, check_finite, rank_seed
 
 if TYPE_CHECKING:
     from initlab.realdata.lra.config import LRAConfig
 
-__all__ = ["epochs_since_gain"]
+__all__ = ["epochs_since_gain", "dropout_seed"]
+
+
+def dropout_seed(seed: int, epoch: int, rank: int = 0) -> int:
+    """The torch seed set before an epoch on DDP rank ``rank``: :func:`initlab.runs.rank_seed` of
+    ``seed * 1000 + epoch``.
+
+    It drives the dropout masks (the data order and the SPT masks have their own generators). Rank 0 keeps
+    the single-process seed ``seed * 1000 + epoch``, so one-process runs are unchanged; every other rank
+    gets its own stream, so two GPUs draw different masks even where their batches have the same shape
+    (Image, Pathfinder); before, every rank was seeded alike. Deterministic for a given ``(seed, epoch, rank)``.
+    """
+    return rank_seed(int(seed) * 1000 + int(epoch), rank)
 
 
 def epochs_since_gain(values: Sequence[float], *, higher_is_better: bool, min_rel_gain: float = 0.0) -> int:
@@ -34,19 +48,22 @@ def epochs_since_gain(values: Sequence[float], *, higher_is_better: bool, min_re
     return since
 
 
-def _optimizer_step(loss, model, opt, sched, params, accelerator, cfg: LRAConfig, *, where: str, step: int,
+def _optimizer_step(loss, model, opt, sched, params, accelerator, cfg: LRAConfig, *, guard: LossGuard, step: int,
                     last: Path) -> float:
     """One guarded optimisation step; returns the loss as a float.
 
-    Raises :class:`NonFiniteError` (naming ``step`` and the last finite checkpoint) on a NaN/inf loss,
-    before backward, or on a NaN/inf gradient norm, before the optimizer touches the weights. Under DDP the
-    loss is summed over ranks first, so every rank stops at the same step instead of hanging in a collective.
+    Raises :class:`NonFiniteError` (naming ``step`` and the last finite checkpoint) on a NaN/inf loss or
+    :class:`~initlab.runs.DivergenceError` on a loss past ``guard``'s divergence rule, both before backward,
+    or on a NaN/inf gradient norm, before the optimizer touches the weights. Under DDP the loss is summed
+    over ranks first, so every rank reaches the same verdict at the same step instead of hanging in a
+    collective.
     """
+    where = guard.where
     ckpt = last if last.exists() else None
     probe = loss.detach().float().reshape(1)
     if accelerator.num_processes > 1:
         probe = accelerator.reduce(probe, "sum")
-    check_finite(probe[0], where=where, step=step, what="loss", last_checkpoint=ckpt)
+    guard.check(probe[0], step=step, last_checkpoint=ckpt)
     opt.zero_grad(set_to_none=True)
     accelerator.backward(loss)
     norm = accelerator.clip_grad_norm_(params, cfg.grad_clip if cfg.grad_clip else float("inf"))

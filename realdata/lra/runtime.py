@@ -11,25 +11,28 @@ the saved results a sweep reuses).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from initlab.config import from_dict, to_dict
 from initlab.realdata.lra.config import LRAConfig
 from initlab.realdata.lra.data import TASK_MAX_LEN, TASK_CLASSES, load_task
-from initlab.realdata.lra.splits import Split, TaskData, split_from_sequences
+from initlab.realdata.lra.splits import Split, TaskData, split_fingerprint, split_from_sequences
 from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB
 from initlab.realdata.lra.listops import generate_examples, write_listops_tsv
 from initlab.realdata.lra.model import LRAModel, backbone_config
-from initlab.runs import RunDir, atomic_write_bytes, check_same_record
+from initlab.runs import RunDir, atomic_write_bytes, check_same_record, folder_where_file_expected, unreadable_file
 from initlab.textio import read_json
 
 __all__ = ["task_vocab", "load_data", "build_model", "single_inputs", "batch_tensors", "make_accelerator", "spt_view",
-           "lr_schedule", "save_weights", "load_weights", "read_run_config", "run_record", "finished_results", "open_run"]
+           "lr_schedule", "save_weights", "load_weights", "load_spt_checkpoint", "split_metadata", "recorded_split",
+           "check_spt_split",
+           "SplitMismatchError", "read_run_config", "run_record", "finished_results", "open_run"]
 
 
 def spt_view(cfg: LRAConfig) -> LRAConfig:
@@ -53,7 +56,8 @@ def _data_dir(cfg: LRAConfig, task: str) -> str | None:
 def load_data(cfg: LRAConfig, task: str | None = None, data_dir: str | None = None, out: Path | None = None) -> TaskData:
     """Load ``task`` (default ``cfg.task``). ListOps without a ``data_dir`` is generated from
     ``cfg.listops_gen`` (written as ``basic_*.tsv`` into ``out/listops_data`` when ``out`` is given, then
-    read back through the real loader)."""
+    read back through the real loader; without ``out`` kept in memory, the same tensors, ``limit`` included).
+    The random hold-outs use ``cfg.split_seed``, never ``cfg.seed``."""
     task = task or cfg.task
     data_dir = data_dir if data_dir is not None else _data_dir(cfg, task)
     if task == "listops" and data_dir is None:
@@ -69,9 +73,11 @@ def load_data(cfg: LRAConfig, task: str | None = None, data_dir: str | None = No
             from initlab.realdata.lra.tokens import encode_listops
 
             L = cfg.max_len or TASK_MAX_LEN["listops"]
+            ex = {k: v[: cfg.limit] if cfg.limit is not None else v for k, v in ex.items()}  # as the TSV reader's limit
             sp = {k: split_from_sequences([encode_listops(s) for s, _ in v], [y for _, y in v], L) for k, v in ex.items()}
             return TaskData("listops", LISTOPS_VOCAB, L, 10, sp["train"], sp["val"], sp["test"])
-    return load_task(task, data_dir, seed=cfg.seed, max_len=cfg.max_len if task == cfg.task else None, limit=cfg.limit)
+    return load_task(task, data_dir, split_seed=cfg.split_seed, max_len=cfg.max_len if task == cfg.task else None,
+                     limit=cfg.limit)
 
 
 def build_model(cfg: LRAConfig) -> LRAModel:
@@ -148,21 +154,88 @@ def lr_schedule(cfg: LRAConfig, total_steps: int):
     return f
 
 
-def save_weights(state: dict[str, torch.Tensor], path: Path) -> Path:
-    """A plain state dict as safetensors (atomically)."""
+def save_weights(state: dict[str, torch.Tensor], path: Path, metadata: dict[str, str] | None = None) -> Path:
+    """A plain state dict as safetensors (atomically); ``metadata`` (str -> str) goes into the file's header
+    (an SPT checkpoint carries :func:`split_metadata` there)."""
     from safetensors.torch import save
 
-    return atomic_write_bytes(path, save({k: v.detach().cpu().contiguous() for k, v in state.items()}))
+    return atomic_write_bytes(path, save({k: v.detach().cpu().contiguous() for k, v in state.items()}, metadata=metadata))
+
+
+def load_spt_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """``(state dict, header metadata)`` of a safetensors file (metadata ``{}`` when it has none).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not a readable safetensors file (empty, truncated, another format), naming it.
+    """
+    from safetensors import safe_open
+
+    path = Path(path)
+    expected = "a .safetensors file written by initlab lra pretrain"
+    if path.is_dir():
+        raise FileNotFoundError(folder_where_file_expected(path, "SPT checkpoint") + f" ({expected})")
+    if not path.is_file():
+        raise FileNotFoundError(f"SPT checkpoint {path}: not found (expected {expected})")
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = dict(fh.metadata() or {})
+            state = {k: fh.get_tensor(k) for k in fh.keys()}
+    except Exception as err:  # safetensors raises its own SafetensorError (HeaderTooSmall, InvalidHeader, ...)
+        raise unreadable_file(f"SPT checkpoint {path}", err, "safetensors file written by initlab lra pretrain") from None
+    return state, meta
 
 
 def load_weights(path: str | Path) -> dict[str, torch.Tensor]:
-    """Read a safetensors state dict. Raises ``FileNotFoundError`` naming the file."""
-    from safetensors.torch import load_file
+    """Read a safetensors state dict. Raises ``FileNotFoundError`` or ``ValueError`` (not safetensors) naming the file."""
+    return load_spt_checkpoint(path)[0]
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: SPT checkpoint not found (expected a .safetensors file written by initlab lra pretrain)")
-    return load_file(str(path))
+
+class SplitMismatchError(ValueError):
+    """An SPT checkpoint was pretrained on another split of the fine-tuning task (or records none)."""
+
+
+def split_metadata(data: TaskData) -> dict[str, str]:
+    """What an SPT checkpoint records about its pretraining data, as its safetensors header metadata: one key,
+    ``initlab_split``, holding the JSON ``{"fingerprint": ..., "task": ...}`` (the task whose inputs it read and
+    :func:`~initlab.realdata.lra.splits.split_fingerprint`). One key, so the header (and the file) is
+    byte-identical from run to run: safetensors writes several keys in a random order."""
+    return {"initlab_split": json.dumps({"fingerprint": split_fingerprint(data), "task": data.name}, sort_keys=True)}
+
+
+def recorded_split(meta: dict[str, str]) -> dict[str, str] | None:
+    """The ``{"fingerprint", "task"}`` an SPT checkpoint's header records (:func:`split_metadata`), or None."""
+    try:
+        rec = json.loads(meta["initlab_split"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return rec if isinstance(rec, dict) and rec.get("fingerprint") and rec.get("task") else None
+
+
+def check_spt_split(meta: dict[str, str], ckpt: str | Path, data: TaskData) -> None:
+    """Refuse to fine-tune on ``data`` from an SPT checkpoint that saw another split of the same task.
+
+    ``meta`` is the checkpoint's header (:func:`load_spt_checkpoint`). A checkpoint pretrained on another
+    task's inputs (cross-task SPT) cannot hold this task's examples and passes.
+
+    Raises:
+        SplitMismatchError: the checkpoint records no split, or another split of ``data.name``.
+    """
+    rec = recorded_split(meta)
+    if rec is None:
+        raise SplitMismatchError(
+            f"SPT checkpoint {ckpt}: records no data split (it was not written by initlab lra pretrain, or by a "
+            "version before splits were recorded), so fine-tuning could test on examples it was pretrained on; "
+            "pretrain again with initlab lra pretrain")
+    task, fp = rec["task"], rec["fingerprint"]
+    if task != data.name:
+        return
+    mine = split_fingerprint(data)
+    if fp != mine:
+        raise SplitMismatchError(
+            f"SPT checkpoint {ckpt}: pretrained on another split of {task} (split fingerprint {fp}; this fine-tuning's "
+            f"data: {mine}), so fine-tuning could test on examples it was pretrained on. Pretrain and fine-tune with "
+            "the same data folder, limit, max_len and split_seed")
 
 
 def _save_state(path: Path, **state: Any) -> None:
@@ -196,11 +269,13 @@ def finished_results(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrit
     return None
 
 
-def open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str) -> tuple[RunDir, TaskData]:
+def open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str,
+             check: Callable[[TaskData], None] | None = None) -> tuple[RunDir, TaskData]:
     """Open (or resume) the run folder and load ``task``'s data, in an order that writes nothing on bad input:
     a finished run or a config mismatch is refused first, then the data are read (a missing or malformed file
-    raises here), and only then is the folder created. Generated ListOps is written into ``out/listops_data``
-    after the folder exists (an ``--overwrite`` moves the old folder aside first)."""
+    raises here) and handed to ``check`` (which raises to refuse them), and only then is the folder created.
+    Generated ListOps is written into ``out/listops_data`` after the folder exists (an ``--overwrite`` moves
+    the old folder aside first); ``check`` sees it generated in memory, the same tensors the run reads back."""
     out = Path(out)
     if not overwrite and (out / "DONE").exists():
         RunDir(out, overwrite=False)  # raises RunExistsError naming the folder
@@ -208,7 +283,13 @@ def open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str) -
         check_same_record(out / "config.json", run_record(cfg, kind))  # ConfigMismatchError before any data is read
     generated = task == "listops" and _data_dir(cfg, task) is None
     data = None if generated else load_data(cfg, task)
+    if check is not None:
+        early = data if data is not None else load_data(cfg, task)  # generated in memory
+        check(early)
     run = RunDir(out, overwrite=overwrite, resume=True, config=run_record(cfg, kind))
     if data is None:
         data = load_data(cfg, task, out=run.root)
+        if check is not None and split_fingerprint(data) != split_fingerprint(early):
+            raise RuntimeError(f"{run.root / 'listops_data'}: the generated ListOps read back differs from the one "
+                               "generated in memory")  # pragma: no cover - an invariant (tested)
     return run, data

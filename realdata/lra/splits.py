@@ -3,7 +3,8 @@
 Role: id lists -> the tensors a model reads. :class:`Split` holds one split (``int16`` token ids
 right-padded with ``PAD_ID``, true lengths, labels), :class:`TaskData` a loaded task;
 :func:`split_from_sequences` pads id lists, :func:`holdout` draws a seeded validation share,
-:func:`iter_batches` yields seeded index batches (disjoint per rank under DDP). Reading the standard
+:func:`iter_batches` yields seeded index batches (disjoint per rank under DDP), :func:`split_fingerprint`
+names which examples went into which split. Reading the standard
 layouts is :mod:`initlab.realdata.lra.data`, tokenising :mod:`initlab.realdata.lra.tokens`.
 """
 
@@ -16,7 +17,7 @@ import torch
 
 from initlab.realdata.lra.tokens import PAD_ID
 
-__all__ = ["Split", "TaskData", "split_from_sequences", "pair_split", "holdout", "iter_batches"]
+__all__ = ["Split", "TaskData", "split_from_sequences", "pair_split", "holdout", "iter_batches", "split_fingerprint"]
 
 
 @dataclass
@@ -101,3 +102,24 @@ def iter_batches(split: Split, batch_size: int, *, shuffle: bool, seed: int = 0,
         order = order[rank : per * world : world]
     for i in range(0, len(order), batch_size):
         yield order[i : i + batch_size]
+
+
+def split_fingerprint(data: TaskData) -> str:
+    """A short SHA-256 of which examples sit in which split: ``"sha256:" + 16 hex digits``.
+
+    Hashes the task name and, for train, val and test in turn, the shapes and bytes of the token ids, true
+    lengths and labels. Two loads share it exactly when they put the same examples, tokenised to the same
+    length, into the same splits in the same order, so a different data folder, ``limit``, ``max_len`` or
+    ``split_seed`` gives another fingerprint. An SPT checkpoint records the fingerprint of the data it was
+    pretrained on; fine-tuning compares it with its own (:func:`initlab.realdata.lra.runtime.check_spt_split`).
+    """
+    import hashlib
+
+    h = hashlib.sha256(data.name.encode("utf-8"))
+    for name in ("train", "val", "test"):
+        split = getattr(data, name)
+        for t in (split.tokens, split.lengths, split.labels):
+            t = t.detach().cpu().contiguous()
+            h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode("ascii"))
+            h.update(t.numpy().tobytes())
+    return "sha256:" + h.hexdigest()[:16]

@@ -10,7 +10,9 @@
     test accuracy reported is the one at the best validation epoch (Amos et al. 2024, §4).
 
 Budgets: ``spt_patience``/``patience`` stop a stage on a plateau (``spt_epochs``/``epochs`` are then
-caps). Guards: a NaN/inf loss or gradient stops training with :class:`~initlab.runs.NonFiniteError`
+caps). Guards: a NaN/inf loss or gradient stops training with :class:`~initlab.runs.NonFiniteError`, a loss
+past the divergence rule with its subclass :class:`~initlab.runs.DivergenceError` (one
+:class:`~initlab.runs.LossGuard` per run)
 (naming the step and the last finite checkpoint; ``results.json`` records the failure, no ``DONE``, no
 checkpoint of the failing epoch); resuming a folder that holds another config raises
 :class:`~initlab.runs.ConfigMismatchError`. Role of this module: the two training loops. Data, model, run-folder
@@ -38,17 +40,18 @@ import torch.nn.functional as F
 from initlab.realdata.lra.config import LRAConfig, INIT_GROUPS
 from initlab.realdata.lra.evaluation import attention_metrics_on, evaluate_accuracy, initial_attention_metrics, spt_val_loss
 from initlab.realdata.lra.splits import TaskData, iter_batches
-from initlab.realdata.lra.loop import _optimizer_step, _record_failure, epochs_since_gain
+from initlab.realdata.lra.loop import _optimizer_step, _record_failure, dropout_seed, epochs_since_gain
 from initlab.realdata.lra.masking import MASK_RATIO, spt_loss
 from initlab.realdata.lra.model import LRAModel
-from initlab.realdata.lra.runtime import (_restore_last, _save_state, batch_tensors, build_model, finished_results, load_data,
-                                          load_weights, lr_schedule, make_accelerator, open_run, read_run_config,
-                                          save_weights, single_inputs, spt_view, task_vocab)
-from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, atomic_write_bytes
+from initlab.realdata.lra.runtime import (SplitMismatchError, _restore_last, _save_state, batch_tensors, build_model,
+                                          check_spt_split, finished_results, load_data, load_spt_checkpoint, load_weights,
+                                          lr_schedule, make_accelerator, open_run, read_run_config, recorded_split,
+                                          save_weights, single_inputs, split_metadata, spt_view, task_vocab)
+from initlab.runs import ConfigMismatchError, LossGuard, NonFiniteError, RunDir, atomic_write_bytes, rank_seed
 
 __all__ = ["load_data", "build_model", "pretrain", "finetune", "make_accelerator",
            "save_weights", "load_weights", "ConfigMismatchError", "NonFiniteError", "epochs_since_gain",
-           "read_run_config", "task_vocab", "single_inputs", "batch_tensors"]
+           "read_run_config", "task_vocab", "single_inputs", "batch_tensors", "split_metadata", "SplitMismatchError"]
 
 # ---------------------------------------------------------------------------------------------- progress
 
@@ -69,6 +72,7 @@ def _spt_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_task: str, accele
     if run is None:
         run = RunDir(out, resume=True)
         data = load_data(cfg, spt_task, out=out)
+    meta = split_metadata(data)  # recorded in every SPT checkpoint: fine-tuning checks it saw the same split
     train_split, val_split = single_inputs(data.train), single_inputs(data.val)
     model = build_model(cfg)
     model.set_stage("spt")
@@ -77,15 +81,18 @@ def _spt_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_task: str, accele
     view = spt_view(cfg)
     steps_per_epoch = math.ceil((len(train_split) // accelerator.num_processes) / view.batch_size)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_schedule(view, steps_per_epoch * cfg.spt_epochs))
-    return run, train_split, val_split, model, params, opt, sched, view, steps_per_epoch
+    return run, train_split, val_split, model, params, opt, sched, view, steps_per_epoch, meta
 
 
 def _spt_epoch(model, opt, sched, params, train_split, cfg: LRAConfig, view: LRAConfig, ratio: float, accelerator,
-               epoch: int, max_len: int, spe: int, last: Path, progress: bool) -> float:
+               epoch: int, max_len: int, spe: int, last: Path, progress: bool, guard: LossGuard) -> float:
     """One epoch of self-pretraining; returns the mean training loss per target."""
     model.train()
-    torch.manual_seed(cfg.seed * 1000 + epoch)
-    gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch * 7 + accelerator.process_index)
+    torch.manual_seed(dropout_seed(cfg.seed, epoch, accelerator.process_index))
+    # the SPT masks: their own stream per rank (rank 0 keeps the single-process seed), distinct across ranks and
+    # epochs for any world size (with ``+ rank``, rank 7 at epoch e drew the stream of rank 0 at epoch e + 1);
+    # mod 2**32: torch's CPU generator keeps only the low 32 bits of a seed
+    gen = torch.Generator().manual_seed(rank_seed(cfg.seed * 1_000_003 + epoch * 7, accelerator.process_index))
     batches = list(iter_batches(train_split, view.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
                                 rank=accelerator.process_index, world=accelerator.num_processes))
     tot, cnt = 0.0, 0
@@ -94,20 +101,21 @@ def _spt_epoch(model, opt, sched, params, train_split, cfg: LRAConfig, view: LRA
         tok, mask, _ = batch_tensors(train_split, idx, accelerator.device, max_len)
         with accelerator.autocast():
             loss, n = spt_loss(model, tok, mask, cfg, ratio, gen)
-        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, where=f"LRA SPT {cfg.task}",
-                                step=epoch * spe + i, last=last)
+        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, guard=guard, step=epoch * spe + i,
+                                last=last)
         tot, cnt = tot + value * n, cnt + n
     return tot / max(cnt, 1)
 
 
 def _spt_save_epoch(run: RunDir, model, opt, sched, val: float, best: float, epoch: int, milestones: Sequence[int],
-                    history: list[dict], last: Path) -> float:
-    """Main process, after an SPT epoch: the best backbone (``spt_best.safetensors``), milestone copies, the
-    resumable state ``last`` and ``history.csv``; returns the new best validation loss."""
+                    history: list[dict], last: Path, meta: dict[str, str]) -> float:
+    """Main process, after an SPT epoch: the best backbone (``spt_best.safetensors``, with the split ``meta``
+    in its header), milestone copies, the resumable state ``last`` and ``history.csv``; returns the new best
+    validation loss."""
     state = model.backbone.state_dict()
     if val < best:
         best = val
-        save_weights(state, run.root / "spt_best.safetensors")
+        save_weights(state, run.root / "spt_best.safetensors", metadata=meta)
     if epoch + 1 in set(milestones):
         atomic_write_bytes(run.root / f"spt_best_e{epoch + 1}.safetensors", (run.root / "spt_best.safetensors").read_bytes())
     _save_state(last, model=model.state_dict(), optim=opt.state_dict(), sched=sched.state_dict(), epoch=epoch + 1,
@@ -145,7 +153,8 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
         return done
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
-    run, train_split, val_split, model, params, opt, sched, view, spe = _spt_setup(cfg, out, overwrite, spt_task, accelerator)
+    run, train_split, val_split, model, params, opt, sched, view, spe, meta = _spt_setup(cfg, out, overwrite, spt_task,
+                                                                                        accelerator)
     ratio = cfg.mask_ratio if cfg.mask_ratio is not None else MASK_RATIO[spt_task]
     max_len = model.backbone.cfg.max_len
     history: list[dict] = []
@@ -159,6 +168,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     if report is not None:
         report.start(start, cfg.spt_epochs)
     model, opt = accelerator.prepare(model, opt)
+    guard = LossGuard(f"LRA SPT {cfg.task}")
     t0 = time.perf_counter()
     plateau = lambda: bool(cfg.spt_patience) and epochs_since_gain(  # noqa: E731
         [r["val_loss"] for r in history], higher_is_better=False, min_rel_gain=cfg.spt_min_rel_gain) >= cfg.spt_patience
@@ -167,7 +177,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
             break
         try:
             train_loss = _spt_epoch(model, opt, sched, params, train_split, cfg, view, ratio, accelerator, epoch, max_len,
-                                    spe, last, progress and main)
+                                    spe, last, progress and main, guard)
         except NonFiniteError as err:
             if main:
                 _record_failure(run, "pretrain", cfg, err, history)
@@ -178,7 +188,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
         history.append(row)
         if main:
             best = _spt_save_epoch(run, accelerator.unwrap_model(model), opt, sched, val, best, epoch, milestones, history,
-                                   last)
+                                   last, meta)
             if verbose:
                 print(f"[SPT {cfg.task}] epoch {epoch + 1}: train {row['train_loss']:.4f} val {val:.4f} (best {best:.4f})",
                       flush=True)
@@ -195,7 +205,8 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
               "spt_loss": cfg.spt_loss, "epochs": cfg.spt_epochs, "epochs_run": len(history),
               "stopped_on_plateau": len(history) < cfg.spt_epochs, "best_val_loss": best,
               "best_epoch": min(history, key=lambda r: r["val_loss"])["epoch"] if history else None,
-              "checkpoint": str(run.root / "spt_best.safetensors"), "history": history,
+              "checkpoint": str(run.root / "spt_best.safetensors"), "split_task": recorded_split(meta)["task"],
+              "split_fingerprint": recorded_split(meta)["fingerprint"], "history": history,
               "world_size": accelerator.num_processes}
     if main:
         run.write_json("results.json", result)
@@ -232,10 +243,10 @@ def _finetune_model(cfg: LRAConfig, spt_state: dict | None) -> tuple[LRAModel, l
 
 
 def _finetune_epoch(model, opt, sched, params, data: TaskData, cfg: LRAConfig, accelerator, epoch: int, max_len: int,
-                    spe: int, last: Path, progress: bool) -> float:
+                    spe: int, last: Path, progress: bool, guard: LossGuard) -> float:
     """One epoch of label training; returns the mean training loss."""
     model.train()
-    torch.manual_seed(cfg.seed * 1000 + epoch)
+    torch.manual_seed(dropout_seed(cfg.seed, epoch, accelerator.process_index))
     batches = list(iter_batches(data.train, cfg.batch_size, shuffle=True, seed=cfg.seed, epoch=epoch,
                                 rank=accelerator.process_index, world=accelerator.num_processes))
     tot, cnt = 0.0, 0
@@ -244,16 +255,18 @@ def _finetune_epoch(model, opt, sched, params, data: TaskData, cfg: LRAConfig, a
         tok, mask, y = batch_tensors(data.train, idx, accelerator.device, max_len)
         with accelerator.autocast():
             loss = F.cross_entropy(model(tok, mask, mode="classify").float(), y)
-        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, where=f"LRA fine-tune {cfg.task}",
-                                step=epoch * spe + i, last=last)
+        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, guard=guard, step=epoch * spe + i,
+                                last=last)
         tot, cnt = tot + value * len(y), cnt + len(y)
     return tot / max(cnt, 1)
 
 
-def _finetune_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_state: dict | None, accelerator):
+def _finetune_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_state: dict | None, accelerator, check=None):
     """Run folder (main process), data, model (with SPT weights copied and groups frozen), optimizer and
-    scheduler of a fine-tuning stage; also the copied and frozen parameter names and the steps per epoch."""
-    run, data = open_run(cfg, out, overwrite, "finetune", cfg.task) if accelerator.is_main_process else (None, None)
+    scheduler of a fine-tuning stage; also the copied and frozen parameter names and the steps per epoch.
+    ``check(data)`` runs on the data before the folder is created (the SPT split check)."""
+    run, data = (open_run(cfg, out, overwrite, "finetune", cfg.task, check=check) if accelerator.is_main_process
+                 else (None, None))
     accelerator.wait_for_everyone()
     if run is None:
         run = RunDir(out, resume=True)
@@ -277,7 +290,10 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     initial model (proximity mass at fine-tuning start), ``attention_metrics`` those of the best model.
 
     Raises:
-        ValueError: ``epochs < 1``, ``init='spt'`` without ``spt_ckpt``. FileNotFoundError: missing checkpoint.
+        ValueError: ``epochs < 1``, ``init='spt'`` without ``spt_ckpt``, a checkpoint that is not safetensors.
+        FileNotFoundError: missing checkpoint.
+        SplitMismatchError (a ValueError): the SPT checkpoint records no split, or was pretrained on another
+            split of this task (:func:`~initlab.realdata.lra.runtime.check_spt_split`); nothing is written.
         ConfigMismatchError: ``out`` holds an unfinished run with another config.
         NonFiniteError: a NaN/inf loss or gradient (``results.json`` records the failure; no ``DONE``).
     """
@@ -291,10 +307,14 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         if report is not None:  # finished earlier: resumed work, not speed
             report.start(done.get("epochs_run", cfg.epochs), done.get("epochs_run", cfg.epochs))
         return done
-    spt_state = load_weights(spt_ckpt) if cfg.init == "spt" else None
+    spt_state, check = None, None
+    if cfg.init == "spt":
+        spt_state, spt_meta = load_spt_checkpoint(spt_ckpt)
+        check = lambda data: check_spt_split(spt_meta, spt_ckpt, data)  # noqa: E731
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
-    run, data, model, copied, frozen, params, opt, sched, spe = _finetune_setup(cfg, out, overwrite, spt_state, accelerator)
+    run, data, model, copied, frozen, params, opt, sched, spe = _finetune_setup(cfg, out, overwrite, spt_state, accelerator,
+                                                                                check)
     init_metrics = initial_attention_metrics(run, model, cfg, data.val) if main else None
     max_len = model.backbone.cfg.max_len
     history: list[dict] = []
@@ -309,13 +329,14 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     if report is not None:
         report.start(start, cfg.epochs)
     model, opt = accelerator.prepare(model, opt)
+    guard = LossGuard(f"LRA fine-tune {cfg.task}")
     t0 = time.perf_counter()
     for epoch in range(start, cfg.epochs):
         if cfg.patience and len(history) - best["epoch"] >= cfg.patience:
             break  # plateau: no new best validation accuracy for `patience` epochs
         try:
             train_loss = _finetune_epoch(model, opt, sched, params, data, cfg, accelerator, epoch, max_len, spe, last,
-                                         progress and main)
+                                         progress and main, guard)
         except NonFiniteError as err:
             if main:
                 _record_failure(run, "finetune", cfg, err, history)

@@ -10,8 +10,10 @@ Multi-GPU: run the same command under ``torchrun --nproc_per_node N -m initlab.c
 the Trainer uses DDP and the per-device batch is ``global_batch_size / N``.
 
 NaN policy: before every optimizer step the loss of the step and the gradients are checked
-(:class:`NonFiniteGuard`; under DDP the verdict is all-reduced so every process stops at the same step).
-A non-finite value stops training with :class:`initlab.runs.NonFiniteError` naming the step and the last
+(:class:`NonFiniteGuard`; under DDP the loss and the verdict are all-reduced so every process stops at the
+same step). A non-finite value stops training with :class:`initlab.runs.NonFiniteError`, a loss past the
+divergence rule (:class:`initlab.runs.LossGuard`: 10^4 times the first step's loss) with its subclass
+:class:`initlab.runs.DivergenceError`; either names the step and the last
 complete Trainer checkpoint (all of them hold finite weights: the optimizer never applied a non-finite
 update); ``failure.json`` records it, no model, results or ``DONE`` are written. The Trainer's own
 ``logging_nan_inf_filter`` (which replaces a NaN loss by the mean of earlier ones in the logs) is off, so
@@ -31,7 +33,8 @@ from transformers import TrainerCallback
 
 from initlab.config import to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
-from initlab.runs import NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json, check_same_record
+from initlab.runs import (LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json,
+                          check_input_path, check_same_record, rank_seed)
 from initlab.textio import read_json
 
 from .config import SpladeTrainConfig
@@ -111,27 +114,33 @@ def check_lengths(cfg: SpladeTrainConfig, backbone_config: Any) -> None:
 
 
 class NonFiniteGuard(TrainerCallback):
-    """Trainer callback: before each optimizer step, stop on a non-finite loss or gradient (NaN policy in the
-    module docstring). ``trainer`` must be set to the :func:`_guarded_trainer` instance after construction."""
+    """Trainer callback: before each optimizer step, stop on a non-finite or diverged loss or a non-finite
+    gradient (NaN policy in the module docstring; the loss rule is :class:`initlab.runs.LossGuard`).
+    ``trainer`` must be set to the :func:`_guarded_trainer` instance after construction."""
 
     def __init__(self, checkpoints: str | Path):
         self.checkpoints = Path(checkpoints)
         self.trainer = None
+        self.loss_guard = LossGuard("SPLADE training")
 
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
         loss = getattr(self.trainer, "last_step_loss", None)
         grads = [p.grad for p in model.parameters() if p.grad is not None] if model is not None else []
-        loss_bad = loss is not None and not bool(torch.isfinite(loss).all())
         grad_bad = bool(grads) and not bool(torch.isfinite(torch.stack([g.detach().float().norm() for g in grads]).sum()))
-        flags = torch.tensor([float(loss_bad), float(grad_bad)],
-                             device=grads[0].device if grads else "cpu")
+        device = grads[0].device if grads else "cpu"
+        mean_loss = loss.detach().float().mean().to(device) if loss is not None else torch.zeros((), device=device)
+        flags = torch.stack([mean_loss, torch.tensor(float(grad_bad), device=device)])
+        world = 1
         if torch.distributed.is_available() and torch.distributed.is_initialized():
-            torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.MAX)  # every process stops together
-        if bool(flags.any()):
-            what = "loss" if bool(flags[0]) else "gradient"
-            value = float(loss.detach().float().mean()) if (what == "loss" and loss is not None and loss_bad) else float("nan")
-            raise NonFiniteError("SPLADE training", state.global_step + 1, what, value,
-                                 last_complete_checkpoint(self.checkpoints))
+            # every process sees the sum of the losses and of the gradient verdicts: they all stop together
+            torch.distributed.all_reduce(flags, op=torch.distributed.ReduceOp.SUM)
+            world = torch.distributed.get_world_size()
+        step = state.global_step + 1
+        err = self.loss_guard.verdict(flags[0] / world, step=step) if loss is not None else None
+        if err is None and bool(flags[1] > 0):
+            err = NonFiniteError("SPLADE training", step, "gradient", float("nan"))
+        if err is not None:
+            raise err.with_checkpoint(last_complete_checkpoint(self.checkpoints))
         return control
 
 
@@ -191,7 +200,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
 
     Raises:
         ValueError: global batch not divisible by the number of processes; bad config values; a length
-            beyond the backbone's positions.
+            beyond the backbone's positions; ``data_root`` set but not a folder.
         RunExistsError: ``out`` holds a finished training and neither ``overwrite`` nor ``reuse_finished``.
         ConfigMismatchError: ``out`` holds a run of another config.
         NonFiniteError: the loss or a gradient became NaN/inf (``out/failure.json`` records it).
@@ -201,6 +210,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     from .modeling import build_splade, build_tiny_backbone
 
     out = Path(out)
+    check_input_path(cfg.data_root or None, flag="data_root (--data-root)", kind="folder")  # never recorded unchecked
     world = _world_size()
     if cfg.global_batch_size % world:
         raise ValueError(f"global_batch_size {cfg.global_batch_size} is not divisible by the number of processes {world}")
@@ -227,6 +237,8 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
                                callbacks=[reg_cb, guard])
     guard.trainer = trainer
+    if rank:  # the Trainer seeded every process with cfg.seed: same dropout masks on same-shaped batches
+        torch.manual_seed(rank_seed(cfg.seed, rank))  # (a resumed run restores each rank's saved state instead)
     last = last_complete_checkpoint(out / "checkpoints", remove_incomplete=rank == 0)
     try:
         trainer.train(resume_from_checkpoint=last)

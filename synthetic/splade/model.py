@@ -94,8 +94,15 @@ def head_weight(model) -> torch.nn.Parameter:
 def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: int, progress: bool = False,
                  on_step: Any = None) -> list[float]:
     """Masked-token reconstruction on ``texts`` for ``cfg.mlm_steps`` AdamW steps; returns the loss per step.
-    ``on_step``: called with no argument after each step (progress reports; it does not change the training)."""
+    ``on_step``: called with no argument after each step (progress reports; it does not change the training).
+
+    Raises:
+        initlab.runs.NonFiniteError: a NaN/inf loss, or one past the divergence rule
+            (:class:`initlab.runs.LossGuard`), before that step's update.
+    """
     from transformers import DataCollatorForLanguageModeling
+
+    from initlab.runs import LossGuard
 
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -105,15 +112,17 @@ def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.mlm_lr, weight_decay=0.01)
     model.train()
     losses = []
+    guard = LossGuard("synthetic SPLADE MLM pretraining")
     steps = range(cfg.mlm_steps)
     if progress:
         from tqdm.auto import tqdm
 
         steps = tqdm(steps, desc="MLM pretraining", leave=False)
-    for _ in steps:
+    for step in steps:
         idx = torch.randint(len(examples), (cfg.mlm_batch,), generator=gen).tolist()
         batch = collator([examples[i] for i in idx])
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+        guard.check(out.loss.detach(), step=step)
         opt.zero_grad(set_to_none=True)
         out.loss.backward()
         opt.step()

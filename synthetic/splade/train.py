@@ -76,16 +76,20 @@ def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSwee
 
 
 def finite_guard_callback(where: str):
-    """A transformers ``TrainerCallback`` that stops training at the first non-finite gradient or logged loss.
+    """A transformers ``TrainerCallback`` that stops training at the first non-finite gradient, non-finite
+    logged loss or diverged logged total loss.
 
     Gradients are checked after the backward pass of every optimizer step (before the update), the
     logged losses at every log; either raises :class:`initlab.runs.NonFiniteError` naming the step
     (1-based optimizer step) and ``where``. A non-finite loss always gives non-finite gradients, so the
-    gradient check also stops a NaN/inf loss at the step it occurs.
+    gradient check also stops a NaN/inf loss at the step it occurs. The logged total ``loss`` also goes
+    through the divergence rule (:class:`initlab.runs.LossGuard`: more than 10^4 times the first logged
+    value raises :class:`initlab.runs.DivergenceError`); its parts are not, since the FLOPS terms start at
+    weight 0 and grow by design.
     """
     from transformers import TrainerCallback
 
-    from initlab.runs import check_finite
+    from initlab.runs import LossGuard, check_finite
 
     class FiniteGuard(TrainerCallback):
         #: ``{step: {"lambda_q": .., "lambda_d": ..}}`` as set by the regulariser-weight scheduler, which
@@ -104,9 +108,12 @@ def finite_guard_callback(where: str):
             for key, v in (logs or {}).items():
                 if "loss" in key and isinstance(v, (int, float)):
                     check_finite(float(v), where=f"{where} ({key})", step=state.global_step, what="loss")
+            if isinstance(logs.get("loss"), (int, float)):
+                self.loss_guard.check(float(logs["loss"]), step=state.global_step)
 
     guard = FiniteGuard()
     guard.weights = {}
+    guard.loss_guard = LossGuard(f"{where} (loss)")
     return guard
 
 

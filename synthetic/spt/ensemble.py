@@ -24,8 +24,10 @@ the same order on both paths.
   weights of the best *validation-accuracy* epoch (earliest on ties). Test accuracy never selects
   anything (it is computed only for those weights, the initial and the final ones).
 
-Every step checks the loss and the gradient norm (:func:`initlab.runs.check_finite`): NaN/inf raises
-:class:`initlab.runs.NonFiniteError` naming the loop and step.
+Every step checks each member's loss (:class:`initlab.runs.LossGuard`: NaN/inf, or more than 10^4 times
+that member's first loss) and the gradient norm (:func:`initlab.runs.check_finite`): a bad value raises
+:class:`initlab.runs.NonFiniteError` (:class:`initlab.runs.DivergenceError` for the divergence rule) naming
+the loop and step.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import torch.nn.functional as F
 
 from initlab.nn.encoder import SequenceTransformer
 from initlab.nn.masking import mask_tokens
-from initlab.runs import check_finite
+from initlab.runs import LossGuard, check_finite
 
 __all__ = ["PretrainMember", "FinetuneMember", "pretrain_members", "finetune_members", "best_epoch_rule",
            "select_on_validation"]
@@ -186,6 +188,7 @@ class _Engine:
         else:
             self.opts = [torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
                          for m in self.models]
+        self.guard: LossGuard | None = None  # made at the first step (it takes the loop's name)
 
     def train(self, mode: bool) -> None:
         for m in self.models:
@@ -199,8 +202,11 @@ class _Engine:
         return [getattr(m, fn)(t) for m, t in zip(self.models, tokens)]
 
     def step(self, losses: torch.Tensor, where: str, step: int) -> None:
-        """Backward of ``losses.sum()`` (M,), finite checks, one optimizer step per member."""
-        check_finite(losses.sum(), where=where, step=step, what="loss")
+        """Backward of ``losses.sum()`` (M,), the loss guard (per member) and gradient check, one optimizer step
+        per member."""
+        if self.guard is None:
+            self.guard = LossGuard(where)
+        self.guard.check(losses.detach(), step=step)
         if self.vectorized:
             self.opt.zero_grad(set_to_none=True)
             losses.sum().backward()
@@ -255,7 +261,7 @@ def pretrain_members(
         with ``states`` holding the rule's epoch (key ``"rule"``) and every snapshot epoch; the curve
         runs to ``max(stop_epoch, max(snapshots))`` for that member.
     Raises:
-        initlab.runs.NonFiniteError: NaN/inf loss or gradient (nothing is returned).
+        initlab.runs.NonFiniteError: NaN/inf or diverged loss, or NaN/inf gradient (nothing is returned).
     """
     M = len(members)
     eng = _Engine([m.model for m in members], vectorized, lr, weight_decay)
@@ -335,7 +341,7 @@ def finetune_members(
         "test_acc" (at best_epoch), "final_test_acc", "init_test_acc"}``; and the final models (plain
         copies on the vectorized path). Epoch 0 has train_loss/train_acc NaN.
     Raises:
-        initlab.runs.NonFiniteError: NaN/inf loss or gradient.
+        initlab.runs.NonFiniteError: NaN/inf or diverged loss, or NaN/inf gradient.
     """
     M = len(members)
     eng = _Engine([m.model for m in members], vectorized, lr, weight_decay)

@@ -81,8 +81,9 @@ def _run_cell(cfg: SPTConfig, rd: RunDir, name: str, c: dict[str, Any]) -> None:
     rd.save_cell(name, res, key=cell_key(cfg, c))
 
 
-def _worker(args: tuple[dict[str, Any], str, str, dict[str, Any], int]) -> dict[str, Any] | None:
-    """Worker process: one cell. A NaN/inf error comes back as its fields (it does not pickle)."""
+def _worker(args: tuple[dict[str, Any], str, str, dict[str, Any], int]) -> NonFiniteError | None:
+    """Worker process: one cell. A NaN/inf or divergence error comes back as the error object (it pickles), to
+    be raised in the parent."""
     from initlab.config import from_dict
 
     cfg_dict, out, name, c, threads = args
@@ -92,7 +93,7 @@ def _worker(args: tuple[dict[str, Any], str, str, dict[str, Any], int]) -> dict[
     try:
         _run_cell(cfg, RunDir(out, resume=True), name, c)
     except NonFiniteError as err:
-        return {"where": err.where, "step": err.step, "what": err.what, "value": err.value, "last_checkpoint": err.last_checkpoint}
+        return err
     return None
 
 
@@ -128,7 +129,7 @@ def _run_cells(cfg: SPTConfig, rd: RunDir, todo: list[tuple[str, dict[str, Any]]
                 err = running.pop(n).get()  # re-raises a worker's other errors
                 if err is not None:
                     pool.terminate()
-                    raise NonFiniteError(**err)
+                    raise err
                 waiting.discard(n)
                 bar.set_postfix_str(n)
                 bar.update(1)
@@ -153,8 +154,9 @@ def run(
     """
     from tqdm.auto import tqdm
 
-    if workers < 1 or threads < 1:
-        raise ValueError(f"workers (--workers) and threads (--threads): expected ints >= 1, got {workers} and {threads}")
+    for name, value in (("workers (--workers)", workers), ("threads (--threads)", threads)):
+        if value < 1:
+            raise ValueError(f"{name}: expected an integer >= 1, got {value}")
     t0 = time.perf_counter()
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     cells = plan(cfg)

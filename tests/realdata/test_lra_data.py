@@ -47,7 +47,7 @@ def test_lra_listops_errors_name_file_and_layout(tmp_path):
 
 
 def test_lra_text_aclimdb_fixture_parses_bytes():
-    td = D.load_task("text", FIX / "aclImdb", seed=0)
+    td = D.load_task("text", FIX / "aclImdb", split_seed=0)
     assert (td.vocab_size, td.max_len, td.n_classes) == (258, 4096, 2)
     assert len(td.train) + len(td.val) == 4 and len(td.val) == 1 and len(td.test) == 2
     raw = (FIX / "aclImdb" / "train" / "pos" / "0_9.txt").read_bytes()
@@ -107,7 +107,7 @@ def _write_cifar(folder: Path, n: int = 4, seed: int = 0) -> dict:
 
 def test_lra_cifar_batches_fixture_grayscale(tmp_path):
     batches = _write_cifar(tmp_path / "cifar-10-batches-py")
-    td = D.load_task("image", tmp_path, seed=0)
+    td = D.load_task("image", tmp_path, split_seed=0)
     assert (td.vocab_size, td.max_len, td.n_classes) == (258, 1024, 10)
     assert len(td.train) + len(td.val) == 20 and len(td.test) == 4
     data, labels = batches["test_batch"]
@@ -173,17 +173,54 @@ def _write_pathfinder(root: Path, n: int = 10, as_npy_array: bool = False) -> li
 @pytest.mark.parametrize("as_npy_array", [False, True])
 def test_lra_pathfinder_fixture_split_80_10_10(tmp_path, as_npy_array):
     items = _write_pathfinder(tmp_path, 10, as_npy_array)
-    td = D.load_task("pathfinder", tmp_path / "lra_release", seed=0)
+    td = D.load_task("pathfinder", tmp_path / "lra_release", split_seed=0)
     assert (len(td.train), len(td.val), len(td.test)) == (8, 1, 1)
     assert td.max_len == 1024 and td.n_classes == 2
     pix = {tuple((img.reshape(-1).astype(int) + 2).tolist()): y for img, y in items}
     for split in (td.train, td.val, td.test):
         for i in range(len(split)):
             assert pix[tuple(split.tokens[i].tolist())] == int(split.labels[i])
-    again = D.load_pathfinder(tmp_path, seed=0)
+    again = D.load_pathfinder(tmp_path, split_seed=0)
     assert torch.equal(again.test.tokens, td.test.tokens)
-    other = D.load_pathfinder(tmp_path, seed=1)
+    other = D.load_pathfinder(tmp_path, split_seed=1)
     assert not torch.equal(other.train.tokens, td.train.tokens)
+
+
+def test_lra_splits_follow_the_split_seed_not_the_run_seed(tmp_path):
+    # issue: the Pathfinder 80/10/10 split and the Text/Image hold-outs were drawn with the run seed
+    from dataclasses import replace
+
+    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.runtime import load_data
+    from initlab.realdata.lra.splits import split_fingerprint
+
+    _write_pathfinder(tmp_path / "pf", 20)
+    _write_cifar(tmp_path / "img" / "cifar-10-batches-py", n=10)
+    for task, folder in (("pathfinder", tmp_path / "pf"), ("image", tmp_path / "img"), ("text", FIX / "aclImdb")):
+        cfg = replace(TOY, task=task, data_dir=str(folder), listops_gen=None)
+        prints = {seed: split_fingerprint(load_data(replace(cfg, seed=seed))) for seed in (0, 1, 7)}
+        assert len(set(prints.values())) == 1, task  # every run seed: the same split
+        assert split_fingerprint(load_data(replace(cfg, split_seed=1))) != prints[0], task  # the split seed moves it
+    with pytest.raises(ValueError, match="split_seed"):
+        replace(TOY, split_seed=-1)
+
+
+def test_split_fingerprint_names_the_examples_of_each_split(tmp_path):
+    from dataclasses import replace
+
+    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.runtime import load_data
+    from initlab.realdata.lra.splits import split_fingerprint
+
+    td = D.load_task("text", FIX / "aclImdb", split_seed=0)
+    fp = split_fingerprint(td)
+    assert fp.startswith("sha256:") and len(fp) == 7 + 16 and split_fingerprint(D.load_task("text", FIX / "aclImdb")) == fp
+    swapped = S.TaskData(td.name, td.vocab_size, td.max_len, td.n_classes, td.val, td.train, td.test)
+    assert split_fingerprint(swapped) != fp  # same examples, other splits
+    assert split_fingerprint(D.load_task("text", FIX / "aclImdb", max_len=5)) != fp  # other length
+    # generated ListOps: in memory (what fine-tuning checks before writing) == written and read back (what it trains on)
+    assert split_fingerprint(load_data(TOY)) == split_fingerprint(load_data(TOY, out=tmp_path))
+    assert split_fingerprint(load_data(TOY)) != split_fingerprint(load_data(replace(TOY, limit=10)))
 
 
 def test_lra_pathfinder_errors(tmp_path):
@@ -236,7 +273,7 @@ def test_lra_bom_in_text_files_changes_nothing(tmp_path, task, sub):
     """ListOps (the header became '\\ufeffSource' and was refused), AAN (the first label '\\ufeff1' was refused)
     and IMDB reviews (the three BOM bytes became the review's first three tokens)."""
     marked = _copy_with_bom(FIX / sub, tmp_path / sub)
-    _same_task(D.load_task(task, marked, seed=0), D.load_task(task, FIX / sub, seed=0))
+    _same_task(D.load_task(task, marked, split_seed=0), D.load_task(task, FIX / sub, split_seed=0))
 
 
 def test_lra_bom_in_pathfinder_metadata_changes_nothing(tmp_path):
@@ -244,7 +281,7 @@ def test_lra_bom_in_pathfinder_metadata_changes_nothing(tmp_path):
     _write_pathfinder(tmp_path / "marked", 10)
     meta = tmp_path / "marked" / "lra_release" / "pathfinder32" / "curv_contour_length_14" / "metadata" / "0.npy"
     meta.write_bytes(b"\xef\xbb\xbf" + meta.read_bytes())  # the first folder was '\ufeffimgs/0': not found
-    _same_task(D.load_pathfinder(tmp_path / "marked", seed=0), D.load_pathfinder(tmp_path / "plain", seed=0))
+    _same_task(D.load_pathfinder(tmp_path / "marked", split_seed=0), D.load_pathfinder(tmp_path / "plain", split_seed=0))
 
 
 @pytest.mark.parametrize("task,sub,fname,line", [("listops", "listops", "basic_train.tsv", 2),
@@ -260,4 +297,4 @@ def test_lra_non_utf8_file_is_refused_naming_file_and_line(tmp_path, task, sub, 
     lines[line - 1] = lines[line - 1].rstrip(b"\n") + b"\xe9" + (b"\n" if lines[line - 1].endswith(b"\n") else b"")
     p.write_bytes(b"".join(lines))
     with pytest.raises(ValueError, match=rf"{Path(fname).name}:{line}: not UTF-8 text \(byte 0xe9"):
-        D.load_task(task, folder, seed=0)
+        D.load_task(task, folder, split_seed=0)

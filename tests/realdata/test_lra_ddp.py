@@ -1,4 +1,5 @@
-"""Two-process CPU DDP (gloo) through torchrun + accelerate: gradients and parameters stay synchronised."""
+"""Two-process CPU DDP (gloo) through torchrun + accelerate: gradients and parameters stay synchronised, a NaN
+injected on one rank stops every rank at that step, dropout masks differ across ranks and runs are deterministic."""
 
 from __future__ import annotations
 
@@ -19,5 +20,9 @@ def test_lra_two_process_cpu_ddp(tmp_path):
     assert res["ranks_saw_different_data"]  # otherwise equal gradients would prove nothing
     assert res["max_grad_diff"] == 0.0 and res["max_param_diff"] == 0.0
     assert res["pretrain_world_size"] == 2 and (tmp_path / "pretrain" / "DONE").exists()
-    steps = res["nan_stop_step_per_rank"]  # non-finite guard: every rank stops at the same step, no DONE
-    assert len(steps) == 2 and steps[0] == steps[1] >= 0 and not (tmp_path / "pretrain_nan" / "DONE").exists()
+    steps = res["nan_stop_step_per_rank"]  # NaN injected on rank 1 only: every rank stops at that step, no DONE
+    assert steps == [res["nan_injected_at_step_on_rank_1"]] * 2 and not (tmp_path / "pretrain_nan" / "DONE").exists()
+    # dropout 0.3: each rank draws its own masks (a shared seed gave equal masks on same-shaped batches) ...
+    assert res["dropout_probe_masks_differ_across_ranks"] and res["dropout_probe_share_equal_across_ranks"] < 0.8
+    # ... and the run is still deterministic
+    assert res["dropout_probes_equal_across_runs"] and res["dropout_checkpoints_identical_across_runs"]

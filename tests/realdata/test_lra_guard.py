@@ -16,16 +16,48 @@ from initlab.realdata.lra.config import TOY
 from initlab.realdata.lra.sweep import _run_cells, expand_conditions, run_sweep
 
 
-def test_lra_pretrain_cli_stops_on_nan_without_done(tmp_path):
+def _spt_loss_times(monkeypatch, factor: float, at_step: int):
+    """Make the SPT loss ``factor`` times its value at optimisation step ``at_step`` (every later step too),
+    deterministically: a guard test must not depend on whether a CPU rounds a diverging run to NaN."""
+    real, calls = T.spt_loss, {"n": 0}
+
+    def spt_loss(*a, **k):
+        loss, n = real(*a, **k)
+        step, calls["n"] = calls["n"], calls["n"] + 1
+        return (loss * factor if step >= at_step else loss), n
+
+    monkeypatch.setattr(T, "spt_loss", spt_loss)
+
+
+@pytest.mark.parametrize("factor, words", [(float("nan"), "non-finite loss (nan) at step 3"),
+                                           (1e6, "loss diverged")])
+def test_lra_pretrain_cli_stops_on_nan_or_divergence_without_done(tmp_path, monkeypatch, capsys, factor, words):
+    from initlab import cli
+
+    _spt_loss_times(monkeypatch, factor, at_step=3)
     out = tmp_path / "pt"
-    cmd = [sys.executable, "-m", "initlab.cli", "lra", "pretrain", "--preset", "toy", "--set", "lr=1e3",
-           "--spt-epochs", "2", "--out", str(out), "--no-progress"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0
-    assert "non-finite" in proc.stderr and "at step" in proc.stderr and "Last finite checkpoint" in proc.stderr
-    assert not (out / "DONE").exists() and not (out / "spt_best.safetensors").exists()
+    rc = cli.main(["lra", "pretrain", "--preset", "toy", "--spt-epochs", "2", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 1 and words in err and "at step 3" in err and "Last finite checkpoint" in err and "Traceback" not in err
+    assert not (out / "DONE").exists() and not (out / "spt_best.safetensors").exists()  # step 3 is in the first epoch
     res = json.loads((out / "results.json").read_text())
-    assert res["failed"] is True and res["what"] in ("loss", "gradient") and res["step"] >= 0
+    assert res["failed"] is True and res["what"] == "loss" and res["step"] == 3
+
+
+def test_lra_finetune_divergence_names_step_and_factor(tmp_path, monkeypatch):
+    # a finite loss 10^6 times its first value at step 7: the divergence rule stops it (DivergenceError)
+    real, calls = T.F.cross_entropy, {"n": 0}
+
+    def grows_at_step_7(*a, **k):
+        calls["n"] += 1
+        out = real(*a, **k)
+        return out * 1e6 if calls["n"] == 8 else out
+
+    monkeypatch.setattr(T.F, "cross_entropy", grows_at_step_7)
+    with pytest.raises(runs.DivergenceError, match=r"loss diverged \(.* at step 7, more than 10000 times its early value") as info:
+        T.finetune(replace(TOY, init="scratch", epochs=3, metrics_examples=0), tmp_path / "ft", progress=False)
+    assert isinstance(info.value, runs.NonFiniteError) and info.value.factor == runs.DIVERGENCE_FACTOR
+    assert not (tmp_path / "ft" / "DONE").exists() and json.loads((tmp_path / "ft" / "results.json").read_text())["failed"]
 
 
 def test_lra_finetune_nan_names_last_checkpoint(tmp_path, monkeypatch):
@@ -62,8 +94,12 @@ def test_lra_changed_config_resume_raises(tmp_path):
     assert (tmp_path / "pt" / "DONE").exists()
 
 
-def test_lra_sweep_records_failed_cell_and_goes_on(tmp_path):
-    rows = run_sweep("spt-vs-scratch", replace(TOY, lr=1e3), tmp_path / "sw", (0,), progress=False, figure=False)
+def test_lra_sweep_records_failed_cell_and_goes_on(tmp_path, monkeypatch):
+    # NaN injected into every loss (SPT and label) from step 2 on: both cells fail, the sweep goes on
+    _spt_loss_times(monkeypatch, float("nan"), at_step=2)
+    real = T.F.cross_entropy
+    monkeypatch.setattr(T.F, "cross_entropy", lambda *a, **k: real(*a, **k) * float("nan"))
+    rows = run_sweep("spt-vs-scratch", TOY, tmp_path / "sw", (0,), progress=False, figure=False)
     assert [r["condition"] for r in rows] == ["scratch", "spt"]
     assert all(r["failed"] for r in rows) and all(r["test_acc"] != r["test_acc"] for r in rows)  # NaN
     assert "non-finite" in rows[0]["error"] and (tmp_path / "sw" / "DONE").exists()

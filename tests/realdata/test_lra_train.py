@@ -100,7 +100,7 @@ def test_lra_hybrid_init_and_frozen_attention(tmp_path):
     for k in now:
         src = spt_state if (".W_Q." in k or ".W_K." in k) else fresh
         assert torch.equal(now[k], src[k]), k
-    T.save_weights(spt_state, tmp_path / "spt.safetensors")
+    T.save_weights(spt_state, tmp_path / "spt.safetensors", metadata=T.split_metadata(T.load_data(cfg)))
     res = T.finetune(replace(cfg, init="spt", init_groups="qkvo", freeze=("attention",)), tmp_path / "ft",
                      tmp_path / "spt.safetensors", progress=False)
     assert res["n_frozen"] == 8 * cfg.n_layers
@@ -139,7 +139,7 @@ def test_lra_bad_input_writes_nothing(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli(["lra", "sweep", "--preset", "toy", "--ablation", "spt-vs-scratch", "--data-dir", str(tmp_path / "nowhere"),
              "--out", str(out), "--no-progress"])
-    assert "nowhere: not found" in capsys.readouterr().err and not out.exists()
+    assert "--data-dir" in (err := capsys.readouterr().err) and "nowhere: no such folder" in err and not out.exists()
 
 
 def test_lra_ablation_presets_expand():
@@ -234,3 +234,81 @@ def test_lra_sweep_cli_names_bad_seeds(tmp_path, capsys):
         sweep_main(["--ablation", "hybrid", "--seeds", "a,b", "--out", str(tmp_path / "s")])
     assert exc.value.code == 2 and "--seeds" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+
+
+def _pathfinder_folder(root, n: int = 20):
+    import numpy as np
+    from PIL import Image
+
+    base = root / "curv_contour_length_14"
+    (base / "metadata").mkdir(parents=True)
+    (base / "imgs" / "0").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(n):
+        Image.fromarray(rng.integers(0, 256, (32, 32), dtype=np.uint8), mode="L").save(base / "imgs" / "0" / f"sample_{i}.png")
+        lines.append(f"imgs/0 sample_{i}.png {i} {i % 2}\n")
+    (base / "metadata" / "0.npy").write_text("".join(lines))
+    return root
+
+
+def test_lra_finetune_of_another_seed_sees_the_spt_split_and_another_split_is_refused(tmp_path, capsys):
+    # issue: `lra finetune --seed 1 --spt <a seed-0 SPT run>` fine-tuned on Pathfinder examples the SPT run had
+    # pretrained on (the 80/10/10 split followed --seed), with exit 0 and no warning
+    from safetensors import safe_open
+
+    from initlab.realdata.lra.runtime import load_data
+    from initlab.realdata.lra.splits import split_fingerprint
+
+    pf = _pathfinder_folder(tmp_path / "pf")
+    cfg = replace(TOY, task="pathfinder", data_dir=str(pf), listops_gen=None, spt_epochs=1, epochs=1, batch_size=8,
+                  metrics_examples=0)
+    pt = tmp_path / "pt"
+    res = T.pretrain(cfg, pt, progress=False)
+    with safe_open(str(pt / "spt_best.safetensors"), framework="pt") as fh:
+        meta = fh.metadata()
+    assert json.loads(meta.pop("initlab_split")) == {"task": "pathfinder", "fingerprint": res["split_fingerprint"]}
+    assert meta == {}
+    assert res["split_fingerprint"] == split_fingerprint(load_data(replace(cfg, seed=1)))  # the seed moves no example
+    common = ["--preset", "toy", "--data-dir", str(pf), "--set", "task=pathfinder", "--set", "listops_gen=null",
+              "--set", "batch_size=8", "--set", "metrics_examples=0", "--epochs", "1", "--no-progress", "--spt", str(pt)]
+    assert cli(["lra", "finetune", "--seed", "1", "--out", str(tmp_path / "ft1")] + common) == 0
+    capsys.readouterr()
+    for extra in (["--set", "split_seed=1"], ["--limit", "10"]):  # another split of the same task: refused
+        out = tmp_path / f"ft-{extra[-1]}"
+        with pytest.raises(SystemExit) as exc:
+            cli(["lra", "finetune", "--out", str(out)] + common + extra)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert "pretrained on another split of pathfinder" in err and res["split_fingerprint"] in err
+        assert not out.exists()  # refused before anything is written
+
+
+def test_lra_spt_checkpoint_without_a_split_or_corrupt_is_refused_in_one_line(tmp_path, capsys):
+    ft = tmp_path / "ft"
+    bare = tmp_path / "bare.safetensors"
+    T.save_weights(T.build_model(TOY).backbone.state_dict(), bare)  # no split recorded
+    (tmp_path / "empty.txt").write_text("")
+    for spt, words in ((bare, "records no data split"), (tmp_path / "empty.txt", "not a readable safetensors file"),
+                       (tmp_path / "nowhere.safetensors", "no such file or folder"),
+                       (tmp_path, "not the folder of an initlab lra pretrain run")):
+        with pytest.raises(SystemExit) as exc:
+            cli(["lra", "finetune", "--preset", "toy", "--spt", str(spt), "--out", str(ft), "--no-progress"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and len(err.strip().splitlines()) == 1 and words in err and "Traceback" not in err
+        assert not ft.exists()
+
+
+def test_lra_dropout_seed_is_per_rank_and_keeps_rank_0():
+    import torch
+
+    from initlab.realdata.lra.loop import dropout_seed
+
+    assert dropout_seed(3, 5, 0) == 3005  # the single-process seed, unchanged
+    seeds = {dropout_seed(s, e, r) for s in range(3) for e in range(50) for r in range(8)}
+    assert len(seeds) == 3 * 50 * 8 and all(0 <= x < 2**32 for x in seeds)  # distinct, and inside torch's 32 bits
+    masks = []
+    for rank in (0, 1):
+        torch.manual_seed(dropout_seed(0, 0, rank))
+        masks.append(torch.nn.functional.dropout(torch.ones(256), 0.3))
+    assert not torch.equal(masks[0], masks[1])

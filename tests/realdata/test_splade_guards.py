@@ -157,16 +157,22 @@ def test_summary_of_a_folder_set_holds_its_numbers_not_nan(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # training: NaN stop, lengths, required arguments, finished folders
 # ------------------------------------------------------------------------------------------------
-def test_diverging_training_stops_names_step_and_checkpoint_and_writes_no_result(tmp_path, capsys):
+@pytest.mark.parametrize("factor, words", [(float("nan"), "non-finite loss (nan) at step 3"),
+                                           (1e6, "loss diverged")])
+def test_diverging_training_stops_names_step_and_checkpoint_and_writes_no_result(tmp_path, capsys, monkeypatch,
+                                                                                 factor, words):
     from safetensors.torch import load_file
 
+    from splade_loss_injection import multiply_loss
+
+    multiply_loss(factor, at_step=3, setattr_=monkeypatch.setattr)  # NaN, or 10^6 times the loss, from step 3 on
     out = tmp_path / "nan"
-    rc = train_main(QUICK + ["--out", str(out), "--set", "learning_rate=1e30", "--set", "save_steps=1"])
+    rc = train_main(QUICK + ["--out", str(out), "--set", "save_steps=1"])
     err = capsys.readouterr().err
     assert rc == 1
-    assert re.search(r"non-finite (loss|gradient) \(nan\) at step \d", err) and "Last finite checkpoint:" in err
+    assert words in err and "at step 3" in err and "Last finite checkpoint:" in err
     fail = json.loads((out / "failure.json").read_text())
-    assert fail["status"] == "failed" and fail["step"] >= 2
+    assert fail["status"] == "failed" and fail["step"] == 3 and fail["what"] == "loss"
     assert not (out / "DONE").exists() and not (out / "model").exists() and not (out / "train_results.json").exists()
     ckpt = Path(fail["last_checkpoint"])
     assert ckpt.name == f"checkpoint-{fail['step'] - 1}"
@@ -280,14 +286,41 @@ def test_diverging_ddp_training_stops_every_process_at_the_same_step(tmp_path):
         port = s.getsockname()[1]
     out = tmp_path / "ddp_nan"
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    script = str(Path(__file__).with_name("splade_loss_injection.py"))  # NaN loss from step 3 on, every rank
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(port), "-m", "initlab.cli", "splade", "train", "--out", str(out)] + QUICK + [
-           "--set", "learning_rate=1e30", "--set", "save_steps=1"]
+           "--master_port", str(port), script, "nan", "3", "splade", "train", "--out", str(out)] + QUICK + [
+           "--set", "save_steps=1"]
     proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode != 0
-    assert proc.stderr.count("non-finite") >= 2  # both ranks name the step
+    assert proc.stderr.count("non-finite loss (nan) at step 3") >= 2  # both ranks name the step
     fail = json.loads((out / "failure.json").read_text())
-    assert fail["step"] >= 2 and not (out / "DONE").exists() and not (out / "model").exists()
+    assert fail["step"] == 3 and not (out / "DONE").exists() and not (out / "model").exists()
+
+
+@pytest.mark.slow
+def test_ddp_training_draws_its_own_dropout_masks_on_each_rank(tmp_path):
+    # the Trainer seeds every process with the same seed; each rank must then draw its own dropout stream
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    probes = []
+    for run in ("a", "b"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        script = str(Path(__file__).with_name("splade_loss_injection.py"))
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+               "--master_port", str(port), script, "probe", str(tmp_path / f"probe_{run}"), "splade", "train", "--out",
+               str(tmp_path / run)] + QUICK + ["--set", "max_steps=1"]
+        proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+                              timeout=400)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        probes.append([torch.load(tmp_path / f"probe_{run}.{r}") for r in (0, 1)])
+    assert not torch.equal(probes[0][0], probes[0][1])  # ranks differ ...
+    assert all(torch.equal(a, b) for a, b in zip(probes[0], probes[1]))  # ... and each is deterministic
 
 
 def test_sweep_records_a_diverged_cell_as_failed_and_goes_on(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer, freeze
-from initlab.runs import NonFiniteError
+from initlab.runs import DivergenceError, NonFiniteError
 from initlab.synthetic.spt.ensemble import FinetuneMember, PretrainMember, batched_forward, finetune_members, pretrain_members
 from initlab.synthetic.spt.tasks import MASK_ID, TaskConfig, make_task, vocab_size
 
@@ -79,10 +79,36 @@ def test_finetune_ensemble_equals_sequential_with_frozen_attention():
         torch.testing.assert_close(am.blocks[0].attn.W_Q.weight, m0.blocks[0].attn.W_Q.weight, rtol=0, atol=0)  # frozen
 
 
+def _inject(monkeypatch, at_step: int, factor, member: int | None = None):
+    """Multiply the members' losses (all, or only ``member``'s) by ``factor`` at optimisation step ``at_step``,
+    before the guard sees them: a deterministic NaN or divergence, whatever the CPU's rounding."""
+    from initlab.synthetic.spt import ensemble
+
+    real = ensemble._Engine.step
+
+    def step(self, losses, where, step_):
+        if step_ == at_step:
+            scale = torch.ones_like(losses)
+            scale[slice(None) if member is None else member] = factor
+            losses = losses * scale
+        return real(self, losses, where, step_)
+
+    monkeypatch.setattr(ensemble._Engine, "step", step)
+
+
 @pytest.mark.parametrize("vectorized", [True, False])
-def test_absurd_learning_rate_stops_with_nonfinite_error(vectorized):
-    with pytest.raises(NonFiniteError, match=r"synthetic SPT pretrain: non-finite (loss|gradient) .* at step \d+"):
-        pretrain_members(_pre_members(_models()), lr=1e30, weight_decay=0.0, batch_size=16, mask_rate=0.15, mask_id=MASK_ID,
+def test_nan_loss_stops_with_nonfinite_error(monkeypatch, vectorized):
+    _inject(monkeypatch, 3, float("nan"))
+    with pytest.raises(NonFiniteError, match=r"synthetic SPT pretrain: non-finite loss \(nan\) at step 3;"):
+        pretrain_members(_pre_members(_models()), lr=3e-3, weight_decay=0.0, batch_size=16, mask_rate=0.15, mask_id=MASK_ID,
                          patience=5, max_epochs=20, vectorized=vectorized)
-    with pytest.raises(NonFiniteError, match=r"synthetic SPT fine-tune: non-finite"):
-        finetune_members(_ft_members(_models()), lr=1e30, weight_decay=0.0, batch_size=16, epochs=20, vectorized=vectorized)
+    with pytest.raises(NonFiniteError, match=r"synthetic SPT fine-tune: non-finite loss \(nan\) at step 3;"):
+        finetune_members(_ft_members(_models()), lr=3e-3, weight_decay=0.0, batch_size=16, epochs=20, vectorized=vectorized)
+
+
+@pytest.mark.parametrize("vectorized", [True, False])
+def test_one_member_diverging_stops_the_ensemble(monkeypatch, vectorized):
+    # member 1's loss 10^6 times its value at step 3: the divergence rule, per member (the others are fine)
+    _inject(monkeypatch, 3, 1e6, member=1)
+    with pytest.raises(DivergenceError, match=r"synthetic SPT fine-tune: loss diverged \(.* at step 3, more than 10000"):
+        finetune_members(_ft_members(_models()), lr=3e-3, weight_decay=0.0, batch_size=16, epochs=20, vectorized=vectorized)

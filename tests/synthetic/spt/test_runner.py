@@ -121,12 +121,17 @@ def test_workers_give_the_same_cells(tmp_path):
     assert _cells(tmp_path / "one") == _cells(tmp_path / "two")
 
 
-def test_cli_absurd_learning_rate_exits_nonzero_without_done(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(spt.PRESETS, "quick", derive(TINY, seeds=(0,), lr=1e30, conditions=("scratch", "spt")))
+def test_cli_nan_loss_exits_nonzero_without_done(tmp_path, monkeypatch, capsys):
+    from initlab.synthetic.spt import ensemble
+
+    real = ensemble._Engine.step  # a NaN loss at step 2 of every loop, injected (not left to a CPU's rounding)
+    monkeypatch.setattr(ensemble._Engine, "step", lambda self, losses, where, step: real(
+        self, losses * float("nan") if step == 2 else losses, where, step))
+    monkeypatch.setitem(spt.PRESETS, "quick", derive(TINY, seeds=(0,), conditions=("scratch", "spt")))
     out = tmp_path / "nan"
     assert synthetic_cmd.spt_main(["--preset", "quick", "--out", str(out), "--workers", "1", "--no-progress"]) == 1
     err = capsys.readouterr().err
-    assert "non-finite" in err and "at step" in err and "Traceback" not in err
+    assert "non-finite loss (nan) at step 2" in err and "Traceback" not in err
     assert not (out / "DONE").exists() and not list((out / "cells").glob("ft_*.json"))
 
 
