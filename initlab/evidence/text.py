@@ -3,7 +3,7 @@
 Imported as ``initlab.evidence.text``. :func:`describe` writes a :class:`initlab.evidence.rules.Verdict` as
 ``**word**: estimate [lo, hi] (what the interval is, n seeds)`` plus, for an inconclusive verdict, how many
 seeds would decide it. Units: ``points`` (accuracy fractions shown as signed percentage points), ``share``
-(a ratio, two decimals), ``mass`` (a proximity mass, three decimals), ``ndcg`` (nDCG@10, three decimals).
+(a ratio, two decimals), ``mass`` (a proximity mass, three decimals), ``ndcg`` (nDCG@10, three decimals), ``nats`` (a loss in nats, two decimals).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from initlab.evidence.rules import INCONCLUSIVE, NOT_RUN, Verdict
 __all__ = ["number", "interval", "interval_kind", "decide_text", "describe", "bold"]
 
 _FORMATS = {"points": lambda x: f"{100 * x:+.1f}", "share": lambda x: f"{x:.2f}", "mass": lambda x: f"{x:+.3f}",
-            "ndcg": lambda x: f"{x:+.3f}"}
+            "ndcg": lambda x: f"{x:+.3f}", "nats": lambda x: f"{x:+.2f}"}
 
 
 def bold(word: str) -> str:

@@ -45,10 +45,11 @@ import torch
 from initlab.config import to_dict
 from initlab.runs import RunDir
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
-from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
+from initlab.synthetic.splade.phase.config import (PRESETS, CellSpec, PhaseConfig, backbone_for, cell_key, cell_spec,
+                                                   check_config, grid)
 
 #: ``PRESETS`` is re-exported: ``initlab.synthetic.splade.phase.runner.PRESETS`` is the documented name of the presets.
-__all__ = ["PRESETS", "run_phase"]
+__all__ = ["PRESETS", "run_phase", "inspect_name"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -122,8 +123,8 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     for p in points:
         specs.setdefault(p["cell"], cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"]))
     todo = [sp for name, sp in specs.items() if not rd.has_cell(name, key=cell_key(cfg, sp))]
-    inspect_todo = [(f, s) for f in cfg.families for s in cfg.head_scales
-                    if not rd.has_cell(f"inspect_{f}_s={s:g}", key=_inspect_key(cfg, f, s))]
+    inspect_todo = [(f, s, seed) for f in cfg.families for s in cfg.head_scales for seed in cfg.seeds
+                    if not rd.has_cell(inspect_name(f, s, seed), key=_inspect_key(cfg, f, s, seed))]
     bb = {(f, seed): str(rd.root / "backbone" / f"{f}_seed={seed}") for f in cfg.families for seed in cfg.seeds}
     t0 = time.perf_counter()
     with _pool(workers) as pool:
@@ -132,7 +133,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
             fut.result()
         jobs = {pool.submit(run_phase_cell, bb[(sp.family, sp.seed)], cfg, sp, str(rd.root / "trainer_tmp" / sp.name)): sp
                 for sp in todo}
-        jobs.update({pool.submit(inspect_cell, bb[(f, cfg.seeds[0])], cfg, f, s): (f, s) for f, s in inspect_todo})
+        jobs.update({pool.submit(inspect_cell, bb[(f, seed)], cfg, f, s, seed): (f, s, seed) for f, s, seed in inspect_todo})
         bar = tqdm(total=len(jobs), desc="synthetic SPLADE cells", disable=not progress)
         from concurrent.futures import as_completed
 
@@ -144,8 +145,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
                 if res["collapse"]:
                     warnings.warn(f"SPLADE cell {what.name}: {'; '.join(res['collapse'])}", RuntimeWarning, stacklevel=2)
             else:
-                f, s = what
-                rd.save_cell(f"inspect_{f}_s={s:g}", res, key=_inspect_key(cfg, f, s))
+                rd.save_cell(inspect_name(*what), res, key=_inspect_key(cfg, *what))
             bar.update(1)
         bar.close()
     import shutil
@@ -161,6 +161,11 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
     return rd
 
 
-def _inspect_key(cfg: PhaseConfig, family: str, s: float) -> dict[str, Any]:
+def inspect_name(family: str, s: float, seed: int) -> str:
+    """The cell name of the ``mlmhead inspect`` report of one (family, s, seed) backbone."""
+    return f"inspect_{family}_s={s:g}_seed={seed}"
+
+
+def _inspect_key(cfg: PhaseConfig, family: str, s: float, seed: int) -> dict[str, Any]:
     return {"family": family, "s": s, "ks": list(cfg.ks), "batch": cfg.batch_size, "texts": cfg.inspect_texts,
-            "backbone": to_dict(cfg.backbone), "corpus": to_dict(cfg.corpus), "seed": cfg.seeds[0]}
+            "backbone": to_dict(backbone_for(cfg, family)), "corpus": to_dict(cfg.corpus), "seed": seed}
