@@ -40,7 +40,8 @@ recipe into ``th.high_norm`` and ``th.normal_norm``; each claim is the all-of ov
 * :func:`recommended_regret` -- the regret ``nDCG(best k) - nDCG(k_rule)`` over every (family, seed) of the run,
   equivalent to 0 within ± ``regret_margin`` (rule ``inspect``, ``edge`` or ``bert``; :func:`rule_k`);
 * :func:`rule_difference` -- two rules' paired regrets, ``d = regret(b) - regret(a)``: gain δ = ``min_rule_gain``
-  (rule ``a`` beats rule ``b``).
+  (rule ``a`` beats rule ``b``); the claims ``edge_beats_inspect`` and ``bert_beats_inspect`` ask whether an
+  alternative beats the rule ``initlab mlmhead inspect`` ships (:func:`shipped_rule`).
 
 The rules for k (:func:`rule_k`): ``inspect`` -- the saved recommended k (smallest grid k with score sd
 <= sqrt(2 ln B)); ``edge`` -- the grid k whose score sd is closest to sqrt(2 ln B) in log scale; ``bert`` --
@@ -60,7 +61,7 @@ from initlab.evidence.rules import NOT_RUN, Verdict
 
 __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k", "rule_k", "high_norm_degrades",
            "rescaling_fixes", "over_rescaling", "input_side", "recommended_regret", "rule_difference", "evaluate_all",
-           "by_id", "check_record", "regrets", "describe_claim", "part_label"]
+           "by_id", "check_record", "regrets", "describe_claim", "part_label", "shipped_rule"]
 
 Raw = Mapping[str, Any]
 RULES = ("inspect", "edge", "bert")
@@ -319,6 +320,16 @@ def recommended_regret(raw: Raw, th: SPLADEThresholds, rule: str = "inspect") ->
                   f"regret of the {rule} rule over {len(reg)} family-seed backbones")
 
 
+def shipped_rule(raw: Raw, th: SPLADEThresholds) -> str:
+    """The preregistered decision on the rule ``mlmhead inspect`` should ship: an alternative (``edge`` or
+    ``bert``) replaces ``inspect``'s rule only if it beats it (:func:`rule_difference` reads *reproduced*: its
+    regret lower by more than ``min_rule_gain`` with the whole 95 % interval beyond it); of two such, the one
+    with the larger estimate. Otherwise ``inspect`` stays."""
+    wins = [(rule_difference(raw, th, r, "inspect"), r) for r in ("edge", "bert")]
+    wins = [(v.estimate, r) for v, r in wins if v.word == rules.REPRODUCED]
+    return max(wins)[1] if wins else "inspect"
+
+
 def rule_difference(raw: Raw, th: SPLADEThresholds, a: str = "inspect", b: str = "bert") -> Verdict:
     """Rule ``a`` has a lower regret than rule ``b`` by at least ``min_rule_gain`` (paired over (family, seed))."""
     ra, rb = regrets(raw, a), regrets(raw, b)
@@ -359,10 +370,10 @@ CLAIMS: tuple[ClaimSpec, ...] = (
               "regret nDCG@10", lambda raw, th: recommended_regret(raw, th, "bert")),
     ClaimSpec("regret_edge", "the edge rule's k is within the margin of the best k", "-",
               "regret nDCG@10", lambda raw, th: recommended_regret(raw, th, "edge")),
-    ClaimSpec("inspect_vs_bert", "inspect's rule has a lower regret than the BERT-scale rule", "-",
-              "regret(bert) − regret(inspect)", lambda raw, th: rule_difference(raw, th, "inspect", "bert")),
-    ClaimSpec("inspect_vs_edge", "inspect's rule has a lower regret than the edge rule", "-",
-              "regret(edge) − regret(inspect)", lambda raw, th: rule_difference(raw, th, "inspect", "edge")),
+    ClaimSpec("edge_beats_inspect", "the edge rule has a lower regret than inspect's rule", "-",
+              "regret(inspect) − regret(edge)", lambda raw, th: rule_difference(raw, th, "edge", "inspect")),
+    ClaimSpec("bert_beats_inspect", "the BERT-scale rule has a lower regret than inspect's rule", "-",
+              "regret(inspect) − regret(bert)", lambda raw, th: rule_difference(raw, th, "bert", "inspect")),
 )
 
 

@@ -15,10 +15,11 @@ from typing import Any
 
 from initlab.config import derive, to_dict
 from initlab.evidence.splade_claims import SPLADEThresholds
+from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
 from initlab.synthetic.splade.data import CorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
-__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CellSpec", "cell_spec", "grid", "check_config", "cell_key"]
+__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CONFIRM_SEEDS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key"]
 
 
 #: the three ways of applying s and k (see the module docstring).
@@ -70,9 +71,9 @@ class PhaseConfig:
     log_every: int = 5
     init_batch: int = 32
     posthoc_ks: tuple[float, ...] = (4.0, 16.0, 64.0)
-    dense_fraction: float = 0.9
-    max_mean_cosine: float = 0.99
-    max_same_ranking: float = 0.9
+    dense_fraction: float = THRESHOLDS.dense_fraction
+    max_mean_cosine: float = THRESHOLDS.max_mean_cosine
+    max_same_ranking: float = THRESHOLDS.max_same_ranking
     loss_threshold: float = 1.0
     claims: SPLADEThresholds = SPLADEThresholds()
     inspect_texts: int = 40
@@ -109,12 +110,17 @@ _P2 = tuple(2.0 ** i for i in range(-2, 7))  # 1/4 ... 64
 
 #: The first design (imposed head scale s, every family the standard recipe); exploratory, kept to re-run the
 #: earlier runs (their results are docs/results/synthetic_splade_{default,confirm,confirm-input}/, made when
-#: these presets were called ``default``, ``confirm`` and ``confirm-input``).
+#: these presets were called ``default``, ``confirm`` and ``confirm-input``), with the collapse thresholds of then.
+_OLD_COLLAPSE = dict(max_mean_cosine=UNCALIBRATED.max_mean_cosine, max_same_ranking=UNCALIBRATED.max_same_ranking)
 IMPOSED_S = derive(BASE, corpus=derive(BASE.corpus, n_dev_queries=80), head_scales=(0.25, 1.0, 16.0),
-                   ks=(1.0, 2.0, 4.0, 16.0, 64.0), output_ks=(4.0, 16.0), posthoc_ks=())
+                   ks=(1.0, 2.0, 4.0, 16.0, 64.0), output_ks=(4.0, 16.0), posthoc_ks=(), **_OLD_COLLAPSE)
 
 #: The natural-norm design: s = 1 only, each family its own recipe.
 NATURAL = derive(BASE, family_backbones=LONG_RECIPES)
+
+#: The preregistered confirmatory seeds (fresh: never used by any earlier run of this project); the count comes
+#: from the power computation at the exploratory run's sd (docs/synthetic_splade.md#preregistration).
+CONFIRM_SEEDS = (9101, 9102, 9103, 9104, 9105, 9106)
 
 PRESETS: dict[str, PhaseConfig] = {
     # a smoke test (about a minute): numbers not meaningful, one seed gives no interval
@@ -122,13 +128,15 @@ PRESETS: dict[str, PhaseConfig] = {
                     backbone=derive(STANDARD_RECIPE, mlm_steps=100),
                     family_backbones={"modernbert": derive(LONG_RECIPES["modernbert"], mlm_steps=300)},
                     families=("bert", "modernbert"), ks=(1.0, 16.0), output_ks=(16.0,), posthoc_ks=(16.0,), steps=40),
-    # PLACEHOLDER until the preregistration: the reproduce preset (two families, three seeds)
+    # what `initlab reproduce` runs: two families (one of each recipe), the first three confirmatory seeds, a
+    # four-point k grid; its cells are the full run's cells of those seeds (same recipe and keys)
     "default": derive(NATURAL, families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0, 64.0), output_ks=(64.0,),
-                      seeds=(0, 1, 2)),
-    # exploratory: the natural-norm grid on seeds 0-2 (the seed counts of the confirmatory run come from it)
-    "explore": derive(NATURAL, seeds=(0, 1, 2)),
-    # PLACEHOLDER until the preregistration: the confirmatory run
-    "full": derive(NATURAL, seeds=(0, 1, 2)),
+                      seeds=CONFIRM_SEEDS[:3]),
+    # exploratory: the natural-norm grid on seeds 0-2, run before the preregistration (with the uncalibrated
+    # collapse thresholds); the confirmatory seed count and the calibrated thresholds come from it
+    "explore": derive(NATURAL, seeds=(0, 1, 2), **_OLD_COLLAPSE),
+    # the preregistered confirmatory run: every family, the tied k grid, output-only k = k_far, fresh seeds
+    "full": derive(NATURAL, output_ks=(64.0,), seeds=CONFIRM_SEEDS),
     "imposed-s": IMPOSED_S,
     "imposed-s-full": derive(IMPOSED_S, head_scales=_P2, ks=_P2, output_ks=tuple(k for k in _P2 if k != 1.0),
                              modes=MODES, seeds=(0, 1, 2), steps=200),
