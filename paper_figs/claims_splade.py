@@ -37,6 +37,7 @@ from typing import Any
 
 from initlab.config import from_dict
 from initlab.evidence import splade_claims as sc
+from initlab.evidence import text
 from initlab.evidence.text import bold
 
 __all__ = ["FULL", "FILES", "ROWS", "load_phase", "degradation_row", "fix_row", "over_rescaling_row"]
@@ -88,14 +89,23 @@ def degradation_row(r: Results) -> str:
             f"best k chosen on held-out queries). " + sc.describe_claim(v["high_norm_degrades"], with_word=False))
 
 
+def _regret(v: sc.Verdict) -> str:
+    """A regret verdict: ``**word**: estimate [lo, hi] (90 % TOST over n (family, seed) backbones)``."""
+    if v.word == "not run":
+        return sc.describe_claim(v)
+    decide = f"; {text.decide_text(v)}" if text.decide_text(v) else ""
+    return (f"{bold(v.word)}: {text.number(v.estimate, 'ndcg')} {text.interval(v, 'ndcg')} ({text.interval_kind(v)} "
+            f"over {v.n} (family, seed) backbones{decide})")
+
+
 def fix_row(r: Results) -> str:
     """Row "Dividing W_head by k before training fixes it": the fix at inspect's recommended k and the rules' regret."""
     raw, th, v, phase = load_phase(r)
     return (f"{bold(v['rescaling_fixes'].word)} ({_scope(phase)}; real backbones {bold('not run')}): "
             + sc.describe_claim(v["rescaling_fixes"], with_word=False)
-            + f". `mlmhead inspect`'s k within ± {th.regret_margin:g} nDCG@10 of the best k: "
-            + sc.describe_claim(v["regret_inspect"], with_word=True).split(": ", 1)[1]
-            + "; the BERT-scale rule: " + sc.describe_claim(v["regret_bert"], with_word=True).split(": ", 1)[1])
+            + f". Regret of `mlmhead inspect`'s k against the best k, equivalent to 0 within ± {th.regret_margin:g} "
+              f"nDCG@10: {_regret(v['regret_inspect'])}; the BERT-scale rule's: {_regret(v['regret_bert'])}; the edge "
+              f"rule's: {_regret(v['regret_edge'])}; the rule `inspect` ships: {sc.shipped_rule(raw, th)}")
 
 
 def over_rescaling_row(r: Results) -> str:
