@@ -38,10 +38,9 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from initlab.runs import NonFiniteError, RunDir, RunExistsError
+from initlab.runs import NonFiniteError, RunDir
 from initlab.textio import read_text
 
 __all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "run_cells",

@@ -41,7 +41,6 @@ from initlab.theory.attention import case as ac
 from initlab.theory.attention import gradient as ag
 from initlab.theory.attention import masked_reconstruction as am
 from initlab.theory.score_scale import closed_form as score_scale
-from initlab.theory.score_scale import monte_carlo as score_scale_mc
 from initlab.theory.verify import runner as verify
 
 __all__ = ["PRESETS", "STAGES", "OPTIONAL_STAGES", "ESTIMATES", "run_reproduce", "theory", "spt", "score_scale_stage",

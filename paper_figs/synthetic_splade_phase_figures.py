@@ -3,13 +3,13 @@
 ``python -m initlab.paper_figs.synthetic_splade_phase_figures RESULTS_DIR [--out DIR]`` reads
 ``RESULTS_DIR/phase.json`` and ``RESULTS_DIR/theory.json`` (written by ``initlab synthetic splade``) and writes:
 
-* ``splade_phase_<family>.png`` -- nDCG@10 over head scale s (rows) x rescaling k (columns), one panel
-  per mode (tied; k on the output projection only; s and k on the output projection only); collapsed
-  cells hatched and marked ``C``, failed cells (non-finite) marked ``F``;
+* ``splade_phase_<family>.png`` -- nDCG@10 (test queries) against k, one line per mode (tied; k on the
+  output projection only), seed mean and per-seed dots, collapsed cells ringed; for runs with several head
+  scales s (the imposed-s runs) a heatmap of the seed mean over s x k per mode, collapsed cells hatched;
 * ``splade_init_vs_final_loss.png`` -- initial against final InfoNCE (same fixed batch of training
   pairs, equal steps) per cell, colour = log2 of the head scale at the output (s / k), marker = family;
-* ``splade_recommended_vs_best_k.png`` -- ``initlab mlmhead inspect``'s recommended k (and the edge
-  rule's k) against the grid's best k per (family, s), log2 axes, with the diagonal;
+* ``splade_recommended_vs_best_k.png`` -- the k of ``initlab mlmhead inspect``'s rule, the BERT-scale rule and
+  the edge rule against the best k (chosen on the select queries) per (family, seed), log2 axes, diagonal;
 * ``splade_theory_vs_measured.png`` -- measured initial InfoNCE, active fraction and FLOPS per cell
   against :func:`initlab.theory.score_scale.closed_form.theory_row` at the cell's measured logit mean and sigma.
 """
@@ -45,34 +45,69 @@ def load_phase(results_dir: str | Path) -> dict[str, Any]:
     return read_json(path)
 
 
+def _test_ndcg(r: dict[str, Any]) -> float:
+    v = r.get("ndcg_test", r.get("ndcg@10"))
+    return 0.0 if v is None else float(v)
+
+
 def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Path:
-    """Heatmaps of nDCG@10 (first seed) over s x k for ``family``, one panel per mode."""
+    """nDCG@10 (test queries) against k for ``family``. One head scale s (the natural-norm runs): one line per
+    mode, mean over seeds with the per-seed values as dots and the collapsed cells ringed in red. Several s (the
+    imposed-s runs): one heatmap of the seed mean over s x k per mode, collapsed cells hatched."""
     plt = pyplot()
-    seed = rep["config"]["seeds"][0]
-    modes = [m for m in rep["config"]["modes"] if any(r["family"] == family and r["mode"] == m for r in rep["rows"])]
+    rows = [r for r in rep["rows"] if r["family"] == family]
+    modes = [m for m in rep["config"]["modes"] if any(r["mode"] == m for r in rows)]
+    ss = sorted({r["s"] for r in rows})
+    if len(ss) == 1:
+        fig, ax = plt.subplots(figsize=(5.8, 4.0), layout="constrained")
+        for i, mode in enumerate(modes):
+            rs = [r for r in rows if r["mode"] == mode]
+            ks = sorted({r["k"] for r in rs})
+            means = [np.mean([_test_ndcg(r) for r in rs if r["k"] == k]) for k in ks]
+            col = f"C{i}"
+            ax.plot(np.log2(ks), means, marker="o", color=col, label=_MODE_TITLES.get(mode, mode))
+            for r in rs:
+                ax.scatter(np.log2(r["k"]) + 0.06 * (i - 0.5), _test_ndcg(r), s=14, color=col, alpha=0.5,
+                           edgecolors="red" if r["collapsed"] else "none", linewidths=1.2)
+        allk = sorted({r["k"] for r in rows})
+        ax.set_xticks(np.log2(allk), [f"{k:g}" for k in allk])
+        ax.set_xlabel("rescaling k (log2 scale)")
+        ax.set_ylabel("nDCG@10 (test queries)")
+        ax.set_ylim(0, 1)
+        ax.legend(fontsize=8, loc="lower left", frameon=False)
+        n = len(rep["config"]["seeds"])
+        ax.set_title(f"{family}: nDCG@10 against k (line: mean of {n} seeds; dots: seeds; red ring: flagged collapsed)",
+                     fontsize=9)
+        return save(fig, path)[0]
     fig, axes = plt.subplots(1, len(modes), figsize=(4.2 * len(modes) + 0.8, 3.8), squeeze=False, layout="constrained")
+    im = None
     for col, (ax, mode) in enumerate(zip(axes[0], modes)):
-        rs = [r for r in rep["rows"] if r["family"] == family and r["mode"] == mode and r["seed"] == seed]
-        ss, ks = sorted({r["s"] for r in rs}), sorted({r["k"] for r in rs})
+        rs = [r for r in rows if r["mode"] == mode]
+        ks = sorted({r["k"] for r in rs})
         M = np.full((len(ss), len(ks)), np.nan)
-        for r in rs:
-            M[ss.index(r["s"]), ks.index(r["k"])] = 0.0 if r["ndcg@10"] is None else r["ndcg@10"]
+        C = np.zeros((len(ss), len(ks)), dtype=bool)
+        for i, s_ in enumerate(ss):
+            for j, k in enumerate(ks):
+                sel = [r for r in rs if r["s"] == s_ and r["k"] == k]
+                if sel:
+                    M[i, j] = np.mean([_test_ndcg(r) for r in sel])
+                    C[i, j] = any(r["collapsed"] for r in sel)
         im = ax.imshow(M, vmin=0, vmax=1, cmap="viridis", origin="lower", aspect="auto")
-        for r in rs:
-            i, j = ss.index(r["s"]), ks.index(r["k"])
-            mark = " F" if r["failed"] else (" C" if r["collapsed"] else "")
-            ax.text(j, i, f"{M[i, j]:.2f}{mark}", ha="center", va="center", fontsize=8,
-                    color="white" if M[i, j] < 0.6 else "black")
-            if r["collapsed"]:
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="red", lw=0))
+        for i in range(len(ss)):
+            for j in range(len(ks)):
+                if np.isfinite(M[i, j]):
+                    ax.text(j, i, f"{M[i, j]:.2f}" + (" C" if C[i, j] else ""), ha="center", va="center", fontsize=8,
+                            color="white" if M[i, j] < 0.6 else "black")
+                    if C[i, j]:
+                        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="red", lw=0))
         ax.set_xticks(range(len(ks)), [f"{k:g}" for k in ks])
-        ax.set_yticks(range(len(ss)), [f"{s:g}" for s in ss])
+        ax.set_yticks(range(len(ss)), [f"{s_:g}" for s_ in ss])
         ax.set_xlabel("rescaling k")
         if col == 0:
             ax.set_ylabel("head scale s")
         ax.set_title(_MODE_TITLES.get(mode, mode), fontsize=9)
     fig.colorbar(im, ax=axes[0].tolist(), label="nDCG@10", shrink=0.85)
-    fig.suptitle(f"{family}: nDCG@10 (seed {seed}); C = collapsed (hatched), F = non-finite", fontsize=10)
+    fig.suptitle(f"{family}: nDCG@10 (seed mean); C = a seed's cell collapsed (hatched)", fontsize=10)
     return save(fig, path)[0]
 
 
@@ -119,10 +154,16 @@ def plot_init_vs_final(rep: dict[str, Any], path: str | Path) -> Path:
     return save(fig, path)[0]
 
 
+_RULE_STYLE = {"inspect": ("filled: mlmhead inspect", dict(s=40, zorder=3)),
+               "bert": ("open ring: BERT-scale rule", dict(s=90, zorder=4, facecolors="none", edgecolors="k")),
+               "edge": ("cross: edge rule", dict(s=30, zorder=5, marker="x", color="k"))}
+
+
 def plot_recommended_vs_best(rep: dict[str, Any], path: str | Path) -> Path:
-    """Recommended k (filled, family colour) and edge-rule k (open black ring, larger, drawn on top so that a
-    ring around a filled marker shows that both rules agree) against the grid's best k,
-    log2 axes labelled with k itself, small deterministic jitter; legend beside the axes."""
+    """The k of each rule (inspect filled in the family colour, the BERT-scale rule an open black ring drawn
+    larger so that a ring around a filled marker shows agreement, the edge rule a black cross) against the
+    best k (chosen on the select queries) per (family, seed); log2 axes labelled with k, small deterministic
+    jitter; the mean regret of each rule (nDCG@10, test queries) in the title."""
     from matplotlib.lines import Line2D
 
     plt = pyplot()
@@ -135,27 +176,34 @@ def plot_recommended_vs_best(rep: dict[str, Any], path: str | Path) -> Path:
         if not rs:
             continue
         m, col = _MARKERS.get(fam, "o"), family_color(fam, default=f"C{i}")
-        x = np.log2([r["best_k"] for r in rs]) + 0.08 * (i - (len(fams) - 1) / 2)
-        ax.scatter(x, np.log2([r["recommended_k"] for r in rs]) + rng.uniform(-0.05, 0.05, len(rs)),
-                   marker=m, color=col, s=40, zorder=3)
-        ax.scatter(x, np.log2([r["edge_k"] for r in rs]) + rng.uniform(-0.05, 0.05, len(rs)),
-                   marker=m, facecolors="none", edgecolors="k", s=90, zorder=4)  # larger: a ring when both agree
+        x = np.log2([r["best_k"] for r in rs]) + 0.08 * (i - (len(fams) - 1) / 2) + rng.uniform(-0.04, 0.04, len(rs))
+        for rule, (_, style) in _RULE_STYLE.items():
+            ks = [r[f"k_{rule}"] for r in rs]
+            ok = [j for j, k in enumerate(ks) if k is not None]
+            kw = dict(style)
+            if rule == "inspect":
+                kw.update(marker=m, color=col)
+            elif rule == "bert":
+                kw.update(marker=m)
+            ax.scatter(x[ok], np.log2([ks[j] for j in ok]) + rng.uniform(-0.05, 0.05, len(ok)), **kw)
         handles.append(Line2D([], [], marker=m, ls="none", color=col, label=fam))
-    handles += [Line2D([], [], marker="o", ls="none", color="0.5", label="filled: mlmhead inspect"),
-                Line2D([], [], marker="o", ls="none", mfc="none", mec="k", ms=9, label="open ring: edge rule"),
-                Line2D([], [], color="grey", ls="--", label="recommended = best")]
+    handles += [Line2D([], [], marker="o", ls="none", color="0.5", label=_RULE_STYLE["inspect"][0]),
+                Line2D([], [], marker="o", ls="none", mfc="none", mec="k", ms=9, label=_RULE_STYLE["bert"][0]),
+                Line2D([], [], marker="x", ls="none", color="k", label=_RULE_STYLE["edge"][0]),
+                Line2D([], [], color="grey", ls="--", label="rule's k = best k")]
     ks = sorted(rep["config"]["ks"])
     lk = np.log2(ks)
     ax.plot([lk.min(), lk.max()], [lk.min(), lk.max()], color="grey", lw=1, ls="--", zorder=1)
     ax.margins(0.08)
     ax.set_xticks(lk, [f"{k:g}" for k in ks])
     ax.set_yticks(lk, [f"{k:g}" for k in ks])
-    ax.set_xlabel("grid's best k (log2 scale)")
-    ax.set_ylabel("recommended k (log2 scale)")
-    g, e = rep["regret"], rep.get("regret_edge", {})
-    ax.set_title(f"inspect: hit rate {g['hit_rate'] or 0:.2f}, mean regret {g['mean_regret'] or 0:.3f} nDCG@10\n"
-                 f"edge rule: hit rate {e.get('hit_rate') or 0:.2f}, mean regret {e.get('mean_regret') or 0:.3f} nDCG@10",
-                 fontsize=9)
+    ax.set_xlabel("best k, chosen on the select queries (log2 scale)")
+    ax.set_ylabel("the rule's k (log2 scale)")
+    means = []
+    for rule in _RULE_STYLE:
+        reg = [r[f"regret_{rule}"] for r in rep["recommended"] if r.get(f"regret_{rule}") is not None]
+        means.append(f"{rule} {np.mean(reg):.3f}" if reg else f"{rule} -")
+    ax.set_title("mean regret (nDCG@10, test queries): " + ", ".join(means), fontsize=9)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save(fig, path)[0]
 

@@ -49,7 +49,8 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     ],
     "initlab.synthetic.splade": [
         [("config", "data", "model", "families", "train", "measure")],  # the pieces both SPLADE experiments use
-        [("inflation",), ("phase",)],  # the inflation sweep and the phase diagram, independent
+        [("inflation",), ("phase",), ("calibration",)],  # the inflation sweep, the phase diagram and the collapse
+        # calibration (which reads the phase diagram's saved files only), independent
     ],
 }
 

@@ -3,7 +3,7 @@
 Imported as ``initlab.evidence.text``. :func:`describe` writes a :class:`initlab.evidence.rules.Verdict` as
 ``**word**: estimate [lo, hi] (what the interval is, n seeds)`` plus, for an inconclusive verdict, how many
 seeds would decide it. Units: ``points`` (accuracy fractions shown as signed percentage points), ``share``
-(a ratio, two decimals), ``mass`` (a proximity mass, three decimals), ``ndcg`` (nDCG@10, three decimals).
+(a ratio, two decimals), ``mass`` (a proximity mass, three decimals), ``ndcg`` (nDCG@10, three decimals), ``nats`` (a loss in nats, two decimals).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from initlab.evidence.rules import INCONCLUSIVE, NOT_RUN, Verdict
 __all__ = ["number", "interval", "interval_kind", "decide_text", "describe", "bold"]
 
 _FORMATS = {"points": lambda x: f"{100 * x:+.1f}", "share": lambda x: f"{x:.2f}", "mass": lambda x: f"{x:+.3f}",
-            "ndcg": lambda x: f"{x:+.3f}"}
+            "ndcg": lambda x: f"{x:+.3f}", "nats": lambda x: f"{x:+.2f}"}
 
 
 def bold(word: str) -> str:
@@ -33,7 +33,9 @@ def number(x: float, unit: str) -> str:
     if not math.isfinite(x):
         return "n/a"
     out = _FORMATS[unit](x)
-    return "+0.0" if out == "-0.0" else out  # a rounded zero carries no sign
+    if out.startswith("-") and float(out) == 0:  # a rounded zero carries no sign
+        out = ("+" if unit != "share" else "") + out[1:]
+    return out
 
 
 def interval(v: Verdict, unit: str) -> str:
@@ -64,7 +66,8 @@ def describe(v: Verdict, unit: str, *, with_word: bool = True) -> str:
     """``**word**: estimate [lo, hi] (kind, n seeds)[; decide text][; reason]``."""
     head = f"{bold(v.word)}: " if with_word else ""
     if v.word == NOT_RUN:
-        return f"{head}{v.reason}" if with_word else v.reason
+        reason = v.reason or "; ".join(p.reason for p in v.parts if p.word == NOT_RUN)
+        return f"{head}{reason}" if with_word else reason
     if v.rule == "all_of" or v.rule == "check":
         return f"{head}{v.reason}".rstrip(": ") if v.reason else bold(v.word) if with_word else ""
     seeds = f"{v.n} seed{'s' if v.n != 1 else ''}"

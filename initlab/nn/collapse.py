@@ -7,11 +7,19 @@ detector flags, each with a reason string:
 * empty vectors: queries or documents with fewer than one active dimension on average;
 * dense vectors: more than ``dense_fraction`` of the vocabulary active on average;
 * near-constant vectors (optional, given the vectors or the scores): document vectors whose mean pairwise
-  cosine exceeds ``max_mean_cosine``, or rankings that are the same for more than
-  ``max_same_ranking`` of the queries (every query ranks the documents identically).
+  cosine exceeds ``max_mean_cosine``, or one top-10 ranking shared by more than ``max_same_ranking`` of the
+  queries (and by at least 2 of them: one query alone shares nothing).
 
 Near-constant collapse is what rescaling a tied head too far does: a model can keep a healthy number
 of active dimensions while every document vector points the same way.
+
+Every decision comes with its **margin** (``CollapseVerdict.margins``): how far the measured statistic lies
+from its threshold, positive on the healthy side, negative on the flagged side, in the rule's own scale --
+factors of 2 for the active-dimension rules (``log2(active / 1)``, ``log2(dense_fraction V / active)``), factors
+of 2 of the distance from a constant vector for the cosine rule (``log2((1 - cos) / (1 - max_mean_cosine))``),
+and shares of the queries for the ranking rule (``max_same_ranking - share``). A decision with a margin near 0
+is a knife edge. The thresholds (:data:`THRESHOLDS`) were chosen on a labelled set of healthy and degenerate
+models (:mod:`initlab.synthetic.splade.calibration`; docs/synthetic_splade.md#collapse-detector-calibration).
 """
 
 from __future__ import annotations
@@ -22,22 +30,62 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-__all__ = ["CollapseVerdict", "detect_collapse", "mean_pairwise_cosine", "same_ranking_share", "modal_ranking_share"]
+__all__ = ["CollapseThresholds", "THRESHOLDS", "UNCALIBRATED", "CollapseVerdict", "detect_collapse", "mean_pairwise_cosine",
+           "same_ranking_share", "modal_ranking_share", "MARGIN_CLAMP"]
+
+
+@dataclass(frozen=True)
+class CollapseThresholds:
+    """The detector's thresholds: ``dense_fraction`` (of V), ``max_mean_cosine`` (mean pairwise cosine of the
+    document vectors), ``max_same_ranking`` (share of queries with the modal top-10), ``min_queries`` (fewest
+    queries for the ranking rule on given rankings). Empty means < 1 active dimension (a definition)."""
+
+    dense_fraction: float = 0.9
+    max_mean_cosine: float = 0.99
+    max_same_ranking: float = 0.9
+    min_queries: int = 5
+
+
+#: the detector's thresholds, calibrated on the labelled set of the exploratory synthetic SPLADE run
+#: (``python -m initlab.synthetic.splade.calibration docs/results/synthetic_splade_explore/phase.json``): each
+#: near-constant rule one safety step beyond the largest value a healthy model reached (mean document cosine 0.8865
+#: -> 0.943, i.e. 1 - cos halved; modal top-10 share 0.05 -> 0.15). Until then: 0.99 and 0.9.
+THRESHOLDS = CollapseThresholds(max_mean_cosine=0.943, max_same_ranking=0.15)
+#: the thresholds before the calibration (the earlier runs were flagged with these)
+UNCALIBRATED = CollapseThresholds()
+
+#: margins are clamped to ± this (log2 units: a factor of 2**30), so an empty vector's margin stays a number
+MARGIN_CLAMP = 30.0
+
+
+def _log2_margin(num: float, den: float) -> float:
+    if not (math.isfinite(num) and math.isfinite(den)):
+        return -MARGIN_CLAMP
+    if num <= 0:
+        return -MARGIN_CLAMP
+    return max(-MARGIN_CLAMP, min(MARGIN_CLAMP, math.log2(num / den)))
 
 
 @dataclass
 class CollapseVerdict:
-    """``collapsed`` is True iff ``reasons`` is non-empty; ``stats`` holds the measured quantities."""
+    """``collapsed`` is True iff ``reasons`` is non-empty; ``stats`` holds the measured quantities and
+    ``margins`` the signed distance of each measured statistic from its threshold (module docstring)."""
 
     reasons: list[str] = field(default_factory=list)
     stats: dict[str, float] = field(default_factory=dict)
+    margins: dict[str, float] = field(default_factory=dict)
 
     @property
     def collapsed(self) -> bool:
         return bool(self.reasons)
 
+    @property
+    def min_margin(self) -> float | None:
+        """The smallest margin over the rules that were measured (None if none was)."""
+        return min(self.margins.values()) if self.margins else None
+
     def as_dict(self) -> dict[str, Any]:
-        return {"collapsed": self.collapsed, "reasons": list(self.reasons), **self.stats}
+        return {"collapsed": self.collapsed, "reasons": list(self.reasons), **self.stats, "margins": dict(self.margins)}
 
 
 def _is_scipy_sparse(X: Any) -> bool:
@@ -113,9 +161,9 @@ def modal_ranking_share(rankings: Any, top: int = 10) -> float:
 def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_active: float | None = None,
                     d_active: float | None = None, vocab_size: int | None = None, finite_weights: bool = True,
                     doc_vectors: Any = None, scores: torch.Tensor | None = None,
-                    dense_fraction: float = 0.9, max_mean_cosine: float = 0.99,
-                    max_same_ranking: float = 0.9, rankings: Any = None,
-                    min_queries: int = 5) -> CollapseVerdict:
+                    dense_fraction: float = THRESHOLDS.dense_fraction, max_mean_cosine: float = THRESHOLDS.max_mean_cosine,
+                    max_same_ranking: float = THRESHOLDS.max_same_ranking, rankings: Any = None,
+                    min_queries: int = THRESHOLDS.min_queries) -> CollapseVerdict:
     """The collapse verdict of one trained or evaluated SPLADE model.
 
     Args:
@@ -133,8 +181,9 @@ def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_activ
             handful of queries an identical top 10 is not evidence of collapse).
         dense_fraction, max_mean_cosine, max_same_ranking: thresholds (fractions in (0, 1]).
     Returns:
-        :class:`CollapseVerdict` with the reasons and ``stats`` (``mean_doc_cosine``, ``same_ranking_share``
-        when measured).
+        :class:`CollapseVerdict` with the reasons, ``stats`` (``mean_doc_cosine``, ``same_ranking_share``
+        when measured) and ``margins`` (``empty_<documents|queries>``, ``dense_<...>``, ``doc_cosine``,
+        ``same_ranking``: module docstring).
     """
     v = CollapseVerdict()
     for i, row in enumerate(losses):
@@ -150,7 +199,12 @@ def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_activ
             continue
         if not math.isfinite(a):
             v.reasons.append(f"{name}: non-finite vectors")
-        elif a < 1.0:
+            v.margins[f"empty_{name}"] = -MARGIN_CLAMP
+            continue
+        v.margins[f"empty_{name}"] = _log2_margin(a, 1.0)
+        if vocab_size is not None:
+            v.margins[f"dense_{name}"] = _log2_margin(dense_fraction * vocab_size, a) if a > 0 else MARGIN_CLAMP
+        if a < 1.0:
             v.reasons.append(f"{name} empty (mean active dims {a:.3g})")
         elif vocab_size is not None and a > dense_fraction * vocab_size:
             v.reasons.append(f"{name} dense ({a:.0f} of {vocab_size} dims active)")
@@ -160,19 +214,22 @@ def detect_collapse(*, losses: Sequence[float | Mapping[str, Any]] = (), q_activ
         if finite:
             cos = mean_pairwise_cosine(doc_vectors)
             v.stats["mean_doc_cosine"] = cos
+            v.margins["doc_cosine"] = _log2_margin(1.0 - cos, 1.0 - max_mean_cosine)
             if cos > max_mean_cosine:
                 v.reasons.append(f"documents near-constant (mean pairwise cosine {cos:.4f} > {max_mean_cosine:g})")
     if scores is not None and scores.dim() == 2 and scores.shape[0] >= 2 and scores.shape[1] >= 2:
         if torch.isfinite(scores).all():
             share = same_ranking_share(scores)
             v.stats["same_ranking_share"] = share
-            if share > max_same_ranking:
+            v.margins["same_ranking"] = max_same_ranking - share
+            if share > max_same_ranking and share * scores.shape[0] >= 2 - 1e-9:  # a shared ranking needs 2 queries
                 v.reasons.append(f"rankings near-constant ({share:.0%} of queries share one top-10 ranking)")
     if rankings is not None and "same_ranking_share" not in v.stats and len(rankings) >= max(2, min_queries):
         if len(rankings[0]) >= 2:
             share = modal_ranking_share(rankings)
             v.stats["same_ranking_share"] = share
-            if share > max_same_ranking:
+            v.margins["same_ranking"] = max_same_ranking - share
+            if share > max_same_ranking and share * len(rankings) >= 2 - 1e-9:
                 v.reasons.append(f"rankings near-constant ({share:.0%} of queries share one top-10 ranking)")
     return v
 

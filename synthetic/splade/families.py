@@ -45,12 +45,17 @@ FAMILIES: tuple[str, ...] = ("bert", "roberta", "albert", "modernbert")
 
 @dataclass(frozen=True)
 class FamilyConfig:
-    """Tiny backbone shape and MLM pretraining budget, the same for every family.
+    """Tiny backbone shape and MLM pretraining recipe of one family.
 
     ``d`` width, ``layers`` depth, ``heads`` attention heads, ``ffn`` feed-forward width,
     ``albert_embedding`` ALBERT's factorised embedding width E, ``max_len`` T tokens;
-    ``mlm_steps`` AdamW steps of batch ``mlm_batch`` at learning rate ``mlm_lr`` masking
-    ``mlm_probability`` of the tokens.
+    ``mlm_steps`` AdamW steps of batch ``mlm_batch`` at (constant) learning rate ``mlm_lr`` and second-moment
+    decay ``mlm_beta2``, masking ``mlm_probability`` of the tokens; decoupled weight decay
+    ``mlm_weight_decay``, applied to the tied word embeddings (= ``W_head``) only if ``decay_embeddings`` and to
+    biases and LayerNorm gains only if ``decay_norms_biases`` (:func:`initlab.synthetic.splade.model.mlm_param_groups`);
+    ``initializer_range`` the std of the family's normal initialisation (transformers' ``initializer_range``).
+    The defaults are the recipe of the first runs (every family the same); the natural-norm presets of
+    :mod:`initlab.synthetic.splade.phase.config` give each family its own.
     """
 
     d: int = 64
@@ -63,6 +68,11 @@ class FamilyConfig:
     mlm_batch: int = 32
     mlm_lr: float = 1e-3
     mlm_probability: float = 0.15
+    mlm_beta2: float = 0.999
+    mlm_weight_decay: float = 0.01
+    decay_embeddings: bool = True
+    decay_norms_biases: bool = True
+    initializer_range: float = 0.02
 
 
 def _check_family(family: str) -> None:
@@ -89,7 +99,7 @@ def build_family_model(family: str, vocab_size: int, cfg: FamilyConfig, seed: in
     import transformers
 
     _check_family(family)
-    common = dict(vocab_size=vocab_size, pad_token_id=0, tie_word_embeddings=True)
+    common = dict(vocab_size=vocab_size, pad_token_id=0, tie_word_embeddings=True, initializer_range=cfg.initializer_range)
     shape = dict(hidden_size=cfg.d, num_hidden_layers=cfg.layers, num_attention_heads=cfg.heads,
                  intermediate_size=cfg.ffn)
     if family == "bert":

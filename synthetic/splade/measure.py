@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
@@ -208,6 +209,9 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, return_vect
     retrieved; such a cell is flagged by :func:`detect_collapse`. Relevance: ``RR@10`` counts any
     grade >= 1 (a document of the query's topic) as relevant, ``nDCG@10`` uses the grades.
 
+    ``ndcg_select`` / ``ndcg_test``: nDCG@10 averaged over the dev queries at even / odd positions (the two
+    halves on which the best k is chosen and judged, :mod:`initlab.evidence.splade_claims`).
+
     Returns the metrics dict, or ``(metrics, q (Nq, V), d (Nd, V), scores (Nq, Nd))`` with
     ``return_vectors`` (for the near-constant collapse rules).
     """
@@ -229,8 +233,13 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, return_vect
     ]
     qrels = [ir_measures.Qrel(qid, did, rel) for qid, rels in corpus.qrels.items() for did, rel in rels.items()]
     agg = ir_measures.calc_aggregate([nDCG @ 10, RR @ 10], qrels, run)
+    per_query = {qid: 0.0 for qid in qids}  # a query that retrieves nothing scores 0, as in calc_aggregate
+    for m in ir_measures.iter_calc([nDCG @ 10], qrels, run):
+        per_query[m.query_id] = float(m.value)
     metrics = {
         "ndcg@10": float(agg[nDCG @ 10]),
+        "ndcg_select": float(np.mean([per_query[q] for q in qids[0::2]])),
+        "ndcg_test": float(np.mean([per_query[q] for q in qids[1::2]])) if len(qids) > 1 else float("nan"),
         "mrr@10": float(agg[RR @ 10]),
         "q_active_dims": float((q > 0).sum(1).double().mean()),
         "d_active_dims": float((d > 0).sum(1).double().mean()),

@@ -31,7 +31,7 @@ import torch
 
 from initlab.synthetic.splade.data import SPECIAL_TOKENS, SyntheticCorpus
 
-__all__ = ["BackboneConfig", "build_tokenizer", "build_model", "pretrain_mlm", "inflate_head", "head_weight",
+__all__ = ["BackboneConfig", "build_tokenizer", "build_model", "mlm_param_groups", "pretrain_mlm", "inflate_head", "head_weight",
            "prepare_backbone"]
 
 
@@ -91,6 +91,24 @@ def head_weight(model) -> torch.nn.Parameter:
     return model.get_output_embeddings().weight
 
 
+def mlm_param_groups(model, cfg) -> list[dict]:
+    """AdamW parameter groups of MLM pretraining: weight decay ``cfg.mlm_weight_decay`` (0.01 when the config has
+    no such field) on every parameter, except the word embeddings (the tied ``W_head``) when
+    ``cfg.decay_embeddings`` is False and the 1-d parameters (biases, LayerNorm gains) when
+    ``cfg.decay_norms_biases`` is False. With both True this is one group of all parameters in
+    ``model.parameters()`` order: the recipe of the first synthetic SPLADE runs, unchanged."""
+    wd = float(getattr(cfg, "mlm_weight_decay", 0.01))
+    decay_emb, decay_1d = getattr(cfg, "decay_embeddings", True), getattr(cfg, "decay_norms_biases", True)
+    if decay_emb and decay_1d:
+        return [{"params": list(model.parameters()), "weight_decay": wd}]
+    emb = model.get_input_embeddings().weight
+    decay, no_decay = [], []
+    for p in model.parameters():
+        skip = (p is emb and not decay_emb) or (p.ndim < 2 and not decay_1d)
+        (no_decay if skip else decay).append(p)
+    return [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
+
+
 def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: int, progress: bool = False,
                  on_step: Any = None) -> list[float]:
     """Masked-token reconstruction on ``texts`` for ``cfg.mlm_steps`` AdamW steps; returns the loss per step.
@@ -109,7 +127,7 @@ def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: 
     collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=cfg.mlm_probability, return_tensors="pt")
     enc = tokenizer(texts, truncation=True, max_length=cfg.max_len)
     examples = [{"input_ids": ids} for ids in enc["input_ids"]]
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.mlm_lr, weight_decay=0.01)
+    opt = torch.optim.AdamW(mlm_param_groups(model, cfg), lr=cfg.mlm_lr, betas=(0.9, getattr(cfg, "mlm_beta2", 0.999)))
     model.train()
     losses = []
     guard = LossGuard("synthetic SPLADE MLM pretraining")

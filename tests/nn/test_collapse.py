@@ -77,3 +77,47 @@ def test_sparse_cosine_and_rankings_match_the_dense_rules():
     v = detect_collapse(rankings=same, doc_vectors=sp.csr_matrix(np.eye(5)))
     assert v.collapsed and "rankings near-constant" in v.reasons[0] and v.stats["mean_doc_cosine"] == 0.0
     assert not detect_collapse(rankings=same[:3]).collapsed  # too few queries to call it
+
+
+def test_every_decision_reports_its_margin_positive_on_the_healthy_side():
+    D = torch.cat([torch.eye(6), torch.zeros(6, 2)], dim=1)
+    S = torch.eye(4, 6) * 2 + torch.arange(6.0) * 0.01
+    v = detect_collapse(q_active=3.0, d_active=2.0, vocab_size=8, doc_vectors=D, scores=S, max_same_ranking=0.9,
+                        max_mean_cosine=0.99)
+    assert v.margins["empty_documents"] == pytest.approx(1.0)  # 2 active dims: one factor of 2 above 1
+    assert v.margins["dense_queries"] == pytest.approx(math.log2(0.9 * 8 / 3))
+    assert v.margins["doc_cosine"] == pytest.approx(math.log2(1 / 0.01))  # cos 0: far from constant
+    assert v.margins["same_ranking"] == pytest.approx(0.9 - 0.25)
+    assert v.min_margin == min(v.margins.values()) > 0 and "margins" in v.as_dict()
+    empty = detect_collapse(q_active=0.0, d_active=0.0, vocab_size=8)
+    assert empty.collapsed and empty.margins["empty_documents"] == -30.0  # clamped, still a number
+
+
+def test_a_knife_edge_reads_as_a_small_margin():
+    """The trained tied BERT SPLADE rescaled by k = 16 of issue 21: mean document cosine 0.9934 against 0.99."""
+    a = torch.tensor([[1.0, 0.0], [0.9934, (1 - 0.9934 ** 2) ** 0.5]])
+    v = detect_collapse(doc_vectors=a, max_mean_cosine=0.99)
+    assert v.collapsed and -1.0 < v.margins["doc_cosine"] < 0  # flagged by less than one factor of 2
+    S = torch.arange(20.0).repeat(10, 1)
+    S[9] = torch.arange(20.0).flip(0)  # 9 of 10 queries share one top-10
+    assert not detect_collapse(scores=S, max_same_ranking=0.9).collapsed  # the old rule stayed silent at 0.9 ...
+    assert detect_collapse(scores=S, max_same_ranking=0.9).margins["same_ranking"] == pytest.approx(0.0, abs=1e-12)
+    calibrated = detect_collapse(scores=S)  # ... the calibrated one flags it by 7.5 of its 0.1 steps
+    assert calibrated.collapsed and calibrated.margins["same_ranking"] == pytest.approx(0.15 - 0.9)
+
+
+def test_one_query_alone_shares_no_ranking():
+    S = torch.eye(4, 6) * 2 + torch.arange(6.0) * 0.01  # 4 queries, 4 different top-10s: share 1/4 > 0.15
+    v = detect_collapse(scores=S)
+    assert v.stats["same_ranking_share"] == 0.25 and not v.collapsed
+    S[1] = S[0]  # two queries now share one: flagged (2 of 4)
+    assert detect_collapse(scores=S).collapsed
+
+
+def test_calibrated_thresholds_are_the_defaults():
+    from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
+
+    assert (THRESHOLDS.max_mean_cosine, THRESHOLDS.max_same_ranking) == (0.943, 0.15)
+    assert (UNCALIBRATED.max_mean_cosine, UNCALIBRATED.max_same_ranking) == (0.99, 0.9)
+    a = torch.tensor([[1.0, 0.0], [0.95, (1 - 0.95 ** 2) ** 0.5]])
+    assert detect_collapse(doc_vectors=a).collapsed and not detect_collapse(doc_vectors=a, max_mean_cosine=0.99).collapsed

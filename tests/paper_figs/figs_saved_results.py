@@ -95,8 +95,11 @@ def write_phase(root):
                                                      (("infonce", init), ("active_fraction", 1.0), ("flops", 290.0))},
                                    **{f"measured_{q}": v * (0.5 + 0.4 * rng.random()) for q, v in
                                       (("infonce", init), ("active_fraction", 1.0), ("flops", 290.0))}})
-    rec = [{"family": f, "s": s, "best_k": b, "recommended_k": r, "edge_k": e} for f in FAMILIES
-           for s, b, r, e in ((0.25, 1.0, 1.0, 1.0), (1.0, 2.0, 4.0, 2.0), (16.0, 64.0, 64.0, 16.0))]
+    # recommended_k.csv rows of the natural-norm runs: per (family, s, seed) the best k and each rule's k and regret
+    rec = [{"family": f, "s": s, "seed": 0, "best_k": b, **{f"k_{rule}": k for rule, k in zip(("inspect", "bert", "edge"), ks_)},
+            **{f"regret_{rule}": reg for rule, reg in zip(("inspect", "bert", "edge"), (0.01, 0.03, 0.0))}}
+           for f in FAMILIES for s, b, ks_ in ((0.25, 1.0, (1.0, 1.0, 1.0)), (1.0, 2.0, (4.0, 2.0, 2.0)),
+                                                (16.0, 64.0, (64.0, 16.0, 16.0)))]
     cfg = {"seeds": [0], "modes": ["tied", "k_output"], "families": list(FAMILIES), "init_batch": 32, "steps": 150,
            "ks": [1.0, 2.0, 4.0, 16.0, 64.0]}
     (root / "phase.json").write_text(json.dumps({"config": cfg, "rows": rows, "recommended": rec,

@@ -22,11 +22,11 @@ import torch
 from initlab.runs import NonFiniteError, torch_threads
 from initlab.synthetic.splade.data import make_corpus
 from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
-from initlab.synthetic.splade.phase.config import CellSpec, PhaseConfig
+from initlab.synthetic.splade.phase.config import CellSpec, PhaseConfig, backbone_for
 from initlab.synthetic.splade.measure import batch_features, evaluate, measure_init
 from initlab.synthetic.splade.train import quiet, train_cell
 
-__all__ = ["collapse_verdict", "run_phase_cell", "inspect_cell", "pretrain_family"]
+__all__ = ["collapse_verdict", "run_phase_cell", "posthoc_rescales", "inspect_cell", "pretrain_family"]
 
 
 def _load(backbone_dir: Path, cfg: PhaseConfig, seed: int):
@@ -109,9 +109,11 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
         finite_weights = all(bool(torch.isfinite(p).all()) for p in model.parameters())
         verdict = collapse_verdict(curve, q, d, scores, len(corpus.vocab), finite_weights, cfg)
         final = measure_init(model, corpus, cfg, spec.seed) if finite_weights else None
+        c_train = time.process_time() - c0
+        posthoc = posthoc_rescales(model, corpus, cfg) if finite_weights else []
     rec.update({**metrics, "loss_curve": curve, "collapse": verdict.reasons, "collapse_stats": verdict.stats,
-                "final": final, "tied_after": is_tied(hf), "seconds": time.perf_counter() - t0,
-                "cpu_seconds": time.process_time() - c0})
+                "final": final, "tied_after": is_tied(hf), "posthoc": posthoc, "seconds": time.perf_counter() - t0,
+                "cpu_seconds": time.process_time() - c0, "cpu_seconds_train": c_train})
     return rec
 
 
@@ -126,7 +128,36 @@ def _step_callback(progress: Any):
     return _Steps()
 
 
-def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> dict[str, Any]:
+@torch.no_grad()
+def posthoc_rescales(model, corpus, cfg: PhaseConfig) -> list[dict[str, Any]]:
+    """The trained model divided by each ``cfg.posthoc_ks`` (its head projection ``W_head``: the shared tensor of
+    a tied model, input embeddings included, as ``mlmhead rescale`` does; the output projection alone of an
+    untied one), evaluated and checked by the collapse detector; the weights are restored bit-exactly.
+
+    One row per factor: ``k``, ``ndcg@10``, ``ndcg_select``, ``ndcg_test``, ``q_active_dims``, ``d_active_dims``,
+    ``finite_vectors``, ``collapse`` (reasons) and ``collapse_stats`` (the detector's measured quantities).
+    These are the trained-and-rescaled models of the collapse calibration (:mod:`initlab.synthetic.splade.calibration`).
+    """
+    from initlab.mlmhead import head_projection
+
+    hf = model[0].auto_model
+    W = head_projection(hf)
+    W0 = W.detach().clone()
+    rows = []
+    try:
+        for k in cfg.posthoc_ks:
+            W.copy_(W0 / k)
+            m, q, d, scores = evaluate(model, corpus, cfg, return_vectors=True)
+            v = collapse_verdict([], q, d, scores, len(corpus.vocab), True, cfg)
+            rows.append({"k": float(k), **{key: m[key] for key in ("ndcg@10", "ndcg_select", "ndcg_test", "q_active_dims",
+                                                                   "d_active_dims", "finite_vectors")},
+                         "collapse": v.reasons, "collapse_stats": v.stats})
+    finally:
+        W.copy_(W0)
+    return rows
+
+
+def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float, seed: int = 0) -> dict[str, Any]:
     """``initlab mlmhead inspect`` on the pretrained backbone with its tied matrix multiplied by ``s``.
 
     Texts: the first ``inspect_texts`` corpus documents; k grid: ``cfg.ks``; batch B: ``cfg.batch_size``.
@@ -142,7 +173,7 @@ def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> 
         scale_backbone(model, s, s, tied=True)
         rep = inspect_model(model, tok, list(corpus.docs.values())[: cfg.inspect_texts], ks=cfg.ks,
                             max_length=cfg.doc_max_len, batch=cfg.batch_size)
-    return {**rep, "family": family, "s": s, "family_name": rep["family"]}
+    return {**rep, "family": family, "s": s, "seed": seed, "family_name": rep["family"]}
 
 
 def pretrain_family(folder: str, family: str, cfg: PhaseConfig, seed: int, on_step: Any = None) -> str:
@@ -150,5 +181,5 @@ def pretrain_family(folder: str, family: str, cfg: PhaseConfig, seed: int, on_st
     after each MLM step."""
     with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
         warnings.simplefilter("ignore")
-        return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed,
+        return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), backbone_for(cfg, family), seed,
                                            on_step=on_step))

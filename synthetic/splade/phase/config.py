@@ -10,14 +10,16 @@ one cell is :mod:`initlab.synthetic.splade.phase.cell`, the sweep :func:`initlab
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from initlab.config import derive, to_dict
+from initlab.evidence.splade_claims import SPLADEThresholds
+from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
 from initlab.synthetic.splade.data import CorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
-__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key"]
+__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CONFIRM_SEEDS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key"]
 
 
 #: the three ways of applying s and k (see the module docstring).
@@ -29,25 +31,32 @@ class PhaseConfig:
     """The phase-diagram sweep: grid, SPLADE recipe and the thresholds of the analysis, fixed before running.
 
     Grid: ``families`` x ``head_scales`` (s) x ``ks`` (k) in ``modes``; ``output_ks`` are the k of the
-    ``k_output`` and ``s_output`` modes (k = 1 of ``k_output`` is the tied cell). Recipe: as
-    :class:`initlab.synthetic.splade.config.SpladeSweepConfig` (``steps`` AdamW steps of batch ``batch_size``,
-    peak ``lr``, FLOPS regulariser weights ``lambda_q``/``lambda_d`` after a quadratic warm-up over
-    ``reg_warmup_ratio`` of the steps, T limits ``query_max_len``/``doc_max_len``, losses logged every
-    ``log_every`` steps, ``init_batch`` pairs for the initial InfoNCE).
+    ``k_output`` and ``s_output`` modes (k = 1 of ``k_output`` is the tied cell). Backbones: ``backbone`` (shape
+    and MLM recipe) for every family, except those named in ``family_backbones``, which have their own
+    (:func:`backbone_for`). Recipe: as :class:`initlab.synthetic.splade.config.SpladeSweepConfig` (``steps``
+    AdamW steps of batch ``batch_size``, peak ``lr``, FLOPS regulariser weights ``lambda_q``/``lambda_d`` after a
+    quadratic warm-up over ``reg_warmup_ratio`` of the steps, T limits ``query_max_len``/``doc_max_len``, losses
+    logged every ``log_every`` steps, ``init_batch`` pairs for the initial InfoNCE).
+
+    Evaluation: nDCG@10 on all dev queries and on its two halves (``select``: even positions, ``test``: odd
+    positions; :mod:`initlab.evidence.splade_claims` chooses the best k on one and judges on the other). After
+    training every cell is also divided by each ``posthoc_ks`` (the trained model's head, tied or not, as
+    ``mlmhead rescale`` would) and evaluated again: the trained-and-rescaled models of the collapse
+    calibration (:mod:`initlab.synthetic.splade.calibration`).
 
     Thresholds: collapse by :func:`initlab.nn.collapse.detect_collapse` with ``dense_fraction``,
-    ``max_mean_cosine``, ``max_same_ranking``; ``loss_threshold`` (nats of the logged InfoNCE part)
-    for "steps to threshold"; ``harm_margin`` (nDCG@10) for every "worse than" in the claim verdicts;
-    ``poor_min_loss_margin`` (nats) for a poor minimum; ``hit_tolerance`` (nDCG@10) for a near-hit of
-    the recommended k. Each worker process runs its cells with ``torch_threads`` threads.
+    ``max_mean_cosine``, ``max_same_ranking``; ``loss_threshold`` (nats of the logged InfoNCE part) for the
+    descriptive "steps to threshold"; ``claims`` the preregistered thresholds of the claim verdicts. Each
+    worker process runs its cells with ``torch_threads`` threads.
     """
 
-    corpus: CorpusConfig = CorpusConfig(n_docs=240, n_train_queries=1600, n_dev_queries=80)
+    corpus: CorpusConfig = CorpusConfig(n_docs=240, n_train_queries=1600, n_dev_queries=160)
     backbone: FamilyConfig = FamilyConfig()
+    family_backbones: dict[str, FamilyConfig] = field(default_factory=dict)
     families: tuple[str, ...] = FAMILIES
-    head_scales: tuple[float, ...] = (0.25, 1.0, 16.0)
-    ks: tuple[float, ...] = (1.0, 2.0, 4.0, 16.0, 64.0)
-    output_ks: tuple[float, ...] = (4.0, 16.0)
+    head_scales: tuple[float, ...] = (1.0,)
+    ks: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+    output_ks: tuple[float, ...] = (4.0, 16.0, 64.0)
     modes: tuple[str, ...] = ("tied", "k_output")
     seeds: tuple[int, ...] = (0,)
     steps: int = 150
@@ -61,37 +70,80 @@ class PhaseConfig:
     doc_max_len: int = 32
     log_every: int = 5
     init_batch: int = 32
-    dense_fraction: float = 0.9
-    max_mean_cosine: float = 0.99
-    max_same_ranking: float = 0.9
+    posthoc_ks: tuple[float, ...] = (4.0, 16.0, 64.0)
+    dense_fraction: float = THRESHOLDS.dense_fraction
+    max_mean_cosine: float = THRESHOLDS.max_mean_cosine
+    max_same_ranking: float = THRESHOLDS.max_same_ranking
     loss_threshold: float = 1.0
-    harm_margin: float = 0.05
-    poor_min_loss_margin: float = 0.1
-    hit_tolerance: float = 0.01
+    claims: SPLADEThresholds = SPLADEThresholds()
     inspect_texts: int = 40
     torch_threads: int = 1
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.family_backbones) - set(FAMILIES))
+        if unknown:
+            raise ValueError(f"family_backbones: expected family names from {list(FAMILIES)}, got {unknown}")
+
+
+def backbone_for(cfg: PhaseConfig, family: str) -> FamilyConfig:
+    """The backbone shape and MLM recipe of ``family``: its entry in ``cfg.family_backbones``, else ``cfg.backbone``."""
+    return cfg.family_backbones.get(family, cfg.backbone)
 
 
 BASE = PhaseConfig()
 
+#: The natural-norm pretraining recipes (docs/synthetic_splade.md#natural-head-norms), written as diffs of the
+#: standard one (:class:`FamilyConfig`'s defaults: 400 AdamW steps at 1e-3, weight decay 0.01 on every weight).
+#: BERT and ALBERT keep the standard recipe (BERT: short budget, weight decay on every weight incl. the
+#: embeddings; ALBERT the same with its factorised embedding). RoBERTa: the published recipe's direction --
+#: longer training at a higher learning rate with Adam beta2 = 0.98 (5x the steps, 3x the rate here).
+#: ModernBERT: long training at a high constant rate with almost no weight decay (1e-5) and none on the
+#: embeddings, biases and norms. Nothing here multiplies a weight: the head norm is whatever pretraining gives.
+STANDARD_RECIPE = FamilyConfig()
+LONG_RECIPES: dict[str, FamilyConfig] = {
+    "roberta": derive(STANDARD_RECIPE, mlm_steps=2000, mlm_lr=3e-3, mlm_beta2=0.98),
+    "modernbert": derive(STANDARD_RECIPE, mlm_steps=2000, mlm_lr=3e-3, mlm_weight_decay=1e-5,
+                         decay_embeddings=False, decay_norms_biases=False),
+}
 
 _P2 = tuple(2.0 ** i for i in range(-2, 7))  # 1/4 ... 64
 
+#: The first design (imposed head scale s, every family the standard recipe); exploratory, kept to re-run the
+#: earlier runs (their results are docs/results/synthetic_splade_{default,confirm,confirm-input}/, made when
+#: these presets were called ``default``, ``confirm`` and ``confirm-input``), with the collapse thresholds of then.
+_OLD_COLLAPSE = dict(max_mean_cosine=UNCALIBRATED.max_mean_cosine, max_same_ranking=UNCALIBRATED.max_same_ranking)
+IMPOSED_S = derive(BASE, corpus=derive(BASE.corpus, n_dev_queries=80), head_scales=(0.25, 1.0, 16.0),
+                   ks=(1.0, 2.0, 4.0, 16.0, 64.0), output_ks=(4.0, 16.0), posthoc_ks=(), **_OLD_COLLAPSE)
+
+#: The natural-norm design: s = 1 only, each family its own recipe.
+NATURAL = derive(BASE, family_backbones=LONG_RECIPES)
+
+#: The preregistered confirmatory seeds (fresh: never used by any earlier run of this project); the count comes
+#: from the power computation at the exploratory run's sd (docs/synthetic_splade.md#preregistration).
+CONFIRM_SEEDS = (9101, 9102, 9103, 9104, 9105, 9106)
 
 PRESETS: dict[str, PhaseConfig] = {
-    "quick": derive(BASE, corpus=derive(BASE.corpus, n_docs=120, n_train_queries=600, n_dev_queries=40),
-                    backbone=derive(BASE.backbone, mlm_steps=100), families=("bert", "modernbert"),
-                    head_scales=(1.0, 16.0), ks=(1.0, 16.0), output_ks=(16.0,), steps=40),
-    "default": BASE,
-    "full": derive(BASE, head_scales=_P2, ks=_P2, output_ks=tuple(k for k in _P2 if k != 1.0),
-                   modes=MODES, seeds=(0, 1, 2), steps=200),
-    # the fresh seed on which the alternative recommended-k rule (``edge_k`` in
-    # :mod:`initlab.synthetic.splade.phase.report`) is tested: the default recipe, tied mode, seed 1
-    "confirm": derive(BASE, modes=("tied",), seeds=(1,)),
-    # the fresh seed for the input-side check at equal output scale (s = 1/4, k = 16: tied e = h = 1/64
-    # against output-only e = 1/4, h = 1/64), added after the seed-0 default run; see docs/synthetic_splade.md
-    "confirm-input": derive(BASE, modes=("tied", "k_output"), head_scales=(0.25,), ks=(1.0, 16.0),
-                            output_ks=(16.0,), seeds=(1,)),
+    # a smoke test (about a minute): numbers not meaningful, one seed gives no interval
+    "quick": derive(NATURAL, corpus=derive(BASE.corpus, n_docs=120, n_train_queries=600, n_dev_queries=40),
+                    backbone=derive(STANDARD_RECIPE, mlm_steps=100),
+                    family_backbones={"modernbert": derive(LONG_RECIPES["modernbert"], mlm_steps=300)},
+                    families=("bert", "modernbert"), ks=(1.0, 16.0), output_ks=(16.0,), posthoc_ks=(16.0,), steps=40),
+    # what `initlab reproduce` runs: two families (one of each recipe), the first three confirmatory seeds, a
+    # four-point k grid; its cells are the full run's cells of those seeds (same recipe and keys)
+    "default": derive(NATURAL, families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0, 64.0), output_ks=(64.0,),
+                      seeds=CONFIRM_SEEDS[:3]),
+    # exploratory: the natural-norm grid on seeds 0-2, run before the preregistration (with the uncalibrated
+    # collapse thresholds); the confirmatory seed count and the calibrated thresholds come from it
+    "explore": derive(NATURAL, seeds=(0, 1, 2), **_OLD_COLLAPSE),
+    # the preregistered confirmatory run: every family, the tied k grid, output-only k = k_far, fresh seeds
+    # (seeds 9101-9105: the amendment in docs/synthetic_splade.md#preregistration; 9106 reserved, unused)
+    "full": derive(NATURAL, output_ks=(64.0,), seeds=CONFIRM_SEEDS[:5]),
+    "imposed-s": IMPOSED_S,
+    "imposed-s-full": derive(IMPOSED_S, head_scales=_P2, ks=_P2, output_ks=tuple(k for k in _P2 if k != 1.0),
+                             modes=MODES, seeds=(0, 1, 2), steps=200),
+    "imposed-s-confirm": derive(IMPOSED_S, modes=("tied",), seeds=(1,)),
+    "imposed-s-confirm-input": derive(IMPOSED_S, modes=("tied", "k_output"), head_scales=(0.25,), ks=(1.0, 16.0),
+                                      output_ks=(16.0,), seeds=(1,)),
 }
 
 
@@ -147,17 +199,23 @@ def check_config(cfg: PhaseConfig) -> None:
     for m in cfg.modes:
         if m not in MODES:
             raise ValueError(f"modes: expected names from {list(MODES)}, got {m!r}")
+    for k in cfg.posthoc_ks:
+        if not (math.isfinite(k) and k > 0):
+            raise ValueError(f"posthoc_ks: expected finite factors > 0, got {k!r}")
     for name in ("head_scales", "ks", "output_ks"):
         for v in getattr(cfg, name):
             if not (math.isfinite(v) and v > 0 and math.log2(v) == round(math.log2(v))):
                 raise ValueError(f"{name}: expected powers of two (exact products s / k), got {v!r}")
 
 
-_GRID_FIELDS = ("families", "head_scales", "ks", "output_ks", "modes", "seeds")
+_GRID_FIELDS = ("families", "head_scales", "ks", "output_ks", "modes", "seeds", "claims", "backbone", "family_backbones")
 
 
 def cell_key(cfg: PhaseConfig, spec: CellSpec) -> dict[str, Any]:
-    """The config a cell depends on: its spec and the whole recipe (not the grid lists or worker count)."""
+    """The config a cell depends on: its spec, its family's backbone (:func:`backbone_for`) and the whole recipe
+    (not the grid lists, the claim thresholds or the other families' backbones), so a cell computed by one
+    preset is reused by another of the same recipe."""
     recipe = {k: v for k, v in to_dict(cfg).items() if k not in _GRID_FIELDS}
+    recipe["backbone"] = to_dict(backbone_for(cfg, spec.family))
     return {"cell": {"family": spec.family, "tied": spec.tied, "e": spec.e, "h": spec.h, "seed": spec.seed},
             "recipe": recipe}

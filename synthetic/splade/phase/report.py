@@ -1,7 +1,8 @@
-"""Tables, claim verdicts and theory comparison of the synthetic SPLADE phase diagram (from saved cells).
+"""Tables of the synthetic SPLADE phase diagram, from saved cells (no training here).
 
-Everything here reads the cell records written by :func:`initlab.synthetic.splade.phase.runner.run_phase` and
-computes no training. Definitions (fixed before the runs; thresholds live in ``PhaseConfig``):
+Everything here reads the cell records written by :func:`initlab.synthetic.splade.phase.runner.run_phase`.
+The claim verdicts are not decided here: every consumer calls :mod:`initlab.evidence.splade_claims` on the
+per-seed rows this module flattens. Definitions:
 
 * ``roughness`` of a loss curve: RMS of the second differences of the logged InfoNCE part,
   ``sqrt(mean_i (r_{i+1} - 2 r_i + r_{i-1})^2)`` in nats (0 for a straight line; large for zig-zags);
@@ -10,33 +11,9 @@ computes no training. Definitions (fixed before the runs; thresholds live in ``P
   in-batch negatives, before and after training (the same batch, so "equal steps" compares minima);
 * a failed cell (non-finite gradient or loss) counts as nDCG@10 = 0 when choosing or scoring a k
   (its model is unusable), and is listed as failed;
-* ``edge_k`` (the alternative rule, written down before any phase-diagram run and tested on seed 1):
-  the grid k whose measured per-query score sd (``initlab mlmhead inspect``'s ``score_sd``) is closest
-  to the InfoNCE saturation edge ``sqrt(2 ln B)`` in log scale, from either side:
-  ``argmin_k |ln(score_sd(k) / sqrt(2 ln B))|`` (ties: smaller k). Rationale from the score-scale
-  theory: above the edge the in-batch softmax saturates (one-hot, high initial loss); far below it the
-  softmax is flat and the FLOPS gradient dominates (over-rescaling). ``inspect``'s rule takes the
-  *smallest* k below the edge; since scores scale like 1/k^2, one grid step can put it far below;
-* ``best_k`` of a (family, mode, s) row: the k with the highest seed-mean nDCG@10 (ties: smallest k);
-  ``regret`` of the recommended k: ``nDCG@10(best_k) - nDCG@10(recommended k)``; a ``hit`` is
-  ``recommended == best_k``, a ``near_hit`` a regret <= ``hit_tolerance``.
-
-Claim verdicts (per family yes/no; overall ``reproduces`` in >= 3 of the families, ``partly`` in 1-2,
-``not`` in none; m = ``harm_margin``; s_max / s_min the largest / smallest head scale; tied mode):
-
-1. high-norm degradation fixed by rescaling: at s_max, ``max_{k>1} nDCG(k) - nDCG(k=1) > m``;
-2. non-monotone optimum: at s = 1, ``best_k`` is neither the smallest nor the largest k and both
-   ends are more than m below it;
-3. over-rescaling collapse: at s = 1, a cell with k >= 16 is collapsed or failed;
-4. small-norm harm: at s_min, ``nDCG(k=1) - nDCG(k=4) > m`` (the smallest k >= 4 of the grid);
-5. high initial loss and poor minimum: at s_max, ``init_infonce(k=1) > init_infonce(best_k)`` and
-   ``final_infonce(k=1) - final_infonce(best_k) > poor_min_loss_margin`` and
-   ``nDCG(best_k) - nDCG(k=1) > m`` (best_k > 1);
-6. input-side hypothesis, at (s = 1, k = 16), (s_min, k = 4) and (s_min, k = 16) (the last added by a
-   second preregistration after the seed-0 run, tested on seed 1): with ``harm_tied = nDCG(s, 1) -
-   nDCG_tied(s, k)`` and ``harm_output`` the same for output-only rescaling (``k_output``): *explains*
-   if ``harm_tied > m`` and ``harm_output <= m``; *partly* if ``harm_output < harm_tied - m``;
-   *does not* if ``harm_tied > m`` otherwise; *no harm to explain* if ``harm_tied <= m``.
+* the best k of a (family, s, seed) and the rules for k (``inspect``, ``edge``, ``bert``) are those of
+  :mod:`initlab.evidence.splade_claims` (best k chosen on the ``select`` half of the dev queries, scored on
+  the ``test`` half).
 """
 
 from __future__ import annotations
@@ -49,8 +26,8 @@ import torch
 
 from initlab.config import derive
 
-__all__ = ["roughness", "steps_to_threshold", "ndcg_or_zero", "phase_rows", "recommended_table", "regret_summary",
-           "stability_table", "verdicts", "theory_rows", "theory_agreement", "predicted_infonce", "edge_k"]
+__all__ = ["roughness", "steps_to_threshold", "ndcg_or_zero", "phase_rows", "inspect_rows", "recommended_table",
+           "stability_table", "theory_rows", "theory_agreement", "predicted_infonce", "mean_sd"]
 
 
 def roughness(curve: list[dict[str, Any]]) -> float | None:
@@ -92,7 +69,8 @@ def phase_rows(points: list[dict[str, Any]], cells: dict[str, dict[str, Any]], c
         rows.append({
             **{key: p[key] for key in ("family", "mode", "s", "k", "seed", "cell")},
             "tied": c["tied"], "e": c["e"], "h": c["h"],
-            "ndcg@10": c.get("ndcg@10"), "mrr@10": c.get("mrr@10"), "flops": c.get("flops"),
+            "ndcg@10": c.get("ndcg@10"), "ndcg_select": c.get("ndcg_select"), "ndcg_test": c.get("ndcg_test"),
+            "mrr@10": c.get("mrr@10"), "flops": c.get("flops"),
             "q_active_dims": c.get("q_active_dims"), "d_active_dims": c.get("d_active_dims"),
             "collapsed": bool(c["collapse"]), "failed": c["failed"] is not None, "collapse": "; ".join(c["collapse"]),
             "mean_doc_cosine": c.get("collapse_stats", {}).get("mean_doc_cosine"),
@@ -104,159 +82,77 @@ def phase_rows(points: list[dict[str, Any]], cells: dict[str, dict[str, Any]], c
             **{f"init_{key}": _num(c["init"][key]) for key in ("logit_std", "head_norm", "active_fraction", "flops",
                                                               "d_active_dims")},
             "hidden_rel_change": _num(c["hidden_rel_change"]),
-            "tied_after": c.get("tied_after"), "seconds": c["seconds"],
+            "tied_after": c.get("tied_after"), "seconds": c["seconds"], "cpu_seconds": c.get("cpu_seconds"),
         })
     return rows
 
 
-def _mean_ndcg(rows: list[dict[str, Any]], family: str, mode: str, s: float, k: float) -> float | None:
-    vals = [0.0 if r["ndcg@10"] is None else r["ndcg@10"] for r in rows
-            if (r["family"], r["mode"], r["s"], r["k"]) == (family, mode, s, k)]
-    return float(np.mean(vals)) if vals else None
+def mean_sd(values: list[float | None]) -> tuple[float | None, float | None, int]:
+    """Mean, sample sd (None for one value) and count of the finite ``values``."""
+    v = [x for x in values if _num(x) is not None]
+    if not v:
+        return None, None, 0
+    return float(np.mean(v)), (float(np.std(v, ddof=1)) if len(v) > 1 else None), len(v)
 
 
-def _best_k(rows: list[dict[str, Any]], family: str, mode: str, s: float) -> tuple[float | None, float | None]:
-    ks = sorted({r["k"] for r in rows if (r["family"], r["mode"], r["s"]) == (family, mode, s)})
-    if not ks:
-        return None, None
-    scores = [(_mean_ndcg(rows, family, mode, s, k), k) for k in ks]
-    best = max(scores, key=lambda t: (t[0], -t[1]))
-    return best[1], best[0]
+def inspect_rows(inspects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-backbone ``mlmhead inspect`` numbers the claims use: family, s, seed, recommended k and, per k,
+    the score sd, logit std, active dims and the detector's flag (the full reports stay in the cells)."""
+    out = []
+    for rep in inspects:
+        out.append({"family": rep["family"], "s": float(rep["s"]), "seed": int(rep.get("seed", 0)),
+                    "recommended_k": float(rep["recommended"]["k"]), "rule": rep["recommended"]["rule"],
+                    "head_frobenius": rep["head"]["frobenius"],
+                    "table": [{key: t.get(key) for key in ("k", "score_sd", "logit_std", "active_dims_per_text",
+                                                           "mean_pairwise_cosine", "collapsed")} for t in rep["table"]]})
+    return out
 
 
-def edge_k(table: list[dict[str, Any]], batch: int) -> float:
-    """The alternative rule (module docstring): the k of ``table`` (inspect rows with ``k``, ``score_sd``)
-    whose score sd is closest to ``sqrt(2 ln B)`` in log scale; rows with score sd <= 0 are skipped.
-
-    Raises:
-        ValueError: no row with a positive score sd.
-    """
-    thr = math.sqrt(2 * math.log(batch))
-    rows = [r for r in table if r["score_sd"] > 0 and math.isfinite(r["score_sd"])]
-    if not rows:
-        raise ValueError("edge_k: no k with a positive, finite score sd")
-    return float(min(rows, key=lambda r: (abs(math.log(r["score_sd"] / thr)), r["k"]))["k"])
+def _by_k(rows: list[dict[str, Any]], family: str, mode: str, s: float, seed: int) -> dict[float, dict[str, Any]]:
+    return {float(r["k"]): r for r in rows if (r["family"], r["mode"], r["s"], r["seed"]) == (family, mode, s, seed)}
 
 
 def recommended_table(rows: list[dict[str, Any]], inspects: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
-    """Per (family, s): ``initlab mlmhead inspect``'s recommended k beside the tied grid's best k and the regret."""
+    """Per (family, s, seed): the best tied k (chosen on the select queries) and, for each rule of
+    :data:`initlab.evidence.splade_claims.RULES`, its k, its nDCG@10 on the test queries and its regret."""
+    from initlab.evidence import splade_claims as sc
+
+    raw = {"rows": rows, "inspect": inspect_rows(inspects), "batch": cfg.init_batch}
     out = []
-    for rep in sorted(inspects, key=lambda r: (cfg.families.index(r["family"]), r["s"])):
-        f, s = rep["family"], rep["s"]
-        rec_k = float(rep["recommended"]["k"])
-        best_k, best = _best_k(rows, f, "tied", s)
-        at_rec = _mean_ndcg(rows, f, "tied", s, rec_k)
-        out_k, out_best = _best_k(rows, f, "k_output", s)
-        regret = None if best is None or at_rec is None else best - at_rec
-        e_k = edge_k(rep["table"], cfg.batch_size)
-        at_edge = _mean_ndcg(rows, f, "tied", s, e_k)
-        out.append({"family": f, "s": s, "recommended_k": rec_k, "rule": rep["recommended"]["rule"],
-                    "edge_k": e_k, "ndcg_edge": at_edge,
-                    "regret_edge": None if best is None or at_edge is None else best - at_edge,
-                    "hit_edge": best_k == e_k,
-                    "best_k": best_k, "ndcg_best": best, "ndcg_recommended": at_rec, "regret": regret,
-                    "hit": best_k == rec_k, "near_hit": regret is not None and regret <= cfg.hit_tolerance,
-                    "best_k_output": out_k, "ndcg_best_output": out_best,
-                    "score_sd_k1": next((r["score_sd"] for r in rep["table"] if r["k"] == 1.0), None)})
+    for rep in sorted(raw["inspect"], key=lambda r: (cfg.families.index(r["family"]), r["s"], r["seed"])):
+        f, s, seed = rep["family"], rep["s"], rep["seed"]
+        by_k = _by_k(rows, f, "tied", s, seed)
+        if not by_k:
+            continue
+        bk = sc.best_k(by_k)
+        best = ndcg_or_zero({"ndcg@10": by_k[bk].get("ndcg_test")})
+        row = {"family": f, "s": s, "seed": seed, "best_k": bk, "ndcg_best_test": best,
+               "score_sd_k1": next((t["score_sd"] for t in rep["table"] if t["k"] == 1.0), None)}
+        for rule in sc.RULES:
+            k = sc.rule_k(raw, rule, f, seed, s)
+            at = None if k is None or k not in by_k else ndcg_or_zero({"ndcg@10": by_k[k].get("ndcg_test")})
+            row.update({f"k_{rule}": k, f"ndcg_{rule}": at, f"regret_{rule}": None if at is None else best - at})
+        out.append(row)
     return out
-
-
-def regret_summary(rec: list[dict[str, Any]], tolerance: float = 0.01, rule: str = "") -> dict[str, Any]:
-    """Hit rate, near-hit rate (regret <= ``tolerance``) and mean / max regret over the (family, s) rows.
-
-    ``rule``: ``""`` for ``inspect``'s recommended k (keys ``regret``, ``hit``), ``"edge"`` for
-    :func:`edge_k` (keys ``regret_edge``, ``hit_edge``).
-    """
-    rk, hk = ("regret_edge", "hit_edge") if rule == "edge" else ("regret", "hit")
-    rs = [r for r in rec if r[rk] is not None]
-    if not rs:
-        return {"rows": 0, "hit_rate": None, "near_hit_rate": None, "mean_regret": None, "max_regret": None}
-    return {"rows": len(rs), "hit_rate": float(np.mean([r[hk] for r in rs])),
-            "near_hit_rate": float(np.mean([r[rk] <= tolerance for r in rs])),
-            "mean_regret": float(np.mean([r[rk] for r in rs])), "max_regret": float(max(r[rk] for r in rs))}
-
-
-def _row(rows, family, mode, s, k) -> dict[str, Any] | None:
-    for r in rows:
-        if (r["family"], r["mode"], r["s"], r["k"]) == (family, mode, s, k):
-            return r
-    return None
 
 
 def stability_table(rows: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
-    """Per (family, s), tied mode: the k = 1 run against the best-k run at equal steps (seed 0 rows)."""
+    """Per (family, s, seed), tied mode: the k = 1 run against the best-k run at equal steps."""
+    from initlab.evidence import splade_claims as sc
+
     out = []
+    keys = ("init_infonce", "steps_to_threshold", "final_infonce", "final_logged_ranking", "roughness", "ndcg_test")
     for f in cfg.families:
         for s in cfg.head_scales:
-            best_k, best = _best_k(rows, f, "tied", s)
-            a, b = _row(rows, f, "tied", s, 1.0), _row(rows, f, "tied", s, best_k)
-            if a is None or b is None:
-                continue
-            fa, fb = a["final_infonce"], b["final_infonce"]
-            poor = (best_k != 1.0 and fa is not None and fb is not None and fa - fb > cfg.poor_min_loss_margin
-                    and best - (a["ndcg@10"] or 0.0) > cfg.harm_margin)
-            out.append({"family": f, "s": s, "best_k": best_k,
-                        **{f"{key}_k1": a[key] for key in ("init_infonce", "steps_to_threshold", "final_infonce",
-                                                            "final_logged_ranking", "roughness", "ndcg@10")},
-                        **{f"{key}_best": b[key] for key in ("init_infonce", "steps_to_threshold", "final_infonce",
-                                                              "final_logged_ranking", "roughness", "ndcg@10")},
-                        "poor_minimum": bool(poor)})
+            for seed in cfg.seeds:
+                by_k = _by_k(rows, f, "tied", s, seed)
+                if 1.0 not in by_k:
+                    continue
+                bk = sc.best_k(by_k)
+                a, b = by_k[1.0], by_k[bk]
+                out.append({"family": f, "s": s, "seed": seed, "best_k": bk, **{f"{key}_k1": a[key] for key in keys},
+                            **{f"{key}_best": b[key] for key in keys}})
     return out
-
-
-def _overall(yes: dict[str, bool]) -> str:
-    n = sum(yes.values())
-    return "reproduces" if n >= 3 else ("partly" if n >= 1 else "not")
-
-
-def verdicts(rows: list[dict[str, Any]], stab: list[dict[str, Any]], cfg) -> dict[str, Any]:
-    """The six claim verdicts of the module docstring, per family and overall."""
-    m, fams = cfg.harm_margin, cfg.families
-    s_max, s_min = max(cfg.head_scales), min(cfg.head_scales)
-    ks = sorted(cfg.ks)
-    nd = lambda f, s, k, mode="tied": _mean_ndcg(rows, f, mode, s, k)  # noqa: E731
-    res: dict[str, Any] = {}
-
-    def high_norm(f):
-        k1, others = nd(f, s_max, 1.0), [nd(f, s_max, k) for k in ks if k > 1]
-        return k1 is not None and bool(others) and max(others) - k1 > m
-    res["high_norm_fixed_by_rescaling"] = {f: high_norm(f) for f in fams}
-
-    def non_monotone(f):
-        bk, best = _best_k(rows, f, "tied", 1.0)
-        return bk is not None and ks[0] < bk < ks[-1] and best - nd(f, 1.0, ks[0]) > m and best - nd(f, 1.0, ks[-1]) > m
-    res["non_monotone_optimum"] = {f: non_monotone(f) for f in fams}
-    res["over_rescaling_collapse"] = {f: any(r["collapsed"] for r in rows if r["family"] == f and r["mode"] == "tied"
-                                             and r["s"] == 1.0 and r["k"] >= 16) for f in fams}
-    k4 = next((k for k in ks if k >= 4), None)
-
-    def small_norm(f):
-        a, b = nd(f, s_min, 1.0), nd(f, s_min, k4) if k4 else None
-        return a is not None and b is not None and a - b > m
-    res["small_norm_harm"] = {f: small_norm(f) for f in fams}
-    res["high_initial_loss_and_poor_minimum"] = {
-        f: any(r["family"] == f and r["s"] == s_max and r["poor_minimum"] and None not in (r["init_infonce_k1"], r["init_infonce_best"])
-               and r["init_infonce_k1"] > r["init_infonce_best"] for r in stab) for f in fams}
-    verdict = {key: {"per_family": val, "overall": _overall(val)} for key, val in res.items()}
-    points = ((1.0, 16.0), (s_min, 4.0), (s_min, 16.0))  # the last: the second preregistration (seed 1)
-    verdict["input_side"] = {f: {f"s={s:g},k={k:g}": _input_side(rows, f, s, k, m) for s, k in points} for f in fams}
-    return verdict
-
-
-def _input_side(rows, f, s, k, m) -> dict[str, Any]:
-    base, tied, out = _mean_ndcg(rows, f, "tied", s, 1.0), _mean_ndcg(rows, f, "tied", s, k), _mean_ndcg(rows, f, "k_output", s, k)
-    if None in (base, tied, out):
-        return {"verdict": "not in grid"}
-    ht, ho = base - tied, base - out
-    if ht <= m:
-        v = "no harm to explain"
-    elif ho <= m:
-        v = "explains"
-    elif ho < ht - m:
-        v = "partly"
-    else:
-        v = "does not"
-    return {"verdict": v, "harm_tied": ht, "harm_output": ho}
 
 
 # ------------------------------------------------------------------------------------------------

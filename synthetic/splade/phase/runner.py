@@ -47,11 +47,12 @@ from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.runs import RunDir, cell_file
 from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
-from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
+from initlab.synthetic.splade.phase.config import (PRESETS, CellSpec, PhaseConfig, backbone_for, cell_key, cell_spec,
+                                                   check_config, grid)
 
 #: ``PRESETS`` is re-exported: ``initlab.synthetic.splade.phase.runner.PRESETS`` is the documented name of the presets.
 __all__ = ["PRESETS", "run_phase", "plan", "collapse_note", "cell_pretrain", "cell_train", "cell_inspect",
-           "STEP_SECONDS"]
+           "inspect_name", "STEP_SECONDS"]
 
 #: The cost model: CPU seconds per SPLADE training step on one core of the reference machine, per family (a
 #: cell's set-up, evaluation and scale measurements spread over its steps), of one MLM pretraining step, and of
@@ -93,7 +94,7 @@ def cell_train(root: str, name: str, args: Mapping[str, Any], progress: Progress
 def cell_inspect(root: str, name: str, args: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     """Executor cell: ``initlab mlmhead inspect`` on one family's backbone scaled by ``s``."""
     cfg = from_dict(PhaseConfig, args["config"])
-    return inspect_cell(str(Path(root) / args["backbone"]), cfg, args["family"], args["s"])
+    return inspect_cell(str(Path(root) / args["backbone"]), cfg, args["family"], args["s"], args["seed"])
 
 
 def plan(cfg: PhaseConfig) -> list[Cell]:
@@ -103,10 +104,11 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
     cells = []
     for f in cfg.families:
         for seed in cfg.seeds:
-            key = {"family": f, "seed": seed, "backbone": to_dict(cfg.backbone), "corpus": to_dict(cfg.corpus)}
+            bb = backbone_for(cfg, f)
+            key = {"family": f, "seed": seed, "backbone": to_dict(bb), "corpus": to_dict(cfg.corpus)}
             cells.append(Cell(f"pretrain_{f}_seed={seed}", f"{__name__}:cell_pretrain",
                               {"config": conf, "family": f, "seed": seed, "folder": _bb_folder(f, seed)}, key,
-                              units=cfg.backbone.mlm_steps, unit_seconds=MLM_STEP_SECONDS.get(f, 0.03)))
+                              units=bb.mlm_steps, unit_seconds=MLM_STEP_SECONDS.get(f, 0.03)))
     seen: set[str] = set()
     for p in grid(cfg):
         if p["cell"] in seen:
@@ -119,10 +121,11 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
                           unit_seconds=STEP_SECONDS.get(sp.family, 0.1)))
     for f in cfg.families:
         for s in cfg.head_scales:
-            cells.append(Cell(f"inspect_{f}_s={s:g}", f"{__name__}:cell_inspect",
-                              {"config": conf, "family": f, "s": s, "backbone": _bb_folder(f, cfg.seeds[0])},
-                              _inspect_key(cfg, f, s), needs=(f"pretrain_{f}_seed={cfg.seeds[0]}",),
-                              unit_seconds=INSPECT_SECONDS))
+            for seed in cfg.seeds:
+                cells.append(Cell(inspect_name(f, s, seed), f"{__name__}:cell_inspect",
+                                  {"config": conf, "family": f, "s": s, "seed": seed, "backbone": _bb_folder(f, seed)},
+                                  _inspect_key(cfg, f, s, seed), needs=(f"pretrain_{f}_seed={seed}",),
+                                  unit_seconds=INSPECT_SECONDS))
     return cells
 
 
@@ -205,6 +208,11 @@ def collapse_note(root: Path, cfg: PhaseConfig) -> str:
     return "\n".join(out)
 
 
-def _inspect_key(cfg: PhaseConfig, family: str, s: float) -> dict[str, Any]:
+def inspect_name(family: str, s: float, seed: int) -> str:
+    """The cell name of the ``mlmhead inspect`` report of one (family, s, seed) backbone."""
+    return f"inspect_{family}_s={s:g}_seed={seed}"
+
+
+def _inspect_key(cfg: PhaseConfig, family: str, s: float, seed: int) -> dict[str, Any]:
     return {"family": family, "s": s, "ks": list(cfg.ks), "batch": cfg.batch_size, "texts": cfg.inspect_texts,
-            "backbone": to_dict(cfg.backbone), "corpus": to_dict(cfg.corpus), "seed": cfg.seeds[0]}
+            "backbone": to_dict(backbone_for(cfg, family)), "corpus": to_dict(cfg.corpus), "seed": seed}

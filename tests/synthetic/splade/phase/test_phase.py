@@ -13,6 +13,7 @@ import initlab.synthetic.splade.phase.runner as ph
 import initlab.synthetic.splade.phase.cell as phcell
 import initlab.synthetic.splade.phase.config as phc
 import initlab.synthetic.splade.phase.report as rep
+from initlab.evidence import splade_claims as sc
 from initlab.config import derive
 from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, RunExistsError
 from initlab.synthetic.splade.data import CorpusConfig
@@ -24,7 +25,7 @@ TINY = derive(
                         entities_per_doc=2, n_train_queries=48, n_dev_queries=6),
     backbone=FamilyConfig(d=16, layers=1, heads=2, ffn=32, albert_embedding=8, max_len=16, mlm_steps=3, mlm_batch=8),
     families=("bert",), head_scales=(1.0, 16.0), ks=(1.0, 16.0), output_ks=(16.0,), steps=3, batch_size=8,
-    log_every=1, init_batch=8, query_max_len=8, doc_max_len=12, inspect_texts=6,
+    log_every=1, init_batch=8, query_max_len=8, doc_max_len=12, inspect_texts=6, posthoc_ks=(16.0,),
 )
 
 
@@ -51,12 +52,30 @@ def test_grid_shares_cells_with_equal_weights():
     assert by[("k_output", 16.0, 16.0)] != by[("tied", 16.0, 16.0)]  # untied, input embeddings stay x16
 
 
-def test_full_preset_grid_and_bad_grids():
-    full = phc.PRESETS["full"]
+def test_presets_and_bad_grids():
+    full = phc.PRESETS["imposed-s-full"]
     assert full.head_scales[0] == 0.25 and full.head_scales[-1] == 64.0 and set(full.modes) == set(phc.MODES)
-    for bad in (dict(ks=(1.0, 3.0)), dict(families=("gpt2",)), dict(modes=("both",))):
+    for name in ("quick", "default", "explore", "full"):  # the natural-norm presets: no imposed head scale
+        cfg = phc.PRESETS[name]
+        assert cfg.head_scales == (1.0,) and "modernbert" in cfg.family_backbones
+        assert phc.backbone_for(cfg, "bert") == cfg.backbone
+    nat = phc.PRESETS["full"]
+    assert phc.backbone_for(nat, "modernbert").mlm_steps > phc.backbone_for(nat, "bert").mlm_steps
+    assert not phc.backbone_for(nat, "modernbert").decay_embeddings and phc.backbone_for(nat, "bert").decay_embeddings
+    for bad in (dict(ks=(1.0, 3.0)), dict(families=("gpt2",)), dict(modes=("both",)), dict(posthoc_ks=(0.0,))):
         with pytest.raises(ValueError):
             phc.check_config(derive(TINY, **bad))
+    with pytest.raises(ValueError, match="family_backbones"):
+        derive(TINY, family_backbones={"gpt2": phc.STANDARD_RECIPE})
+
+
+def test_cell_key_holds_only_its_own_family_backbone():
+    spec = phc.cell_spec("bert", "tied", 1.0, 4.0, 0)
+    a, b = phc.PRESETS["default"], phc.PRESETS["full"]
+    assert phc.cell_key(a, spec) == phc.cell_key(b, spec)  # default's cells are full's (same recipe)
+    changed = derive(b, family_backbones={**b.family_backbones, "bert": derive(b.backbone, mlm_steps=7)})
+    assert phc.cell_key(changed, spec) != phc.cell_key(b, spec)
+    assert phc.cell_key(derive(b, family_backbones={}), phc.cell_spec("bert", "tied", 1.0, 4.0, 0)) == phc.cell_key(b, spec)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -88,35 +107,30 @@ def test_collapse_flag_on_hand_made_vectors():
 # ------------------------------------------------------------------------------------------------
 # analysis on hand-made rows
 # ------------------------------------------------------------------------------------------------
-def _rows(ndcg: dict[float, float | None], family="bert", s=1.0, mode="tied"):
-    return [{"family": family, "mode": mode, "s": s, "k": k, "seed": 0, "ndcg@10": v} for k, v in ndcg.items()]
+def _rows(ndcg: dict[float, float | None], family="bert", s=1.0, mode="tied", seed=0):
+    return [{"family": family, "mode": mode, "s": s, "k": k, "seed": seed, "ndcg@10": v, "ndcg_select": v, "ndcg_test": v}
+            for k, v in ndcg.items()]
 
 
-def _inspect(rec_k, score_sd: dict[float, float], family="bert", s=1.0):
-    return {"family": family, "s": s, "recommended": {"k": rec_k, "rule": "test"},
-            "table": [{"k": k, "score_sd": v} for k, v in score_sd.items()]}
+def _inspect(rec_k, score_sd: dict[float, float], family="bert", s=1.0, seed=0):
+    return {"family": family, "s": s, "seed": seed, "recommended": {"k": rec_k, "rule": "test"},
+            "head": {"frobenius": 1.0}, "table": [{"k": k, "score_sd": v} for k, v in score_sd.items()]}
 
 
-def test_regret_hit_rate_and_failed_cells_count_as_zero():
+def test_recommended_table_regrets_per_rule_and_failed_cells_count_as_zero():
     cfg = derive(TINY, families=("bert", "albert"), head_scales=(1.0,), ks=(1.0, 4.0, 16.0))
     rows = _rows({1.0: 0.50, 4.0: 0.70, 16.0: None}) + _rows({1.0: 0.40, 4.0: 0.30, 16.0: 0.395}, "albert")
-    thr = math.sqrt(2 * math.log(cfg.batch_size))
+    thr = math.sqrt(2 * math.log(cfg.init_batch))
     inspects = [_inspect(16.0, {1.0: 40 * thr, 4.0: 1.2 * thr, 16.0: 0.01 * thr}),
                 _inspect(1.0, {1.0: 0.9 * thr, 4.0: 0.05 * thr, 16.0: 0.001 * thr}, "albert")]
-    table = rep.recommended_table(rows, inspects, cfg)
-    bert, albert = table
-    assert bert["best_k"] == 4.0 and bert["ndcg_recommended"] == 0.0  # failed cell: nDCG 0
-    assert bert["regret"] == pytest.approx(0.70) and not bert["hit"]
-    assert bert["edge_k"] == 4.0 and bert["regret_edge"] == 0.0  # 1.2 thr is closest to the edge in log scale
-    assert albert["hit"] and albert["regret"] == 0.0 and albert["edge_k"] == 1.0
-    summ = rep.regret_summary(table, tolerance=0.01)
-    assert summ == {"rows": 2, "hit_rate": 0.5, "near_hit_rate": 0.5, "mean_regret": pytest.approx(0.35),
-                    "max_regret": pytest.approx(0.70)}
-    assert rep.regret_summary(table, rule="edge")["hit_rate"] == 1.0
-
-
-def test_best_k_ties_go_to_the_smaller_k():
-    assert rep._best_k(_rows({1.0: 0.5, 2.0: 0.6, 4.0: 0.6}), "bert", "tied", 1.0) == (2.0, 0.6)
+    bert, albert = rep.recommended_table(rows, inspects, cfg)
+    assert bert["best_k"] == 4.0 and bert["ndcg_inspect"] == 0.0  # failed cell: nDCG 0
+    assert bert["regret_inspect"] == pytest.approx(0.70)
+    assert bert["k_edge"] == 4.0 and bert["regret_edge"] == 0.0  # 1.2 thr is closest to the edge in log scale
+    assert bert["k_bert"] == 1.0  # bert itself is the BERT scale
+    assert albert["regret_inspect"] == 0.0 and albert["k_edge"] == 1.0
+    # albert's k = 1 sd 0.9 thr against bert's 40 thr: the BERT-scale rule picks albert's k = 1 (closest from below)
+    assert albert["k_bert"] == 1.0
 
 
 def test_roughness_and_steps_to_threshold():
@@ -126,15 +140,6 @@ def test_roughness_and_steps_to_threshold():
     assert rep.roughness(zigzag) == pytest.approx(2.0)  # second differences +-2
     assert rep.roughness(line[:2]) is None
     assert rep.steps_to_threshold(line, 2.5) == 5 and rep.steps_to_threshold(line, 0.5) is None
-
-
-def test_input_side_verdicts():
-    rows = _rows({1.0: 0.8, 16.0: 0.5}) + _rows({16.0: 0.78}, mode="k_output")
-    assert rep._input_side(rows, "bert", 1.0, 16.0, 0.05)["verdict"] == "explains"
-    rows = _rows({1.0: 0.8, 16.0: 0.5}) + _rows({16.0: 0.5}, mode="k_output")
-    assert rep._input_side(rows, "bert", 1.0, 16.0, 0.05)["verdict"] == "does not"
-    rows = _rows({1.0: 0.8, 16.0: 0.79}) + _rows({16.0: 0.5}, mode="k_output")
-    assert rep._input_side(rows, "bert", 1.0, 16.0, 0.05)["verdict"] == "no harm to explain"
 
 
 def test_predicted_infonce_limits():
@@ -212,13 +217,18 @@ def test_phase_end_to_end_tables_and_figures(phase_run):
     assert untied["hidden_rel_change"] == 0.0  # output-only rescale: hidden states untouched
     tied = cells[phc.cell_spec("bert", "tied", 1.0, 16.0, 0).name]
     assert tied["hidden_rel_change"] > 0.0
-    assert len(report["recommended"]) == 2 and set(report["verdicts"]) >= {"high_norm_fixed_by_rescaling", "input_side"}
+    assert len(report["recommended"]) == 2 and set(report["verdicts"]) == {c.id for c in sc.CLAIMS}
+    # the saved record is what the numbers give
+    assert sc.check_record(report["verdicts"], sc.as_raw(report), TINY.claims, "phase.json")
     assert (out / "recommended_k.csv").read_text().count("\n") == 3
+    assert {p["k"] for p in report["posthoc"]} == {16.0} and len(report["posthoc"]) == 5
+    for r in report["rows"]:
+        assert r["failed"] or (0 <= r["ndcg_select"] <= 1 and 0 <= r["ndcg_test"] <= 1)
     assert len(json.loads((out / "theory.json").read_text())["rows"]) == 5
     for name in ("splade_phase_bert.png", "splade_init_vs_final_loss.png", "splade_recommended_vs_best_k.png",
                  "splade_theory_vs_measured.png"):
         assert (out / name).stat().st_size > 5000, name
-    assert "### bert, mode `tied`" in (out / "summary.md").read_text()
+    assert "### bert, s = 16: nDCG@10" in (out / "summary.md").read_text()
 
 
 def test_theory_json_compares_each_cell_with_the_per_entry_model(phase_run):
@@ -244,7 +254,7 @@ def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_ru
         ph.run_phase(phase_run, TINY, progress=False, workers=1)
     monkeypatch.setitem(phc.PRESETS, "quick", TINY)
     md = stages.splade(phase_run, "quick", overwrite=False)  # DONE: nothing is rerun
-    assert "### bert, mode `tied`" in md and "splade_phase_bert.png" in md
+    assert "### bert: nDCG@10" in md and "splade_phase_bert.png" in md
     with pytest.raises(ValueError, match="preset"):
         stages.splade(phase_run, "huge", overwrite=False)
     with pytest.raises(SystemExit):
@@ -269,8 +279,8 @@ def test_collapse_note_says_which_collapsed_cells_are_expected(tmp_path):
 
 
 def _without_timing(path):
-    """A saved file's text without its timing lines (``"seconds": ...``, ``"cpu_seconds": ...``)."""
-    return [ln for ln in path.read_text().splitlines() if not ln.strip().startswith(('"seconds":', '"cpu_seconds":'))]
+    """A saved file's text without its timing lines (``"seconds": ...``, ``"cpu_seconds...": ...``)."""
+    return [ln for ln in path.read_text().splitlines() if not ln.strip().startswith(('"seconds":', '"cpu_seconds'))]
 
 
 def test_a_dask_local_cluster_gives_the_same_cells_as_this_process(phase_run, tmp_path, capsys):
@@ -303,4 +313,4 @@ def test_tables_of_a_failed_cell_hold_no_nan_numbers():
     assert row["failed"] and row["collapsed"] and row["ndcg@10"] is None
     assert row["init_infonce"] is None and row["init_logit_std"] is None and row["roughness"] is None
     assert rep.theory_rows({"c": failed}, 42, TINY) == []
-    assert rep._best_k([row], "bert", "tied", 1.0) == (1.0, 0.0)  # counts as nDCG 0
+    assert sc.best_k({1.0: row}) == 1.0 and row["ndcg_test"] is None  # scored as nDCG 0 by the claims

@@ -1,0 +1,428 @@
+"""The synthetic SPLADE claims, one verdict function each, on raw per-seed numbers.
+
+Imported as ``initlab.evidence.splade_claims``. Every consumer (the run's ``summary.md``, the README claims
+rows of :mod:`initlab.paper_figs.claims_splade`, the docs) calls these functions on the saved per-seed,
+per-cell numbers of a synthetic SPLADE run (``phase.json``: its ``rows`` and ``inspect`` lists); nobody reads a
+saved verdict word (:func:`check_record` refuses a saved record that disagrees with the recomputation).
+
+Input ``raw`` (:func:`as_raw` builds it from a loaded ``phase.json``):
+
+* ``rows``: one per grid point, ``{"family", "mode", "s", "k", "seed", "ndcg_select", "ndcg_test",
+  "init_infonce", "final_infonce", "collapsed", "failed"}`` -- nDCG@10 on the two halves of the dev queries
+  (``select``: even positions, ``test``: odd positions; a failed cell counts as 0), the in-batch InfoNCE
+  (nats) of the first ``B`` training pairs before and after training (the same batch);
+* ``inspect``: one per (family, s, seed) backbone, ``{"family", "s", "seed", "table": [{"k", "score_sd"}],
+  "recommended_k"}`` -- ``initlab mlmhead inspect``'s per-query score sd at each k and its recommended k;
+* ``batch``: B of the InfoNCE above (its chance level is ``ln B``).
+
+Definitions (all on head scale s = 1, the backbone as pretrained; tied mode unless said):
+
+* **best k** of a (family, seed): the tied grid k with the highest ``ndcg_select`` (ties: the smaller k). It is
+  chosen on the *select* half of the queries and every verdict scores it on the *test* half, so choosing it
+  does not inflate what it is judged with;
+* ``d`` below are per-seed paired differences (same backbone and SPLADE seed on both sides) on ``ndcg_test``.
+
+The claims (rules of :mod:`initlab.evidence.rules`; families are split by their preregistered pretraining
+recipe into ``th.high_norm`` and ``th.normal_norm``; each claim is the all-of over the families of the run):
+
+* :func:`high_norm_degrades` -- per high-norm family, all of: (a) *degrades*: ``d = nDCG(best k) - nDCG(k=1)``,
+  gain δ = ``min_gain``; (b) *very high initial loss*: ``InfoNCE_init(k=1) - ln B``, gain δ = ``min_init_excess``
+  nats; (c) *poor minimum*: ``InfoNCE_final(k=1) - InfoNCE_final(best k)``, gain δ = ``min_poor_minimum`` nats;
+  and, as control, per normal-norm family (d) *not degraded*: ``nDCG(best k) - nDCG(k=1)`` equivalent to 0
+  within ± ``min_gain`` (a large-norm effect, not one every family shows);
+* :func:`rescaling_fixes` -- per high-norm family: ``d = nDCG(k_rec) - nDCG(k=1)`` with ``k_rec`` the
+  recommended k of ``initlab mlmhead inspect`` on that backbone, gain δ = ``min_gain``;
+* :func:`over_rescaling` -- per normal-norm family: ``d = nDCG(best k) - nDCG(k = k_far)``, gain δ = ``min_gain``
+  (rescaling a normal-norm head by ``k_far`` hurts retrieval against the best k);
+* :func:`input_side` -- per normal-norm family: ``d = nDCG_output-only(k_far) - nDCG_tied(k_far)``, gain
+  δ = ``min_gain`` (the tie's input side carries the over-rescaling harm: dividing only the output projection
+  by the same k avoids it);
+* :func:`recommended_regret` -- the regret ``nDCG(best k) - nDCG(k_rule)`` over every (family, seed) of the run,
+  equivalent to 0 within ± ``regret_margin`` (rule ``inspect``, ``edge`` or ``bert``; :func:`rule_k`);
+* :func:`rule_difference` -- two rules' paired regrets, ``d = regret(b) - regret(a)``: gain δ = ``min_rule_gain``
+  (rule ``a`` beats rule ``b``); the claims ``edge_beats_inspect`` and ``bert_beats_inspect`` ask whether an
+  alternative beats the rule ``initlab mlmhead inspect`` ships (:func:`shipped_rule`).
+
+The rules for k (:func:`rule_k`): ``inspect`` -- the saved recommended k (smallest grid k with score sd
+<= sqrt(2 ln B)); ``edge`` -- the grid k whose score sd is closest to sqrt(2 ln B) in log scale; ``bert`` --
+the grid k whose score sd is closest, in log scale, to that of the same seed's ``bert`` backbone at k = 1
+("bring the initial score scale to BERT's"). Ties go to the smaller k.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from initlab.evidence import rules
+from initlab.evidence.rules import NOT_RUN, Verdict
+
+__all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k", "rule_k", "high_norm_degrades",
+           "rescaling_fixes", "over_rescaling", "input_side", "recommended_regret", "rule_difference", "evaluate_all",
+           "by_id", "check_record", "regrets", "describe_claim", "part_label", "shipped_rule"]
+
+Raw = Mapping[str, Any]
+RULES = ("inspect", "edge", "bert")
+
+
+@dataclass(frozen=True)
+class SPLADEThresholds:
+    """Preregistered thresholds of the synthetic SPLADE claims (nDCG@10 differences, nats).
+
+    ``min_gain`` a difference in nDCG@10 that matters (0.05, about 2 sd of one seed's nDCG@10 on 80 test
+    queries); ``min_init_excess`` nats of initial InfoNCE above chance (ln B) that count as "a very high
+    initial loss"; ``min_poor_minimum`` nats of final InfoNCE (same batch, equal steps) that count as a worse
+    minimum; ``regret_margin`` the equivalence margin of a rule's regret; ``min_rule_gain`` the regret
+    difference that makes one rule better than another; ``k_far`` the "too far" rescaling of a normal-norm
+    head; ``high_norm`` / ``normal_norm`` the families whose pretraining recipe lets the head norm grow / keeps
+    the standard recipe. Tolerances: an interval end within ``tol`` (nDCG@10) or ``tol_nats`` of a threshold
+    counts as touching it (well above float noise, well below one query's weight in an nDCG@10 mean).
+    """
+
+    min_gain: float = 0.05
+    min_init_excess: float = 1.0
+    min_poor_minimum: float = 0.1
+    regret_margin: float = 0.03
+    min_rule_gain: float = 0.01
+    k_far: float = 64.0
+    high_norm: tuple[str, ...] = ("roberta", "modernbert")
+    normal_norm: tuple[str, ...] = ("bert", "albert")
+    tol: float = 0.002
+    tol_nats: float = 0.01
+
+    def __post_init__(self) -> None:
+        for name in ("min_gain", "min_init_excess", "min_poor_minimum", "regret_margin", "min_rule_gain", "k_far"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"SPLADEThresholds.{name}: expected a finite number > 0, got {v!r}")
+        for name in ("tol", "tol_nats"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 <= v < 0.05):
+                raise ValueError(f"SPLADEThresholds.{name}: expected a float in [0, 0.05), got {v!r}")
+        if set(self.high_norm) & set(self.normal_norm):
+            raise ValueError(f"SPLADEThresholds: a family cannot be both high-norm and normal-norm: "
+                             f"{sorted(set(self.high_norm) & set(self.normal_norm))}")
+
+
+# ------------------------------------------------------------------------------------------------
+# raw numbers
+# ------------------------------------------------------------------------------------------------
+def _f(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def as_raw(phase: Mapping[str, Any]) -> dict[str, Any]:
+    """``raw`` (module docstring) from a loaded ``phase.json``: its ``rows`` (nDCG@10 per split, InfoNCE), its
+    ``inspect`` reports and the InfoNCE batch ``config.init_batch``.
+
+    Raises:
+        KeyError: ``phase`` lacks ``rows`` or ``config.init_batch``.
+    """
+    keep = ("family", "mode", "s", "k", "seed", "ndcg_select", "ndcg_test", "init_infonce", "final_infonce",
+            "collapsed", "failed")
+    rows = [{key: r.get(key) for key in keep} for r in phase["rows"]]
+    insp = [{"family": i["family"], "s": float(i["s"]), "seed": int(i["seed"]), "recommended_k": float(i["recommended_k"]),
+             "table": [{"k": float(t["k"]), "score_sd": float(t["score_sd"])} for t in i["table"]]}
+            for i in phase.get("inspect", [])]
+    return {"rows": rows, "inspect": insp, "batch": int(phase["config"]["init_batch"])}
+
+
+def _ndcg(r: Mapping[str, Any], split: str) -> float:
+    v = _f(r.get(f"ndcg_{split}"))
+    return 0.0 if v is None else v  # a failed cell: nDCG 0 (an unusable model)
+
+
+def _cells(raw: Raw, family: str, mode: str = "tied", s: float = 1.0) -> dict[int, dict[float, Mapping[str, Any]]]:
+    """``{seed: {k: row}}`` of one (family, mode, s)."""
+    out: dict[int, dict[float, Mapping[str, Any]]] = {}
+    for r in raw["rows"]:
+        if r["family"] == family and r["mode"] == mode and float(r["s"]) == s:
+            out.setdefault(int(r["seed"]), {})[float(r["k"])] = r
+    return out
+
+
+def best_k(by_k: Mapping[float, Mapping[str, Any]]) -> float:
+    """The best k of one (family, seed): highest ``ndcg_select``, ties to the smaller k (module docstring).
+
+    Raises:
+        ValueError: no cells.
+    """
+    if not by_k:
+        raise ValueError("best_k: expected at least one cell")
+    return min(by_k, key=lambda k: (-_ndcg(by_k[k], "select"), k))
+
+
+def _families(raw: Raw, wanted: Sequence[str]) -> list[str]:
+    present = {r["family"] for r in raw["rows"]}
+    return [f for f in wanted if f in present]
+
+
+def _inspect(raw: Raw, family: str, seed: int, s: float = 1.0) -> Mapping[str, Any] | None:
+    for i in raw.get("inspect", []):
+        if i["family"] == family and int(i["seed"]) == seed and float(i["s"]) == s:
+            return i
+    return None
+
+
+def _closest(table: Sequence[Mapping[str, float]], target: float) -> float | None:
+    ok = [t for t in table if t["score_sd"] > 0 and math.isfinite(t["score_sd"])]
+    if not ok or not (target > 0 and math.isfinite(target)):
+        return None
+    return float(min(ok, key=lambda t: (abs(math.log(t["score_sd"] / target)), t["k"]))["k"])
+
+
+def rule_k(raw: Raw, rule: str, family: str, seed: int, s: float = 1.0) -> float | None:
+    """The k that ``rule`` (module docstring) picks for one backbone, or None if its inspect report (or, for
+    ``bert``, the same seed's bert report) is absent.
+
+    Raises:
+        ValueError: unknown ``rule``.
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule: expected one of {list(RULES)}, got {rule!r}")
+    rep = _inspect(raw, family, seed, s)
+    if rep is None:
+        return None
+    if rule == "inspect":
+        return float(rep["recommended_k"])
+    if rule == "edge":
+        return _closest(rep["table"], math.sqrt(2 * math.log(raw["batch"])))
+    ref = _inspect(raw, "bert", seed, 1.0)
+    if ref is None:
+        return None
+    ref_sd = next((t["score_sd"] for t in ref["table"] if t["k"] == 1.0), None)
+    return None if ref_sd is None else _closest(rep["table"], ref_sd)
+
+
+def _label(v: Verdict, label: str) -> Verdict:
+    return dataclasses.replace(v, reason=label + (f" ({v.reason})" if v.reason else ""))
+
+
+def _paired(raw: Raw, family: str, pick: Callable[[dict[float, Mapping[str, Any]], int], tuple[float | None, float | None]],
+            what: str) -> list[float] | None:
+    """Per seed ``a - b`` with ``(a, b) = pick(cells of that seed, seed)``; None if some seed lacks a value."""
+    cells = _cells(raw, family)
+    if not cells:
+        return None
+    d = []
+    for seed in sorted(cells):
+        a, b = pick(cells[seed], seed)
+        if a is None or b is None:
+            return None
+        d.append(a - b)
+    return d
+
+
+def _ndcg_at(by_k: Mapping[float, Mapping[str, Any]], k: float | None) -> float | None:
+    return None if k is None or k not in by_k else _ndcg(by_k[k], "test")
+
+
+# ------------------------------------------------------------------------------------------------
+# the claims
+# ------------------------------------------------------------------------------------------------
+def _all(parts: list[Verdict], missing: list[str], rule: str = "all_of") -> Verdict:
+    if not parts:
+        return rules.not_run(rule, missing or ["no family of this class in the run"])
+    return rules.all_of(parts) if len(parts) > 1 else parts[0]
+
+
+def _degrade_d(raw: Raw, f: str) -> list[float] | None:
+    return _paired(raw, f, lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, 1.0)), "best k - k=1")
+
+
+def high_norm_degrades(raw: Raw, th: SPLADEThresholds) -> Verdict:
+    """A large MLM-head norm degrades SPLADE, from a very high initial loss to a poor minimum (module docstring)."""
+    parts, missing = [], []
+    ln_b = math.log(raw["batch"])
+    for f in _families(raw, th.high_norm):
+        d = _degrade_d(raw, f)
+        init = _paired(raw, f, lambda c, s: (_f(c.get(1.0, {}).get("init_infonce")), ln_b), "init - ln B")
+        poor = _paired(raw, f, lambda c, s: (_f(c.get(1.0, {}).get("final_infonce")),
+                                             _f(c[best_k(c)].get("final_infonce"))), "final k=1 - best")
+        if d is None or init is None or poor is None:
+            missing.append(f"{f}: k = 1 or InfoNCE cells")
+            continue
+        parts += [_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 best k − k = 1"),
+                  _label(rules.gain(init, min_gain=th.min_init_excess, tol=th.tol_nats), f"{f}: initial InfoNCE − ln B"),
+                  _label(rules.gain(poor, min_gain=th.min_poor_minimum, tol=th.tol_nats),
+                         f"{f}: final InfoNCE k = 1 − best k")]
+    if not parts:
+        return rules.not_run("all_of", missing or ["no high-norm family in the run"])
+    for f in _families(raw, th.normal_norm):
+        d = _degrade_d(raw, f)
+        if d is not None:
+            parts.append(_label(rules.equivalence(d, margin=th.min_gain, tol=th.tol),
+                                f"control {f}: nDCG@10 best k − k = 1 ≈ 0"))
+    return rules.all_of(parts)
+
+
+def rescaling_fixes(raw: Raw, th: SPLADEThresholds) -> Verdict:
+    """Dividing W_head by the recommended k before training fixes a high-norm head (module docstring)."""
+    parts, missing = [], []
+    for f in _families(raw, th.high_norm):
+        d = _paired(raw, f, lambda c, s: (_ndcg_at(c, rule_k(raw, "inspect", f, s)), _ndcg_at(c, 1.0)), "k_rec - k=1")
+        if d is None:
+            missing.append(f"{f}: k = 1 or the recommended k's cell or inspect report")
+            continue
+        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 recommended k − k = 1"))
+    return _all(parts, missing)
+
+
+def over_rescaling(raw: Raw, th: SPLADEThresholds) -> Verdict:
+    """Rescaling a normal-norm head by ``k_far`` hurts retrieval against the best k (module docstring)."""
+    parts, missing = [], []
+    for f in _families(raw, th.normal_norm):
+        d = _paired(raw, f, lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, th.k_far)), "best - k_far")
+        if d is None:
+            missing.append(f"{f}: tied k = {th.k_far:g}")
+            continue
+        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 best k − k = {th.k_far:g}"))
+    return _all(parts, missing)
+
+
+def input_side(raw: Raw, th: SPLADEThresholds) -> Verdict:
+    """The tie's input side carries the over-rescaling harm: output-only rescaling by ``k_far`` avoids it."""
+    parts, missing = [], []
+    for f in _families(raw, th.normal_norm):
+        tied, out = _cells(raw, f, "tied"), _cells(raw, f, "k_output")
+        if not tied or set(tied) != set(out) or any(th.k_far not in tied[s] or th.k_far not in out[s] for s in tied):
+            missing.append(f"{f}: tied and output-only k = {th.k_far:g}")
+            continue
+        d = [_ndcg(out[s][th.k_far], "test") - _ndcg(tied[s][th.k_far], "test") for s in sorted(tied)]
+        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
+                            f"{f}: nDCG@10 output-only − tied at k = {th.k_far:g}"))
+    return _all(parts, missing)
+
+
+def regrets(raw: Raw, rule: str) -> dict[tuple[str, int], float] | None:
+    """``{(family, seed): nDCG_test(best k) - nDCG_test(k_rule)}`` over every backbone of the run (s = 1), or
+    None if some backbone lacks the rule's k or its cell."""
+    out = {}
+    fams = sorted({r["family"] for r in raw["rows"]})
+    for f in fams:
+        for seed, by_k in sorted(_cells(raw, f).items()):
+            k = rule_k(raw, rule, f, seed)
+            at = _ndcg_at(by_k, k)
+            if at is None:
+                return None
+            out[(f, seed)] = _ndcg_at(by_k, best_k(by_k)) - at
+    return out or None
+
+
+def recommended_regret(raw: Raw, th: SPLADEThresholds, rule: str = "inspect") -> Verdict:
+    """``rule``'s regret against the best k is within ± ``regret_margin`` (TOST over every (family, seed))."""
+    reg = regrets(raw, rule)
+    if reg is None:
+        return rules.not_run("equivalence", [f"the {rule} rule's k in the grid for every backbone"])
+    return _label(rules.equivalence(list(reg.values()), margin=th.regret_margin, tol=th.tol),
+                  f"regret of the {rule} rule over {len(reg)} family-seed backbones")
+
+
+def shipped_rule(raw: Raw, th: SPLADEThresholds) -> str:
+    """The preregistered decision on the rule ``mlmhead inspect`` should ship: an alternative (``edge`` or
+    ``bert``) replaces ``inspect``'s rule only if it beats it (:func:`rule_difference` reads *reproduced*: its
+    regret lower by more than ``min_rule_gain`` with the whole 95 % interval beyond it); of two such, the one
+    with the larger estimate. Otherwise ``inspect`` stays."""
+    wins = [(rule_difference(raw, th, r, "inspect"), r) for r in ("edge", "bert")]
+    wins = [(v.estimate, r) for v, r in wins if v.word == rules.REPRODUCED]
+    return max(wins)[1] if wins else "inspect"
+
+
+def rule_difference(raw: Raw, th: SPLADEThresholds, a: str = "inspect", b: str = "bert") -> Verdict:
+    """Rule ``a`` has a lower regret than rule ``b`` by at least ``min_rule_gain`` (paired over (family, seed))."""
+    ra, rb = regrets(raw, a), regrets(raw, b)
+    if ra is None or rb is None:
+        return rules.not_run("gain", [f"the {a} and {b} rules' k in the grid for every backbone"])
+    d = [rb[u] - ra[u] for u in sorted(ra)]
+    return _label(rules.gain(d, min_gain=th.min_rule_gain, tol=th.tol), f"regret({b}) − regret({a})")
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One claim: ``id``, a short ``title``, the seed's claim (``quote``), the comparison (``statistic``), its
+    verdict function and the unit its numbers are shown in (:func:`initlab.evidence.text.number`)."""
+
+    id: str
+    title: str
+    quote: str
+    statistic: str
+    verdict: Callable[[Raw, SPLADEThresholds], Verdict]
+    unit: str = "ndcg"
+
+
+CLAIMS: tuple[ClaimSpec, ...] = (
+    ClaimSpec("high_norm_degrades", "a large head norm degrades SPLADE (high initial loss, poor minimum)",
+              "a large MLM-head norm degrades SPLADE, starting from a very high loss and ending in a poor minimum",
+              "nDCG@10 best k − k = 1; InfoNCE", high_norm_degrades),
+    ClaimSpec("rescaling_fixes", "dividing W_head by the recommended k fixes it",
+              "dividing W_head by k before training fixes it", "nDCG@10 recommended k − k = 1", rescaling_fixes),
+    ClaimSpec("over_rescaling", "rescaling a normal-norm head too far hurts retrieval",
+              "rescaling a normal-norm head too far hurts or collapses retrieval", "nDCG@10 best k − k_far",
+              over_rescaling),
+    ClaimSpec("input_side", "the tie's input side carries the over-rescaling harm",
+              "(mechanism) tied rescaling shrinks the input embeddings too", "nDCG@10 output-only − tied at k_far",
+              input_side),
+    ClaimSpec("regret_inspect", "inspect's recommended k is within the margin of the best k", "-",
+              "regret nDCG@10", lambda raw, th: recommended_regret(raw, th, "inspect")),
+    ClaimSpec("regret_bert", "the BERT-scale rule's k is within the margin of the best k", "-",
+              "regret nDCG@10", lambda raw, th: recommended_regret(raw, th, "bert")),
+    ClaimSpec("regret_edge", "the edge rule's k is within the margin of the best k", "-",
+              "regret nDCG@10", lambda raw, th: recommended_regret(raw, th, "edge")),
+    ClaimSpec("edge_beats_inspect", "the edge rule has a lower regret than inspect's rule", "-",
+              "regret(inspect) − regret(edge)", lambda raw, th: rule_difference(raw, th, "edge", "inspect")),
+    ClaimSpec("bert_beats_inspect", "the BERT-scale rule has a lower regret than inspect's rule", "-",
+              "regret(inspect) − regret(bert)", lambda raw, th: rule_difference(raw, th, "bert", "inspect")),
+)
+
+
+def evaluate_all(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
+    """Every claim's verdict, by id, in :data:`CLAIMS` order."""
+    return {c.id: c.verdict(raw, th) for c in CLAIMS}
+
+
+def by_id(claim_id: str) -> ClaimSpec:
+    """The :class:`ClaimSpec` of ``claim_id``.
+
+    Raises:
+        KeyError: naming the unknown id and the known ones.
+    """
+    for c in CLAIMS:
+        if c.id == claim_id:
+            return c
+    raise KeyError(f"claim_id: unknown {claim_id!r}; expected one of {[c.id for c in CLAIMS]}")
+
+
+def check_record(saved: Mapping[str, Any], raw: Raw, th: SPLADEThresholds, where: str) -> dict[str, Verdict]:
+    """The recomputed verdicts, after checking a saved record ``{claim id: {"word": ...}}`` against them.
+
+    Raises:
+        initlab.evidence.rules.VerdictRecordError: a saved word differs from its recomputation (names ``where``).
+    """
+    got = evaluate_all(raw, th)
+    rules.check_record(dict(saved), {k: v for k, v in got.items() if k in saved or v.word != NOT_RUN}, where)
+    return got
+
+
+def part_label(v: Verdict) -> str:
+    """The label a claim function gave one part (its ``reason``, e.g. ``"modernbert: nDCG@10 best k − k = 1"``)."""
+    return v.reason.split(" (")[0] if v.reason else ""
+
+
+def describe_claim(v: Verdict, *, with_word: bool = True) -> str:
+    """A claim verdict in words: ``**word**`` then each part as ``label: estimate [lo, hi] (kind, n seeds)``
+    (nDCG@10 differences in ``ndcg`` units, InfoNCE parts in ``nats``; :func:`initlab.evidence.text.describe`)."""
+    from initlab.evidence import text
+
+    def one(p: Verdict) -> str:
+        unit = "nats" if "InfoNCE" in p.reason else "ndcg"
+        label = part_label(p)
+        body = text.describe(dataclasses.replace(p, reason=p.reason[len(label):].strip(" ()")), unit)
+        return f"{label}: {body}" if label else body
+
+    if v.word == NOT_RUN:
+        return text.describe(v, "ndcg", with_word=with_word)
+    parts = v.parts if v.rule == "all_of" else (v,)
+    head = f"{text.bold(v.word)}: " if with_word else ""
+    return head + "; ".join(one(p) for p in parts)
