@@ -190,7 +190,7 @@ def spt(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
 
 
 def _spt(out_dir: Path, preset: str, overwrite: bool) -> str:
-    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=2, threads=1,
+    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=None,
                              draw=spt_figures.make_figures)
 
 

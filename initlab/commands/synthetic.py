@@ -25,8 +25,13 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--workers", type=int, default=2, help="processes running cells (conditions) in parallel (default 2)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes running cells (one condition and seed each) in parallel, one torch thread each "
+                             "(default: every core of this machine)")
+    parser.add_argument("--scheduler", default=None,
+                        help="run the cells on a Dask cluster: its scheduler address (tcp://HOST:8786), or local:N for an "
+                             "in-process cluster of N workers; the run folder must be on a filesystem the workers share "
+                             "(docs/cluster.md)")
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
@@ -40,7 +45,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     try:
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
-                 workers=args.workers, threads=args.threads, draw=spt_figures.make_figures)
+                 workers=args.workers, scheduler=args.scheduler, draw=spt_figures.make_figures)
     except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1

@@ -64,7 +64,8 @@ def describe(v: Verdict, unit: str, *, with_word: bool = True) -> str:
     """``**word**: estimate [lo, hi] (kind, n seeds)[; decide text][; reason]``."""
     head = f"{bold(v.word)}: " if with_word else ""
     if v.word == NOT_RUN:
-        return f"{head}{v.reason}" if with_word else v.reason
+        reason = v.reason or "; ".join(p.reason for p in v.parts if p.word == NOT_RUN)
+        return f"{head}{reason}" if with_word else reason
     if v.rule == "all_of" or v.rule == "check":
         return f"{head}{v.reason}".rstrip(": ") if v.reason else bold(v.word) if with_word else ""
     seeds = f"{v.n} seed{'s' if v.n != 1 else ''}"
