@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"initlab.config"},
     {"initlab.runs"},
     {"initlab.theory"},
-    {"initlab.nn", "initlab.mlmhead"},
+    {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
     {"initlab.paper_figs"},
     {"initlab.synthetic", "initlab.realdata"},
     {"initlab.stages"},
