@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: list[set[str]] = [
     {"initlab.config"},
     {"initlab.runs"},
+    {"initlab.executor"},
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
     {"initlab.paper_figs"},

@@ -38,7 +38,8 @@ from typing import Any, Sequence
 from initlab.evidence import stats
 
 __all__ = ["REPRODUCED", "PARTLY", "NOT", "INCONCLUSIVE", "NOT_RUN", "WORDS", "Verdict", "gain", "equivalence",
-           "share", "all_of", "checks", "not_run", "paired_differences"]
+           "share", "all_of", "checks", "not_run", "paired_differences", "planned_seeds", "VerdictRecordError",
+           "check_record"]
 
 REPRODUCED, PARTLY, NOT, INCONCLUSIVE, NOT_RUN = "reproduced", "partly", "not reproduced", "inconclusive", "not run"
 WORDS = (REPRODUCED, PARTLY, NOT, INCONCLUSIVE, NOT_RUN)
@@ -206,3 +207,52 @@ def checks(results: dict[str, bool], rule: str = "check") -> Verdict:
     if failed:
         return Verdict(NOT, rule, n=len(results), reason="failed: " + ", ".join(failed))
     return Verdict(REPRODUCED, rule, n=len(results))
+
+
+def planned_seeds(v: Verdict, power: float = 0.8) -> int | None:
+    """Seeds a fresh run needs for ``v``'s rule to reach the word its estimate points to, with ``power``, if the
+    true mean and sd were ``v``'s (the planning use of :mod:`initlab.evidence.stats`; exploratory numbers in,
+    a preregistered seed count out).
+
+    Gain: an estimate above δ (or below 0) must keep its interval off δ; one in (0, δ) off both 0 and δ.
+    Equivalence: TOST inside the margin if the estimate is inside it, else the 90 % interval off the margin.
+    Share: the delta-method sd of the ratio against σ (and 0 for an estimate in (0, σ)). All-of: the largest
+    part. None where no count up to :data:`initlab.evidence.stats.MAX_SEEDS` would do, or for ``not run``.
+    """
+    if v.word == NOT_RUN:
+        return None
+    if v.rule == "all_of":
+        counts = [planned_seeds(p, power) for p in v.parts]
+        return None if not counts or any(c is None for c in counts) else max(counts)
+    if v.rule == "check":
+        return None
+    m, sd = v.estimate, v.sd
+    if v.rule == "equivalence":
+        margin = v.thresholds[1]
+        alpha = (1 - v.level) / 2
+        if abs(m) < margin - v.tol:
+            return stats.seeds_for_equivalence(m, sd, margin, alpha=alpha, power=power, tol=v.tol)
+        return stats.seeds_for_gain(abs(m), sd, margin, level=v.level, power=power, tol=v.tol)
+    lo_t, hi_t = v.thresholds  # (0, δ) for gains, (0, σ) for shares
+    need = [hi_t] if (m >= hi_t or m <= lo_t) else [lo_t, hi_t]
+    counts = [stats.seeds_for_gain(m, sd, t, level=v.level, power=power, tol=v.tol) for t in need]
+    return None if any(c is None for c in counts) else max(counts)
+
+
+class VerdictRecordError(ValueError):
+    """A saved verdict record disagrees with the verdicts recomputed from the saved raw numbers."""
+
+
+def check_record(saved: dict[str, Any], recomputed: dict[str, Verdict], where: str) -> None:
+    """Compare a saved verdict record (``{claim id: {"word": ...}}``, as written by ``Verdict.to_dict``) with
+    the verdicts recomputed from the raw numbers. Saved words are never used; this only refuses a record
+    that no longer matches its numbers (a hand-edited word, or numbers edited after the record was written).
+
+    Raises:
+        VerdictRecordError: naming ``where`` and every claim whose saved word differs or is missing.
+    """
+    bad = [f"{k}: saved {saved[k].get('word')!r}, recomputed {v.word!r}" for k, v in recomputed.items()
+           if k in saved and saved[k].get("word") != v.word]
+    bad += [f"{k}: not in the record" for k in recomputed if k not in saved]
+    if bad:
+        raise VerdictRecordError(f"{where}: the saved verdicts disagree with the raw numbers (" + "; ".join(bad) + ")")

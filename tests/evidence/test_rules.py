@@ -126,3 +126,18 @@ def test_checks_and_bad_words():
         Verdict("confirmed", "gain")
     with pytest.raises(ValueError, match="share their seeds"):
         rules.paired_differences({1: 0.5, 2: 0.6}, {1: 0.5, 3: 0.6}, "spt - scratch")
+
+
+def test_planned_seeds_match_the_power_functions():
+    from initlab.evidence import stats
+
+    big = rules.gain(shifted(0.30, 0.10), min_gain=0.05, tol=0.002)
+    assert rules.planned_seeds(big) == stats.seeds_for_gain(big.estimate, big.sd, 0.05, tol=0.002)
+    small = rules.gain(shifted(0.03, 0.01), min_gain=0.05, tol=0.002)  # partly: off 0 and off 0.05
+    assert rules.planned_seeds(small) == max(stats.seeds_for_gain(small.estimate, small.sd, t, tol=0.002) for t in (0.0, 0.05))
+    eq = rules.equivalence(shifted(0.0, 0.01), margin=0.03, tol=0.002)
+    assert rules.planned_seeds(eq) == stats.seeds_for_equivalence(0.0, eq.sd, 0.03, tol=0.002)
+    on = rules.gain(shifted(0.05, 0.05), min_gain=0.05, tol=0.002)  # the estimate sits on the threshold
+    assert rules.planned_seeds(on) is None
+    both = rules.all_of([big, small])
+    assert rules.planned_seeds(both) == max(rules.planned_seeds(big), rules.planned_seeds(small))
