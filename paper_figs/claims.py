@@ -206,7 +206,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --collect-spt: the preset the run folder holds (default: full)")
     parser.add_argument("--preregistration", default="", metavar="COMMIT",
                         help="with --collect-spt: the commit that preregistered the run (empty: exploratory)")
+    parser.add_argument("--earlier-spt", type=Path, metavar="SUMMARY",
+                        help="only print the claims of the earlier (2026-11-30) SPT run's summary file under today's "
+                             "interval rules (docs/synthetic_spt.md) and exit")
     args = parser.parse_args(argv)
+    if args.earlier_spt is not None:
+        try:
+            print(rows.earlier_spt_table(load_results(args.earlier_spt.parent, [args.earlier_spt.name])[args.earlier_spt.name]))
+        except (ValueError, KeyError) as err:
+            print(f"error: {args.earlier_spt}: {err}", file=sys.stderr)
+            return 2
+        return 0
     if not args.readme.is_file():
         parser.error(f"--readme {args.readme}: no such file; run from the repository root or pass the file")
     try:

@@ -187,6 +187,34 @@ def frozen_ffn_row(r: Results) -> str:
     return _per_run(r, cell)
 
 
+def earlier_spt_raw(s: Mapping[str, Any]) -> dict[str, dict[int, dict[str, float]]]:
+    """Per-seed raw numbers of the earlier (2026-11-30) confirmatory run's summary, which saved per-seed test
+    accuracies (``test_acc_seeds``, in seed order) but only the mean proximity masses: the proximity claim is
+    left out (it needs per-seed masses), every accuracy claim can be recomputed."""
+    seeds = s["config"]["seeds"]
+    return {c["condition"]: {sd: {"test_acc": a} for sd, a in zip(seeds, c["test_acc_seeds"])}
+            for c in s["summary"]["conditions"]}
+
+
+def earlier_spt_table(s: Mapping[str, Any]) -> str:
+    """The earlier run's claims under today's interval rules (the thresholds it preregistered, today's
+    tolerances), as a markdown table: claim | statistic | verdict."""
+    th = spt_claims.SPTThresholds(**{k: v for k, v in s["config"]["thresholds"].items()
+                                     if k in ("min_gain", "margin", "min_share")})
+    raw = earlier_spt_raw(s)
+    lines = ["| claim | statistic | verdict under the interval rules |", "| --- | --- | --- |"]
+    for c in spt_claims.CLAIMS:
+        if c.id == "proximity":
+            continue
+        v = c.verdict(raw, th)
+        if v.rule == "all_of" and v.word != NOT_RUN:
+            cell = f"{b(v.word)} (" + "; ".join(_one(p) for p in v.parts) + ")"
+        else:
+            cell = _one(v)
+        lines.append(f"| {c.title} | {c.statistic} | {cell} |")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------------
 # CPU ListOps
 # ------------------------------------------------------------------------------------------------

@@ -33,7 +33,9 @@ def number(x: float, unit: str) -> str:
     if not math.isfinite(x):
         return "n/a"
     out = _FORMATS[unit](x)
-    return "+0.0" if out == "-0.0" else out  # a rounded zero carries no sign
+    if out.startswith("-") and float(out) == 0:  # a rounded zero carries no sign
+        out = ("+" if unit != "share" else "") + out[1:]
+    return out
 
 
 def interval(v: Verdict, unit: str) -> str:

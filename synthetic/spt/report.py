@@ -201,6 +201,28 @@ def _epoch_curve(cfg: SPTConfig, summ: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def power_table(vs: Mapping[str, Verdict]) -> list[str]:
+    """Per claim: the estimate and per-seed sd this run measured and the seeds a fresh run would need for its rule
+    to decide with 80 % power if those were the true values (:func:`initlab.evidence.rules.planned_seeds`)."""
+    from initlab.evidence.rules import planned_seeds
+
+    lines = ["| claim | rule | estimate | per-seed sd | seeds for 80 % power |", "| --- | --- | --- | --- | --- |"]
+    for c in spt_claims.CLAIMS:
+        v = vs[c.id]
+        if v.word == "not run":
+            continue
+        n = planned_seeds(v)
+        need = "more than 200 (or undecidable: the estimate sits on a threshold)" if n is None else str(n)
+        if v.rule == "all_of":
+            lines.append(f"| {c.title} | all of {len(v.parts)} parts | - | - | {need} |")
+            continue
+        unit = "share" if v.rule == "share" else "points"
+        est = text.number(v.estimate, unit)
+        sd = "n/a" if not math.isfinite(v.sd) else (f"{v.sd:.2f}" if unit == "share" else f"{100 * v.sd:.1f} points")
+        lines.append(f"| {c.title} | {v.rule} | {est} | {sd} | {need} |")
+    return lines
+
+
 def report_markdown(cfg: SPTConfig, summ: Mapping[str, Any], seconds: float | None = None) -> str:
     """The report: verdict table first (computed here from ``summ["per_seed"]``), then per-condition numbers,
     the budgets as they ran, the SPT-duration curve, the SPT runs and the gradients at initialisation."""
@@ -220,7 +242,11 @@ def report_markdown(cfg: SPTConfig, summ: Mapping[str, Any], seconds: float | No
     if summ["lr_selection"]:
         lines += ["Learning-rate selection of the label-only arms (mean over seeds of the best validation accuracy; test "
                   "accuracy shown, never used):", ""] + _lr_table(summ) + [""]
-    lines += _verdict_table(verdicts(cfg, summ))
+    vs = verdicts(cfg, summ)
+    lines += _verdict_table(vs)
+    if n_seeds >= 2 and not cfg.lr_sweep:
+        lines += ["", "Power for a fresh run (planning; the estimate and sd of this run taken as true, 80 % power for the "
+                  "claim's rule to reach the word its estimate points to):", ""] + power_table(vs)
     lines += ["", f"Per condition: test accuracy at the best validation epoch, mean ± sd over seeds; paired difference to "
               "the condition's scratch control (mean ± sd); first-layer proximity mass (|i−j| ≤ "
               f"{cfg.proximity_w}; uniform attention {summ['uniform_proximity']:.3f}) at the start and the end of fine-tuning; "
