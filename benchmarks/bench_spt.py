@@ -21,19 +21,27 @@
 
 Same sizes (batch 64, T = 100, d = 64, 1 head, d_ff = 128, pre-norm, no dropout, one layer, embedding +
 mean pooling + linear classifier, AdamW step), measured side by side in one run, interleaved, median of
-``--repeats`` timings. Prints both times and the ratio (target: ours / torch <= 1.15).
+``--repeats`` per-round ratios. Prints both times and the ratio (target: ours / torch <= 1.15).
 
-    python benchmarks/bench_spt.py [--repeats 30] [--batch 64] [--T 100] [--d 64] [--threads N]
+    python benchmarks/bench_spt.py --what step [--repeats 30] [--batch 64] [--T 100] [--d 64] [--threads N]
+
+The ensemble and step comparisons use the shared interleaved timing of ``benchmarks/_timing.py``
+(rounds of one call per side, order rotated each round, ratio per round).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import interleaved, load_average  # noqa: E402
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer, sinusoidal_table
 
@@ -84,20 +92,18 @@ def bench_ensemble(n_seeds: int, repeats: int) -> None:
         return out
 
     kw = dict(lr=1e-3, weight_decay=0.01, batch_size=64, epochs=1)
-    times: dict[str, list[float]] = {"ensemble": [], "sequential": []}
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        finetune_members(members(), vectorized=True, **kw)
-        times["ensemble"].append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+
+    def sequential():
         for m in members():
             finetune_members([m], vectorized=False, **kw)
-        times["sequential"].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"one fine-tuning epoch of {n_seeds} seeds (1024 sequences, batch 64, T={T}, d=32), threads {torch.get_num_threads()}, median of {repeats}")
-    for k, v in med.items():
-        print(f"  {k:<12} {v:8.2f} s")
-    print(f"  ratio sequential / ensemble: {med['sequential'] / med['ensemble']:.2f}  (target >= 2.5)")
+
+    cmp = interleaved({"ensemble": lambda: finetune_members(members(), vectorized=True, **kw), "sequential": sequential},
+                      baseline="ensemble", repeats=repeats, warmup=0)
+    r = cmp.summary()["sequential"]["ratio_to_ensemble"]
+    print(f"one fine-tuning epoch of {n_seeds} seeds (1024 sequences, batch 64, T={T}, d=32), threads {torch.get_num_threads()}, "
+          f"{repeats} interleaved rounds, load average {cmp.load_start} -> {cmp.load_end}")
+    print(cmp.table())
+    print(f"  ratio sequential / ensemble: {r['median']:.2f} (per-round range {r['min']:.2f}-{r['max']:.2f})  (target >= 2.5)")
 
 
 def bench_overhead(n_seeds: int, repeats: int) -> None:
@@ -111,6 +117,7 @@ def bench_overhead(n_seeds: int, repeats: int) -> None:
         for _ in range(3):
             step(*data[B])
     times: dict[int, list[float]] = {B: [] for B in sizes}
+    load_start = load_average()
     for _ in range(repeats):  # interleaved, so load changes hit every size alike
         for B in sizes:
             t0 = time.perf_counter()
@@ -120,7 +127,8 @@ def bench_overhead(n_seeds: int, repeats: int) -> None:
     xs, ys = torch.tensor(sizes, dtype=torch.float64), torch.tensor([med[B] for B in sizes], dtype=torch.float64)
     b = float(((xs - xs.mean()) * (ys - ys.mean())).sum() / ((xs - xs.mean()) ** 2).sum())
     a = float(ys.mean() - b * xs.mean())
-    print(f"one fine-tuning step (T={T}, d=32, d_ff=64), threads {torch.get_num_threads()}, median of {repeats}")
+    print(f"one fine-tuning step (T={T}, d=32, d_ff=64), threads {torch.get_num_threads()}, median of {repeats}, "
+          f"load average {load_start} -> {load_average()}")
     for B in sizes:
         print(f"  batch {B:>3}: {1e3 * med[B]:8.2f} ms   (fit {1e3 * (a + b * B):8.2f} ms)")
     print(f"  fit t(B) = a + b*B: a = {1e3 * a:.2f} ms per step, b = {1e3 * b:.3f} ms per sequence")
@@ -156,21 +164,14 @@ def main(argv=None) -> int:
     steps = {"initlab SequenceTransformer": _step_fn(ours, ours.classify), "nn.TransformerEncoderLayer": _step_fn(ref, ref)}
     tokens = torch.randint(0, V, (args.batch, args.T))
     labels = torch.randint(0, 2, (args.batch,))
-    for s in steps.values():  # warm-up
-        for _ in range(3):
-            s(tokens, labels)
-    times: dict[str, list[float]] = {k: [] for k in steps}
-    for _ in range(args.repeats):
-        for name, s in steps.items():
-            t0 = time.perf_counter()
-            s(tokens, labels)
-            times[name].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"one training step, batch {args.batch}, T={args.T}, d={args.d}, d_ff={args.d_ff}, threads {torch.get_num_threads()}, median of {args.repeats}")
-    for k, v in med.items():
-        print(f"  {k:<28} {1e3 * v:8.2f} ms")
-    ratio = med["initlab SequenceTransformer"] / med["nn.TransformerEncoderLayer"]
-    print(f"  ratio ours / torch: {ratio:.3f}  (target <= 1.15)")
+    cmp = interleaved({name: (lambda s=s: s(tokens, labels)) for name, s in steps.items()},
+                      baseline="nn.TransformerEncoderLayer", repeats=args.repeats, warmup=3)
+    r = cmp.summary()["initlab SequenceTransformer"]["ratio_to_nn.TransformerEncoderLayer"]
+    print(f"one training step, batch {args.batch}, T={args.T}, d={args.d}, d_ff={args.d_ff}, threads {torch.get_num_threads()}, "
+          f"{args.repeats} interleaved rounds, load average {cmp.load_start} -> {cmp.load_end}")
+    for k, v in cmp.seconds.items():
+        print(f"  {k:<28} {1e3 * statistics.median(v):8.2f} ms")
+    print(f"  ratio ours / torch: {r['median']:.3f} (per-round IQR {r['q1']:.3f}-{r['q3']:.3f})  (target <= 1.15)")
     return 0
 
 

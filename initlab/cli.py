@@ -17,6 +17,8 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
+from initlab.textio import read_text
+
 # (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
 COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("reproduce", None): ("initlab.commands.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head score scale, synthetic SPLADE) and write a report"),
@@ -228,7 +230,7 @@ def write_command_docs(root: Path) -> int:
     readme = root / "README.md"
     if not readme.is_file():
         raise SystemExit(f"initlab --markdown-commands: {readme}: no such file; run it from the repository root or pass the root")
-    text = readme.read_text(encoding="utf-8")
+    text = read_text(readme)
     if text.count(BEGIN_MARK) != 1 or text.count(END_MARK) != 1:
         raise SystemExit(f"{readme}: expected exactly one {BEGIN_MARK} ... {END_MARK} block")
     head, rest = text.split(BEGIN_MARK)

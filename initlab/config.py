@@ -21,6 +21,8 @@ import typing
 from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
+from initlab.textio import read_json
+
 C = TypeVar("C")
 
 __all__ = ["from_dict", "derive", "to_dict", "load_config", "check_type", "parse_overrides"]
@@ -164,13 +166,15 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 def load_config(cls: type[C], path: str | Path) -> C:
     """Read a config written by :func:`initlab.runs.save_config` (or a plain mapping of fields) strictly.
 
+    The file is read with :func:`initlab.textio.read_json` (UTF-8, a leading byte-order mark dropped).
+
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: the file is not JSON, or has unknown keys.
+        ValueError: the file is not UTF-8 (:class:`initlab.textio.TextDecodeError`), not JSON, or has unknown keys.
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
     if isinstance(data, dict) and "config" in data and "config_class" in data:

@@ -1,22 +1,73 @@
-"""PLACEHOLDER cell executor (a minimal stand-in for the contract; replaced by the executor branch).
+"""The cell executor: run the independent cells of a sweep in local worker processes or on a Dask cluster.
 
-Cells run in order, in-process (workers == 1) or in a spawn process pool, respecting ``needs``.
+A sweep (``initlab synthetic splade``, ``initlab lra sweep``, ``initlab splade sweep``, ``initlab synthetic
+spt``) is a list of :class:`Cell` objects: one condition and seed, one grid point. :func:`run_cells` runs the
+cells of a :class:`initlab.runs.RunDir` that are not finished yet and saves each result as
+``cells/<name>.json`` with its key (the config guard of :meth:`initlab.runs.RunDir.save_cell`), so the same
+run folder resumes whether it was run locally or on a cluster:
+
+* ``workers == 1``: in this process, in order;
+* ``workers > 1``: a persistent pool of ``spawn`` worker processes (each imports torch and the cells'
+  modules once, not per cell);
+* ``scheduler="tcp://host:8786"``: a Dask distributed cluster (``distributed.Client``); the run folder
+  must be on a filesystem every Dask worker sees under the same path (docs/cluster.md);
+  ``scheduler="local:N"``: an in-process ``distributed.LocalCluster`` of N single-threaded worker processes
+  (what the tests use).
+
+Every worker runs a cell with ONE torch intra-op thread and ``torch.use_deterministic_algorithms(True,
+warn_only=True)``, so a cell's result does not depend on where it ran. Progress is one bar over work units
+(epochs, steps: :attr:`Cell.units`), its time left estimated from the work done in this invocation only
+(units resumed from a checkpoint or cells finished earlier never count as speed), and closed before
+the interruption message on Ctrl-C.
+
+Cell functions have the signature ``fn(root, name, args, progress) -> result`` (``root``: the run folder
+as a string; ``args``: the cell's JSON-able arguments; ``progress``: a :class:`Progress`; ``result``:
+JSON-able). They are named ``"package.module:function"`` so any worker can import them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import math
 import os
+import queue
+import signal
+import socket
+import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+import uuid
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-__all__ = ["Cell", "Progress", "default_workers", "estimate", "run_cells", "ExecutionReport"]
+from initlab.runs import NonFiniteError, RunDir, RunExistsError
+from initlab.textio import read_text
+
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "run_cells",
+           "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
 
 
+# ------------------------------------------------------------------------------------------------
+# cells
+# ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Cell:
+    """One independent piece of a sweep.
+
+    Attributes:
+        name: unique in the run; the RunDir cell name (``cells/<name>.json``).
+        fn: ``"package.module:function"``, importable by name in any worker; called as
+            ``fn(root, name, args, progress)`` and returning the JSON-able result.
+        args: the JSON-able arguments of the cell (they travel to the worker).
+        key: the config the result depends on (:meth:`initlab.runs.RunDir.save_cell`'s key guard).
+        needs: names of cells that must be finished first (e.g. the pretraining a fine-tuning loads).
+        units: expected work units (epochs, training steps) for progress and time estimates.
+        max_units: upper bound on the units (early stopping may end sooner); None = ``units``.
+        unit_seconds: the cost model: expected seconds per unit on one idle core of the reference machine
+            (scaled by :func:`measure_speed`'s factor for this machine).
+    """
+
     name: str
     fn: str
     args: Mapping[str, Any]
@@ -26,87 +77,822 @@ class Cell:
     max_units: float | None = None
     unit_seconds: float = 1.0
 
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("Cell.name: expected a non-empty name")
+        if ":" not in self.fn or not all(self.fn.split(":", 1)):
+            raise ValueError(f"Cell {self.name}: fn: expected 'package.module:function', got {self.fn!r}")
+        if not (self.units >= 0 and self.unit_seconds >= 0):
+            raise ValueError(f"Cell {self.name}: units and unit_seconds: expected >= 0, got {self.units}, {self.unit_seconds}")
+        if self.max_units is not None and self.max_units < self.units:
+            raise ValueError(f"Cell {self.name}: max_units ({self.max_units}) < units ({self.units})")
+        object.__setattr__(self, "needs", tuple(self.needs))
+
+    @property
+    def expected_seconds(self) -> float:
+        return self.units * self.unit_seconds
+
+    @property
+    def max_seconds(self) -> float:
+        return (self.units if self.max_units is None else self.max_units) * self.unit_seconds
+
+
+# ------------------------------------------------------------------------------------------------
+# progress
+# ------------------------------------------------------------------------------------------------
+_WORKER_QUEUE: Any = None  # the local pool's progress queue, set in each worker by _pool_init
+
 
 class Progress:
-    def __init__(self, bar=None):
-        self.bar = bar
+    """What a cell reports while it runs; picklable (it travels to local workers and Dask workers).
+
+    Units are the cell's :attr:`Cell.units` (epochs, steps). Messages are sent at most every 0.25 s
+    (advances in between are added up) and flushed when the cell returns.
+    """
+
+    def __init__(self, cell: str, channel: Any = None):
+        self.cell = cell
+        self._channel = channel  # None | ("pool",) | ("dask", topic) | a callable (in-process)
+        self._pending = 0.0
+        self._last = 0.0
+
+    def __getstate__(self) -> dict[str, Any]:
+        if callable(self._channel):
+            raise TypeError("an in-process Progress does not travel to another process")
+        return {"cell": self.cell, "_channel": self._channel, "_pending": 0.0, "_last": 0.0}
 
     def start(self, done: float, total: float | None = None) -> None:
-        pass
+        """``done`` units are already done (resumed from a checkpoint: not counted as speed); ``total``:
+        the cell's revised total units (None keeps :attr:`Cell.units`)."""
+        self._flush()
+        self._send(("start", float(done), None if total is None else float(total)))
 
     def advance(self, n: float = 1.0) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
+        """``n`` more units done in this invocation."""
+        self._pending += float(n)
+        if time.monotonic() - self._last >= 0.25:
+            self._flush()
 
     def set_total(self, total: float) -> None:
+        """The cell's revised total units (e.g. early stopping: fewer than planned)."""
+        self._flush()
+        self._send(("total", float(total), None))
+
+    def _flush(self) -> None:
+        if self._pending:
+            n, self._pending = self._pending, 0.0
+            self._send(("advance", n, None))
+
+    def _send(self, msg: tuple[str, float, float | None]) -> None:
+        self._last = time.monotonic()
+        ch = self._channel
+        if ch is None:
+            return
+        event = (self.cell, *msg)
+        if callable(ch):
+            ch(event)
+        elif ch[0] == "pool":
+            if _WORKER_QUEUE is not None:
+                _WORKER_QUEUE.put(event)
+        elif ch[0] == "dask":
+            from distributed import get_worker
+
+            with contextlib.suppress(Exception):  # progress never fails a cell
+                get_worker().log_event(ch[1], event)
+
+
+# ------------------------------------------------------------------------------------------------
+# machine, cost model
+# ------------------------------------------------------------------------------------------------
+def default_workers() -> int:
+    """The cores this process may use: its CPU affinity (``os.sched_getaffinity``), else ``os.cpu_count()``,
+    capped by a cgroup v2 CPU quota (``/sys/fs/cgroup/cpu.max``) where one is set; at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
+        n = os.cpu_count() or 1
+    try:
+        quota, period = read_text("/sys/fs/cgroup/cpu.max").split()[:2]
+        if quota != "max":
+            n = min(n, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
         pass
+    return max(1, n)
 
 
+def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0, startup: float = 0.0) -> tuple[float, float]:
+    """``(expected, at most)`` seconds of wall time to run ``cells`` on ``workers`` single-threaded workers.
+
+    List scheduling in the given order: each cell starts on the worker that is free first, once the
+    cells it ``needs`` (among ``cells``; others count as finished) have ended; its duration is
+    ``units * unit_seconds * speed`` (at most: ``max_units * unit_seconds * speed``). Callers pass the
+    cells still to run; nothing is skipped. ``speed``: the factor of :func:`measure_speed` (1 = the
+    reference machine); ``startup``: reference seconds a worker process needs before its first cell
+    (importing torch and the cells' libraries), added when ``workers > 1`` and there are cells.
+
+    Raises:
+        ValueError: ``workers < 1``, or a cycle in ``needs``.
+    """
+    if workers < 1:
+        raise ValueError(f"workers: expected >= 1, got {workers}")
+    order = _dependency_order(cells)
+    busy = [startup * speed] * min(workers, len(order)) if workers > 1 and order else []
+    return (_makespan(order, workers, lambda c: c.expected_seconds * speed, busy=busy),
+            _makespan(order, workers, lambda c: c.max_seconds * speed, busy=busy))
+
+
+def _dependency_order(cells: Sequence[Cell]) -> list[Cell]:
+    """``cells`` in their order, each moved after the cells it needs (stable); ValueError on a cycle."""
+    names = {c.name for c in cells}
+    placed: set[str] = set()
+    out: list[Cell] = []
+    rest = list(cells)
+    while rest:
+        nxt = [c for c in rest if all(n in placed or n not in names for n in c.needs)]
+        if not nxt:
+            raise ValueError(f"cells: a cycle in needs among {sorted(c.name for c in rest)}")
+        first = nxt[0]
+        out.append(first)
+        placed.add(first.name)
+        rest.remove(first)
+    return out
+
+
+def _makespan(order: Sequence[Cell], workers: int, seconds: Callable[[Cell], float],
+              busy: Sequence[float] = (), ends: Mapping[str, float] | None = None) -> float:
+    free = sorted(list(busy) + [0.0] * max(0, workers - len(busy)))[:max(workers, len(busy))]
+    end: dict[str, float] = dict(ends or {})
+    span = max(free, default=0.0) if busy else 0.0
+    for c in order:
+        ready = max((end[n] for n in c.needs if n in end), default=0.0)
+        i = min(range(len(free)), key=lambda j: free[j])
+        start = max(free[i], ready)
+        end[c.name] = free[i] = start + seconds(c)
+        span = max(span, end[c.name])
+    return span
+
+
+#: seconds one repetition of :func:`measure_speed`'s workload takes on one undisturbed core of the reference
+#: machine (the kind this project's CPU numbers come from: 2-core x86-64 with AVX-512, torch 2.13 CPU, one
+#: thread): the fastest repetition over 5 calls of ``measure_speed(raw="fastest")`` (docs/cluster.md#cost-model).
+REFERENCE_SPEED_SECONDS = 0.0160
+
+
+def measure_speed(budget_s: float = 2.0, raw: bool | str = False) -> float:
+    """This machine's speed now, as a time factor against the reference machine: 1 = as fast as one undisturbed
+    reference core, > 1 = slower (an older CPU, or cores shared with other processes).
+
+    Runs a fixed float32 workload shaped like one step of the repository's tiny transformers (a
+    ``(8, 100, 64)`` batch through attention scores, softmax, a 64 -> 256 -> 64 GELU FFN, LayerNorm,
+    forward and backward, 4 times per repetition) on one torch thread for about ``budget_s`` seconds,
+    and divides the median repetition (what a worker gets on average now, load included) by
+    :data:`REFERENCE_SPEED_SECONDS`. ``raw``: return the median repetition's seconds instead;
+    ``raw="fastest"``: the fastest repetition's (how :data:`REFERENCE_SPEED_SECONDS` was measured).
+    """
+    import statistics
+
+    import torch
+
+    from initlab.runs import torch_threads
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(8, 100, 64, generator=g)
+    w = [(torch.randn(64, 64, generator=g) * 0.1).requires_grad_() for _ in range(3)]
+    f1 = (torch.randn(64, 256, generator=g) * 0.1).requires_grad_()
+    f2 = (torch.randn(256, 64, generator=g) * 0.1).requires_grad_()
+
+    def step() -> None:
+        q, k, v = (x @ wi for wi in w)
+        a = torch.softmax(q @ k.transpose(1, 2) / 8.0, dim=-1) @ v
+        h = torch.nn.functional.layer_norm(x + a, (64,))
+        out = torch.nn.functional.gelu(h @ f1) @ f2
+        out.square().mean().backward()
+
+    reps: list[float] = []
+    with torch_threads(1):
+        step()  # warm-up
+        t_end = time.perf_counter() + budget_s
+        while len(reps) < 5 or time.perf_counter() < t_end:
+            t0 = time.perf_counter()
+            for _ in range(4):
+                step()
+            reps.append(time.perf_counter() - t0)
+    if raw == "fastest":
+        return min(reps)
+    med = statistics.median(reps)
+    return med if raw else med / REFERENCE_SPEED_SECONDS
+
+
+def format_seconds(s: float) -> str:
+    """``s`` seconds as ``45 s``, ``12 min`` or ``1 h 35 min``."""
+    if not math.isfinite(s):
+        return "?"
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{int(s // 3600)} h {round((s % 3600) / 60):02d} min"
+
+
+# ------------------------------------------------------------------------------------------------
+# what runs in a worker
+# ------------------------------------------------------------------------------------------------
+def worker_setup() -> None:
+    """A worker's settings, idempotent: one intra-op thread (``OMP_NUM_THREADS=1`` for torch imported later,
+    ``torch.set_num_threads(1)`` once it is), ``torch.use_deterministic_algorithms(True, warn_only=True)``,
+    no inner progress bars (``TQDM_DISABLE``) and no tokenizer threads."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ["TQDM_DISABLE"] = "1"  # a cell's inner bars (Trainer, weight loading) would fight the sweep's bar
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    if "torch" in sys.modules:
+        import torch
+
+        torch.set_num_threads(1)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def _resolve(fn: str) -> Callable[..., Any]:
+    module, func = fn.split(":", 1)
+    return getattr(importlib.import_module(module), func)
+
+
+def _execute(root: str, name: str, fn: str, args: Mapping[str, Any], key: Any, progress: Progress,
+             in_worker: bool = True) -> dict[str, Any]:
+    """Run one cell and save its result (``cells/<name>.json`` + key); returns result, timings, worker.
+
+    A :class:`NonFiniteError` comes back as its fields (``"nonfinite"``), so it keeps them across processes.
+    """
+    t0, c0 = time.perf_counter(), time.process_time()
+    func = _resolve(fn)  # a Dask worker's first cell imports its modules here: not part of the measured speed
+    if in_worker:
+        worker_setup()  # again: the cell's module may have imported torch just now
+    progress._send(("begin", 0.0, None))
+    try:
+        result = func(root, name, args, progress)
+    except NonFiniteError as err:
+        return {"nonfinite": {"where": err.where, "step": err.step, "what": err.what, "value": err.value,
+                              "last_checkpoint": err.last_checkpoint},
+                "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
+    progress._flush()
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun/accelerate only the main process records the cell
+        RunDir(root, resume=True).save_cell(name, result, key=key)
+    return {"result": result, "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+            "worker": f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def _pool_init(q: Any, modules: Sequence[str]) -> None:
+    """Local pool worker start: ignore Ctrl-C (the parent stops the workers), import torch and the cells'
+    modules once."""
+    global _WORKER_QUEUE
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_QUEUE = q
+    worker_setup()
+    for m in modules:
+        importlib.import_module(m)
+    if "transformers" in sys.modules:
+        with contextlib.suppress(Exception):
+            sys.modules["transformers"].logging.disable_progress_bar()
+    worker_setup()
+
+
+def _pool_execute(root, name, fn, args, key) -> dict[str, Any]:
+    return _execute(root, name, fn, args, key, Progress(name, ("pool",)))
+
+
+def _dask_execute(root, name, fn, args, key, topic) -> dict[str, Any]:
+    worker_setup()
+    return _execute(root, name, fn, args, key, Progress(name, ("dask", topic)))
+
+
+# ------------------------------------------------------------------------------------------------
+# the report
+# ------------------------------------------------------------------------------------------------
 @dataclass
 class ExecutionReport:
+    """What :func:`run_cells` did.
+
+    Attributes:
+        wall_seconds: wall time of the call.
+        cpu_seconds: CPU seconds of the cells (sum over cells of their worker process's CPU time while
+            the cell ran; with one thread per worker about its wall time on an idle core).
+        cell_seconds: wall seconds per cell run in this call; cell_cpu_seconds: its CPU seconds.
+        skipped: cells finished by an earlier run (not redone).
+        failed: cell -> error message (``on_error="record"``; cells needing a failed cell included).
+        nonfinite: cell -> the fields of its :class:`initlab.runs.NonFiniteError` (a subset of ``failed``).
+        workers: worker processes (or Dask workers) used; scheduler: the scheduler address or None.
+    """
+
     wall_seconds: float = 0.0
     cpu_seconds: float = 0.0
     cell_seconds: dict[str, float] = field(default_factory=dict)
-    failed: list[str] = field(default_factory=list)
+    cell_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    nonfinite: dict[str, dict[str, Any]] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+    workers: int = 1
+    scheduler: str | None = None
+
+    @property
+    def cores_used(self) -> float:
+        """CPU seconds over wall seconds: how many cores the cells kept busy on average."""
+        return self.cpu_seconds / self.wall_seconds if self.wall_seconds > 0 else 0.0
 
 
-def default_workers() -> int:
+_TRACKERS: list[list[ExecutionReport]] = []
+
+
+@contextlib.contextmanager
+def track_reports() -> Iterator[list[ExecutionReport]]:
+    """Collect the :class:`ExecutionReport` of every :func:`run_cells` call inside the block (the per-stage
+    CPU use of ``initlab reproduce``)."""
+    got: list[ExecutionReport] = []
+    _TRACKERS.append(got)
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        return os.cpu_count() or 1
+        yield got
+    finally:
+        _TRACKERS.remove(got)
 
 
-def estimate(cells: Sequence[Cell], workers: int) -> tuple[float, float]:
-    exp = sum(c.units * c.unit_seconds for c in cells) / max(workers, 1)
-    mx = sum((c.max_units or c.units) * c.unit_seconds for c in cells) / max(workers, 1)
-    return exp, mx
+# ------------------------------------------------------------------------------------------------
+# the progress bar
+# ------------------------------------------------------------------------------------------------
+class _Bar:
+    """One bar over work units; time left from this invocation's measured speed (resumed work excluded)."""
+
+    def __init__(self, cells: Sequence[Cell], done_before: float, workers: int, speed: float, desc: str, enabled: bool):
+        self.cells = {c.name: c for c in cells}
+        self.order = _dependency_order(cells)
+        self.total = {c.name: float(c.units) for c in cells}
+        self.done = {c.name: 0.0 for c in cells}  # units this invocation
+        self.resumed = {c.name: 0.0 for c in cells}  # units resumed from a checkpoint
+        self.began: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+        self._ended: dict[str, float] = {}
+        self.finished: set[str] = set()
+        self.done_before, self.workers, self.speed = done_before, workers, speed
+        self.t0 = self._drawn = time.monotonic()
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=self._total(), initial=done_before, desc=desc or "cells", unit="unit",
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} {unit}s "
+                                       "[{elapsed} elapsed{postfix}]",
+                            file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+            self.bar.set_postfix_str(self._left(), refresh=False)
+
+    def _total(self) -> float:
+        return self.done_before + sum(self.total.values())
+
+    def _n(self) -> float:
+        return self.done_before + sum(self.done[c] + self.resumed[c] for c in self.total)
+
+    def _factor(self) -> float:
+        """Measured seconds per unit over the cost model's, from the cells that advanced in this call (their
+        time from start to their last advance or their end); before any: the ``speed`` given."""
+        spent = model = 0.0
+        for name, t in self.began.items():
+            if self.done[name] > 0:
+                spent += self._ended.get(name, self.last.get(name, t)) - t
+                model += self.done[name] * self.cells[name].unit_seconds
+        return spent / model if model > 0 and spent > 0 else self.speed
+
+    def seconds_left(self) -> float:
+        f = self._factor()
+        running = [n for n in self.began if n not in self.finished]
+        busy = [max(0.0, self.total[n] - self.done[n] - self.resumed[n]) * self.cells[n].unit_seconds * f for n in running]
+        ends = {n: b for n, b in zip(running, busy)}
+        ends.update({n: 0.0 for n in self.finished})
+        pending = [c for c in self.order if c.name not in self.began]
+        return _makespan(pending, self.workers, lambda c: self.total[c.name] * c.unit_seconds * f, busy=busy, ends=ends)
+
+    def _left(self) -> str:
+        measured = any(self.done[n] > 0 for n in self.began)
+        return f"about {format_seconds(self.seconds_left())} left" + ("" if measured else " (cost model)")
+
+    def event(self, cell: str, kind: str, a: float, b: float | None) -> None:
+        if cell not in self.total or cell in self.finished:
+            return  # a late message of a finished cell
+        if kind == "begin":
+            self.began.setdefault(cell, time.monotonic())
+        elif kind == "start":
+            self.began.setdefault(cell, time.monotonic())
+            self.resumed[cell] = a
+            if b is not None:
+                self.total[cell] = max(b, a)
+        elif kind == "advance":
+            self.began.setdefault(cell, time.monotonic())
+            self.done[cell] += a
+            self.last[cell] = time.monotonic()
+        elif kind == "total":
+            self.total[cell] = max(a, self.done[cell] + self.resumed[cell])
+        self.refresh()
+
+    def finish(self, cell: str) -> None:
+        if cell in self.finished or cell not in self.total:
+            return
+        self.began.setdefault(cell, time.monotonic())
+        self._ended[cell] = time.monotonic()
+        left = self.total[cell] - self.done[cell] - self.resumed[cell]
+        if left > 0 and self.done[cell] + self.resumed[cell] == 0:
+            self.done[cell] = self.total[cell]  # a cell that reports no progress: all its units at once
+        else:
+            self.total[cell] = self.done[cell] + self.resumed[cell]  # ended sooner (or later) than planned
+        self.finished.add(cell)
+        self.refresh(force=True)
+
+    def refresh(self, force: bool = False) -> None:
+        if self.bar is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._drawn < 1.0:
+            return
+        self._drawn = now
+        self.bar.total = self._total()
+        self.bar.n = self._n()
+        self.bar.set_postfix_str(self._left(), refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
-def _call(fn: str, root: str, name: str, args: Mapping[str, Any], key: Any, threads: int = 1) -> tuple[str, float]:
-    import torch
+# ------------------------------------------------------------------------------------------------
+# run_cells
+# ------------------------------------------------------------------------------------------------
+def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
+              progress: bool = True, desc: str = "", on_error: str = "raise", preload: Sequence[str] = (),
+              speed: float | None = None, gpus: bool = False, startup: float = 0.0) -> ExecutionReport:
+    """Run the cells of ``cells`` not yet finished in ``rd``, respecting ``needs``; returns an :class:`ExecutionReport`.
 
-    from initlab.runs import RunDir
+    Finished cells (``rd.has_cell(name, key=cell.key)``) are skipped; a finished cell saved under another
+    key raises :class:`initlab.runs.ConfigMismatchError` before anything runs. Each result is saved by the
+    executor, in the worker, as ``rd.save_cell(name, result, key=cell.key)``.
 
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    mod, func = fn.split(":")
-    c0 = time.process_time()
-    result = getattr(importlib.import_module(mod), func)(root, name, dict(args), Progress())
-    RunDir(root, resume=True).save_cell(name, result, key=key)
-    return name, time.process_time() - c0
+    Args:
+        workers: worker processes (None: :func:`default_workers`); 1 runs the cells in this process.
+            With ``scheduler``, the Dask workers are the cluster's and ``workers`` only sizes the estimate.
+        scheduler: None (local), a Dask scheduler address (``tcp://host:8786``; the run folder must be
+            on a filesystem the workers share, under the same path), or ``local:N`` (an in-process
+            ``LocalCluster`` of N single-threaded worker processes).
+        progress: show one bar over the work units (stderr) and the expected duration before it.
+        desc: the bar's label.
+        on_error: what a cell whose training diverged (:class:`NonFiniteError`) does: ``"raise"`` stops the
+            run and re-raises it with its fields; ``"record"`` lists the cell in ``report.failed`` and
+            ``report.nonfinite`` (not saved, so a rerun retries it), fails the cells that need it and goes
+            on. Any other exception of a cell stops the run (running cells are stopped) and is re-raised
+            as itself, with a note naming the cell.
+        preload: modules each local worker imports when it starts (the cells' own modules always are).
+        speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured); None:
+            measured here (1 s) when ``progress``, else 1.
+        startup: reference seconds a local worker needs to start (its imports): for the first estimate, and
+            the cells run in this process when a pool would not finish sooner than one process.
+        gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``), and ``workers`` is
+            capped at the GPU count.
 
-
-def run_cells(rd, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
-              progress: bool = True, desc: str = "", on_error: str = "raise") -> ExecutionReport:
+    Raises:
+        ValueError: duplicate cell names, ``needs`` naming no cell (neither in ``cells`` nor finished),
+            a cycle, ``workers < 1``, a bad ``scheduler`` or ``on_error``.
+        KeyboardInterrupt: Ctrl-C; the bar is closed first, the workers are stopped, finished cells are kept.
+        ImportError: ``scheduler`` given and dask distributed is not installed.
+    """
+    if on_error not in ("raise", "record"):
+        raise ValueError(f"on_error: expected 'raise' or 'record', got {on_error!r}")
+    workers = default_workers() if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers (--workers): expected >= 1, got {workers}")
+    if scheduler is not None:
+        _check_scheduler(scheduler)
+    names = [c.name for c in cells]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"cells: duplicate names {dup}")
     t0 = time.perf_counter()
-    rep = ExecutionReport()
-    todo = [c for c in cells if not rd.has_cell(c.name, key=c.key)]
-    workers = workers or default_workers()
-    if workers <= 1:
-        for c in todo:
-            _, cpu = _call(c.fn, str(rd.root), c.name, c.args, c.key)
-            rep.cpu_seconds += cpu
+    rep = ExecutionReport(workers=workers, scheduler=scheduler)
+    finished = {c.name for c in cells if rd.has_cell(c.name, key=c.key)}  # ConfigMismatchError before any work
+    todo = [c for c in cells if c.name not in finished]
+    known = set(names)
+    for c in todo:
+        bad = [n for n in c.needs if n not in known and not rd.has_cell(n)]
+        if bad:
+            raise ValueError(f"cell {c.name}: needs {bad}, which are neither cells of this run nor finished")
+    _dependency_order(todo)  # a cycle: ValueError before any work
+    rep.skipped = [n for n in names if n in finished]
+    for t in _TRACKERS:
+        t.append(rep)
+    if not todo:
         rep.wall_seconds = time.perf_counter() - t0
         return rep
-    import multiprocessing as mp
+    if scheduler is not None and scheduler.startswith("local:"):
+        workers = int(scheduler.split(":", 1)[1])
+        rep.workers = workers
+    if gpus and scheduler is None:
+        workers = min(workers, max(1, _gpu_count()))
+        rep.workers = workers
+    if scheduler is None and workers > 1 and startup > 0:  # a pool only where it pays for its start-up
+        serial = sum(c.expected_seconds for c in todo)
+        if estimate(todo, workers, startup=startup)[0] >= serial:
+            workers = rep.workers = 1
+    if speed is None:
+        speed = measure_speed(1.0) if progress else 1.0
+    done_before = sum(float(c.units) for c in cells if c.name in finished)
+    if progress:  # the plan first, then the bar below it
+        exp, most = estimate(todo, workers, speed=speed, startup=startup if scheduler is None else 0.0)
+        where = f"Dask scheduler {scheduler}" if scheduler else ("this process" if workers == 1 else f"{workers} worker processes")
+        print(f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
+              + f" in {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model x "
+              f"machine speed {speed:.2f})", file=sys.stderr, flush=True)
+    bar = _Bar(todo, done_before, workers, speed, desc, progress)
+    root = str(rd.root.resolve())
+    try:
+        if scheduler is not None:
+            _run_dask(root, todo, scheduler, bar, rep, on_error)
+        elif workers == 1:
+            _run_inline(root, todo, bar, rep, on_error)
+        else:
+            modules = sorted({c.fn.split(":", 1)[0] for c in todo} | set(preload))
+            _run_pool(root, todo, workers, modules, bar, rep, on_error, gpus)
+    finally:
+        bar.close()  # before any interruption message: no stale bar is redrawn after it
+        rep.wall_seconds = time.perf_counter() - t0
+    return rep
 
-    pending = list(todo)
-    waiting = {c.name for c in todo}
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        running: dict[Any, str] = {}
+
+def check_scheduler(scheduler: str) -> str:
+    """``scheduler`` if it reads as a Dask scheduler address (``tcp://host:8786``, ``host:8786``) or
+    ``local:N`` (N >= 1); else ValueError naming the expected forms. Nothing is contacted."""
+    _check_scheduler(scheduler)
+    return scheduler
+
+
+def _check_scheduler(scheduler: str) -> None:
+    if scheduler.startswith("local:"):
+        n = scheduler.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"--scheduler {scheduler}: expected local:N with N >= 1 worker processes")
+    elif "://" not in scheduler and not scheduler.count(":") == 1:
+        raise ValueError(f"--scheduler {scheduler}: expected a Dask scheduler address such as tcp://host:8786, "
+                         "or local:N for an in-process cluster of N workers")
+
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # pragma: no cover
+        return 0
+
+
+def _record(rep: ExecutionReport, bar: _Bar, cell: Cell, out: dict[str, Any]) -> None:
+    rep.cell_seconds[cell.name] = out["seconds"]
+    rep.cell_cpu_seconds[cell.name] = out["cpu_seconds"]
+    rep.cpu_seconds += out["cpu_seconds"]
+    if "nonfinite" in out:
+        return
+    rep.results[cell.name] = out["result"]
+    bar.finish(cell.name)
+
+
+def _failure(rep: ExecutionReport, cells: Sequence[Cell], cell: Cell, out: dict[str, Any] | None,
+             err: BaseException | None, on_error: str) -> set[str]:
+    """Handle a failed cell: raise, or (``on_error="record"``, a non-finite training only) record it and the
+    cells that need it; returns the names recorded."""
+    nonfinite = out.get("nonfinite") if out else None
+    if nonfinite is None:  # any other error stops the run, with the cell named
+        assert err is not None
+        with contextlib.suppress(Exception):
+            err.add_note(f"(in cell {cell.name})")
+        raise err
+    if on_error == "raise":
+        raise NonFiniteError(**nonfinite)
+    rep.nonfinite[cell.name] = nonfinite
+    rep.failed[cell.name] = str(NonFiniteError(**nonfinite))
+    lost = {cell.name}
+    changed = True
+    while changed:
+        changed = False
+        for c in cells:
+            if c.name not in lost and any(n in lost for n in c.needs):
+                lost.add(c.name)
+                rep.failed.setdefault(c.name, f"needs {', '.join(n for n in c.needs if n in lost)}, which failed")
+                changed = True
+    return lost
+
+
+def _run_inline(root: str, todo: Sequence[Cell], bar: _Bar, rep: ExecutionReport, on_error: str) -> None:
+    import torch
+
+    from initlab.runs import torch_threads
+
+    det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    lost: set[str] = set()
+    with torch_threads(1):
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        try:
+            for c in _dependency_order(todo):
+                if c.name in lost:
+                    continue
+                prog = Progress(c.name, lambda ev: bar.event(*ev))
+                try:
+                    out = _execute(root, c.name, c.fn, c.args, c.key, prog, in_worker=False)
+                except Exception as err:  # noqa: BLE001 - handed to the on_error policy
+                    lost |= _failure(rep, todo, c, None, err, on_error)
+                    continue
+                _record(rep, bar, c, out)
+                if "nonfinite" in out:
+                    lost |= _failure(rep, todo, c, out, None, on_error)
+        finally:
+            torch.use_deterministic_algorithms(det, warn_only=warn)
+
+
+@contextlib.contextmanager
+def _sigint_ignored_in_children() -> Iterator[None]:
+    """Processes started inside the block inherit SIGINT ignored (Python keeps an ignored SIGINT at start-up),
+    so a Ctrl-C to the terminal's process group reaches only this process, which stops the workers."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[str], bar: _Bar,
+              rep: ExecutionReport, on_error: str, gpus: bool) -> None:
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    workers = min(workers, len(todo))
+    if gpus:
+        counter = ctx.Value("i", 0)
+        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init_gpu, initargs=(q, modules, counter))
+    else:
+        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init, initargs=(q, modules))
+    pending = list(_dependency_order(todo))
+    running: dict[Any, Cell] = {}
+    ended: set[str] = set()
+    lost: set[str] = set()
+    by_name = {c.name: c for c in todo}
+
+    def drain() -> None:
+        while True:
+            try:
+                ev = q.get_nowait()
+            except (queue.Empty, OSError, ValueError):
+                return
+            bar.event(*ev)
+
+    try:
         while pending or running:
             for c in list(pending):
-                if len(running) >= workers:
-                    break
-                if any(n in waiting for n in c.needs):
+                if c.name in lost:
+                    pending.remove(c)
+                elif all(n in ended or n not in by_name for n in c.needs):
+                    with _sigint_ignored_in_children():  # submit() may start a worker process
+                        fut = pool.submit(_pool_execute, root, c.name, c.fn, c.args, c.key)
+                    running[fut] = c
+                    pending.remove(c)
+            if not running:
+                break
+            done, _ = wait(list(running), timeout=0.2, return_when=FIRST_COMPLETED)
+            drain()
+            for fut in done:
+                c = running.pop(fut)
+                try:
+                    out = fut.result()
+                except Exception as err:  # noqa: BLE001 - a cell's error, or a worker that died
+                    lost |= _failure(rep, todo, c, None, err, on_error)
                     continue
-                running[pool.submit(_call, c.fn, str(rd.root), c.name, c.args, c.key)] = c.name
-                pending.remove(c)
-            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-            for f in done:
-                name, cpu = f.result()
-                rep.cpu_seconds += cpu
-                waiting.discard(running.pop(f))
-    rep.wall_seconds = time.perf_counter() - t0
-    return rep
+                _record(rep, bar, c, out)
+                if "nonfinite" in out:
+                    lost |= _failure(rep, todo, c, out, None, on_error)
+                else:
+                    ended.add(c.name)
+            bar.refresh()
+    except BaseException:
+        bar.close()
+        _stop_pool(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
+    finally:
+        with contextlib.suppress(Exception):
+            q.close()
+
+
+def _pool_init_gpu(q: Any, modules: Sequence[str], counter: Any) -> None:
+    with counter.get_lock():
+        i = counter.value
+        counter.value += 1
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(i)
+    _pool_init(q, modules)
+
+
+def _stop_pool(pool: Any) -> None:
+    """Stop a ProcessPoolExecutor now: its running cells are lost (their checkpoints stay), queued ones cancelled."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:  # pragma: no cover
+        terminate()
+        return
+    procs = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    for p in procs:
+        with contextlib.suppress(Exception):
+            p.join(5)
+
+
+# ------------------------------------------------------------------------------------------------
+# Dask
+# ------------------------------------------------------------------------------------------------
+def _dask_client(scheduler: str):
+    try:
+        import distributed
+    except ImportError as err:
+        raise ImportError(f"--scheduler {scheduler}: needs dask distributed; install it with "
+                          "pip install 'initlab[cluster]' (or pip install 'dask[distributed]')") from err
+    import logging
+
+    if scheduler.startswith("local:"):
+        n = int(scheduler.split(":", 1)[1])
+        with _sigint_ignored_in_children():
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                               dashboard_address=None, silence_logs=logging.ERROR)
+        return distributed.Client(cluster), cluster
+    return distributed.Client(scheduler, timeout="30s"), None
+
+
+def _run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: _Bar, rep: ExecutionReport, on_error: str) -> None:
+    client, cluster = _dask_client(scheduler)
+    events: queue.Queue = queue.Queue()
+    topic = f"initlab-progress-{uuid.uuid4().hex}"
+    client.subscribe_topic(topic, lambda ev: events.put(ev[1]))  # ev = (scheduler timestamp, message)
+    by_name = {c.name: c for c in todo}
+    pending = list(_dependency_order(todo))
+    running: dict[Any, Cell] = {}
+    ended: set[str] = set()
+    lost: set[str] = set()
+
+    def drain() -> None:
+        while True:
+            try:
+                ev = events.get_nowait()
+            except queue.Empty:
+                return
+            with contextlib.suppress(Exception):
+                bar.event(*ev)
+
+    try:
+        rep.workers = max(1, len(client.scheduler_info().get("workers", {})))
+        bar.workers = rep.workers
+        while pending or running:
+            for c in list(pending):
+                if c.name in lost:
+                    pending.remove(c)
+                elif all(n in ended or n not in by_name for n in c.needs):
+                    fut = client.submit(_dask_execute, root, c.name, c.fn, dict(c.args), c.key, topic, pure=False,
+                                        key=f"initlab-{c.name}-{uuid.uuid4().hex[:8]}")
+                    running[fut] = c
+                    pending.remove(c)
+            if not running:
+                break
+            time.sleep(0.2)
+            drain()
+            for fut in [f for f in running if f.done()]:
+                c = running.pop(fut)
+                try:
+                    out = fut.result()
+                except Exception as err:  # noqa: BLE001 - a cell's error, or a worker lost too often (KilledWorker)
+                    lost |= _failure(rep, todo, c, None, err, on_error)
+                    continue
+                _record(rep, bar, c, out)
+                if "nonfinite" in out:
+                    lost |= _failure(rep, todo, c, out, None, on_error)
+                else:
+                    ended.add(c.name)
+            bar.refresh()
+    except BaseException:
+        bar.close()
+        with contextlib.suppress(BaseException):
+            client.cancel(list(running), force=True)
+        raise
+    finally:
+        with contextlib.suppress(BaseException):
+            client.unsubscribe_topic(topic)
+        with contextlib.suppress(BaseException):
+            client.close()
+        if cluster is not None:
+            with contextlib.suppress(BaseException):
+                cluster.close()

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from initlab.config import to_dict
+from initlab.textio import read_json
 
 __all__ = [
     "RunExistsError",
@@ -43,6 +44,8 @@ __all__ = [
     "check_output_path",
     "OutputPathError",
     "torch_threads",
+    "cell_file",
+    "revive_nonfinite",
 ]
 
 
@@ -177,6 +180,18 @@ def _sanitize(obj: Any) -> Any:
     return obj
 
 
+def revive_nonfinite(obj: Any) -> Any:
+    """The inverse of what :func:`atomic_write_json` does to non-finite floats: the strings ``"nan"``, ``"inf"``
+    and ``"-inf"`` (in mappings and lists, at any depth) become floats again."""
+    if isinstance(obj, str) and obj in ("nan", "inf", "-inf"):
+        return float(obj)
+    if isinstance(obj, dict):
+        return {k: revive_nonfinite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [revive_nonfinite(v) for v in obj]
+    return obj
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
     """Write ``obj`` as indented, standard JSON atomically (NaN/inf become strings)."""
     text = json.dumps(_sanitize(json.loads(json.dumps(obj, default=_json_default))), indent=2, sort_keys=False)
@@ -280,8 +295,7 @@ class RunDir:
 
     # -- resumable cells ----------------------------------------------------------------------
     def _cell_path(self, name: str) -> Path:
-        safe = "".join(c if (c.isalnum() or c in "-_.=") else "_" for c in name)
-        return self.root / "cells" / f"{safe}.json"
+        return cell_file(self.root, name)
 
     def has_cell(self, name: str, key: Any = None) -> bool:
         """True if cell ``name`` is finished. With ``key`` (the cell's own config, JSON-able), a finished
@@ -298,7 +312,7 @@ class RunDir:
         path = self._cell_path(name)
         if key is not None:
             self._check_cell_key(name, path, key)
-        return json.loads(path.read_text())
+        return read_json(path)
 
     def save_cell(self, name: str, result: Any, key: Any = None) -> Path:
         """Write the result of cell ``name`` atomically; with ``key``, record the cell's config beside it
@@ -313,7 +327,7 @@ class RunDir:
     def _check_cell_key(self, name: str, path: Path, key: Any) -> None:
         want = _config_record(key)
         kpath = self._key_path(name)
-        saved = json.loads(kpath.read_text()) if kpath.exists() else None
+        saved = read_json(kpath) if kpath.exists() else None
         if saved != want:
             keys = (sorted(k for k in set(saved) | set(want) if saved.get(k) != want.get(k))
                     if isinstance(saved, dict) and isinstance(want, dict) else [])
@@ -331,6 +345,13 @@ class RunDir:
     @property
     def done(self) -> bool:
         return (self.root / "DONE").exists()
+
+
+def cell_file(root: str | Path, name: str) -> Path:
+    """Where :class:`RunDir` ``root`` keeps the result of cell ``name`` (``cells/<name>.json``, the name with
+    characters other than letters, digits and ``-_.=`` replaced by ``_``); reading it creates nothing."""
+    safe = "".join(c if (c.isalnum() or c in "-_.=") else "_" for c in name)
+    return Path(root) / "cells" / f"{safe}.json"
 
 
 def _config_record(cfg: Any) -> Any:
@@ -351,8 +372,8 @@ def check_same_record(path: str | Path, record: Mapping[str, Any], what: str = "
     if not path.exists():
         return
     try:
-        saved = json.loads(path.read_text())
-    except json.JSONDecodeError:
+        saved = read_json(path)
+    except ValueError:  # not JSON, or not UTF-8
         raise ConfigMismatchError(f"{path}: unreadable {what} record; choose another --out or pass --overwrite") from None
     if isinstance(saved, dict) and "config" in saved and "config_class" in saved:
         saved = saved["config"]

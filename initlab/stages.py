@@ -1,7 +1,11 @@
 """The stages of ``initlab reproduce``: each runs a library experiment, then draws its figures from what it saved.
 
-Every stage is ``stage(out_dir, preset="default", overwrite=False) -> markdown`` and writes into
-``out_dir``; a finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
+Every stage is ``stage(out_dir, preset="default", overwrite=False, *, workers=None, scheduler=None) -> markdown``
+and writes into ``out_dir``; ``workers`` (default: one per core) and ``scheduler`` (a Dask address, where the
+stage's cells can run on Dask) go to :func:`initlab.executor.run_cells`. Every stage also has an entry in
+:data:`ESTIMATES`, ``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of its remaining work
+on the reference machine (the cost model; ``initlab reproduce`` scales it by this machine's measured speed
+and prints it before anything runs). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
 ``overwrite`` (then the old folder is moved aside), and its saved summary is returned. Presets, the one
 vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
 reproduction), ``full`` (larger grids and more seeds, still CPU).
@@ -15,9 +19,10 @@ reproduction), ``full`` (larger grids and more seeds, still CPU).
 
 from __future__ import annotations
 
-import json
 import re
+import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -26,9 +31,12 @@ import torch
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
-from initlab.runs import ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, torch_threads
+from initlab.executor import Cell, check_scheduler, default_workers, estimate, format_seconds, measure_speed, run_cells, track_reports
+from initlab.runs import (ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, cell_file, revive_nonfinite,
+                          torch_threads)
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic.splade.phase import runner as splade_phase
+from initlab.textio import read_json, read_text
 from initlab.theory.attention import case as ac
 from initlab.theory.attention import gradient as ag
 from initlab.theory.attention import masked_reconstruction as am
@@ -36,7 +44,8 @@ from initlab.theory.score_scale import closed_form as score_scale
 from initlab.theory.score_scale import monte_carlo as score_scale_mc
 from initlab.theory.verify import runner as verify
 
-__all__ = ["PRESETS", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt", "score_scale_stage", "splade", "lra_listops"]
+__all__ = ["PRESETS", "STAGES", "OPTIONAL_STAGES", "ESTIMATES", "run_reproduce", "theory", "spt", "score_scale_stage",
+           "splade", "lra_listops", "expected_durations", "stage_figures"]
 
 PRESETS = ("quick", "default", "full")
 
@@ -56,11 +65,12 @@ def finished_summary(out_dir: Path, preset: str, overwrite: bool) -> str | None:
     out_dir = Path(out_dir)
     if overwrite or not (out_dir / "DONE").exists() or not (out_dir / "summary.md").exists():
         return None
-    return (out_dir / "summary.md").read_text()
+    return read_text(out_dir / "summary.md")
 
 
-def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Callable[[Path, str, bool], str]) -> str:
-    """The saved summary of a finished stage folder (see :func:`finished_summary`), else ``body(out_dir, preset, overwrite)``.
+def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Callable[..., str], **kwargs: Any) -> str:
+    """The saved summary of a finished stage folder (see :func:`finished_summary`), else
+    ``body(out_dir, preset, overwrite, **kwargs)``.
 
     Raises:
         ValueError: unknown ``preset``.
@@ -68,15 +78,25 @@ def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Calla
     done = finished_summary(out_dir, preset, overwrite)
     if done is not None:
         return done
-    return body(Path(out_dir), preset, overwrite)
+    return body(Path(out_dir), preset, overwrite, **kwargs)
+
+
+def _todo(out_dir: Path, cells: Sequence[Cell]) -> list[Cell]:
+    """The cells of ``cells`` without a saved result in ``out_dir`` (nothing is created or checked)."""
+    if (Path(out_dir) / "DONE").exists():
+        return []
+    return [c for c in cells if not cell_file(out_dir, c.name).exists()]
 
 
 # ------------------------------------------------------------------------------------------------
 # theory
 # ------------------------------------------------------------------------------------------------
-def theory(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+def theory(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
+           scheduler: str | None = None) -> str:
     """The ``theory`` stage: verify every statement, the T2 and T4 curves, two figures; markdown summary.
 
+    Each statement (its sympy derivation and checks) is a cell of :func:`initlab.executor.run_cells`, so the
+    statements run in parallel on ``workers`` processes (or on Dask at ``scheduler``) with one bar over them.
     Writes ``config.json``, ``verify.json``, ``t2_curve.json``, ``t4_curve.json``, ``t6_dropout.json``,
     ``t7_table.json``, ``t2_band_ratio.png``, ``t6_dropout_rate.png``, ``t7_depth.png``,
     ``t4_projection_vs_p.png``, ``summary.md``, then ``DONE``; finished pieces are kept as cells.
@@ -85,10 +105,36 @@ def theory(out_dir: Path, preset: str = "default", overwrite: bool = False) -> s
         ValueError: unknown ``preset``.
     """
     with torch_threads(1):
-        return run_unless_finished(out_dir, preset, overwrite, _theory)
+        return run_unless_finished(out_dir, preset, overwrite, _theory, workers=workers, scheduler=scheduler)
 
 
-def _theory(out_dir: Path, preset: str, overwrite: bool) -> str:
+#: The theory stage's cost model: CPU seconds of (sympy derivation, checks at 20 cases) per statement on one
+#: core of the reference machine (``python benchmarks/bench_cost_model.py --preset default --stages theory``,
+#: load 8 on 2 shared cores; docs/cluster.md#cost-model). Checks scale with the number of cases.
+THEORY_SECONDS: dict[str, tuple[float, float]] = {
+    "T1": (1.9, 0.1), "T1'": (10.7, 0.5), "T2": (0.05, 0.2), "T3": (2.8, 0.2), "T3'": (17.6, 0.25), "T4": (0.6, 1.95),
+    "T5": (4.8, 0.3), "T6": (1.2, 0.35), "T7": (2.7, 0.85),
+}
+
+
+#: CPU seconds a worker needs to import the verify runner (torch, sympy): 2.85 s measured at load 8
+THEORY_WORKER_START = 3.0
+
+
+def theory_cells(cfg: Any) -> list[Cell]:
+    """One cell per statement (registry order, the longest first in the schedule's order kept): derivation + checks."""
+    conf = to_dict(cfg)
+    cells = []
+    for name in verify.checkers():
+        sym, chk = THEORY_SECONDS.get(name, (10.0, 1.0))
+        units = 2.0 if cfg.symbolic else 1.0
+        work = (sym if cfg.symbolic else 0.0) + chk * cfg.cases / 20
+        cells.append(Cell(f"verify_{name}", "initlab.theory.verify.runner:statement_cell", {"config": conf, "statement": name},
+                          {"config": conf, "statement": name}, units=units, unit_seconds=work / units))
+    return sorted(cells, key=lambda c: -c.expected_seconds)  # longest first: the best list schedule
+
+
+def _theory(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
     cfg = verify.PRESETS[preset]
     run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
     big = preset == "full"
@@ -97,9 +143,12 @@ def _theory(out_dir: Path, preset: str, overwrite: bool) -> str:
     t4_args = {"seed": cfg.seed + 1, "ps": [0.0, 0.2, 0.4, 0.6, 0.8, 0.95], "T": 16, "K": 4, "q": 0.15, "w": 2,
                "n": max(2000, cfg.mc_samples)}
     # every cell records the arguments it was computed with: a resume under others raises ConfigMismatchError
-    if not run.has_cell("verify", key=cfg):
-        run.save_cell("verify", verify.run_verify(cfg, progress=True), key=cfg)
-    report = run.load_cell("verify", key=cfg)
+    if run.has_cell("verify", key=cfg):  # a folder of an earlier initlab, verified as one cell
+        report = run.load_cell("verify", key=cfg)
+    else:
+        cells = theory_cells(cfg)
+        run_cells(run, cells, workers=workers, scheduler=scheduler, desc="theory (statements)", startup=THEORY_WORKER_START)
+        report = verify.merge_reports(cfg, [run.load_cell(c.name, key=c.key) for c in cells])
     run.write_json("verify.json", report)
     if not run.has_cell("t2_curve", key=t2_args):
         run.save_cell("t2_curve", t2_band_curve(**t2_args), key=t2_args)
@@ -154,7 +203,7 @@ def _theory_summary(report: dict[str, Any], preset: str, t2: list[dict], t4: lis
         "",
         f"`initlab theory verify` (preset `{preset}`, {report['config']['cases']} cases per statement, "
         f"seed {report['config']['seed']}, symbolic derivations {'on' if report['config']['symbolic'] else 'off'}): "
-        f"**{'all PASS' if report['passed'] else 'FAIL'}** in {report['seconds']:.1f} s.",
+        f"**{'all PASS' if report['passed'] else 'FAIL'}** ({report['seconds']:.1f} s of derivations and checks).",
         "",
         "| statement | cases | max abs err | max rel err | verdict |",
         "| --- | ---: | ---: | ---: | --- |",
@@ -180,52 +229,60 @@ def _theory_summary(report: dict[str, Any], preset: str, t2: list[dict], t4: lis
 # ------------------------------------------------------------------------------------------------
 # synthetic SPT
 # ------------------------------------------------------------------------------------------------
-def spt(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+def spt(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
+        scheduler: str | None = None) -> str:
     """The ``spt`` stage: the synthetic self-pretraining experiments of ``preset``, figures, summary.
+
+    ``workers``: processes running its cells (default: one per core), one torch thread each.
 
     Raises:
         ValueError: unknown ``preset``.
     """
-    return run_unless_finished(out_dir, preset, overwrite, _spt)
+    return run_unless_finished(out_dir, preset, overwrite, _spt, workers=workers, scheduler=scheduler)
 
 
-def _spt(out_dir: Path, preset: str, overwrite: bool) -> str:
-    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=None,
-                             draw=spt_figures.make_figures)
+def _spt(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
+    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=workers,
+                             scheduler=scheduler, draw=spt_figures.make_figures)
+
+
+def spt_cells(out_dir: Path, preset: str) -> list[Cell]:
+    """The SPT stage's cells (units = epochs, the cost model of :mod:`initlab.synthetic.spt.plan`)."""
+    from initlab.synthetic.spt import plan as spt_plan
+
+    return spt_plan.plan(synthetic_spt.PRESETS[preset])
 
 
 # ------------------------------------------------------------------------------------------------
 # score scale
 # ------------------------------------------------------------------------------------------------
-def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
+                      scheduler: str | None = None) -> str:
     """The ``score_scale`` stage: theory + Monte Carlo table for k in {1, ..., 32} at a few sigma.
 
-    Writes JSON/CSV/config, a figure and ``summary.md``; each (sigma, k) cell is saved as it finishes.
+    Writes JSON/CSV/config, a figure and ``summary.md``; each (sigma, k) is a cell of
+    :func:`initlab.executor.run_cells` (``workers`` processes or Dask at ``scheduler``), saved as it finishes.
 
     Raises:
         ValueError: unknown ``preset``.
     """
-    return run_unless_finished(out_dir, preset, overwrite, _score_scale)
+    return run_unless_finished(out_dir, preset, overwrite, _score_scale, workers=workers, scheduler=scheduler)
 
 
-def _score_scale(out_dir: Path, preset: str, overwrite: bool) -> str:
-    from tqdm.auto import tqdm
+def score_scale_cells(cfg: Any, preset: str) -> list[Cell]:
+    """One cell per (sigma, k): closed forms and Monte Carlo (:func:`initlab.theory.score_scale.table.table_cell`)."""
+    conf = to_dict(cfg)
+    return [Cell(f"sigma={sigma:g}_k={k:g}", "initlab.theory.score_scale.table:table_cell",
+                 {"config": conf, "sigma": sigma, "k": k}, {"config": conf, "sigma": sigma, "k": k},
+                 unit_seconds=SCORE_SCALE_CELL_SECONDS[preset]) for sigma in cfg.sigmas for k in cfg.ks]
 
+
+def _score_scale(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
     cfg = score_scale.PRESETS[preset]
     run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
-    rows = []
-    for sigma, k in tqdm([(s, k) for s in cfg.sigmas for k in cfg.ks], desc="score-scale cells"):
-        name = f"sigma={sigma:g}_k={k:g}"
-        key = {"config": to_dict(cfg), "sigma": sigma, "k": k}  # a cell of another config is never reused
-        if run.has_cell(name, key=key):
-            rows.append(run.load_cell(name, key=key))
-            continue
-        th = score_scale.theory_row(cfg, sigma, k)
-        mc = score_scale_mc.monte_carlo(cfg, sigma, k)
-        row = {"sigma": sigma, "k": k, **{f"th_{n}": v for n, v in th.items() if n not in ("sigma", "k")},
-               **{f"mc_{n}": v for n, v in mc.items()}}
-        run.save_cell(name, row, key=key)
-        rows.append(row)
+    cells = score_scale_cells(cfg, preset)  # a cell of another config is never reused (its key holds the config)
+    run_cells(run, cells, workers=workers, scheduler=scheduler, desc="score scale (sigma, k)", startup=THEORY_WORKER_START)
+    rows = [revive_nonfinite(run.load_cell(c.name, key=c.key)) for c in cells]  # saved "inf" strings back to floats
     mech = score_scale.mechanism(cfg)
     run.write_json("score_scale.json", {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
     run.write_csv("score_scale.csv", rows)
@@ -271,25 +328,34 @@ def _score_scale_summary(cfg: score_scale.ScoreScaleConfig, rows: list[dict[str,
 # ------------------------------------------------------------------------------------------------
 # synthetic SPLADE
 # ------------------------------------------------------------------------------------------------
-def splade(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+def splade(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
+           scheduler: str | None = None) -> str:
     """The ``splade`` stage: the synthetic SPLADE phase diagram of ``preset`` (four families, head scale s x
-    rescaling k) and its figures; markdown summary.
+    rescaling k) and its figures; markdown summary, with the collapsed cells said once, expected or not
+    (:func:`initlab.synthetic.splade.phase.runner.collapse_note`).
 
     Raises:
         ValueError: unknown ``preset``.
     """
     out_dir = Path(out_dir)
+    _check_preset(preset)
+    cfg = splade_phase.PRESETS[preset]
     if finished_summary(out_dir, preset, overwrite) is None:
-        splade_phase.run_phase(out_dir, splade_phase.PRESETS[preset], overwrite=overwrite, progress=False,
+        splade_phase.run_phase(out_dir, cfg, overwrite=overwrite, progress=True, workers=workers, scheduler=scheduler,
                                draw=synthetic_splade_figures.draw_phase)
     figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
-    return (out_dir / "summary.md").read_text() + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
+    md = read_text(out_dir / "summary.md") + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
+    note = splade_phase.collapse_note(out_dir, cfg)
+    if note:
+        md += "\n**Collapsed cells** (printed once on the console):\n\n```\n" + note + "\n```\n"
+    return md
 
 
 # ------------------------------------------------------------------------------------------------
 # LRA ListOps on CPU (optional)
 # ------------------------------------------------------------------------------------------------
-def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False) -> str:
+def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
+                scheduler: str | None = None) -> str:
     """The preregistered CPU ListOps SPT-vs-scratch experiment (:mod:`initlab.realdata.lra.experiment`).
 
     ``quick``: the toy preset, seed 0, the same budget rule (seconds); ``default`` and ``full``: the
@@ -312,11 +378,112 @@ STAGES: dict[str, Callable[..., str]] = {"theory": theory, "spt": spt, "score_sc
 OPTIONAL_STAGES: dict[str, Callable[..., str]] = {"lra_listops": lra_listops}
 
 
+# ------------------------------------------------------------------------------------------------
+# the expected duration (cost model)
+# ------------------------------------------------------------------------------------------------
+#: score_scale: CPU seconds per (sigma, k) cell on the reference machine, per preset: quick 0.84 and default 3.55
+#: measured (``python benchmarks/bench_cost_model.py --preset P --stages score_scale``, load 8-10); full scaled
+#: from default by its vocabulary (30522 / 2048) and Monte Carlo batches (8 / 4), not measured
+SCORE_SCALE_CELL_SECONDS = {"quick": 0.84, "default": 3.55, "full": 106.0}
+#: lra_listops: seconds of the whole stage on the reference machine (quick: the toy preset; else the preregistered
+#: CPU ListOps run, "about 8 CPU-minutes" in docs/lra.md)
+LRA_LISTOPS_SECONDS = {"quick": 30.0, "default": 480.0, "full": 480.0}
+
+
+def _estimate_theory(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
+    if (Path(out_dir) / "DONE").exists() or cell_file(out_dir, "verify").exists():
+        return (0.0, 0.0)
+    return estimate(_todo(out_dir, theory_cells(verify.PRESETS[preset])), workers, startup=THEORY_WORKER_START)
+
+
+def _estimate_spt(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
+    return estimate(_todo(out_dir, spt_cells(out_dir, preset)), workers)
+
+
+def _estimate_score_scale(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
+    return estimate(_todo(out_dir, score_scale_cells(score_scale.PRESETS[preset], preset)), workers,
+                    startup=THEORY_WORKER_START)
+
+
+def _estimate_splade(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
+    return estimate(_todo(out_dir, splade_phase.plan(splade_phase.PRESETS[preset])), workers,
+                    startup=splade_phase.WORKER_START_SECONDS)
+
+
+def _estimate_lra(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
+    t = 0.0 if (Path(out_dir) / "DONE").exists() else LRA_LISTOPS_SECONDS[preset]
+    return (t, t)
+
+
+#: stage name -> ``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of the stage's remaining work
+#: on the reference machine. The SPT entry uses :func:`spt_cells`, a placeholder until the SPT experiment
+#: provides its cells and cost model.
+ESTIMATES: dict[str, Callable[[Path, str, int], tuple[float, float]]] = {
+    "theory": _estimate_theory, "spt": _estimate_spt, "score_scale": _estimate_score_scale, "splade": _estimate_splade,
+    "lra_listops": _estimate_lra,
+}
+
+
+def expected_durations(out: Path, preset: str, stages: Sequence[str], workers: int, speed: float = 1.0) -> dict[str, tuple[float, float]]:
+    """Stage -> (expected, at most) seconds of its remaining work on this machine: :data:`ESTIMATES` times
+    ``speed`` (:func:`initlab.executor.measure_speed`); a stage without an estimate is left out."""
+    out = Path(out)
+    got = {}
+    for name in stages:
+        if name in ESTIMATES:
+            e, m = ESTIMATES[name](out / name, preset, workers)
+            got[name] = (e * speed, m * speed)
+    return got
+
+
+# ------------------------------------------------------------------------------------------------
+# figures, warnings, CPU use
+# ------------------------------------------------------------------------------------------------
+_SKIP_DIRS = {"cells", "ckpt", "trainer_tmp", "backbone", "partial"}
+
+
+def stage_figures(stage_dir: Path) -> list[Path]:
+    """Every figure (``*.png``) a stage drew into its folder (sub-folders included, working folders skipped),
+    relative to the stage folder, in name order."""
+    stage_dir = Path(stage_dir)
+    if not stage_dir.is_dir():
+        return []
+    return sorted(p.relative_to(stage_dir) for p in stage_dir.rglob("*.png")
+                  if not _SKIP_DIRS & set(p.relative_to(stage_dir).parts[:-1]))
+
+
+def embed_figures(md: str, stage: str, figures: Sequence[Path]) -> str:
+    """``md`` (already relinked to ``stage/``) with every figure of ``figures`` embedded once: those the summary
+    does not embed yet are appended as ``![name](stage/name)``, links relative to the report folder."""
+    missing = [f for f in figures if f"]({stage}/{f.as_posix()})" not in md]
+    if not missing:
+        return md
+    return md.rstrip() + "\n\n" + "\n\n".join(f"![{f.stem}]({stage}/{f.as_posix()})" for f in missing) + "\n"
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its finished (waited-for) child processes, user + system."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _one_line(w: warnings.WarningMessage) -> str:
+    return f"{w.category.__name__}: {w.message}"
+
+
+def _cpu_text(rec: dict[str, Any]) -> str:
+    if "cpu_seconds" not in rec:
+        return ""
+    return f", {rec['cpu_seconds']:.0f} s of CPU: {rec['cores_used']:.1f} of {rec['cores']} cores"
+
+
 def _stage_time_line(name: str, rec: dict[str, Any] | None, was_done: bool) -> str:
     if rec is None:  # finished by a version of initlab that did not record stage times
         return f"_stage `{name}` was finished by an earlier run whose time was not recorded_"
     when = f", finished {rec['finished']} (resumed run: not redone)" if was_done else ""
-    return f"_stage `{name}` took {rec['seconds']:.1f} s{when}_"
+    return f"_stage `{name}` took {rec['seconds']:.1f} s{_cpu_text(rec)}{when}_"
 
 
 def _check_stage_presets(out: Path, stages: Sequence[str], times: dict[str, Any], preset: str, overwrite: bool) -> None:
@@ -347,14 +514,19 @@ def relink(md: str, stage: str) -> str:
     return _NAMED_FILE.sub(lambda m: f"`{stage}/{m.group(1)}`", md)
 
 
-def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False) -> Path:
+def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False,
+                  *, workers: int | None = None, scheduler: str | None = None, speed: float | None = None) -> Path:
     """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path.
 
-    ``out/stage_times.json`` keeps the wall-clock seconds of each stage's real run, so a resumed call
-    reports a finished stage with the time it took then.
+    Before anything runs, the expected duration is printed: :func:`expected_durations` over every stage's
+    remaining cells, scaled by this machine's speed (``speed``; None: :func:`initlab.executor.measure_speed`,
+    about 2 s). ``workers`` (default: one per core) and ``scheduler`` go to every stage. After each stage its
+    wall time, CPU seconds (this process and its worker processes) and cores used are printed and kept in
+    ``out/stage_times.json`` (so a resumed call reports a finished stage with the time it took then), and the
+    report embeds every figure the stage drew and lists the warnings it raised, the expected ones said so.
 
     Raises:
-        ValueError: unknown ``preset`` or stage name, or no stage.
+        ValueError: unknown ``preset`` or stage name, no stage, or ``workers < 1``.
         ConfigMismatchError: a requested stage was finished under another preset (see ``stage_times.json``).
     """
     if preset not in PRESETS:
@@ -366,31 +538,66 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     unknown = [s for s in stages if s not in known]
     if unknown:
         raise ValueError(f"--only: unknown stage(s) {unknown}; expected names from {list(known)}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers: expected >= 1, got {workers}")
+    if scheduler is not None:
+        check_scheduler(scheduler)
+    cores = workers or default_workers()
     out = Path(out)
     sections = [
         "# initlab reproduce report",
         "",
-        f"preset `{preset}`, stages {', '.join(stages)}; started {time.strftime('%Y-%m-%d %H:%M:%S')}.",
+        f"preset `{preset}`, stages {', '.join(stages)}; started {time.strftime('%Y-%m-%d %H:%M:%S')}; "
+        f"{cores} worker processes" + (f", Dask scheduler {scheduler}" if scheduler else "") + ".",
         "",
     ]
     # Wall-clock time of each stage's real run, kept across resumes: a stage finished by an earlier call
     # is reported with the time it took then, not the second it takes to read its summary.
     times_path = out / "stage_times.json"
-    times: dict[str, Any] = json.loads(times_path.read_text()) if times_path.is_file() else {}
+    times: dict[str, Any] = read_json(times_path) if times_path.is_file() else {}
     _check_stage_presets(out, stages, times, preset, overwrite)
+    if speed is None:
+        speed = measure_speed()
+    plan = expected_durations(out if not overwrite else out / ".none", preset, stages, cores, speed)
+    exp, most = sum(e for e, _ in plan.values()), sum(m for _, m in plan.values())
+    print(f"initlab reproduce --preset {preset}: expected duration about {format_seconds(exp)} (at most "
+          f"{format_seconds(most)}) on {cores} worker processes; this machine measured {speed:.2f}x the reference "
+          "machine's time (> 1: slower or loaded); by stage: "
+          + ", ".join(f"{n} {format_seconds(e)}" for n, (e, _) in plan.items()), flush=True)
+    sections[2] += (f" Expected before the run: about {format_seconds(exp)} (at most {format_seconds(most)}; "
+                    f"machine speed {speed:.2f}x the reference's time).")
     out.mkdir(parents=True, exist_ok=True)
     for name in stages:
         print(f"\n=== initlab reproduce: stage {name} ===", flush=True)
         was_done = (out / name / "DONE").exists() and not overwrite
         if was_done:
             print(f"stage {name}: finished by an earlier call; its saved summary is reused (--overwrite redoes it)", flush=True)
-        t0 = time.perf_counter()
-        md = known[name](out / name, preset=preset, overwrite=overwrite)
+        t0, c0 = time.perf_counter(), _cpu_seconds()
+        with warnings.catch_warnings(record=True) as caught, track_reports() as reports:
+            warnings.simplefilter("default")
+            md = known[name](out / name, preset=preset, overwrite=overwrite, workers=workers, scheduler=scheduler)
         dt = time.perf_counter() - t0
+        cpu = _cpu_seconds() - c0
+        if scheduler is not None and not scheduler.startswith("local:"):  # cells on other machines
+            cpu += sum(r.cpu_seconds for r in reports)
+        stage_warnings = list(dict.fromkeys(_one_line(w) for w in caught))
+        for line in stage_warnings:
+            print(line, file=sys.stderr, flush=True)
         if not was_done:
-            times[name] = {"seconds": dt, "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "preset": preset}
+            times[name] = {"seconds": dt, "cpu_seconds": cpu, "cores": cores, "cores_used": cpu / dt if dt > 0 else 0.0,
+                           "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "preset": preset,
+                           "expected_seconds": plan.get(name, (None, None))[0], "warnings": stage_warnings}
             atomic_write_json(times_path, times)
-        sections += [relink(md.rstrip(), name), "", _stage_time_line(name, times.get(name), was_done), ""]
+            print(f"stage {name}: {dt:.1f} s wall{_cpu_text(times[name])}"
+                  + (f" (expected {format_seconds(plan[name][0])})" if name in plan else ""), flush=True)
+        rec = times.get(name)
+        body = embed_figures(relink(md.rstrip(), name), name, stage_figures(out / name))
+        sections += [body, "", _stage_time_line(name, rec, was_done), ""]
+        got = (rec or {}).get("warnings", stage_warnings)
+        if got:
+            sections += [f"Warnings raised by stage `{name}` (none of them is known to be expected; the collapsed "
+                         "cells of the synthetic SPLADE grid, which are, are listed in its summary above):", ""]
+            sections += [f"- `{w}`" for w in got] + [""]
         atomic_write_text(out / "report.md", "\n".join(sections) + "\n")
     report = out / "report.md"
     print(f"\nreport: {report}")

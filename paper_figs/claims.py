@@ -26,6 +26,7 @@ from typing import Any
 
 from initlab.paper_figs import claims_rows as rows
 from initlab.runs import atomic_write_json, atomic_write_text
+from initlab.textio import read_json, read_text
 
 __all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
            "replace_block", "collect_spt", "main"]
@@ -107,7 +108,7 @@ def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
         if not path.is_file():
             raise ResultsFileError(f"{path}: saved result file not found{hint}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ResultsFileError(f"{path}: not valid JSON ({err})") from err
         if not isinstance(data, dict):
@@ -183,7 +184,7 @@ def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = ""
     m = data["metrics.json"]
     if "config" not in m or "summary" not in m or "per_seed" not in m["summary"]:
         raise ResultsFileError(f"{src / 'metrics.json'}: expected 'config' and 'summary' (with per_seed) of a synthetic SPT run")
-    missing = json.loads((src / "missing.json").read_text()) if (src / "missing.json").exists() else []
+    missing = read_json(src / "missing.json") if (src / "missing.json").exists() else []
     out = {"source": str((src / "metrics.json").relative_to(root)), "partial": not finished, "missing": missing,
            "preregistration": preregistration, "config": m["config"], "summary": m["summary"],
            "verdicts": data["verdicts.json"]}
@@ -222,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.collect_spt is not None:
             collect_spt(args.collect_spt, args.results / dict(rows.SPT_RUNS)[args.preset], args.preregistration)
-        old = args.readme.read_text(encoding="utf-8")
+        old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
     except ValueError as err:  # ResultsFileError included
         print(f"error: {err}", file=sys.stderr)

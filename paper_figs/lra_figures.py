@@ -11,12 +11,12 @@ some parameter groups only (hybrids), green SPT on another task's inputs, black 
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
+from initlab.textio import read_json
 
 __all__ = ["plot_sweep", "plot_listops_plateau", "main"]
 
@@ -116,13 +116,13 @@ def _draw(args) -> list[Path]:
                                 "of the CPU ListOps plateau experiment)")
     out = []
     if p.is_file():
-        data = json.loads(p.read_text())
+        data = read_json(p)
         if not isinstance(data, dict) or "rows" not in data or "ablation" not in data:
             raise ValueError(f"{p}: not the results of `initlab lra sweep` (expected keys 'rows' and 'ablation'; "
                              "a single pretrain/finetune run has no sweep figure)")
         out.append(plot_sweep(data["rows"], args.results_dir / f"{data['ablation']}.png", title=data["ablation"]))
     if summary.is_file():
-        out.append(plot_listops_plateau(json.loads(summary.read_text()), args.results_dir / "listops_plateau.png"))
+        out.append(plot_listops_plateau(read_json(summary), args.results_dir / "listops_plateau.png"))
     return out
 
 

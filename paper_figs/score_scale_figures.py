@@ -8,12 +8,12 @@ no computation beyond plotting. Usage::
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.paper_figs.common import pyplot, run_figure_cli, save
+from initlab.textio import read_json
 
 __all__ = ["PANELS", "plot_theory_vs_mc", "main"]
 
@@ -87,7 +87,7 @@ def _draw(args) -> list[Path]:
     src = args.results_dir / "score_scale.json"
     if not src.is_file():
         raise FileNotFoundError(f"{src}: no such file (run `initlab reproduce --only score_scale` first)")
-    rows = json.loads(src.read_text())["rows"]
+    rows = read_json(src)["rows"]
     return [plot_theory_vs_mc(rows, args.out or args.results_dir / "score_scale_theory_vs_mc.png")]
 
 

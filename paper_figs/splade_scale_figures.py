@@ -11,12 +11,12 @@ Usage: ``python -m initlab.paper_figs.splade_scale_figures RESULTS_DIR`` (a swee
 from __future__ import annotations
 
 import csv
-import json
 import math
 from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs.common import DPI, family_color, label_points, legend_below, pyplot, run_figure_cli, save
+from initlab.textio import open_text, read_json
 
 __all__ = ["DPI", "LOSS_TERMS", "plot_loss_curve", "plot_nanobeir_vs_flops", "main"]
 
@@ -48,7 +48,7 @@ def plot_loss_curve(csv_path: str | Path, out_png: str | Path, title: str = "") 
     csv_path = Path(csv_path)
     if not csv_path.is_file():
         raise FileNotFoundError(f"{csv_path}: loss curve not found (expected loss_curve.csv written by training)")
-    with open(csv_path) as fh:
+    with open_text(csv_path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -71,7 +71,7 @@ def plot_nanobeir_vs_flops(summary_json: str | Path, out_png: str | Path) -> Pat
     Each point is labelled with its k, placed so that labels overlap neither markers nor each other; the
     legend is outside the axes on the right. Written at :data:`DPI` dots per inch.
     """
-    rows = json.loads(Path(summary_json).read_text())
+    rows = read_json(Path(summary_json))
     plt = pyplot()
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 

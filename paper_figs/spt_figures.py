@@ -23,7 +23,6 @@ hybrids, green cross-data SPT, purple attention-only model).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Sequence
@@ -31,6 +30,7 @@ from typing import Sequence
 import numpy as np
 
 from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
+from initlab.textio import open_text, read_json
 
 __all__ = ["make_figures", "accuracy_figure", "epoch_curve_figure", "proximity_accuracy_figure", "training_curves_figure",
            "attention_maps_figure", "main"]
@@ -49,7 +49,7 @@ def _load(run_dir: Path) -> dict:
     p = run_dir / "metrics.json"
     if not p.exists():
         raise FileNotFoundError(f"{p}: no metrics.json; pass the folder written by `initlab synthetic spt`")
-    return json.loads(p.read_text())
+    return read_json(p)
 
 
 def _seeds_of(metrics: dict) -> dict[str, list[dict]]:
@@ -65,7 +65,7 @@ def _histories(run_dir: Path) -> dict[str, dict[int, list[dict]]]:
     out: dict[str, dict[int, list[dict]]] = {}
     if not p.exists():
         return out
-    with p.open(newline="") as f:
+    with open_text(p, newline="") as f:
         for row in csv.DictReader(f):
             rows = out.setdefault(row["condition"], {}).setdefault(int(row["seed"]), [])
             rows.append({k: float(row[k]) for k in ("epoch", "train_acc", "val_acc")})

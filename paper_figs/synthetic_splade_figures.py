@@ -11,18 +11,21 @@ and ``RESULTS_DIR/cells/*.json`` (written by ``initlab synthetic splade``) and w
   k, beside the Gaussian-logit theory (:func:`initlab.theory.score_scale.closed_form.theory_row`, lines) and its
   Monte Carlo (:func:`initlab.theory.score_scale.monte_carlo.monte_carlo`, open markers), whose parameters
   (mu_b, mu_h, sigma, V, L_q, L_d, B, lambda_d) are taken from the measured k = 1 cell of each
-  inflation: ``mu_b`` = mean decoder bias, ``mu_h`` = mean logit - mu_b, ``sigma`` = logit std.
+  inflation: ``mu_b`` = mean decoder bias, ``mu_h`` = mean logit - mu_b, ``sigma`` = logit std. The active
+  dimensions and FLOPS panels show the per-entry Gaussian logit model with position classes instead
+  (:mod:`initlab.theory.score_scale.per_entry`, at each cell's own logits, dashed lines): the i.i.d. model
+  predicts nearly every entry active after max pooling, which the measured backbones are not.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from initlab.paper_figs.common import legend_below, plain_log_ticks, plain_number, pyplot, run_figure_cli, save
+from initlab.textio import read_json
 
 __all__ = ["load_cells", "plot_effectiveness_flops", "plot_loss_curves", "plot_init_scale", "draw_all", "draw_phase", "main"]
 
@@ -37,8 +40,8 @@ def load_cells(results_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, 
     cfg_path = root / "config.json"
     if not cfg_path.exists():
         raise FileNotFoundError(f"{cfg_path}: not found; expected a folder written by `initlab synthetic splade`")
-    cfg = json.loads(cfg_path.read_text())["config"]
-    cells = [json.loads(p.read_text()) for p in sorted((root / "cells").glob("*.json"))]
+    cfg = read_json(cfg_path)["config"]
+    cells = [read_json(p) for p in sorted((root / "cells").glob("*.json"))]
     if not cells:
         raise FileNotFoundError(f"{root / 'cells'}: no cell results (*.json)")
     return cfg, cells
@@ -134,14 +137,15 @@ def plot_loss_curves(cells: list[dict[str, Any]], path: str | Path) -> Path:
     return save(fig, path)[0]
 
 
-#: (measured key in a cell's ``init``, theory_row / monte_carlo key, panel title, y-axis label with unit, log y)
+#: (measured key in a cell's ``init``, theory_row / monte_carlo key or None, panel title, y-axis label with unit,
+#: log y, the per-entry model's key in ``init`` or None)
 INIT_PANELS = (
-    ("token_active_fraction", "active_logit", "P(z > 0) per token", "probability", False),
-    ("d_active_dims", "active_dims_d", "active dims per document", "terms with a > 0 (count)", False),
-    ("flops", "flops_cost", "FLOPS", "multiplications per pair", True),
-    ("mean_a", "Ea_d", "E[a] (documents)", "term weight (dimensionless)", True),
-    ("score_spread", "score_spread", "score spread sd(s+ - s-)", "score units", True),
-    ("grad_ratio", "grad_ratio", "|grad FLOPS| / |grad ranking| (w.r.t. z_d)", "ratio (dimensionless)", True),
+    ("token_active_fraction", "active_logit", "P(z > 0) per token", "probability", False, None),
+    ("d_active_dims", None, "active dims per document", "terms with a > 0 (count)", False, "pred_d_active_dims"),
+    ("flops", None, "FLOPS", "multiplications per pair", True, "pred_flops"),
+    ("mean_a", "Ea_d", "E[a] (documents)", "term weight (dimensionless)", True, None),
+    ("score_spread", "score_spread", "score spread sd(s+ - s-)", "score units", True, None),
+    ("grad_ratio", "grad_ratio", "|grad FLOPS| / |grad ranking| (w.r.t. z_d)", "ratio (dimensionless)", True, None),
 )
 
 
@@ -150,7 +154,7 @@ def load_theory_curves(results_dir: str | Path) -> tuple[dict[float, list], dict
     path = Path(results_dir) / "theory_curves.json"
     if not path.exists():
         return {}, {}, f"theory not drawn ({path.name} missing)"
-    data = json.loads(path.read_text())
+    data = read_json(path)
     theory = {float(k): v for k, v in data.get("theory", {}).items()}
     mc = {float(k): v for k, v in data.get("monte_carlo", {}).items()}
     return theory, mc, data.get("note", "")
@@ -169,21 +173,27 @@ def plot_init_scale(cfg: dict[str, Any], cells: list[dict[str, Any]], path: str 
     cmap = plt.get_cmap("plasma")
     colors = {inf: cmap(0.8 * i / max(len(infs) - 1, 1)) for i, inf in enumerate(infs)}
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.4))
-    for ax, (mkey, tkey, title, ylabel, logy) in zip(axes.flat, INIT_PANELS):
+    per_entry = False
+    for ax, (mkey, tkey, title, ylabel, logy, pkey) in zip(axes.flat, INIT_PANELS):
         for inf in infs:
-            meas = []
+            meas, pred = [], []
             for k in ks:
-                vals = []
+                vals, pvals = [], []
                 for c in cells:
                     if c["inflation"] == inf and c["k"] == k:
                         i = c["init"]
                         v = i["grad_flops"] / i["grad_rank"] if mkey == "grad_ratio" and i["grad_rank"] > 0 else i.get(mkey)
                         vals.append(_num(v))
+                        pvals.append(_num(i.get(pkey)) if pkey else float("nan"))
                 meas.append(np.mean(vals) if vals else float("nan"))
+                pred.append(np.mean(pvals) if pvals else float("nan"))
             ax.plot(ks, meas, "o", color=colors[inf])
-            if inf in theory:
+            if pkey is not None and with_theory and np.isfinite(pred).any():
+                ax.plot(ks, pred, "--", color=colors[inf], alpha=0.8)
+                per_entry = True
+            if tkey is not None and inf in theory:
                 ax.plot(ks, [_num(r.get(tkey)) for r in theory[inf]], "-", color=colors[inf], alpha=0.8)
-            if inf in mc:
+            if tkey is not None and inf in mc:
                 ax.plot(ks, [_num(r.get(tkey)) for r in mc[inf]], "s", mfc="none", color=colors[inf], ms=7)
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [f"{k:g}" for k in ks])
@@ -198,7 +208,9 @@ def plot_init_scale(cfg: dict[str, Any], cells: list[dict[str, Any]], path: str 
     handles = [Line2D([], [], color=colors[inf], lw=2, label=f"head inflation x{inf:g}") for inf in infs]
     handles += [Line2D([], [], color="0.3", marker="o", ls="none", label="measured (seed mean)")]
     if theory:
-        handles.append(Line2D([], [], color="0.3", ls="-", label="Gaussian-logit theory"))
+        handles.append(Line2D([], [], color="0.3", ls="-", label="i.i.d. Gaussian-logit theory"))
+    if per_entry:
+        handles.append(Line2D([], [], color="0.3", ls="--", label="per-entry Gaussian logits (active dims, FLOPS)"))
     if mc:
         handles.append(Line2D([], [], color="0.3", marker="s", mfc="none", ls="none", label="Monte Carlo"))
     title = "Tiny-model scale quantities at initialization vs k (measured) and Gaussian-logit theory"

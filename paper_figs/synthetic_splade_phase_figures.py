@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from initlab.paper_figs.common import family_color, legend_below, plain_log_ticks, pyplot, run_figure_cli, save
+from initlab.textio import read_json
 
 __all__ = ["load_phase", "plot_phase_family", "plot_init_vs_final", "plot_recommended_vs_best", "plot_theory",
            "draw_phase", "main"]
@@ -42,7 +42,7 @@ def load_phase(results_dir: str | Path) -> dict[str, Any]:
     path = Path(results_dir) / "phase.json"
     if not path.exists():
         raise FileNotFoundError(f"{path}: not found; expected a folder written by `initlab synthetic splade`")
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def plot_phase_family(rep: dict[str, Any], family: str, path: str | Path) -> Path:
@@ -160,42 +160,71 @@ def plot_recommended_vs_best(rep: dict[str, Any], path: str | Path) -> Path:
     return save(fig, path)[0]
 
 
-_THEORY_PANELS = (("infonce", "initial InfoNCE (nats)"), ("active_fraction", "active fraction (documents)"),
-                  ("flops", "FLOPS (multiplications per pair)"))
+#: (key, axis label, the model the prediction comes from, the i.i.d. model's key drawn beside it or None)
+_THEORY_PANELS = (("infonce", "initial InfoNCE (nats)", "i.i.d. Gaussian logits and scores (score spread)", None),
+                  ("active_fraction", "active fraction (documents)", "per-entry Gaussian logits, position classes",
+                   "iid_active_fraction"),
+                  ("flops", "FLOPS (multiplications per pair)", "per-entry Gaussian logits, position classes", "iid_flops"))
 
 
 def plot_theory(theory: dict[str, Any], families: Sequence[str], path: str | Path) -> Path:
     """Measured vs predicted initial InfoNCE, active fraction and FLOPS per cell (log-log, diagonal = agreement);
-    one colour and marker per family, legend below the panels."""
+    one colour and marker per family, legend below the panels. Each panel names the model of its prediction; the
+    active-fraction and FLOPS panels also show the i.i.d. Gaussian logit model's values (grey crosses), which do
+    not hold for these backbones (one N(mu, sigma^2) for every entry and token makes max pooling activate nearly
+    every entry; docs/synthetic_splade.md). A panel whose cells carry no prediction says so."""
     from matplotlib.lines import Line2D
 
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.8))
     rows = theory["rows"]
-    for n, (ax, (key, label)) in enumerate(zip(axes, _THEORY_PANELS)):
+    agree = theory.get("agreement", {})
+    for n, (ax, (key, label, model, iid)) in enumerate(zip(axes, _THEORY_PANELS)):
         lo, hi = np.inf, -np.inf
-        for i, fam in enumerate(families):
-            rs = [r for r in rows if r["family"] == fam]
-            xs = np.array([r[f"predicted_{key}"] for r in rs], dtype=float)
-            ys = np.array([r[f"measured_{key}"] for r in rs], dtype=float)
+        if iid is not None:
+            xs = np.array([_nan(r.get(iid)) for r in rows], dtype=float)
+            ys = np.array([_nan(r.get(f"measured_{key}")) for r in rows], dtype=float)
             ok = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
             if ok.any():
-                ax.scatter(xs[ok], ys[ok], marker=_MARKERS.get(fam, "o"), color=family_color(fam, default=f"C{i}"), s=25)
+                ax.scatter(xs[ok], ys[ok], marker="x", color="0.65", s=18, lw=0.8, zorder=1)
+                lo, hi = min(lo, xs[ok].min(), ys[ok].min()), max(hi, xs[ok].max(), ys[ok].max())
+        drawn = 0
+        for i, fam in enumerate(families):
+            rs = [r for r in rows if r["family"] == fam]
+            xs = np.array([_nan(r.get(f"predicted_{key}")) for r in rs], dtype=float)
+            ys = np.array([_nan(r.get(f"measured_{key}")) for r in rs], dtype=float)
+            ok = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
+            if ok.any():
+                drawn += int(ok.sum())
+                ax.scatter(xs[ok], ys[ok], marker=_MARKERS.get(fam, "o"), color=family_color(fam, default=f"C{i}"), s=25,
+                           zorder=2)
                 lo, hi = min(lo, xs[ok].min(), ys[ok].min()), max(hi, xs[ok].max(), ys[ok].max())
         if np.isfinite(lo):
             ax.plot([lo, hi], [lo, hi], color="grey", ls="--", lw=1)
+        if not drawn:
+            ax.text(0.5, 0.5, "no prediction in these cells\n(measured before the per-entry model)", ha="center",
+                    va="center", transform=ax.transAxes, fontsize=9)
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_ticks(ax)
-        ax.set_xlabel(f"theory: {label}")
+        ax.set_xlabel(f"predicted: {label}")
         ax.set_ylabel(f"measured: {label}")
-        ax.set_title(f"({'abc'[n]}) {label.split(' (')[0]}", fontsize=10)
+        a = agree.get(f"predicted_{key}") or {}
+        ratio = (f"\nmeasured / predicted: median {a['median']:.2f} ({a['min']:.2f} to {a['max']:.2f})"
+                 if a.get("median") is not None else "")
+        ax.set_title(f"({'abc'[n]}) {label.split(' (')[0]}: {model}{ratio}", fontsize=9)
     handles = [Line2D([], [], marker=_MARKERS.get(f, "o"), ls="none", color=family_color(f, default=f"C{i}"), label=f)
-               for i, f in enumerate(families)] + [Line2D([], [], color="grey", ls="--", label="measured = theory")]
-    fig.suptitle("initialisation: measured vs Gaussian-logit theory at each cell's measured logit mean and sigma", fontsize=10)
+               for i, f in enumerate(families)]
+    handles += [Line2D([], [], marker="x", ls="none", color="0.65", label="i.i.d. Gaussian logits (does not hold)"),
+                Line2D([], [], color="grey", ls="--", label="measured = predicted")]
+    fig.suptitle("initialisation: measured vs predicted at each cell's own logits", fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     legend_below(fig, handles, ncol=len(handles), offset=0.06, fontsize=9)
     return save(fig, path)[0]
+
+
+def _nan(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else float("nan")
 
 
 def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
@@ -208,7 +237,7 @@ def draw_phase(results_dir: str | Path, out_dir: str | Path | None = None) -> li
               plot_recommended_vs_best(rep, out / "splade_recommended_vs_best_k.png")]
     tpath = Path(results_dir) / "theory.json"
     if tpath.exists():
-        paths.append(plot_theory(json.loads(tpath.read_text()), rep["config"]["families"],
+        paths.append(plot_theory(read_json(tpath), rep["config"]["families"],
                                  out / "splade_theory_vs_measured.png"))
     return paths
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs.common import run_figure_cli
+from initlab.textio import read_text
 
 __all__ = ["STAGE_TITLES", "extract_tables", "render_stage", "write_tables", "compare_tables", "main"]
 
@@ -63,7 +64,7 @@ def _run_info(results_dir: Path) -> tuple[str, str]:
     report = results_dir / "report.md"
     if not report.is_file():
         raise FileNotFoundError(f"{report}: not found; expected a folder written by initlab reproduce")
-    match = _STARTED.search(report.read_text(encoding="utf-8"))
+    match = _STARTED.search(read_text(report))
     if match is None:
         raise ValueError(f"{report}: no 'preset `P` ... started YYYY-MM-DD' line; not an initlab reproduce report")
     return match["preset"], match["date"]
@@ -86,7 +87,7 @@ def render_stage(stage_dir: Path, preset: str, date: str) -> str:
         "Do not edit by hand.",
         "",
     ]
-    for caption, table in extract_tables(summary.read_text(encoding="utf-8")):
+    for caption, table in extract_tables(read_text(summary)):
         lines += ([caption, ""] if caption else []) + table + [""]
     return "\n".join(lines)
 

@@ -16,11 +16,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 from initlab.paper_figs.common import legend_below, pyplot, run_figure_cli, save
+from initlab.textio import read_json
 
 __all__ = ["plot_t2", "plot_t4", "plot_t6", "plot_t7", "draw_all", "main"]
 
@@ -28,7 +28,7 @@ __all__ = ["plot_t2", "plot_t4", "plot_t6", "plot_t7", "draw_all", "main"]
 def _load(path: Path):
     if not path.exists():
         raise FileNotFoundError(f"{path}: missing; run `initlab reproduce --only theory` first")
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def plot_t2(rows: list[dict], out: Path) -> Path:

@@ -22,9 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: lowest layer first; packages in one layer may not import each other
 LAYERS: list[set[str]] = [
+    {"initlab.textio"},
     {"initlab.config"},
     {"initlab.runs"},
-    {"initlab.executor"},
+    {"initlab.executor"},  # runs the cells of a sweep (local processes or Dask); uses runs' RunDir
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
     {"initlab.paper_figs"},
@@ -171,7 +172,7 @@ def test_every_module_is_found():
     for name in ("initlab.cli", "initlab.theory.subspace", "initlab.synthetic.spt", "initlab.synthetic.spt.runner",
                  "initlab.synthetic.splade.phase.cell", "initlab.theory.attention.checks", "initlab.theory.verify.base",
                  "initlab.realdata.lra.train", "initlab.paper_figs.spt_figures", "initlab.nn.encoder",
-                 "initlab.mlmhead.heads", "initlab.stages", "initlab.commands.theory_doc"):
+                 "initlab.mlmhead.heads", "initlab.stages", "initlab.commands.theory_doc", "initlab.executor"):
         assert name in mods, name
 
 
@@ -205,6 +206,9 @@ def test_the_check_catches_an_upward_import(tmp_path):
     ("initlab.theory.score_scale.fake", "from initlab.theory.attention.case import random_case\n",
      "initlab.theory.score_scale.fake imports initlab.theory.attention.case (initlab.theory: attention is not below score_scale)"),
     ("initlab.config.fake", "from initlab.runs import atomic_write_json\n", "initlab.config imports initlab.runs"),
+    ("initlab.executor.fake", "def f():\n    from initlab.synthetic.splade.phase import runner\n",
+     "initlab.executor imports initlab.synthetic.splade.phase"),
+    ("initlab.runs.fake", "from initlab.executor import run_cells\n", "initlab.runs imports initlab.executor"),
 ])
 def test_the_check_catches_sideways_and_upward_imports_between_sub_packages(tmp_path, name, source, expected):
     """Mutations one level down: an experiment importing the other, a shared piece importing an experiment, a

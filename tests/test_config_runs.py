@@ -123,6 +123,24 @@ def test_parse_overrides_reads_json_values_and_names_the_flag():
         parse_overrides(["epochs"])
 
 
+def test_config_and_records_with_a_bom_read_the_same(tmp_path):
+    """A config JSON saved by a Windows editor (UTF-8 with a byte-order mark) loads; json.loads alone refuses it."""
+    from initlab.runs import check_same_record
+
+    run = RunDir(tmp_path / "r")
+    path = run.write_config(Cfg(epochs=5))
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert load_config(Cfg, path) == Cfg(epochs=5)
+    check_same_record(path, to_dict(Cfg(epochs=5)))  # same config, not "unreadable"
+    run.save_cell("c", {"x": 1}, key={"k": 1})
+    for p in (run.root / "cells").iterdir():
+        p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    assert run.has_cell("c", key={"k": 1}) and run.load_cell("c", key={"k": 1}) == {"x": 1}
+    path.write_bytes(b'{"config": {"name": "caf\xe9"}, "config_class": "Cfg"}')  # latin-1, not UTF-8
+    with pytest.raises(ValueError, match=r"config.json:1: not UTF-8 text"):
+        load_config(Cfg, path)
+
+
 def test_check_same_record_refuses_other_content(tmp_path):
     from initlab.runs import check_same_record
 

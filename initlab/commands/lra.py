@@ -15,6 +15,7 @@ from pathlib import Path
 
 from initlab.config import derive, parse_overrides
 from initlab.runs import check_output_path
+from initlab.textio import read_text
 
 __all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main", "listops_plateau_main", "fidelity_main"]
 
@@ -108,6 +109,9 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     _common(p, "results/lra/sweep")
     p.add_argument("--ablation", required=True, choices=sorted(ABLATIONS), help="which ablation grid to run")
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    from initlab.commands import add_executor_options
+
+    add_executor_options(p, gpu=True)
     args = p.parse_args(argv)
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
@@ -116,13 +120,24 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
             seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
         except ValueError:
             raise ValueError(f"--seeds: expected comma-separated integers such as 0,1,2; got {args.seeds!r}") from None
-        rows = run_sweep(args.ablation, cfg, args.out, seeds, overwrite=args.overwrite, progress=not args.no_progress)
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError) as err:
+        rows = run_sweep(args.ablation, cfg, args.out, seeds, overwrite=args.overwrite, progress=not args.no_progress,
+                         workers=_sweep_workers(args.workers), scheduler=args.scheduler)
+    except (ValueError, TypeError, FileNotFoundError, FileExistsError, ImportError) as err:
         p.error(str(err))
     for r in rows:
         print(f"{r['condition']:<22} seed {r['seed']}: test acc {r['test_acc']:.4f} (val {r['val_acc']:.4f} @ epoch {r['best_epoch']})")
     print(f"results: {args.out / 'results.csv'}")
     return 0
+
+
+def _sweep_workers(workers: int | None) -> int | None:
+    """``--workers`` or its default: one per GPU where there are GPUs (the executor pins one to each), else None
+    (one per core)."""
+    if workers is not None:
+        return workers
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else None
 
 
 def listops_main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -163,7 +178,7 @@ def listops_plateau_main(argv: list[str] | None = None, prog: str | None = None)
         summary = run_listops_plateau(args.out, seeds, overwrite=args.overwrite, progress=args.progress)
     except (ValueError, FileExistsError) as err:
         p.error(str(err))
-    print((args.out / "summary.md").read_text())
+    print(read_text(args.out / "summary.md"))
     return 0 if summary.get("seeds") else 1
 
 

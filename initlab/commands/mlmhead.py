@@ -7,12 +7,15 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import torch
+
 from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.report import format_inspect, inspect_model
 from initlab.mlmhead.tiny import _parse_texts
 from initlab.nn.collapse import detect_collapse
 from initlab.runs import RunExistsError, check_output_path
+from initlab.textio import read_text
 
 __all__ = ["inspect_main", "rescale_main"]
 
@@ -35,7 +38,7 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         if args.texts is not None:
             if not args.texts.is_file():
                 raise FileNotFoundError(f"--texts {args.texts}: no such file")
-            texts = _parse_texts(args.texts.read_text(encoding="utf-8"), str(args.texts))
+            texts = _parse_texts(read_text(args.texts), f"--texts {args.texts}")
         if args.max_length < 2 or args.batch < 2:
             raise ValueError("--max-length and --batch: expected integers >= 2")
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
@@ -74,9 +77,12 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         tied_before = is_tied(model)
         norm_before = head_projection(model).detach().double().norm().item()
         H_before = _last_hidden(model)
-        rescale_mlm_head(model, args.k, untie=args.untie)
+        rescale_mlm_head(model, args.k, untie=args.untie)  # in float32 (load_masked_lm's default)
         norm_after = head_projection(model).detach().double().norm().item()
         H_after = _last_hidden(model)
+        stored = getattr(model, "initlab_stored_dtype", None)
+        if stored is not None and stored != model.dtype:
+            model.to(stored)  # saved in the checkpoint's own dtype: W_head / k rounded once, same size and format
         info = save_rescaled(model, tokenizer, args.out, overwrite=args.overwrite)
     except (ValueError, TypeError, FileNotFoundError, FileExistsError, RuntimeError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
@@ -86,6 +92,7 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         f"||W_head||_F {norm_before:.4g} -> {norm_after:.4g} (k = {args.k:g}, recorded "
         f"{K_ATTR} = {info['k']:g}); saved to {info['out']} (reload check: max |logit diff| "
         f"{info['max_abs_logit_diff']:.2g})"
+        + (f"; computed in float32, saved in {_dtype_name(model.dtype)} as stored" if model.dtype != torch.float32 else "")
     )
     if "moved_aside" in info:
         print(f"the previous contents of {info['out']} were moved aside to {info['moved_aside']}")
@@ -96,6 +103,10 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
               f"(||H_k - H_1|| / ||H_1|| = {change:.2g} on a fixed 8-token input). To rescale the head only, rerun "
               "with --untie.")
     return 0
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def _last_hidden(model):

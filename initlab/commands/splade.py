@@ -148,6 +148,9 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     p.add_argument("--ks", type=_ks, default=list(K_VALUES), help="comma-separated rescaling factors (default 1,2,4,8,16,32)")
     p.add_argument("--out", type=Path, required=True, help="output folder of the sweep (one subfolder per cell)")
     _common(p)
+    from initlab.commands import add_executor_options
+
+    add_executor_options(p, gpu=True)
     args = p.parse_args(argv)
     from initlab.realdata.splade.sweep import run_sweep
 
@@ -159,9 +162,9 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
         backbones = [b.strip() for b in args.backbones.split(",") if b.strip()]
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
-        rows = run_sweep(_base_config(args), args.out, backbones=backbones,
-                         ks=args.ks, overwrite=args.overwrite, progress=not args.no_progress)
-    except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run
+        rows = run_sweep(_base_config(args), args.out, backbones=backbones, ks=args.ks, overwrite=args.overwrite,
+                         progress=not args.no_progress, workers=args.workers, scheduler=args.scheduler)
+    except (ValueError, TypeError, OSError, ImportError) as err:  # OSError: missing file, no network, existing run
         p.error(str(err))
     for r in rows:
         if r.get("status") == "failed":

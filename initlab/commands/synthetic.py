@@ -11,10 +11,13 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from initlab.commands import add_executor_options
+from initlab.executor import default_workers
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_output_path
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.synthetic import spt as synthetic_spt
+from initlab.textio import read_text
 
 __all__ = ["spt_main", "run_main", "splade_main"]
 
@@ -25,13 +28,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="processes running cells (one condition and seed each) in parallel, one torch thread each "
-                             "(default: every core of this machine)")
-    parser.add_argument("--scheduler", default=None,
-                        help="run the cells on a Dask cluster: its scheduler address (tcp://HOST:8786), or local:N for an "
-                             "in-process cluster of N workers; the run folder must be on a filesystem the workers share "
-                             "(docs/cluster.md)")
+    add_executor_options(parser, scheduler=True)
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
@@ -73,8 +70,8 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
                              "(seed 1, s = 1/4, k in 1, 16, tied and output-only: the input-side check)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
-    parser.add_argument("--workers", type=int, default=2, help="processes training cells in parallel (default 2)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_executor_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
     out = args.out or Path("results/synthetic_splade") / args.preset
     t0 = time.perf_counter()
@@ -82,9 +79,9 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         rd = splade_phase.run_phase(out, splade_phase.PRESETS[args.preset], overwrite=args.overwrite,
                                     progress=not args.no_progress, draw=synthetic_splade_figures.draw_phase,
-                                    workers=args.workers)
-    except (FileExistsError, ValueError) as err:
+                                    workers=args.workers, scheduler=args.scheduler)
+    except (FileExistsError, ValueError, ImportError) as err:
         parser.error(str(err))
-    print((rd.root / "summary.md").read_text())
+    print(read_text(rd.root / "summary.md"))
     print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
     return 0

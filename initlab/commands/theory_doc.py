@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.runs import atomic_write_text
+from initlab.textio import read_text
 from initlab.theory.statements import REGISTRY, Statement, resolve
 
 __all__ = ["source_link", "render_statements", "render_docs", "main"]
@@ -33,7 +34,7 @@ def source_link(dotted_or_test: str, root: Path = REPO) -> tuple[str, str]:
     """
     if "::" in dotted_or_test:
         path, name = dotted_or_test.split("::")
-        lines = (root / path).read_text().splitlines()
+        lines = read_text(root / path).splitlines()
         for k, line in enumerate(lines, 1):
             if re.match(rf"\s*def {re.escape(name)}\(", line):
                 return name, f"{path}#L{k}"
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not args.template.exists():
         ap.error(f"argument --template: {args.template} does not exist")
-    atomic_write_text(args.docs, render_docs(args.template.read_text()))
+    atomic_write_text(args.docs, render_docs(read_text(args.template)))
     print(f"wrote {args.docs}")
     return 0
 

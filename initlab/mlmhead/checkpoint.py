@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, family_of, is_tied
+from initlab.mlmhead.precision import dtype_kwargs, stored_dtype
 
 
 # ------------------------------------------------------------------------------------------------
@@ -27,12 +28,18 @@ def _quiet_transformers() -> None:
         pass
 
 
-def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False, with_tokenizer: bool = True):
+def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False, with_tokenizer: bool = True,
+                   dtype: torch.dtype | None = torch.float32):
     """Load a masked-LM checkpoint (local folder or hub id) as ``(model, tokenizer)`` in eval mode.
 
     The family is checked from the config before any weights load; remote-code families (GTE-MLM)
     load only with ``trust_remote_code=True``. A checkpoint whose MLM head weights are missing (e.g.
     a saved ``BertModel``) is refused instead of silently getting a random head.
+
+    The weights are loaded in ``dtype`` (default float32, whatever the checkpoint stores; ``None``: the
+    stored dtype), so measurements do not depend on how a checkpoint was saved
+    (:mod:`initlab.mlmhead.precision`). The dtype the checkpoint records is kept as
+    ``model.initlab_stored_dtype`` (None if it records none).
 
     Raises:
         FileNotFoundError: a local folder without ``config.json``; a name that is neither a local
@@ -65,9 +72,14 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
     family_of(config)
     if config.model_type in REMOTE_CODE_FAMILIES and not trust_remote_code:
         raise ValueError(f"MODEL {src}: family {FAMILIES[config.model_type]} runs code from the hub; pass --trust-remote-code")
+    stored = stored_dtype(config)
     model, info = transformers.AutoModelForMaskedLM.from_pretrained(
-        src, config=config, trust_remote_code=trust_remote_code, output_loading_info=True
+        src, config=config, trust_remote_code=trust_remote_code, output_loading_info=True,
+        **dtype_kwargs(dtype if dtype is not None else (stored or torch.float32)),
     )
+    if dtype is not None and model.dtype != dtype:  # remote code may ignore the keyword
+        model.to(dtype)
+    model.initlab_stored_dtype = stored
     prefix = getattr(model, "base_model_prefix", "") + "."
     missing_head = sorted(key for key in info.get("missing_keys", ()) if not key.startswith(prefix))
     if missing_head:
@@ -128,7 +140,8 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         trust = model.config.model_type in REMOTE_CODE_FAMILIES
-        reloaded = transformers.AutoModelForMaskedLM.from_pretrained(tmp, trust_remote_code=trust).eval()
+        reloaded = transformers.AutoModelForMaskedLM.from_pretrained(tmp, trust_remote_code=trust,
+                                                                     **dtype_kwargs(model.dtype)).eval()
         g = torch.Generator().manual_seed(0)
         low = 5 if model.config.vocab_size > 10 else 0
         ids = torch.randint(low, model.config.vocab_size, (1, 8), generator=g)

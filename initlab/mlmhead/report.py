@@ -1,7 +1,9 @@
 """The MLM-head scale report: every scale quantity of a masked-LM checkpoint measured on sample texts, against k.
 
 The term weights follow SPLADE v2 (arXiv:2109.10086, eq. 1, max pooling), computed by
-:func:`initlab.nn.pooling.splade_pool`."""
+:func:`initlab.theory.score_scale.splade_terms.splade_term_weights`. The predicted active dimensions come from
+the per-entry Gaussian logit model with position classes (:mod:`initlab.theory.score_scale.per_entry`), fitted
+on the k = 1 pass and shown only where it holds (:data:`PREDICTION_TOLERANCE`, :data:`MAX_HIDDEN_CHANGE`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,15 @@ import torch
 from initlab.mlmhead.heads import K_ATTR, K_GRID, _check_k, family_of, head_bias, head_projection, is_tied
 from initlab.mlmhead.lengths import check_length
 from initlab.mlmhead.tiny import default_texts
+from initlab.theory.score_scale import per_entry
 from initlab.theory.score_scale.splade_terms import splade_term_weights as splade_from_logits
+
+#: the per-entry model's prediction is shown only if, at the fit point k = 1, it is within this relative error of
+#: the measured active dimensions (a check of its Gaussian-tail and token-independence assumptions on these texts)
+PREDICTION_TOLERANCE = 0.25
+#: ... and only at the k where the encoder's last hidden states moved by at most this much (dH/H): the model holds
+#: them at their k = 1 values, which a tied head (the input embeddings are divided too) does not
+MAX_HIDDEN_CHANGE = 0.05
 
 
 # ------------------------------------------------------------------------------------------------
@@ -68,7 +78,15 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     text batch ``sum_j (mean_i a_ij)^2``, FLOPS cost (mean active-dimension overlap of two texts),
     mean pairwise cosine of SPLADE vectors, score mean and per-query score sd over the other texts,
     and the relative change of the encoder's last hidden states ``||H_k - H_1||_F / ||H_1||_F``.
-    A Gaussian fit of the k = 1 logits (mu, sigma) gives the theory's predicted active dimensions.
+
+    Predicted active dimensions (``predicted_active_dims_per_text``): the per-entry Gaussian logit model with
+    position classes (:mod:`initlab.theory.score_scale.per_entry`; special tokens are classes of their own),
+    fitted on the k = 1 pass: per class c and entry j the mean and sd of the head part ``z - b`` of the logits;
+    the bias b is not divided by k, the head part is; each text's own class counts. ``None`` where the model
+    does not hold: everywhere if at k = 1 it misses the measured value by more than :data:`PREDICTION_TOLERANCE`,
+    and at every k whose ``hidden_rel_change`` exceeds :data:`MAX_HIDDEN_CHANGE`. ``prediction`` says which.
+    (The i.i.d. Gaussian model of :mod:`initlab.theory.score_scale.closed_form`, one ``N(mu, sigma^2)`` for every
+    logit, is not used here: it predicts nearly every entry active for any trained head, docs/mlmhead.md.)
 
     With ``collapse`` (the one detector, :func:`initlab.nn.collapse.detect_collapse`, passed in by the caller
     since this layer does not import :mod:`initlab.nn`; ``initlab mlmhead inspect`` does) each row also
@@ -77,8 +95,10 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     second half): ``collapsed`` and ``collapse_reasons``.
 
     Returns:
-        A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``,
-        ``table`` (one row per k), ``gaussian_fit``, ``recommended``, ``max_length``.
+        A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``, ``dtype``
+        (of the weights as measured, and as the checkpoint stores them when loaded by
+        :func:`initlab.mlmhead.checkpoint.load_masked_lm`), ``mean_tokens``, ``table`` (one row per k),
+        ``prediction``, ``recommended``, ``max_length``.
     Raises:
         ValueError: fewer than 2 texts, unknown family or no MLM head, ``max_length`` beyond the model's
             usable length (:mod:`initlab.mlmhead.lengths`).
@@ -92,7 +112,9 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     bias = head_bias(model)
     report = _head_summary(model, W, bias, len(texts))
     lengths, buckets = _length_buckets(tokenizer, texts, max_length)
+    report["mean_tokens"] = sum(lengths) / len(lengths)
     n_entries = sum(int(bk["attention_mask"].sum()) for bk in buckets) * W.shape[0]
+    moments = per_entry.EntryMoments(bias, int(W.shape[0]))
     W0 = W.detach().clone()
     model.eval()
     table = []
@@ -101,7 +123,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         for k in [1.0] + [k for k in ks if k != 1.0]:  # k = 1 first: the hidden-state reference
             with torch.no_grad():
                 W.copy_(W0 / k)
-            acc, a_parts, H_parts = _logit_pass(model, buckets)
+            acc, a_parts, H_parts = _logit_pass(model, buckets, moments if H_ref is None else None)
             if H_ref is None:
                 H_ref = H_parts
             if k not in ks:  # the reference pass only
@@ -118,7 +140,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         with torch.no_grad():
             W.copy_(W0)
     table.sort(key=lambda r: r["k"])
-    report["gaussian_fit"] = _gaussian_fit(table, lengths, bias, report["vocab"])
+    report["prediction"] = _predict_active_dims(table, moments, buckets, bias)
     report["max_length"] = int(max_length)
     report["table"] = table
     report["recommended"] = recommend_k(table, batch)
@@ -136,6 +158,8 @@ def _head_summary(model: Any, W: torch.Tensor, bias: torch.Tensor | None, n_text
         "vocab": int(W.shape[0]),
         "head_dim": int(W.shape[1]),
         "recorded_k": getattr(model.config, K_ATTR, None),
+        "dtype": {"measured": str(W.dtype).replace("torch.", ""),
+                  "stored": str(getattr(model, "initlab_stored_dtype", None) or W.dtype).replace("torch.", "")},
         "head": {"frobenius": Wd.norm().item(), "row_norm_mean": rows.mean().item(), "row_norm_max": rows.max().item()},
         "bias": None if bias is None else _stats(bias.detach()),
         "n_texts": n_texts,
@@ -152,18 +176,23 @@ def _length_buckets(tokenizer: Any, texts: Sequence[str], max_length: int) -> tu
     for j in range(0, len(order), 20):
         idx = order[j:j + 20]
         enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        buckets.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]})
+        buckets.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"],
+                        "classes": per_entry.token_classes(enc["input_ids"], tokenizer.all_special_ids)})
     return lengths, buckets
 
 
-def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]]) -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
+def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]], moments: per_entry.EntryMoments | None = None
+                ) -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
     """One pass over the buckets at the current head scale: running sums of the logits over (non-padding token,
-    vocabulary) entries, the SPLADE term weights ``(b, V)`` per bucket and the last hidden states ``(N_tokens, d)``."""
+    vocabulary) entries, the SPLADE term weights ``(b, V)`` per bucket and the last hidden states ``(N_tokens, d)``;
+    with ``moments``, the per-class, per-entry moments of the logits are accumulated too."""
     acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0}
     a_parts, H_parts = [], []
     for bk in buckets:
-        z, H = _forward(model, bk)
+        z, H = _forward(model, {"input_ids": bk["input_ids"], "attention_mask": bk["attention_mask"]})
         m = bk["attention_mask"].bool()
+        if moments is not None:
+            moments.add(z, bk["classes"], m)
         zt = z[m]  # (N_tokens, V)
         acc["sum"] += zt.sum(dtype=torch.float64).item()
         acc["sumsq"] += zt.double().pow(2).sum().item()
@@ -205,23 +234,53 @@ def _table_row(k: float, acc: dict[str, float], n_entries: int, a: torch.Tensor,
     }
 
 
-def _gaussian_fit(table: list[dict[str, Any]], lengths: Sequence[int], bias: torch.Tensor | None, vocab: int) -> dict[str, Any]:
-    """Gaussian fit ``N(mu, sigma^2)`` of the logits at k = 1 and, in every row, the theory's predicted active dims
-    (max pooling over the mean text length; :func:`initlab.theory.score_scale.closed_form.pooled_active_fraction`): the bias
-    part of mu is not divided by k, the head part and sigma are."""
-    from initlab.theory.score_scale import closed_form as ss
-    mask_lengths = torch.tensor(lengths, dtype=torch.float64)
-    row1 = next((r for r in table if r["k"] == 1.0), table[0])
-    L_mean = int(round(mask_lengths.mean().item()))
-    mu, sigma = row1["logit_mean"], max(row1["logit_std"], 1e-12)
-    fit = {"mu": mu, "sigma": sigma, "mean_tokens": L_mean, "fit_at_k": row1["k"]}
-    b_mean = 0.0 if bias is None else bias.detach().double().mean().item()
+def _predict_active_dims(table: list[dict[str, Any]], moments: per_entry.EntryMoments,
+                         buckets: list[dict[str, torch.Tensor]], bias: torch.Tensor | None) -> dict[str, Any]:
+    """Set every row's ``predicted_active_dims_per_text`` from the per-entry model fitted at k = 1 (``None`` where it
+    does not hold, see :func:`inspect_model`); return the ``prediction`` summary."""
+    classes, mu, tau = moments.fit()
+    index = {c: i for i, c in enumerate(classes)}
+    counts = []
+    for bk in buckets:  # tokens of each class in each text (n_texts, C), the texts in the buckets' order
+        m = bk["attention_mask"].bool()
+        cnt = torch.zeros(m.shape[0], len(classes), dtype=torch.float64)
+        for c in torch.unique(bk["classes"][m]).tolist():
+            cnt[:, index[c]] = ((bk["classes"] == c) & m).sum(1).double()
+        counts.append(cnt)
+    counts = torch.cat(counts)
+    b = moments.bias
+    model = {r["k"]: float(per_entry.expected_active_dims(b, mu, tau, counts, r["k"]).mean()) for r in table}
+    fit = next((r for r in table if r["k"] == 1.0), None)
+    measured = fit["active_dims_per_text"] if fit is not None else None
+    if fit is None:  # no k = 1 row to check the model against
+        holds, err = False, None
+    else:
+        err = (model[1.0] - measured) / max(measured, 1.0)
+        holds = abs(err) <= PREDICTION_TOLERANCE
+    shown = []
     for r in table:
-        # bias part not divided by k, head part (mu - b_mean) and sigma divided by k / row1's k
-        scale = row1["k"] / r["k"]
-        mu_k, s_k = b_mean + (mu - b_mean) * scale, sigma * scale
-        r["predicted_active_dims_per_text"] = vocab * ss.pooled_active_fraction(mu_k, s_k, max(L_mean, 1))
-    return fit
+        ok = holds and r["hidden_rel_change"] <= MAX_HIDDEN_CHANGE
+        r["predicted_active_dims_per_text"] = model[r["k"]] if ok else None
+        if ok:
+            shown.append(r["k"])
+    if fit is None:
+        note = "not shown: the model is checked at k = 1, which is not in the table"
+    elif not holds:
+        note = (f"not shown: the per-entry Gaussian model gives {model[1.0]:.4g} active dims at k = 1 where "
+                f"{measured:.4g} are measured ({_pct(err)}, more than {PREDICTION_TOLERANCE:.0%}); these logits are "
+                "not Gaussian per entry with independent tokens")
+    else:
+        note = f"per-entry Gaussian model, {_pct(err)} from the measured value at k = 1"
+        hidden = [r["k"] for r in table if r["k"] not in shown]
+        if hidden:
+            note += (f"; not shown at k = {', '.join(f'{k:g}' for k in hidden)}, where the hidden states change "
+                     f"(dH/H > {MAX_HIDDEN_CHANGE:g}: the head is tied, so the input embeddings are divided too; "
+                     "the model keeps the hidden states of k = 1)")
+    return {"model": "per-entry Gaussian logits with position classes (initlab.theory.score_scale.per_entry)",
+            "fit_at_k": 1.0, "classes": len(classes), "model_at_fit": model.get(1.0), "measured_at_fit": measured,
+            "model_by_k": {f"{k:g}": v for k, v in model.items()},  # also where not shown, for checks of the model
+            "relative_error_at_fit": err, "tolerance": PREDICTION_TOLERANCE, "max_hidden_change": MAX_HIDDEN_CHANGE,
+            "holds": holds, "shown_at_k": shown, "note": note}
 
 
 _TABLE_FMT = [
@@ -240,23 +299,34 @@ _TABLE_FMT = [
 ]
 
 
+def _pct(x: float) -> str:
+    """A signed percentage with one decimal, ``0.0 %`` for a magnitude below 0.05 %."""
+    return "0.0 %" if abs(x) < 5e-4 else f"{x * 100:+.1f} %"
+
+
+def _cell(value: Any, fmt: str) -> str:
+    return "n/a" if value is None else fmt.format(value)
+
+
 def format_inspect(rep: dict[str, Any]) -> str:
     """Human-readable report of :func:`inspect_model`."""
     h, b = rep["head"], rep["bias"]
+    dt = rep["dtype"]
     lines = [
         f"family: {rep['family']} (model_type {rep['model_type']}); head {'tied to' if rep['tied'] else 'separate from'} "
         f"the input embeddings; W_head {rep['vocab']} x {rep['head_dim']}"
         + (f"; already rescaled, recorded k = {rep['recorded_k']:g}" if rep.get("recorded_k") else ""),
-        f"W_head: Frobenius norm {h['frobenius']:.4g}, row norm mean {h['row_norm_mean']:.4g}, max {h['row_norm_max']:.4g}",
+        f"W_head: Frobenius norm {h['frobenius']:.4g}, row norm mean {h['row_norm_mean']:.4g}, max {h['row_norm_max']:.4g}"
+        f"; weights {dt['measured']}" + (f" (stored {dt['stored']})" if dt["stored"] != dt["measured"] else ""),
         "bias: none" if b is None else
         f"bias: mean {b['mean']:.4g}, std {b['std']:.4g}, min {b['min']:.4g}, max {b['max']:.4g}",
-        f"texts: {rep['n_texts']} (mean {rep['gaussian_fit']['mean_tokens']} tokens); Gaussian fit of k=1 logits: "
-        f"mu {rep['gaussian_fit']['mu']:.4g}, sigma {rep['gaussian_fit']['sigma']:.4g}",
+        f"texts: {rep['n_texts']} (mean {rep['mean_tokens']:.1f} tokens)",
+        f"pred. dims: {rep['prediction']['note']}",
         "",
         " | ".join(f"{title:>10}" for _, title, _ in _TABLE_FMT),
     ]
     for r in rep["table"]:
-        lines.append(" | ".join(f"{fmt.format(r[key]):>10}" for key, _, fmt in _TABLE_FMT))
+        lines.append(" | ".join(f"{_cell(r[key], fmt):>10}" for key, _, fmt in _TABLE_FMT))
     flagged = [r for r in rep["table"] if r.get("collapsed")]
     for r in flagged:
         lines.append(f"COLLAPSED at k = {r['k']:g}: " + "; ".join(r["collapse_reasons"]))

@@ -9,6 +9,7 @@ from typing import Sequence
 import torch
 
 from initlab.mlmhead.heads import FAMILIES, REMOTE_CODE_FAMILIES, head_projection
+from initlab.textio import decode_text
 
 # ------------------------------------------------------------------------------------------------
 # tiny in-process checkpoints (tests, README sample, benchmark): no downloads
@@ -18,7 +19,7 @@ _SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 def default_texts() -> list[str]:
     """The packaged sample texts (``initlab/mlmhead/data/default_texts.txt``): 40 unrelated English sentences."""
-    text = resources.files("initlab.mlmhead").joinpath("data/default_texts.txt").read_text(encoding="utf-8")
+    text = decode_text(resources.files("initlab.mlmhead").joinpath("data/default_texts.txt").read_bytes(), "default_texts.txt")
     return _parse_texts(text, "default_texts.txt")
 
 

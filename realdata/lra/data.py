@@ -26,6 +26,9 @@ Role of this module: reading the standard layouts (and the datasets-library copi
 Tokenisers and the vocabularies are in :mod:`initlab.realdata.lra.tokens`; the split containers, hold-outs
 and batching in :mod:`initlab.realdata.lra.splits`.
 
+Text files (TSV, reviews, Pathfinder metadata) are read with :mod:`initlab.textio`: UTF-8, a leading
+byte-order mark dropped, a non-UTF-8 file refused naming the file and line.
+
 Security: the CIFAR-10 python batches are pickles. They are read with an unpickler that only admits
 numpy array reconstruction and builtin containers (:class:`_NumpyOnlyUnpickler`); anything else in
 the file raises ``ValueError``. Still, only read files from a source you trust.
@@ -42,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from initlab.textio import decode_text, open_text
 from initlab.realdata.lra.splits import Split, TaskData, holdout, pair_split, split_from_sequences
 from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB, N_SPECIAL, encode_bytes, encode_listops, grayscale
 
@@ -73,7 +77,7 @@ def read_listops_tsv(path: str | Path, keep_parens: bool = False, limit: int | N
     """
     path = _need(Path(path), LISTOPS_LAYOUT)
     seqs, labels = [], []
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open_text(path, newline="") as fh:
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
         header = next(reader, None)
         if header is None or [h.strip() for h in header[:2]] != ["Source", "Target"]:
@@ -112,7 +116,7 @@ def load_listops(data_dir: str | Path, max_len: int = 2000, keep_parens: bool = 
 IMDB_LAYOUT = "aclImdb/{train,test}/{pos,neg}/*.txt (the Stanford Large Movie Review archive, unpacked)"
 
 
-def _read_aclimdb(root: Path, split: str, limit: int | None) -> tuple[list[bytes], list[int]]:
+def _read_aclimdb(root: Path, split: str, limit: int | None) -> tuple[list[str], list[int]]:
     texts, labels = [], []
     for label, sub in ((0, "neg"), (1, "pos")):
         folder = root / split / sub
@@ -122,7 +126,7 @@ def _read_aclimdb(root: Path, split: str, limit: int | None) -> tuple[list[bytes
         if not files:
             raise ValueError(f"{folder}: no *.txt reviews; expected layout: {IMDB_LAYOUT}")
         for f in files[: (limit + 1) // 2 if limit else None]:
-            texts.append(f.read_bytes())
+            texts.append(decode_text(f.read_bytes(), f))  # UTF-8, BOM dropped; encode_bytes re-encodes
             labels.append(label)
     return texts, labels
 
@@ -170,7 +174,7 @@ def read_aan_tsv(path: str | Path, max_len: int = 4000, limit: int | None = None
     path = _need(Path(path), AAN_LAYOUT)
     d1, d2, labels = [], [], []
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open_text(path, newline="") as fh:
         for lineno, row in enumerate(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
             if limit is not None and len(labels) >= limit:
                 break
@@ -307,7 +311,7 @@ def _metadata_rows(path: Path) -> list[list[str]]:
     if raw.startswith(b"\x93NUMPY"):
         arr = np.load(io.BytesIO(raw), allow_pickle=False)
         return [[str(x) for x in row] for row in np.atleast_2d(arr)]
-    return [line.split() for line in raw.decode("utf-8").splitlines() if line.strip()]
+    return [line.split() for line in decode_text(raw, path).splitlines() if line.strip()]
 
 
 def _read_png_gray(path: Path) -> np.ndarray:

@@ -9,7 +9,6 @@ attention metrics of :mod:`initlab.realdata.lra.metrics` (proximity mass and the
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from initlab.realdata.lra.model import LRAModel
 from initlab.realdata.lra.runtime import batch_tensors, build_model, load_weights, single_inputs
 from initlab.realdata.lra.splits import Split
 from initlab.runs import RunDir
+from initlab.textio import read_json
 
 __all__ = ["spt_val_loss", "evaluate_accuracy", "initial_attention_metrics", "attention_metrics_on"]
 
@@ -76,7 +76,7 @@ def initial_attention_metrics(run: RunDir, model: LRAModel, cfg: LRAConfig, spli
     path = run.root / "metrics_init.json"
     if not path.exists():
         run.write_json(path.name, attention_metrics(model, single_inputs(split), cfg.metrics_examples))
-    return json.loads(path.read_text())
+    return read_json(path)
 
 
 def attention_metrics_on(weights: Path, cfg: LRAConfig, split: Split) -> dict:

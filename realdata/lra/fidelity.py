@@ -28,6 +28,7 @@ from pathlib import Path
 from initlab.realdata.lra.config import TASK_PRESETS, LRAConfig
 from initlab.realdata.lra.data import TASK_MAX_LEN
 from initlab.realdata.lra.masking import MASK_RATIO
+from initlab.textio import read_text
 
 __all__ = ["FIELDS", "AMOS", "LRA", "REASONS", "ours", "missing_reasons", "render", "write_page"]
 
@@ -175,7 +176,7 @@ def write_page(page: Path) -> None:
     """
     from initlab.runs import atomic_write_text
 
-    text = Path(page).read_text()
+    text = read_text(Path(page))
     if BEGIN not in text or END not in text:
         raise ValueError(f"--write: {page} lacks the marker lines {BEGIN!r} and {END!r}")
     head, rest = text.split(BEGIN, 1)

@@ -11,7 +11,6 @@ the saved results a sweep reuses).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB
 from initlab.realdata.lra.listops import generate_examples, write_listops_tsv
 from initlab.realdata.lra.model import LRAModel, backbone_config
 from initlab.runs import RunDir, atomic_write_bytes, check_same_record
+from initlab.textio import read_json
 
 __all__ = ["task_vocab", "load_data", "build_model", "single_inputs", "batch_tensors", "make_accelerator", "spt_view",
            "lr_schedule", "save_weights", "load_weights", "read_run_config", "run_record", "finished_results", "open_run"]
@@ -180,7 +180,7 @@ def read_run_config(out: str | Path) -> LRAConfig:
     p = Path(out) / "config.json"
     if not p.is_file():
         raise FileNotFoundError(f"{p}: not found (expected a run folder written by initlab lra)")
-    return from_dict(LRAConfig, json.loads(p.read_text())["config"])
+    return from_dict(LRAConfig, read_json(p)["config"])
 
 
 def run_record(cfg: LRAConfig, kind: str) -> dict:
@@ -192,7 +192,7 @@ def finished_results(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrit
     """Saved results of a finished run with the same config when ``reuse`` (sweeps), else None."""
     if reuse and not overwrite and (out / "DONE").exists():
         check_same_record(out / "config.json", run_record(cfg, kind))  # ConfigMismatchError naming the keys
-        return json.loads((out / "results.json").read_text())
+        return read_json(out / "results.json")
     return None
 
 

@@ -8,7 +8,11 @@ top of the task preset ``base``, for each seed, as resumable cells of one :class
 * the SPT-epochs ablation runs one pretraining of ``max(E)`` epochs and freezes the best-so-far
   checkpoint after each E (``milestones``): with the constant schedule of the presets this equals
   separate E-epoch runs (with a cosine schedule each E gets its own run);
-* each fine-tune goes to ``out/finetune/<condition>-seed<S>/``; a finished cell is not redone.
+* each fine-tune goes to ``out/finetune/<condition>-seed<S>/``; a finished cell is not redone;
+* the pretraining and fine-tuning cells are :class:`initlab.executor.Cell` objects run by
+  :func:`initlab.executor.run_cells` (``workers`` local processes, one torch thread each, or a Dask cluster
+  at ``scheduler``; on a machine with GPUs one worker per GPU); a fine-tune starts once the pretraining it
+  loads has finished. Inside a cell, multi-GPU training stays with ``accelerate`` / ``torchrun``.
 
 Outputs: ``results.json`` / ``results.csv`` (one row per condition and seed: test accuracy at the
 best validation epoch, attention metrics of the first and last layer), ``config.json``, a bar chart
@@ -23,11 +27,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from initlab.config import derive, to_dict
+from initlab.config import derive, from_dict, to_dict
+from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
-from initlab.runs import NonFiniteError, RunDir, check_same_record
+from initlab.runs import NonFiniteError, RunDir, check_same_record, revive_nonfinite
+from initlab.textio import read_json
 
-__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep"]
+__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "plan", "cell_pretrain", "cell_finetune"]
 
 _FT_ONLY = ("init", "init_groups", "freeze", "epochs", "patience", "schedule_steps", "metrics_examples")
 
@@ -77,23 +83,26 @@ def pretrain_key(cfg: LRAConfig) -> str:
 
 
 def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[int] = (0,), *, overwrite: bool = False,
-              progress: bool = True, figure: bool = True) -> list[dict]:
+              progress: bool = True, figure: bool = True, workers: int | None = 1, scheduler: str | None = None) -> list[dict]:
     """Run (or resume) the sweep; returns the result rows (see module doc). A finished sweep with the same
-    config is read back, not redone.
+    config is read back, not redone. ``workers``: local worker processes (None: one per core; 1: in this
+    process); ``scheduler``: a Dask scheduler address or ``local:N`` (:func:`initlab.executor.run_cells`).
 
     Raises:
         ValueError: ``out`` holds a sweep with another ablation, seeds or config (unless ``overwrite``).
     """
+    if scheduler is not None:
+        check_scheduler(scheduler)  # before anything is written
     meta = {"kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
     if not overwrite:  # another ablation/seeds/config in `out`: ConfigMismatchError naming the keys, nothing written
         check_same_record(Path(out) / "config.json", meta, what="sweep config")
     if (Path(out) / "DONE").exists() and not overwrite:  # finished with the same config: read back, never redone
-        return [_revive(r) for r in json.loads((Path(out) / "results.json").read_text())["rows"]]
+        return [_revive(r) for r in read_json(Path(out) / "results.json")["rows"]]
     conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]  # bad ablation: nothing written
     fresh = not Path(out).exists()
     run = RunDir(out, overwrite=overwrite, resume=True, config=meta)
     try:
-        rows = _run_cells(run, ablation, conds, progress)
+        rows = _run_cells(run, ablation, conds, progress, workers=workers, scheduler=scheduler)
     except (ValueError, TypeError, FileNotFoundError):
         # bad input (e.g. a missing or malformed data file) before any stage started: remove the folder this
         # call created, so a corrected command is not refused as "another config"; never touches runs in progress
@@ -114,7 +123,7 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
 
 def _revive(row: dict) -> dict:
     """A saved row with the non-finite numbers that JSON stores as strings turned back into floats."""
-    return {k: float(v) if isinstance(v, str) and v in ("nan", "inf", "-inf") else v for k, v in row.items()}
+    return revive_nonfinite(row)
 
 
 def _metric_columns(res: dict) -> dict:
@@ -130,19 +139,13 @@ def _metric_columns(res: dict) -> dict:
     return out
 
 
-def _run_cell(run: RunDir, ablation: str, seed: int, name: str, cfg: LRAConfig, ms: int | None,
-              milestones: dict[str, set[int]], progress: bool) -> dict:
-    """Pretrain (shared, reused when finished) and fine-tune one cell; returns its row."""
-    from initlab.realdata.lra.train import finetune, pretrain
+#: the cost model of the expected duration: seconds per epoch on one core of the reference machine, by task.
+#: ListOps: 2.3 s, measured for the CPU ListOps presets on one thread at load 0.5 (docs/lra.md); any other task
+#: (GPU-sized presets): 60 s, an assumed order of magnitude, not measured.
+EPOCH_SECONDS = {"listops": 2.3}
 
-    ckpt, spt_run = None, None
-    if cfg.init == "spt":
-        key = pretrain_key(cfg)
-        pdir = run.root / "pretrain" / key
-        spt_run = pretrain(pretrain_config(cfg), pdir, milestones=sorted(milestones.get(key, ())), progress=progress,
-                           reuse_finished=True)
-        ckpt = pdir / (f"spt_best_e{ms}.safetensors" if ms is not None else "spt_best.safetensors")
-    res = finetune(cfg, run.root / "finetune" / f"{name}-seed{seed}", ckpt, progress=progress, reuse_finished=True)
+
+def _row(ablation: str, seed: int, name: str, cfg: LRAConfig, ms: int | None, spt_run: dict | None, res: dict) -> dict:
     row = {"ablation": ablation, "condition": name, "seed": seed, "task": cfg.task, "n_layers": cfg.n_layers,
            "init": cfg.init, "init_groups": cfg.init_groups, "freeze": "+".join(cfg.freeze),
            "spt_epochs": (ms if ms is not None else cfg.spt_epochs) if cfg.init == "spt" else 0,
@@ -155,28 +158,88 @@ def _run_cell(run: RunDir, ablation: str, seed: int, name: str, cfg: LRAConfig, 
     return row
 
 
-def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool) -> list[dict]:
+def _failed_row(ablation: str, seed: int, name: str, cfg: LRAConfig, error: str) -> dict:
+    return {"ablation": ablation, "condition": name, "seed": seed, "task": cfg.task, "init": cfg.init,
+            "test_acc": float("nan"), "val_acc": float("nan"), "best_epoch": None, "failed": True, "error": error}
+
+
+def cell_pretrain(root: str, name: str, args: dict, progress: Progress) -> dict:
+    """Executor cell: one shared SPT stage (``root/pretrain/<key>/``); a non-finite loss is recorded, not raised
+    (the fine-tunes that need it are then recorded as failed, as the sweep always did)."""
+    from initlab.realdata.lra.train import pretrain
+
+    cfg = from_dict(LRAConfig, args["config"])
+    try:
+        res = pretrain(cfg, Path(root) / args["dir"], milestones=args["milestones"], progress=False, reuse_finished=True,
+                       report=progress, verbose=False)
+    except NonFiniteError as err:
+        return {"failed": True, "error": str(err)}
+    return {"failed": False, **{k: res.get(k) for k in ("epochs_run", "best_epoch", "best_val_loss", "stopped_on_plateau")}}
+
+
+def cell_finetune(root: str, name: str, args: dict, progress: Progress) -> dict:
+    """Executor cell: one fine-tune (from scratch or from its SPT cell's checkpoint); returns its result row."""
+    from initlab.realdata.lra.train import finetune
+
+    cfg = from_dict(LRAConfig, args["config"])
+    seed, cond, ms, ablation = args["seed"], args["condition"], args["milestone"], args["ablation"]
+    ckpt, spt_run = None, None
+    if cfg.init == "spt":
+        spt_run = RunDir(root, resume=True).load_cell(args["pretrain_cell"])
+        if spt_run["failed"]:
+            return _failed_row(ablation, seed, cond, cfg, spt_run["error"])
+        pdir = Path(root) / "pretrain" / pretrain_key(cfg)
+        ckpt = pdir / (f"spt_best_e{ms}.safetensors" if ms is not None else "spt_best.safetensors")
+    try:
+        res = finetune(cfg, Path(root) / "finetune" / name, ckpt, progress=False, reuse_finished=True, report=progress,
+                       verbose=False)
+    except NonFiniteError as err:
+        return _failed_row(ablation, seed, cond, cfg, str(err))
+    return _row(ablation, seed, cond, cfg, ms, spt_run, res)
+
+
+def plan(ablation: str, conds: list) -> list[Cell]:
+    """The cells of ``conds`` (``(seed, condition, config, milestone)``): one pretraining per distinct SPT stage
+    (placed before the first fine-tune that needs it), then each fine-tune; units are epochs."""
+    milestones: dict[str, set[int]] = {}
+    for _, _, cfg, ms in conds:
+        if cfg.init == "spt" and ms is not None:
+            milestones.setdefault(pretrain_key(cfg), set()).add(ms)
+    cells: list[Cell] = []
+    placed: set[str] = set()
+    for seed, name, cfg, ms in conds:
+        sec = EPOCH_SECONDS.get(cfg.task, 60.0)
+        needs: tuple[str, ...] = ()
+        pcell = None
+        if cfg.init == "spt":
+            key = pretrain_key(cfg)
+            pcell = f"pretrain_{key}"
+            needs = (pcell,)
+            if pcell not in placed:
+                pcfg = pretrain_config(cfg)
+                ms_list = sorted(milestones.get(key, ()))
+                cells.append(Cell(pcell, f"{__name__}:cell_pretrain",
+                                  {"config": to_dict(pcfg), "milestones": ms_list, "dir": f"pretrain/{key}"},
+                                  {"config": to_dict(pcfg), "milestones": ms_list}, units=pcfg.spt_epochs, unit_seconds=sec))
+                placed.add(pcell)
+        cells.append(Cell(f"{name}-seed{seed}", f"{__name__}:cell_finetune",
+                          {"config": to_dict(cfg), "seed": seed, "condition": name, "milestone": ms, "ablation": ablation,
+                           "pretrain_cell": pcell},
+                          {"config": to_dict(cfg), "spt_milestone": ms}, needs=needs, units=cfg.epochs, unit_seconds=sec))
+    return cells
+
+
+def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool, *, workers: int | None = 1,
+               scheduler: str | None = None) -> list[dict]:
     """Run (or read back) every ``(seed, condition, config, milestone)`` cell; returns the rows in order.
 
     Each cell is keyed by its own config (and SPT milestone): a finished cell computed under another
     config raises :class:`~initlab.runs.ConfigMismatchError`. A cell whose training hits a NaN/inf loss or
     gradient is recorded as failed (``failed``, ``error``, accuracies NaN) and the sweep goes on.
     """
-    milestones: dict[str, set[int]] = {}
-    for _, _, cfg, ms in conds:
-        if cfg.init == "spt" and ms is not None:
-            milestones.setdefault(pretrain_key(cfg), set()).add(ms)
-    rows = []
-    for seed, name, cfg, ms in conds:
-        cell, key = f"{name}-seed{seed}", {"config": to_dict(cfg), "spt_milestone": ms}
-        if not run.has_cell(cell, key=key):
-            try:
-                row = _run_cell(run, ablation, seed, name, cfg, ms, milestones, progress)
-            except NonFiniteError as err:
-                print(f"[sweep] cell {cell} failed: {err}", flush=True)
-                row = {"ablation": ablation, "condition": name, "seed": seed, "task": cfg.task, "init": cfg.init,
-                       "test_acc": float("nan"), "val_acc": float("nan"), "best_epoch": None, "failed": True,
-                       "error": str(err)}
-            run.save_cell(cell, row, key=key)
-        rows.append(_revive(run.load_cell(cell, key=key)))
-    return rows
+    import torch
+
+    cells = plan(ablation, conds)
+    run_cells(run, cells, workers=workers, scheduler=scheduler, progress=progress, desc=f"LRA {ablation}",
+              gpus=torch.cuda.is_available())
+    return [_revive(run.load_cell(c.name, key=c.key)) for c in cells if c.fn.endswith(":cell_finetune")]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -117,8 +117,11 @@ def _spt_save_epoch(run: RunDir, model, opt, sched, val: float, best: float, epo
 
 
 def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milestones: Sequence[int] = (),
-             progress: bool = True, reuse_finished: bool = False) -> dict:
+             progress: bool = True, reuse_finished: bool = False, report: Any = None, verbose: bool = True) -> dict:
     """Self-pretrain and return the results dict (also written to ``out/results.json``). See module doc.
+
+    ``report``: an :class:`initlab.executor.Progress` told the epochs resumed from ``ckpt/last.pt``, each
+    epoch done, and the epochs actually run after a plateau stop; ``verbose``: print one line per epoch.
 
     With ``cfg.spt_patience`` the stage stops once the validation loss has not improved by the relative
     margin ``cfg.spt_min_rel_gain`` for that many epochs (``cfg.spt_epochs`` is then a cap).
@@ -137,6 +140,8 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
                          f"with the same tokens (e.g. image <-> pathfinder, text <-> retrieval)")
     done = finished_results(out, cfg, "pretrain", reuse_finished, overwrite)
     if done is not None:
+        if report is not None:  # finished earlier: resumed work, not speed
+            report.start(done.get("epochs_run", cfg.spt_epochs), done.get("epochs_run", cfg.spt_epochs))
         return done
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
@@ -149,8 +154,10 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     st = _restore_last(last, model, opt, sched)
     if st is not None:
         start, best, history = int(st["epoch"]), float(st["best"]), list(st["history"])
-        if main:
+        if main and verbose:
             print(f"[SPT {cfg.task}] resuming {run.root} after epoch {start}/{cfg.spt_epochs}", flush=True)
+    if report is not None:
+        report.start(start, cfg.spt_epochs)
     model, opt = accelerator.prepare(model, opt)
     t0 = time.perf_counter()
     plateau = lambda: bool(cfg.spt_patience) and epochs_since_gain(  # noqa: E731
@@ -172,8 +179,14 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
         if main:
             best = _spt_save_epoch(run, accelerator.unwrap_model(model), opt, sched, val, best, epoch, milestones, history,
                                    last)
-            print(f"[SPT {cfg.task}] epoch {epoch + 1}: train {row['train_loss']:.4f} val {val:.4f} (best {best:.4f})", flush=True)
+            if verbose:
+                print(f"[SPT {cfg.task}] epoch {epoch + 1}: train {row['train_loss']:.4f} val {val:.4f} (best {best:.4f})",
+                      flush=True)
+        if report is not None:
+            report.advance(1)
         accelerator.wait_for_everyone()
+    if report is not None:
+        report.set_total(len(history))
     if main:  # milestones past a plateau stop: the best checkpoint cannot change any more
         for e in sorted(set(milestones)):
             if e > len(history) and not (run.root / f"spt_best_e{e}.safetensors").exists():
@@ -254,8 +267,10 @@ def _finetune_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_state: dict 
 
 
 def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None, *, overwrite: bool = False,
-             progress: bool = True, reuse_finished: bool = False) -> dict:
+             progress: bool = True, reuse_finished: bool = False, report: Any = None, verbose: bool = True) -> dict:
     """Fine-tune on labels; returns the results dict (``test_acc`` at the best validation epoch).
+
+    ``report`` and ``verbose``: as in :func:`pretrain` (epochs resumed, done, and run after a plateau stop).
 
     With ``cfg.patience`` the run stops once ``patience`` epochs pass without a new best validation
     accuracy (``cfg.epochs`` is then a cap). ``attention_metrics_init`` holds the attention metrics of the
@@ -273,6 +288,8 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         raise ValueError("spt_ckpt: init='spt' needs an SPT checkpoint (.safetensors from initlab lra pretrain)")
     done = finished_results(out, cfg, "finetune", reuse_finished, overwrite)
     if done is not None:
+        if report is not None:  # finished earlier: resumed work, not speed
+            report.start(done.get("epochs_run", cfg.epochs), done.get("epochs_run", cfg.epochs))
         return done
     spt_state = load_weights(spt_ckpt) if cfg.init == "spt" else None
     accelerator = make_accelerator(cfg)
@@ -287,8 +304,10 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     st = _restore_last(last, model, opt, sched)
     if st is not None:
         start, best, history = int(st["epoch"]), dict(st["best"]), list(st["history"])
-        if main:
+        if main and verbose:
             print(f"[fine-tune {cfg.task}] resuming {run.root} after epoch {start}/{cfg.epochs}", flush=True)
+    if report is not None:
+        report.start(start, cfg.epochs)
     model, opt = accelerator.prepare(model, opt)
     t0 = time.perf_counter()
     for epoch in range(start, cfg.epochs):
@@ -315,9 +334,14 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
             _save_state(last, model=accelerator.unwrap_model(model).state_dict(), optim=opt.state_dict(),
                         sched=sched.state_dict(), epoch=epoch + 1, best=best, history=history)
             run.write_csv("history.csv", history)
-            print(f"[fine-tune {cfg.task}] epoch {epoch + 1}: loss {row['train_loss']:.4f} val acc {val_acc:.4f} "
-                  f"(best {best['val_acc']:.4f} @ {best['epoch']}, test {best['test_acc']:.4f})", flush=True)
+            if verbose:
+                print(f"[fine-tune {cfg.task}] epoch {epoch + 1}: loss {row['train_loss']:.4f} val acc {val_acc:.4f} "
+                      f"(best {best['val_acc']:.4f} @ {best['epoch']}, test {best['test_acc']:.4f})", flush=True)
+        if report is not None:
+            report.advance(1)
         accelerator.wait_for_everyone()
+    if report is not None:
+        report.set_total(len(history))
     result = {"kind": "finetune", "task": cfg.task, "init": cfg.init, "init_groups": cfg.init_groups,
               "freeze": list(cfg.freeze), "spt_ckpt": None if spt_ckpt is None else str(spt_ckpt),
               "best_epoch": best["epoch"], "val_acc": best["val_acc"], "test_acc": best["test_acc"],

@@ -65,7 +65,9 @@ class SpladeTrainConfig:
     regularizer_warmup_ratio: float = 1 / 3    # [N] quadratic warm-up T = 50k of 150k steps = 1/3; [ST] default
     global_flops: bool = True                  # FLOPS regulariser on the all-gathered global batch (independent of #GPUs)
     seed: int = 42
-    bf16: bool = True                          # bf16 autocast on CUDA (ignored on CPU)
+    bf16: bool = True                          # bf16 autocast on CUDA (ignored on CPU); master weights stay weights_dtype
+    weights_dtype: Literal["float32", "bfloat16", "float16", "stored"] = "float32"  # dtype of the trained (master)
+                                               # weights, whatever the checkpoint stores; "stored" = the checkpoint's own
     train_source: str = "ir_datasets:msmarco-passage/train/triples-small"  # or a local triples TSV path
     train_collection: str = ""                 # collection.tsv for id triples (local files only)
     train_queries: str = ""                    # queries.train.tsv for id triples (local files only)

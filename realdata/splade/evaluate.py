@@ -5,7 +5,10 @@ For every evaluation set (:class:`initlab.realdata.splade.evalset.RetrievalSet`)
 1. encode queries (``encode_query``) and documents (``encode_document``) in batches; on CUDA under
    ``torch.autocast(bfloat16)``;
 2. exact top-``top_k`` retrieval by sparse dot products (:class:`~.retrieval.SparseIndex`, on the
-   model's device);
+   model's device); for sets that drop a document whose id is the query's (BEIR's
+   ``ignore_identical_ids``: ArguAna, Quora) ``top_k + 1`` documents are retrieved and the self-hit removed
+   (:func:`drop_identical_ids`), as BEIR's exact search does, so exactly ``top_k`` remain and ``R@top_k``
+   is measured on ``top_k`` documents;
 3. metrics with ir_measures: RR@10, nDCG@10, R@top_k (relevance >= 2 counts for R on TREC DL 2019);
 4. FLOPS (expected multiplications per query-document pair, :func:`~.retrieval.flops`) and average
    active dimensions of queries and documents;
@@ -37,7 +40,7 @@ import torch
 from .evalset import RetrievalSet
 from .retrieval import SparseIndex, active_dims, flops
 
-__all__ = ["encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run"]
+__all__ = ["encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run", "drop_identical_ids"]
 
 
 def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 128, progress: bool = False,
@@ -107,7 +110,10 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     device = model.device if torch.cuda.is_available() else "cpu"
     index = SparseIndex.build(D, device=device)
     t1 = time.perf_counter()
-    scores, idx = index.search(Q, k=top_k, progress=progress, chunk_size=64 if index.device.type == "cuda" else 8)
+    depth = top_k + 1 if ds.ignore_identical_ids else top_k  # one more, for the self-hit dropped below
+    scores, idx = index.search(Q, k=depth, progress=progress, chunk_size=64 if index.device.type == "cuda" else 8)
+    if ds.ignore_identical_ids:
+        scores, idx = drop_identical_ids(qids, dids, scores, idx, top_k)
     t_ret = time.perf_counter() - t1
     verdict = detect_collapse(losses=[], q_active=qa, d_active=da, vocab_size=V, doc_vectors=D,
                               rankings=idx[:, :10].numpy())
@@ -117,7 +123,10 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     if approx:
         from .retrieval import recall_at_k, seismic_search
 
-        a_idx, a_sc, build_s, search_s = seismic_search(Q, D, k=min(top_k, len(dids)))
+        a_idx, a_sc, build_s, search_s = seismic_search(Q, D, k=min(depth, len(dids)))
+        if ds.ignore_identical_ids:
+            a_sc_t, a_idx_t = drop_identical_ids(qids, dids, torch.from_numpy(a_sc), torch.from_numpy(a_idx), top_k)
+            a_sc, a_idx = a_sc_t.numpy(), a_idx_t.numpy()
         exact = idx.numpy()
         a_run = ranked_run(qids, dids, torch.from_numpy(a_sc), torch.from_numpy(a_idx),
                            ignore_identical_ids=ds.ignore_identical_ids)
@@ -128,6 +137,39 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
                 f"R@{top_k}": float(agg[R(rel=ds.binary_rel) @ top_k]),
                 "flops": flops(Q, D), "q_active": qa, "d_active": da, "retrieve_s": t_ret, **verdict})
     return row
+
+
+def drop_identical_ids(qids: Sequence[str], dids: Sequence[str], scores: torch.Tensor, idx: torch.Tensor,
+                       k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Remove from each query's ranking the document whose id is the query's id, keeping the first ``k`` others.
+
+    BEIR's exact search (``DenseRetrievalExactSearch.search``) retrieves ``top_k + 1`` documents and skips the
+    one with the query's id, so that ``top_k`` remain; ``EvaluateRetrieval.evaluate(ignore_identical_ids=True)``
+    then scores them. Pass ``k + 1`` columns to get exactly ``k`` (fewer only when the corpus is that small).
+
+    Args:
+        qids: the ``Nq`` query ids; dids: the ``N`` document ids (row ``j`` of the index is ``dids[j]``).
+        scores: ``(Nq, m)`` scores; idx: ``(Nq, m)`` document rows, ranked; ``-1`` marks padding.
+        k: the number of documents to keep per query.
+    Returns:
+        ``scores (Nq, min(k, m))`` and ``idx (Nq, min(k, m))``: the order of the other documents unchanged; a
+        row that lost its self-hit and has fewer than ``k`` others left ends in padding (``-1``, ``-inf``).
+    Raises:
+        ValueError: ``scores`` and ``idx`` differ in shape, or ``k < 1``.
+    """
+    if scores.shape != idx.shape or idx.dim() != 2 or len(qids) != idx.shape[0]:
+        raise ValueError(f"scores {tuple(scores.shape)}, idx {tuple(idx.shape)}: expected the same (Nq, m) shape "
+                         f"with Nq = {len(qids)} queries")
+    if k < 1:
+        raise ValueError(f"k: expected >= 1, got {k}")
+    row_of = {d: j for j, d in enumerate(dids)}
+    own = torch.tensor([row_of.get(q, -2) for q in qids], dtype=idx.dtype)  # -2: the query is not a document
+    hit = idx == own[:, None]  # (Nq, m), at most one True per row
+    order = torch.argsort(hit.to(torch.int8), dim=1, stable=True)  # the self-hit moves last, the rest keep order
+    idx2, scores2, hit2 = (torch.gather(t, 1, order) for t in (idx, scores, hit))
+    idx2 = idx2.masked_fill(hit2, -1)
+    scores2 = scores2.masked_fill(hit2, -math.inf)
+    return scores2[:, :k].contiguous(), idx2[:, :k].contiguous()
 
 
 def ranked_run(qids: Sequence[str], dids: Sequence[str], scores: torch.Tensor, idx: torch.Tensor, *,

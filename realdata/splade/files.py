@@ -3,6 +3,8 @@
 Role: reading and validating files (the layouts are described in :mod:`initlab.realdata.splade.data`).
 A missing or malformed file raises ``FileNotFoundError`` / ``ValueError`` naming the file, the line and
 the expected layout; duplicate ids are refused (:func:`initlab.realdata.splade.evalset.put_unique`).
+Every file is read with :func:`initlab.textio.open_text`: UTF-8, a leading byte-order mark dropped (it would
+otherwise become part of the first id), a non-UTF-8 file refused naming the file and line.
 Sources: MS MARCO passage ranking (https://microsoft.github.io/msmarco/); BEIR (Thakur et al., NeurIPS
 2021 datasets track).
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Iterator
+
+from initlab.textio import open_text
 
 from .evalset import RetrievalSet, put_unique
 
@@ -34,7 +38,7 @@ def _need(path: Path, layout: str) -> Path:
 
 
 def read_tsv(path: Path, n_cols: int, what: str, layout: str, with_lineno: bool = False) -> Iterator:
-    with open(_need(path, layout), encoding="utf-8") as fh:
+    with open_text(_need(path, layout)) as fh:
         for lineno, line in enumerate(fh, 1):
             line = line.rstrip("\n").rstrip("\r")
             if not line.strip():
@@ -61,7 +65,7 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     path = Path(path)
     qrels: dict[str, dict[str, int]] = {}
     seen: dict = {}
-    with open(_need(path, "TREC qrels 'qid 0 docid relevance'"), encoding="utf-8") as fh:
+    with open_text(_need(path, "TREC qrels 'qid 0 docid relevance'")) as fh:
         for lineno, line in enumerate(fh, 1):
             parts = line.split()
             if not parts:
@@ -100,7 +104,7 @@ def load_msmarco_folder(folder: str | Path, split: str = "dev.small", *, name: s
 
 
 def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
-    with open(_need(path, BEIR_LAYOUT), encoding="utf-8") as fh:
+    with open_text(_need(path, BEIR_LAYOUT)) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue

@@ -5,6 +5,10 @@ the masked-LM logits ``z = H W_head^T + b`` of every token ``(B, T, V)`` become 
 ``max_t log(1 + ReLU(z_t))`` ``(B, V)`` (SPLADE-max, SPLADE v2 arXiv:2109.10086 eq. 6). Before training
 ``W_head`` is divided by ``k`` with :func:`initlab.mlmhead.rescale_mlm_head` (tied weights stay tied).
 
+The backbone is loaded for training in float32 unless ``weights_dtype`` asks otherwise, whatever dtype its
+checkpoint stores (:mod:`initlab.mlmhead.precision`: a bfloat16 checkpoint would otherwise train with bfloat16
+master weights and lose most small updates).
+
 Checkpoints are saved as safetensors (``model.safetensors``) and loaded with ``use_safetensors=True`` so
 no pickle is ever unpickled for the weights.
 """
@@ -56,21 +60,32 @@ def build_tiny_backbone(folder: str | Path, texts: Sequence[str], *, hidden: int
 
 
 def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, doc_max_length: int = 256,
-                 trust_remote_code: bool = False, device: str | None = None):
+                 trust_remote_code: bool = False, device: str | None = None, weights_dtype: str = "float32"):
     """A SPLADE-max SparseEncoder on the masked-LM ``backbone`` (hub id or folder), head divided by ``k``.
 
+    ``weights_dtype`` (one of :data:`initlab.mlmhead.precision.WEIGHTS_DTYPES`) is the dtype of the trained
+    (master) weights: float32 by default whatever the checkpoint stores; ``"stored"`` keeps the checkpoint's.
+    A warning names the stored dtype when it differs (:func:`~initlab.mlmhead.precision.resolve_weights_dtype`).
+
     Raises:
-        ValueError: ``k <= 0`` (from :func:`rescale_mlm_head`), or a backbone without an MLM head.
+        ValueError: ``k <= 0`` (from :func:`rescale_mlm_head`), a backbone without an MLM head, or an unknown
+            ``weights_dtype``.
     """
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling, Transformer
+    from transformers import AutoConfig
 
     from initlab.mlmhead import rescale_mlm_head
+    from initlab.mlmhead.precision import dtype_kwargs, resolve_weights_dtype
 
     kw = {"trust_remote_code": True} if trust_remote_code else {}
+    dtype = resolve_weights_dtype(AutoConfig.from_pretrained(str(backbone), **kw), weights_dtype,
+                                  what=f"backbone {backbone}")
     tr = Transformer(str(backbone), transformer_task="fill-mask", max_seq_length=doc_max_length,
                      query_length=query_max_length, document_length=doc_max_length,
-                     model_kwargs=dict(kw), config_kwargs=dict(kw), processor_kwargs=dict(kw))
+                     model_kwargs={**kw, **dtype_kwargs(dtype)}, config_kwargs=dict(kw), processor_kwargs=dict(kw))
+    if tr.auto_model.dtype != dtype:  # remote code may ignore the keyword: the master weights must be `dtype`
+        tr.auto_model.to(dtype)
     rescale_mlm_head(tr.auto_model, float(k))
     model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device=device)
     return model

@@ -10,6 +10,12 @@ Layout of a sweep folder ``OUT``::
     OUT/<cell>/loss_curve.csv|png, flops_terms.json, train_results.json
     OUT/<cell>/results.json|csv         per-set metrics + summary
     OUT/summary.csv|json                one row per cell; OUT/nanobeir_vs_flops.png
+
+The cells run through :func:`initlab.executor.run_cells`: in this process (``workers=1``, the library
+default), in local worker processes (one per GPU on a GPU machine, each seeing only its GPU), or on a Dask
+cluster (``scheduler``; start one Dask worker per GPU, docs/cluster.md). Multi-GPU training of one cell stays
+with ``torchrun`` / ``accelerate`` (``torchrun --nproc_per_node N -m initlab.cli splade sweep ...`` runs the
+cells one after another, each on N GPUs).
 """
 
 from __future__ import annotations
@@ -17,11 +23,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.runs import RunDir, check_same_record
+from initlab.textio import open_text, read_json
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
 
-__all__ = ["resolve_eval_sets", "run_cell", "run_sweep", "eval_checkpoint"]
+__all__ = ["resolve_eval_sets", "run_cell", "run_sweep", "eval_checkpoint", "cell_train_eval", "STEP_SECONDS"]
+
+#: the cost model of the expected duration only: seconds per training step of one cell. "gpu": an assumed order
+#: of magnitude for a base-size backbone on one GPU, NOT measured (this project has had no GPU); "tiny": the
+#: quick preset's in-process model on one CPU core, also a rough figure (the cell's evaluation dominates).
+STEP_SECONDS = {"gpu": 0.25, "tiny": 0.05}
 
 
 def resolve_eval_sets(cfg: SpladeTrainConfig, extra: Sequence[str] = ()) -> list[str]:
@@ -137,7 +150,7 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
     if (out / "loss_curve.csv").exists():
         import csv
 
-        with open(out / "loss_curve.csv") as fh:
+        with open_text(out / "loss_curve.csv", newline="") as fh:
             losses = [float(r["loss"]) for r in csv.DictReader(fh)]
     train_verdict = detect_collapse(losses=losses, q_active=None, d_active=None, vocab_size=1)
     s = res["summary"]
@@ -156,50 +169,64 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
     return flat
 
 
-def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[str] = tuple(BACKBONES),
-              ks: Sequence[float] = K_VALUES, overwrite: bool = False, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every ``(backbone, k)`` cell of the grid into ``out``; finished cells are skipped (RunDir cells,
-    keyed by the cell's config). Writes ``summary.csv|json`` and the NanoBEIR-vs-FLOPS figure after every cell.
+def cell_train_eval(root: str, name: str, args: dict, progress: Progress) -> dict[str, Any]:
+    """Executor cell: train and evaluate one grid cell into ``root/<cell>`` (:func:`run_cell`); a finished cell
+    folder not yet recorded as a cell is read back instead."""
+    from initlab.config import from_dict
 
-    A cell whose training diverges (NaN/inf) is recorded as ``status: failed`` with its error and the sweep
-    goes on; the sweep is then not marked ``DONE`` (a rerun retries the failed cells only).
+    cfg = from_dict(SpladeTrainConfig, args["config"])
+    out = Path(root) / name
+    done = out / "results.json"
+    if (out / "DONE").exists() and done.exists():  # finished but not yet recorded as a cell
+        check_same_record(out / "config.json", args["config"], what="training config")
+        return read_json(done)["cell"]
+    return run_cell(cfg, out, progress=args.get("progress", False))
+
+
+def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[str] = tuple(BACKBONES),
+              ks: Sequence[float] = K_VALUES, overwrite: bool = False, progress: bool = True, workers: int | None = 1,
+              scheduler: str | None = None) -> list[dict[str, Any]]:
+    """Run every ``(backbone, k)`` cell of the grid into ``out``; finished cells are skipped (RunDir cells,
+    keyed by the cell's config). Writes ``summary.csv|json`` and the NanoBEIR-vs-FLOPS figure at the end.
+
+    ``workers``: local worker processes (1: in this process; None: one per GPU, else one per core);
+    ``scheduler``: a Dask scheduler address or ``local:N`` (:func:`initlab.executor.run_cells`). A cell whose
+    training diverges (NaN/inf) is recorded as ``status: failed`` with its error and the sweep goes on; the
+    sweep is then not marked ``DONE`` (a rerun retries the failed cells only).
 
     Raises:
         ConfigMismatchError: ``out`` holds a sweep of another base config, or a cell of another config.
     """
-    import json
+    import os
 
-    from tqdm.auto import tqdm
+    import torch
 
     from initlab.config import to_dict
-    from initlab.runs import NonFiniteError
 
     cells = [cell_config(base, b, k) for b in backbones for k in ks]  # validates (remote code, k) before writing
+    if scheduler is not None:
+        check_scheduler(scheduler)
     if not resolve_eval_sets(base):
         raise ValueError("the sweep's config has no evaluation sets; set eval_sets, beir or nanobeir")
     run = RunDir(out, overwrite=overwrite, config=base)
+    gpus = torch.cuda.is_available()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # under torchrun: every rank runs each cell, one after another
+        workers, scheduler = 1, None
+    elif workers is None:
+        workers = torch.cuda.device_count() if gpus else None
+    inline = workers == 1 and scheduler is None
+    plan = [Cell(cell_name(cfg), f"{__name__}:cell_train_eval", {"config": to_dict(cfg), "progress": progress and inline},
+                 to_dict(cfg), units=cfg.max_steps, unit_seconds=STEP_SECONDS["tiny" if cfg.tiny_model else "gpu"])
+            for cfg in cells]
+    rep = run_cells(run, plan, workers=workers, scheduler=scheduler, progress=progress and not inline,
+                    desc="SPLADE sweep", on_error="record", gpus=gpus)
     rows = []
-    for cfg in tqdm(cells, desc="sweep cells", disable=not progress):
-        name, key = cell_name(cfg), to_dict(cfg)
-        if run.has_cell(name, key=key):
-            rows.append(run.load_cell(name, key=key))
-            continue
-        done = run.root / name / "results.json"
-        if (run.root / name / "DONE").exists() and done.exists():  # finished but not yet recorded as a cell
-            check_same_record(run.root / name / "config.json", key, what="training config")
-            flat = json.loads(done.read_text())["cell"]
-            run.save_cell(name, flat, key=key)
-            rows.append(flat)
-            continue
-        try:
-            flat = run_cell(cfg, run.root / name, progress=progress)
-        except NonFiniteError as err:
-            rows.append({"cell": name, "backbone": cfg.backbone, "k": cfg.k, "status": "failed", "error": str(err)})
-            print(f"cell {name} FAILED: {err}")
+    for cfg, c in zip(cells, plan):
+        if c.name in rep.failed:
+            rows.append({"cell": c.name, "backbone": cfg.backbone, "k": cfg.k, "status": "failed", "error": rep.failed[c.name]})
+            print(f"cell {c.name} FAILED: {rep.failed[c.name]}")
         else:
-            run.save_cell(name, flat, key=key)
-            rows.append(flat)
-        _write_summary(run, rows)
+            rows.append(run.load_cell(c.name, key=c.key))
     _write_summary(run, rows)
     if all(r.get("status", "finished") != "failed" for r in rows):
         run.mark_done()

@@ -32,6 +32,7 @@ from transformers import TrainerCallback
 from initlab.config import to_dict
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json, check_same_record
+from initlab.textio import read_json
 
 from .config import SpladeTrainConfig
 from .losses import make_loss, regularizer_weight
@@ -220,7 +221,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         torch.distributed.barrier()  # rank 0 has written the tiny backbone / run folder
     torch.manual_seed(cfg.seed)
     model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
-                         trust_remote_code=cfg.trust_remote_code)
+                         trust_remote_code=cfg.trust_remote_code, weights_dtype=cfg.weights_dtype)
     loss, reg_cb = make_loss(model, cfg, world)
     guard = NonFiniteGuard(out / "checkpoints")
     trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
@@ -252,9 +253,7 @@ def _finished_training(cfg: SpladeTrainConfig, out: Path, overwrite: bool, reuse
         if not reuse_finished:
             raise RunExistsError(f"{out}: already holds a finished training; choose another --out or pass --overwrite "
                                  f"(the old folder is then moved aside); to evaluate it: initlab splade eval --model {out / 'model'}")
-        import json
-
-        return json.loads((out / "train_results.json").read_text())
+        return read_json(out / "train_results.json")
     return None
 
 
@@ -340,6 +339,7 @@ def _write_results(cfg: SpladeTrainConfig, out: Path, model, trainer, loss, reg_
         "nan_loss": any(not math.isfinite(x) for x in losses),
         "train_runtime_s": next((r.get("train_runtime") for r in trainer.state.log_history if "train_runtime" in r), None),
         "train_samples_per_second": next((r.get("train_samples_per_second") for r in trainer.state.log_history if "train_samples_per_second" in r), None),
+        "weights_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),  # the trained master weights
         "config": to_dict(cfg),
     }
     atomic_write_json(out / "train_results.json", res)

@@ -196,7 +196,7 @@ def natural_scale(model, tokenizer, texts: list[str], max_len: int) -> dict[str,
 
 
 def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, cfg: FamilyConfig, seed: int,
-                            progress: bool = False) -> Path:
+                            progress: bool = False, on_step: Any = None) -> Path:
     """MLM-pretrained tied backbone of ``family`` saved in ``folder`` (reused if finished there).
 
     The folder holds the model and tokenizer files, ``mlm_losses.json`` and ``natural_scale.json``
@@ -214,7 +214,7 @@ def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, 
     c0 = time.process_time()
     tokenizer = family_tokenizer(family, corpus.vocab)
     model = build_family_model(family, len(corpus.vocab), cfg, seed)
-    losses = pretrain_mlm(model, tokenizer, list(corpus.docs.values()), cfg, seed, progress=progress)
+    losses = pretrain_mlm(model, tokenizer, list(corpus.docs.values()), cfg, seed, progress=progress, on_step=on_step)
     if not all(math.isfinite(x) for x in losses):
         raise FloatingPointError(f"{family} MLM pretraining: non-finite loss at step "
                                  f"{next(i for i, x in enumerate(losses) if not math.isfinite(x))}")
@@ -236,7 +236,9 @@ def load_family_backbone(folder: Path) -> tuple[Any, Any]:
     """``(model, tokenizer)`` from a :func:`prepare_family_backbone` folder, head tied, eval mode."""
     import transformers
 
-    model = transformers.AutoModelForMaskedLM.from_pretrained(str(folder))
+    from initlab.mlmhead.precision import dtype_kwargs
+
+    model = transformers.AutoModelForMaskedLM.from_pretrained(str(folder), **dtype_kwargs(torch.float32))  # float32 always
     model.tie_weights()
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
     return model.eval(), tok

@@ -20,6 +20,7 @@ from initlab.nn.pooling import splade_pool
 from initlab.synthetic.splade.config import SpladeSweepConfig
 from initlab.synthetic.splade.data import SyntheticCorpus
 from initlab.synthetic.splade.train import quiet
+from initlab.theory.score_scale.per_entry import EntryMoments, expected_flops, pooled_active_probability, token_classes
 
 __all__ = ["splade_vectors", "flops_pairs", "batch_features", "measure_init", "evaluate", "detect_collapse"]
 
@@ -83,6 +84,10 @@ def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: i
     * scores of dev queries: ``score_mean`` (all pairs), ``score_pos`` / ``score_neg`` (with the
       source document / other documents), ``score_spread`` (``sqrt(mean (s(q,d+) - s(q,d-))^2)``, the
       theory's definition);
+    * the per-entry Gaussian logit model with position classes
+      (:mod:`initlab.theory.score_scale.per_entry`) fitted on the logits of the corpus documents and of the dev
+      queries (the same texts as the measured values): ``pred_active_fraction``, ``pred_d_active_dims``,
+      ``pred_q_active_dims`` and ``pred_flops`` (dev queries x corpus);
     * on the first ``init_batch`` train pairs (queries B, documents B, in-batch negatives):
       ``ranking_loss`` (InfoNCE in nats), ``softmax_entropy_ratio`` (entropy / ln B of the score
       softmax; 1 = uniform, 0 = one-hot), and the RMS per-document norms of the gradients with respect
@@ -103,6 +108,8 @@ def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: i
     z = logits[feats["attention_mask"].bool()]  # (tokens, V)
     scores = _dev_score_stats(q, d, corpus)
     batch = _in_batch_gradients(model, corpus, cfg)
+    p_d = _per_entry_activity(model, docs, cfg.doc_max_len, b)  # (Nd, V)
+    p_q = _per_entry_activity(model, [corpus.dev_queries[i] for i in corpus.dev_queries], cfg.query_max_len, b)
     return {
         "head_norm": float(w.norm()),
         "head_row_norm": float(w.norm(dim=1).mean()),
@@ -121,9 +128,28 @@ def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: i
         "mean_a": float(d.mean()),
         "mean_a2": float((d ** 2).mean()),
         "mean_a_q": float(q.mean()),
+        "pred_active_fraction": float(p_d.mean()),
+        "pred_d_active_dims": float(p_d.sum(1).mean()),
+        "pred_q_active_dims": float(p_q.sum(1).mean()),
+        "pred_flops": expected_flops(p_q, p_d),
         **scores,
         **batch,
     }
+
+
+def _per_entry_activity(model, texts: list[str], max_len: int, bias: torch.Tensor | None) -> torch.Tensor:
+    """``P(a_ij > 0)`` ``(n, V)`` of ``texts`` under the per-entry Gaussian logit model with position classes
+    (:mod:`initlab.theory.score_scale.per_entry`), fitted on these texts' own logits (k = 1: the model as it is)."""
+    hf = model[0].auto_model
+    feats = batch_features(model, texts, max_len)
+    mask = feats["attention_mask"].bool()
+    z = hf(input_ids=feats["input_ids"], attention_mask=feats["attention_mask"]).logits.double()  # (n, T, V)
+    classes = token_classes(feats["input_ids"], model.tokenizer.all_special_ids)
+    moments = EntryMoments(bias, z.shape[-1])
+    moments.add(z, classes, mask)
+    names, mu, tau = moments.fit()
+    counts = torch.stack([((classes == c) & mask).sum(1).double() for c in names], 1)  # (n, C)
+    return pooled_active_probability(moments.bias, mu, tau, counts, 1.0)
 
 
 def _dev_score_stats(q: torch.Tensor, d: torch.Tensor, corpus: SyntheticCorpus) -> dict[str, float]:

@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Any
+
 import torch
 
 from initlab.synthetic.splade.data import SPECIAL_TOKENS, SyntheticCorpus
@@ -89,8 +91,10 @@ def head_weight(model) -> torch.nn.Parameter:
     return model.get_output_embeddings().weight
 
 
-def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: int, progress: bool = False) -> list[float]:
-    """Masked-token reconstruction on ``texts`` for ``cfg.mlm_steps`` AdamW steps; returns the loss per step."""
+def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: int, progress: bool = False,
+                 on_step: Any = None) -> list[float]:
+    """Masked-token reconstruction on ``texts`` for ``cfg.mlm_steps`` AdamW steps; returns the loss per step.
+    ``on_step``: called with no argument after each step (progress reports; it does not change the training)."""
     from transformers import DataCollatorForLanguageModeling
 
     gen = torch.Generator().manual_seed(seed)
@@ -114,6 +118,8 @@ def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: 
         out.loss.backward()
         opt.step()
         losses.append(float(out.loss.detach()))
+        if on_step is not None:
+            on_step()
     model.eval()
     return losses
 

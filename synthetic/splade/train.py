@@ -16,7 +16,7 @@ import logging
 import shutil
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -63,10 +63,12 @@ def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSwee
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
     from initlab.mlmhead import rescale_mlm_head
+    from initlab.mlmhead.precision import dtype_kwargs
 
     torch.manual_seed(seed)
-    with quiet():
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
+    with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
+                         model_kwargs=dtype_kwargs(torch.float32))
         model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
     inflate_head(tr.auto_model, inflation)
     rescale_mlm_head(tr.auto_model, k)
@@ -108,8 +110,12 @@ def finite_guard_callback(where: str):
     return guard
 
 
-def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path) -> list[dict[str, float]]:
+def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path,
+               callbacks: Sequence[Any] = ()) -> list[dict[str, float]]:
     """SPLADE training of ``model`` with SparseEncoderTrainer; returns the logged loss curve.
+
+    ``callbacks``: extra transformers ``TrainerCallback`` objects (e.g. progress per step); they do not
+    change the training.
 
     Each row: ``step``, ``loss`` (total), ``ranking`` (InfoNCE part), ``flops_q`` / ``flops_d`` (the
     weighted FLOPS parts as added to the loss), ``lambda_q`` / ``lambda_d`` (current weights), all
@@ -146,7 +152,8 @@ def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int
             trainer = SparseEncoderTrainer(
                 model=model, args=args, train_dataset=ds, loss=loss,
                 callbacks=[SpladeRegularizerWeightSchedulerCallback(loss, scheduler_type="quadratic",
-                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard],
+                                                                    warmup_ratio=cfg.reg_warmup_ratio), guard,
+                           *callbacks],
             )
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
 

@@ -5,9 +5,11 @@ first run first, so a run stopped early has the main rows), each SPT run before 
 load its checkpoints. :func:`cell_key` is what a saved cell depends on (a resumed run under another config
 is refused cell by cell).
 
-**Cost model.** A cell's cost is ``units x unit_seconds``: units are epochs, and the seconds of one epoch
-of a model shape are measured on this machine in a few seconds (:func:`measure_epoch_seconds`: a few
-training steps and one validation pass per shape, one thread, as the workers run). Expected epochs per
+**Cost model.** A cell's cost is ``units x unit_seconds``: units are epochs, ``unit_seconds`` the seconds of one
+epoch of the cell's model shape on the reference machine of :mod:`initlab.executor` (one undisturbed core), from
+:data:`REFERENCE_EPOCH_SECONDS`; the executor multiplies them by this machine's measured speed factor
+(:func:`initlab.executor.measure_speed`). The table is measured by ``python benchmarks/bench_cost_model.py
+--stages spt`` (:func:`measure_epoch_seconds` divided by the speed factor measured beside it). Expected epochs per
 cell come from :data:`EXPECTED_EPOCHS` (the mean epochs of each kind of cell in the exploratory run, see
 docs/synthetic_spt.md); the upper bound from the budgets (``spt_max_epochs``, ``finetune_max_epochs``).
 """
@@ -24,7 +26,8 @@ from initlab.executor import Cell
 from initlab.synthetic.spt.cells import ft_cell_name, spt_cell_name
 from initlab.synthetic.spt.config import LABEL_ONLY, SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
 
-__all__ = ["PRIORITY", "EXPECTED_EPOCHS", "plan", "cell_key", "measure_epoch_seconds", "expected_epochs"]
+__all__ = ["PRIORITY", "EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "measure_epoch_seconds",
+           "reference_epoch_seconds", "expected_epochs"]
 
 #: claim order: the conditions a reader needs first run first
 PRIORITY = ["scratch", "spt", "scratch_matched", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10", "spt_e1",
@@ -39,6 +42,13 @@ EXPECTED_EPOCHS: dict[str, float] = {"spt_local": 110.0, "spt_count": 110.0, "sp
 
 #: fields of the config a cell's result does not depend on (which conditions or seeds are run, the
 #: verdict thresholds, which seed's maps are kept; a cell's own seed and learning rate are in its args)
+#: seconds of one epoch on the reference machine, per (kind, variant, depth) at the base sizes (n_train 1024, n_val
+#: 512, batch 64, T 100, d 32, d_ff 64); PROVISIONAL until bench_cost_model.py --stages spt measures them
+REFERENCE_EPOCH_SECONDS: dict[tuple[str, str, int], float] = {
+    ("finetune", "full", 1): 0.40, ("finetune", "attn_only", 1): 0.22, ("finetune", "full", 2): 0.70,
+    ("finetune", "full", 4): 1.40, ("spt", "full", 1): 0.35, ("spt", "attn_only", 1): 0.22, ("spt", "full", 2): 0.65,
+    ("spt", "full", 4): 1.30}
+
 _NOT_IN_KEY = ("seeds", "conditions", "seed_counts", "label_lr", "lr_grid", "lr_sweep", "map_seed", "thresholds", "depths",
                "spt_sweep_epochs")
 
@@ -114,9 +124,21 @@ def _sort_key(cond: str) -> int:
     return PRIORITY.index(cond) if cond in PRIORITY else len(PRIORITY)
 
 
-def plan(cfg: SPTConfig, *, measure: bool = True) -> list[Cell]:
-    """Every cell of ``cfg`` in claim order (module docstring). ``measure=False`` skips the speed measurement
-    (``unit_seconds`` = 1: units only).
+def reference_epoch_seconds(cfg: SPTConfig, kind: str, variant: str, depth: int) -> float:
+    """:data:`REFERENCE_EPOCH_SECONDS` of a shape, scaled to ``cfg``'s training-set size (steps per epoch); a
+    depth not in the table is interpolated linearly in depth."""
+    table = {k[2]: v for k, v in REFERENCE_EPOCH_SECONDS.items() if k[:2] == (kind, variant)} or \
+        {k[2]: v for k, v in REFERENCE_EPOCH_SECONDS.items() if k[:2] == (kind, "full")}
+    if depth in table:
+        base = table[depth]
+    else:
+        d1, dmax = min(table), max(table)
+        base = table[d1] + (table[dmax] - table[d1]) * (depth - d1) / max(dmax - d1, 1)
+    return base * (cfg.n_train / 1024)
+
+
+def plan(cfg: SPTConfig) -> list[Cell]:
+    """Every cell of ``cfg`` in claim order (module docstring), with the cost model's units and seconds.
 
     Raises:
         ValueError: ``scratch_matched`` runs on a seed where ``spt`` does not (it needs that seed's SPT and
@@ -133,7 +155,7 @@ def plan(cfg: SPTConfig, *, measure: bool = True) -> list[Cell]:
             raise ValueError(f"SPTConfig.conditions: a learning-rate selection (lr_sweep) trains label-only arms only, got {bad}")
 
     def sec(kind: str, variant: str, depth: int) -> float:
-        return measure_epoch_seconds(cfg, kind, variant, depth) if measure else 1.0
+        return reference_epoch_seconds(cfg, kind, variant, depth)
 
     snaps: dict[tuple[str, str, int], set[int]] = {}
     for n in names:

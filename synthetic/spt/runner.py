@@ -22,7 +22,11 @@ from initlab.synthetic.spt.config import SPTConfig
 from initlab.synthetic.spt.plan import plan
 from initlab.synthetic.spt.report import report_markdown, summarize, verdicts
 
-__all__ = ["run", "partial_report", "expected_seconds"]
+__all__ = ["run", "partial_report", "expected_seconds", "WORKER_START_SECONDS"]
+
+#: reference seconds a worker process needs to import torch and the SPT cells (measured like the other stages'
+#: start-up times, docs/cluster.md)
+WORKER_START_SECONDS = 3.0
 
 
 def _write_outputs(cfg: SPTConfig, rd: RunDir, results: dict[str, Any], prefix: str = "") -> tuple[dict[str, Any], str]:
@@ -57,8 +61,9 @@ def run(
         raise ValueError(f"workers (--workers): expected an int >= 1, got {workers}")
     t0 = time.perf_counter()
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
-    cells = plan(cfg, measure=progress)
-    run_cells(rd, cells, workers=workers, scheduler=scheduler, progress=progress, desc="synthetic SPT (epochs)")
+    cells = plan(cfg)
+    run_cells(rd, cells, workers=workers, scheduler=scheduler, progress=progress, desc="synthetic SPT (epochs)",
+              preload=("initlab.synthetic.spt.cells",), startup=WORKER_START_SECONDS)
     results = {c.name: rd.load_cell(c.name, key=c.key) for c in cells}
     summ, md = _write_outputs(cfg, rd, results)
     md += f"\nWall time of this invocation: {time.perf_counter() - t0:.0f} s (cells already finished are not redone).\n"
@@ -71,14 +76,14 @@ def run(
     return md
 
 
-def expected_seconds(cfg: SPTConfig, out: str | Path | None, workers: int) -> tuple[float, float]:
-    """(expected, at most) wall seconds of the cells of ``cfg`` not yet finished in ``out`` (None: all),
-    from the cost model measured on this machine (:mod:`initlab.synthetic.spt.plan`)."""
+def expected_seconds(cfg: SPTConfig, out: str | Path | None, workers: int, speed: float = 1.0) -> tuple[float, float]:
+    """(expected, at most) wall seconds of the cells of ``cfg`` not yet finished in ``out`` (None: all), from the
+    cost model (:mod:`initlab.synthetic.spt.plan`) at ``speed`` (:func:`initlab.executor.measure_speed`)."""
     cells = plan(cfg)
     if out is not None and (Path(out) / "config.json").exists():
         rd = RunDir(out, resume=True, config=cfg)
         cells = [c for c in cells if not rd.has_cell(c.name, key=c.key)]
-    return estimate(cells, workers)
+    return estimate(cells, workers, speed=speed, startup=WORKER_START_SECONDS)
 
 
 def partial_report(cfg: SPTConfig, out: str | Path) -> str:
@@ -90,7 +95,7 @@ def partial_report(cfg: SPTConfig, out: str | Path) -> str:
         initlab.runs.ConfigMismatchError: ``out`` holds a run of another config.
     """
     rd = RunDir(out, resume=True, config=cfg)
-    cells = plan(cfg, measure=False)
+    cells = plan(cfg)
     results = {c.name: rd.load_cell(c.name, key=c.key) for c in cells if rd.has_cell(c.name, key=c.key)}
     missing = [c.name for c in cells if c.name not in results]
     (rd.root / "partial").mkdir(exist_ok=True)

@@ -125,6 +125,23 @@ def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys, monkeypatch):
     assert not out.exists()
 
 
+def test_inspect_texts_file_with_bom_or_bad_bytes(tok, tmp_path, capsys):
+    """--texts read by initlab.textio: a byte-order mark before a leading comment line no longer turns that comment
+    into a text ('\ufeff# my texts' does not start with '#'); a non-UTF-8 file is a one-line error naming it."""
+    src = tmp_path / "tiny"
+    tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)
+    tok.save_pretrained(src)
+    texts, out = tmp_path / "texts.txt", tmp_path / "r.json"
+    texts.write_bytes(b"\xef\xbb\xbf# my texts\nthe cat sleeps\na train leaves the airport\nbees dance\n")
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(texts), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["n_texts"] == 3
+    capsys.readouterr()
+    texts.write_bytes(b"the cat sleeps\nbees dance caf\xe9\n")
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(texts)]) == 2
+    err = capsys.readouterr().err
+    assert "texts.txt:2: not UTF-8 text" in err and "Traceback" not in err
+
+
 def test_length_beyond_the_position_table_is_refused_before_writing(tok, tmp_path, capsys):
     src = tmp_path / "tiny"
     tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)  # 128 positions
@@ -191,3 +208,108 @@ def test_inspect_flags_near_constant_representations(tok, tmp_path, capsys):
     healthy = inspect_model(tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1), tok, ks=(1.0,),
                             collapse=detect_collapse)
     assert not any("near-constant" in r for r in healthy["table"][0]["collapse_reasons"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# predicted active dimensions (the per-entry Gaussian logit model, initlab.theory.score_scale.per_entry)
+# ---------------------------------------------------------------------------------------------------------
+def _untied_bert_with_bias_spread(tok, seed=0):
+    """An untied tiny BERT whose bias spreads over N(-1, 1): at large k most logits are the bias alone, so about
+    16 % of the entries stay active (the i.i.d. model, fitted with the bias mean only, predicted almost none)."""
+    from initlab.mlmhead import head_bias
+
+    model = tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1, head_scale=20.0, seed=seed)
+    rescale_mlm_head(model, 1.0, untie=True)
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(seed)
+        head_bias(model).copy_(torch.randn(tok.vocab_size, generator=g) - 1.0)
+    model.config.mlm_head_rescale_k = None
+    return model
+
+
+def test_predicted_active_dims_hold_at_every_k_for_an_untied_head(tok):
+    from initlab.mlmhead.report import PREDICTION_TOLERANCE
+
+    rep = inspect_model(_untied_bert_with_bias_spread(tok), tok)
+    assert rep["prediction"]["holds"] and rep["prediction"]["shown_at_k"] == list(K_GRID)
+    for r in rep["table"]:
+        assert r["hidden_rel_change"] == 0.0
+        err = abs(r["predicted_active_dims_per_text"] - r["active_dims_per_text"]) / r["active_dims_per_text"]
+        assert err <= PREDICTION_TOLERANCE, (r["k"], r["predicted_active_dims_per_text"], r["active_dims_per_text"])
+    big_k = rep["table"][-1]
+    assert big_k["active_dims_per_text"] > 0.1 * tok.vocab_size  # the positive-bias entries stay active at k = 32
+
+
+def test_identical_weights_give_the_same_prediction_in_any_checkpoint(tok):
+    """The original at k = 16 and a copy rescaled by 16 inspected at k = 1 hold the same weights (untied: the same
+    hidden states), so measured and predicted active dims agree."""
+    original = _untied_bert_with_bias_spread(tok)
+    copy = _untied_bert_with_bias_spread(tok)
+    rescale_mlm_head(copy, 16.0)
+    a = {r["k"]: r for r in inspect_model(original, tok)["table"]}[16.0]
+    b = {r["k"]: r for r in inspect_model(copy, tok)["table"]}[1.0]
+    assert b["active_dims_per_text"] == pytest.approx(a["active_dims_per_text"], rel=1e-9)
+    assert b["predicted_active_dims_per_text"] == pytest.approx(a["predicted_active_dims_per_text"], rel=1e-6)
+
+
+def test_tied_head_hides_the_prediction_where_hidden_states_change_and_says_why(tok):
+    from initlab.mlmhead.report import MAX_HIDDEN_CHANGE, format_inspect
+
+    rep = inspect_model(tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1), tok)
+    assert rep["tied"] and rep["prediction"]["holds"]
+    for r in rep["table"]:
+        assert (r["predicted_active_dims_per_text"] is None) == (r["hidden_rel_change"] > MAX_HIDDEN_CHANGE)
+    assert rep["table"][-1]["predicted_active_dims_per_text"] is None  # BERT: dH/H ~ 0.5 at k = 32
+    text = format_inspect(rep)
+    assert "n/a" in text and "the hidden states change" in text
+
+
+def test_prediction_is_not_shown_where_the_model_misses_k1(tok):
+    """A head whose logits are far from Gaussian per entry: a few tokens carry huge logits for every entry (the
+    max over tokens then comes from those outliers). The model is checked at k = 1 and withdrawn, with the reason."""
+    from initlab.mlmhead.report import format_inspect
+
+    model = _untied_bert_with_bias_spread(tok)
+    with torch.no_grad():
+        head_projection(model).mul_(0.0)  # logits = bias + 0: per-entry sd 0, so the model is exact ...
+    rep = inspect_model(model, tok, ks=(1.0,))
+    assert rep["prediction"]["holds"]
+    assert rep["table"][0]["predicted_active_dims_per_text"] == pytest.approx(rep["table"][0]["active_dims_per_text"])
+    # ... and a model of the wrong logits (moments of another head) is refused at k = 1
+    from initlab.mlmhead import report as R
+
+    fit = R._predict_active_dims
+    try:
+        R._predict_active_dims = lambda table, moments, buckets, bias: fit(table, _shifted(moments), buckets, bias)
+        rep = inspect_model(model, tok, ks=(1.0, 2.0))
+    finally:
+        R._predict_active_dims = fit
+    assert not rep["prediction"]["holds"] and all(r["predicted_active_dims_per_text"] is None for r in rep["table"])
+    assert "not shown: the per-entry Gaussian model gives" in format_inspect(rep)
+
+
+def _shifted(moments):
+    """The fitted moments with every mean raised by 10 (all entries predicted active)."""
+    fit = moments.fit
+
+    def shifted():
+        classes, mu, tau = fit()
+        return classes, mu + 10.0, tau
+
+    moments.fit = shifted
+    return moments
+
+
+def test_bf16_and_float32_copies_of_the_same_weights_give_the_same_report(tok, tmp_path):
+    """inspect loads float32 whatever the checkpoint stores, so the dtype of the file changes nothing."""
+    model = tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1, head_scale=10.0)
+    model.to(torch.bfloat16).to(torch.float32)  # weights exactly representable in bfloat16
+    for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
+        model.to(dtype).save_pretrained(tmp_path / name)
+        tok.save_pretrained(tmp_path / name)
+    reps = {}
+    for name in ("f32", "bf16"):
+        assert cli_main(["mlmhead", "inspect", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json")]) == 0
+        reps[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert reps["bf16"]["dtype"] == {"measured": "float32", "stored": "bfloat16"}
+    assert reps["f32"]["table"] == reps["bf16"]["table"]

@@ -264,3 +264,23 @@ def test_rescaled_folder_gets_the_permissions_of_a_normal_mkdir(tok_dir, tmp_pat
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755  # mkdtemp alone gave 0o700
+
+
+def test_rescale_of_a_bf16_checkpoint_computes_in_float32_and_saves_bf16(tok_dir, tmp_path, capsys):
+    """A checkpoint stored in bfloat16: loaded in float32 (load_masked_lm's default), divided there, saved in
+    bfloat16 again (same dtype and size); the saved head is the float32 quotient rounded once to bfloat16."""
+    from initlab.mlmhead import load_masked_lm
+
+    src = tmp_path / "bf16"
+    model = _save_tiny("bert", tok_dir, src)
+    model.to(torch.bfloat16).save_pretrained(src)
+    loaded, _ = load_masked_lm(src)
+    assert loaded.dtype == torch.float32 and loaded.initlab_stored_dtype == torch.bfloat16
+    W = head_projection(loaded).detach().clone()
+    assert rescale_main([str(src), "--k", "3", "--out", str(tmp_path / "k3")]) == 0
+    assert "computed in float32, saved in bfloat16 as stored" in capsys.readouterr().out
+    cfg = transformers.AutoConfig.from_pretrained(tmp_path / "k3")
+    assert cfg.dtype == torch.bfloat16 and getattr(cfg, K_ATTR) == 3.0
+    saved, _ = load_masked_lm(tmp_path / "k3", dtype=None)  # the stored dtype
+    assert saved.dtype == torch.bfloat16
+    assert torch.equal(head_projection(saved).detach(), (W / 3).to(torch.bfloat16))

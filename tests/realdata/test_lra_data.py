@@ -210,3 +210,54 @@ def test_lra_iter_batches_ranks_disjoint_and_equal():
     split = S.split_from_sequences([[3]] * 11, [0] * 11, 10)
     shares = [torch.cat(list(S.iter_batches(split, 2, shuffle=True, seed=0, epoch=1, rank=r, world=2))) for r in (0, 1)]
     assert len(shares[0]) == len(shares[1]) == 5 and not set(shares[0].tolist()) & set(shares[1].tolist())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# encodings (initlab.textio): a UTF-8 byte-order mark changes nothing; a non-UTF-8 file is refused by name
+# ---------------------------------------------------------------------------------------------------------
+def _copy_with_bom(src: Path, dst: Path) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    for p in dst.rglob("*"):
+        if p.is_file():
+            p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    return dst
+
+
+def _same_task(a, b):
+    for name in ("train", "val", "test"):
+        sa, sb = getattr(a, name), getattr(b, name)
+        assert torch.equal(sa.tokens, sb.tokens) and torch.equal(sa.lengths, sb.lengths) and torch.equal(sa.labels, sb.labels)
+
+
+@pytest.mark.parametrize("task,sub", [("listops", "listops"), ("retrieval", "aan"), ("text", "aclImdb")])
+def test_lra_bom_in_text_files_changes_nothing(tmp_path, task, sub):
+    """ListOps (the header became '\\ufeffSource' and was refused), AAN (the first label '\\ufeff1' was refused)
+    and IMDB reviews (the three BOM bytes became the review's first three tokens)."""
+    marked = _copy_with_bom(FIX / sub, tmp_path / sub)
+    _same_task(D.load_task(task, marked, seed=0), D.load_task(task, FIX / sub, seed=0))
+
+
+def test_lra_bom_in_pathfinder_metadata_changes_nothing(tmp_path):
+    _write_pathfinder(tmp_path / "plain", 10)
+    _write_pathfinder(tmp_path / "marked", 10)
+    meta = tmp_path / "marked" / "lra_release" / "pathfinder32" / "curv_contour_length_14" / "metadata" / "0.npy"
+    meta.write_bytes(b"\xef\xbb\xbf" + meta.read_bytes())  # the first folder was '\ufeffimgs/0': not found
+    _same_task(D.load_pathfinder(tmp_path / "marked", seed=0), D.load_pathfinder(tmp_path / "plain", seed=0))
+
+
+@pytest.mark.parametrize("task,sub,fname,line", [("listops", "listops", "basic_train.tsv", 2),
+                                                 ("retrieval", "aan", "new_aan_pairs.train.tsv", 2),
+                                                 ("text", "aclImdb", "train/pos/0_9.txt", 1)])
+def test_lra_non_utf8_file_is_refused_naming_file_and_line(tmp_path, task, sub, fname, line):
+    import shutil
+
+    folder = tmp_path / sub
+    shutil.copytree(FIX / sub, folder)
+    p = folder / fname
+    lines = p.read_bytes().splitlines(keepends=True)
+    lines[line - 1] = lines[line - 1].rstrip(b"\n") + b"\xe9" + (b"\n" if lines[line - 1].endswith(b"\n") else b"")
+    p.write_bytes(b"".join(lines))
+    with pytest.raises(ValueError, match=rf"{Path(fname).name}:{line}: not UTF-8 text \(byte 0xe9"):
+        D.load_task(task, folder, seed=0)

@@ -101,3 +101,60 @@ def test_malformed_triples(tmp_path):
     p.write_text("3000\t0\t99\n")
     with pytest.raises(ValueError, match="id 99 not found"):
         triples.read_triples(p, collection=FIX / "msmarco" / "collection.tsv", queries=FIX / "msmarco" / "queries.train.tsv")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# encodings (initlab.textio): a UTF-8 byte-order mark changes nothing; a non-UTF-8 file is refused by name
+# ---------------------------------------------------------------------------------------------------------
+def _with_bom(folder: Path) -> Path:
+    for p in folder.rglob("*"):
+        if p.is_file():
+            p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    return folder
+
+
+def _same_set(a, b):
+    assert (a.corpus, a.queries, a.qrels, a.meta) == (b.corpus, b.queries, b.qrels, b.meta)
+
+
+def test_bom_in_msmarco_files_changes_nothing(tmp_path):
+    """collection.tsv, queries.*.tsv and TREC qrels with a byte-order mark: the first id stays "0", not "\\ufeff0"
+    (which silently dropped its judgement and lowered RR@10)."""
+    ms = _with_bom(_copy(tmp_path, "msmarco"))
+    for split in ("dev.small", "dl19"):
+        _same_set(files.load_msmarco_folder(ms, split), files.load_msmarco_folder(FIX / "msmarco", split))
+    assert "0" in files.read_id_text_tsv(ms / "collection.tsv")
+    assert files.read_trec_qrels(ms / "qrels.dev.small.tsv") == files.read_trec_qrels(FIX / "msmarco" / "qrels.dev.small.tsv")
+
+
+def test_bom_in_beir_files_changes_nothing(tmp_path):
+    """corpus.jsonl / queries.jsonl (a BOM made the first line 'not JSON') and qrels/test.tsv (header refused)."""
+    beir = _with_bom(_copy(tmp_path, "beir") / "scifact")
+    _same_set(files.load_beir_folder(beir), files.load_beir_folder(FIX / "beir" / "scifact"))
+
+
+def test_bom_in_training_triples_changes_nothing(tmp_path):
+    """Text triples (first query text), id triples (a BOM made '\\ufeff3000' non-numeric, so id triples were read
+    as text) and margin triples."""
+    ms = _with_bom(_copy(tmp_path, "msmarco"))
+    ref = triples.read_triples(FIX / "msmarco" / "triples.train.small.tsv")
+    assert triples.read_triples(ms / "triples.train.small.tsv") == ref
+    assert triples.read_triples(ms / "qidpidtriples.train.full.2.tsv", collection=ms / "collection.tsv",
+                                queries=ms / "queries.train.tsv") == ref
+    name = "bert_cat_ensemble_msmarcopassage_train_scores_ids.tsv"
+    assert (triples.read_margin_triples(ms / name, collection=ms / "collection.tsv", queries=ms / "queries.train.tsv")
+            == triples.read_margin_triples(FIX / "msmarco" / name, collection=FIX / "msmarco" / "collection.tsv",
+                                           queries=FIX / "msmarco" / "queries.train.tsv"))
+
+
+@pytest.mark.parametrize("sub,fname", [("msmarco", "collection.tsv"), ("msmarco", "qrels.dev.small.tsv"),
+                                       ("beir/scifact", "corpus.jsonl"), ("beir/scifact", "qrels/test.tsv")])
+def test_non_utf8_retrieval_file_is_refused_naming_file_and_line(tmp_path, sub, fname):
+    folder = _copy(tmp_path, sub)
+    p = folder / fname
+    lines = p.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b"\n", b"\xe9\n")  # a latin-1 byte on line 2
+    p.write_bytes(b"".join(lines))
+    load = files.load_msmarco_folder if sub == "msmarco" else files.load_beir_folder
+    with pytest.raises(ValueError, match=rf"{p.name}:2: not UTF-8 text \(byte 0xe9"):
+        load(folder)

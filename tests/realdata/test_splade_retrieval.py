@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -176,6 +179,60 @@ def test_beir_identical_query_and_document_ids_are_not_retrieved():
     assert beir["flops"] == pytest.approx(1.0) and beir["q_active"] == 2 and beir["d_active"] == pytest.approx(4 / 3)
 
 
+ARGUANA_LIKE = Path(__file__).parent / "fixtures" / "splade" / "beir" / "arguana"
+
+
+def _beir_reference(ds, enc, top_k):
+    """BEIR's exact search by hand: dense scores of every document, ranked by (score desc, corpus order), the
+    query's own id skipped, the first top_k kept; then the same ir_measures measures."""
+    import ir_measures
+    from ir_measures import R, nDCG
+
+    dids = list(ds.corpus)
+    Q = enc.encode_query(list(ds.queries.values())).to_dense().double()
+    D = enc.encode_document(list(ds.corpus.values())).to_dense().double()
+    S = Q @ D.T
+    run = {}
+    for i, q in enumerate(ds.queries):
+        order = sorted(range(len(dids)), key=lambda j: (-float(S[i, j]), j))
+        kept = [j for j in order if dids[j] != q and S[i, j] > 0][:top_k]
+        run[q] = {dids[j]: float(top_k - r) for r, j in enumerate(kept)}
+    agg = ir_measures.calc_aggregate([nDCG @ 10, R @ top_k], ds.qrels, run)
+    return run, float(agg[nDCG @ 10]), float(agg[R @ top_k])
+
+
+@pytest.mark.parametrize("top_k", [3, 6])
+def test_beir_self_hit_is_dropped_before_the_top_k_cut(top_k):
+    """ArguAna-like fixture in the BEIR layout: each query is also a corpus document, and its relevant document
+    ranks (k + 1)-th counting the self-hit. BEIR retrieves k + 1 and drops the self-hit, so k documents remain
+    and the relevant one is found; cutting at k first left k - 1 (nDCG@10 0 and R@3 0 at top_k = 3)."""
+    from initlab.realdata.splade.data import load_eval_set
+    from initlab.realdata.splade.evaluate import evaluate_set
+
+    ds = load_eval_set("arguana", data_root=ARGUANA_LIKE.parents[1])
+    assert ds.ignore_identical_ids and set(ds.queries) <= set(ds.corpus)
+    row = evaluate_set(_BagOfWords(), ds, top_k=top_k)
+    run, ndcg, recall = _beir_reference(ds, _BagOfWords(), top_k)
+    assert row["nDCG@10"] == pytest.approx(ndcg, abs=1e-12) and row[f"R@{top_k}"] == pytest.approx(recall, abs=1e-12)
+    if top_k == 3:  # by hand: both relevant documents at rank 3 of 3, 1 / log2(4)
+        assert all(len(r) == 3 for r in run.values())
+        assert row["nDCG@10"] == pytest.approx(0.5) and row["R@3"] == pytest.approx(1.0)
+
+
+def test_drop_identical_ids_keeps_exactly_k():
+    from initlab.realdata.splade.evaluate import drop_identical_ids
+
+    dids = ["a", "q1", "b", "c", "q2"]
+    idx = torch.tensor([[1, 0, 2, 3], [0, 2, 3, 1], [3, 2, 4, -1]])  # q1 first; q1's id absent from row 2; padded
+    scores = torch.tensor([[9.0, 5, 4, 3], [8.0, 7, 6, 5], [3.0, 2, 1, -math.inf]])
+    s, i = drop_identical_ids(["q1", "q2", "x"], dids, scores, idx, 3)
+    assert i.tolist() == [[0, 2, 3], [0, 2, 3], [3, 2, 4]] and s[0].tolist() == [5.0, 4.0, 3.0]
+    s, i = drop_identical_ids(["q1", "q2", "q2"], dids, scores[:, :3], idx[:, :3], 3)  # too few columns: padding
+    assert i.tolist() == [[0, 2, -1], [0, 2, 3], [3, 2, -1]] and s[0, 2] == -math.inf
+    with pytest.raises(ValueError, match="k: expected >= 1"):
+        drop_identical_ids(["q1"], dids, scores[:1], idx[:1], 0)
+
+
 @pytest.mark.parametrize("threshold", [None, 0.05, 0.3, 1.0])
 def test_dense_head_and_plain_inverted_index_agree_with_reference(threshold):
     # Zipf-like columns: a few dense (head) terms and many rare ones, so both paths of the hybrid search run.
@@ -204,3 +261,123 @@ def test_dense_head_respects_memory_cap_and_validates():
         SparseIndex.build(D, dense_threshold=0.0)
     with pytest.raises(ValueError, match="workers"):
         SparseIndex.build(D).search(D, k=1, workers=0)
+
+
+# ---- the fast path (dense head prefix + term-at-a-time + pruned top-k, worker threads) vs the reference ----
+
+from initlab.realdata.splade import retrieval as _retrieval  # noqa: E402
+
+
+def _dyadic_sparse(rng, n, V, density):
+    """Weights in {1/4, 1/2, ..., 2}: every sum of a few products is exact in float32 and float64, so
+    scores tie exactly wherever they tie mathematically."""
+    mask = rng.random((n, V)) < density
+    return sp.csr_matrix((rng.integers(1, 9, size=(n, V)) / 4.0 * mask).astype(np.float32))
+
+
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(1, 90), n_q=st.integers(1, 10), V=st.integers(1, 30),
+       k=st.integers(1, 40), chunk=st.integers(1, 6), workers=st.integers(1, 3),
+       cost=st.sampled_from([0.0, 0.01, 1e9]), threshold=st.sampled_from([None, 0.05, 0.4]),
+       short=st.sampled_from([0, 5, 1024]))
+def test_fast_search_equals_float64_reference_with_ties(seed, n_docs, n_q, V, k, chunk, workers, cost, threshold, short):
+    # ids must be equal (ties by ascending document index) and scores equal to float64 within 0 (dyadic
+    # weights: the float32 sums are exact). cost 0 puts every head term into the dense product, 1e9 none,
+    # 0.01 (the default) splits the head per block; short 0 adds every posting list with its own
+    # index_add_, 1024 (the default) gathers them all into one per block, 5 mixes both.
+    rng = np.random.default_rng(seed)
+    D = _dyadic_sparse(rng, n_docs, V, rng.uniform(0.05, 0.6))
+    Q = _dyadic_sparse(rng, n_q, V, rng.uniform(0.05, 0.6))
+    idx = SparseIndex.build(D, dense_threshold=threshold)
+    plan = _retrieval._SearchPlan
+    old = plan.DENSE_PER_POSTING, plan.SHORT_POSTINGS
+    plan.DENSE_PER_POSTING, plan.SHORT_POSTINGS = cost, short
+    try:
+        s, i = idx.search(Q, k=k, chunk_size=chunk, workers=workers)
+    finally:
+        plan.DENSE_PER_POSTING, plan.SHORT_POSTINGS = old
+    rs, ri = dense_topk_reference(Q, D, k)
+    assert torch.equal(i, ri)
+    assert torch.equal(s.double(), rs)
+
+
+@given(seed=st.integers(0, 10_000), n_docs=st.integers(50, 400), n_q=st.integers(1, 6), k=st.integers(1, 30),
+       workers=st.integers(1, 2))
+def test_fast_search_on_zipf_like_floats_matches_float64_reference(seed, n_docs, n_q, k, workers):
+    # Real-valued weights: scores within rtol 1e-5 / atol 1e-6 of float64 (float32 summation), identical ids
+    # wherever the reference's score is not tied within that tolerance.
+    rng = np.random.default_rng(seed)
+    V = 60
+    p = 0.9 / np.arange(1, V + 1) ** 1.1
+    D = sp.csr_matrix((np.log1p(rng.lognormal(0, 0.5, (n_docs, V))) * (rng.random((n_docs, V)) < p)).astype(np.float32))
+    Q = sp.csr_matrix((rng.random((n_q, V)) * (rng.random((n_q, V)) < 0.3)).astype(np.float32))
+    s, i = SparseIndex.build(D, dense_threshold=0.1).search(Q, k=k, chunk_size=4, workers=workers)
+    rs, ri = dense_topk_reference(Q, D, k)
+    np.testing.assert_allclose(s.double().numpy(), rs.numpy(), rtol=1e-5, atol=1e-6)
+    full = Q.toarray().astype(np.float64) @ D.toarray().astype(np.float64).T
+    for row in range(n_q):
+        for j, score in enumerate(rs[row].numpy()):
+            if np.isclose(full[row], score, rtol=1e-5, atol=1e-6).sum() == 1:
+                assert int(i[row, j]) == int(ri[row, j])
+
+
+@given(seed=st.integers(0, 10_000), B=st.integers(1, 4), n=st.integers(1, 300), k=st.integers(1, 40),
+       segment=st.integers(1, 40), levels=st.integers(1, 6))
+def test_pruned_topk_equals_full_stable_sort(seed, B, n, k, segment, levels):
+    # Few distinct values: ties everywhere, across segment borders and at the k-th place; N need not be a
+    # multiple of the segment.
+    rng = np.random.default_rng(seed)
+    scores = torch.from_numpy(rng.integers(0, levels, size=(B, n)).astype(np.float32))
+    k = min(k, n)
+    s, i = _retrieval._topk_stable(scores, k, segment=segment)
+    order = torch.argsort(-scores.double(), dim=1, stable=True)[:, :k]
+    assert torch.equal(i, order)
+    assert torch.equal(s, torch.gather(scores, 1, order))
+
+
+def test_dense_prefix_is_the_cheapest_split():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        H = int(rng.integers(0, 12))
+        users = rng.integers(0, 9, H).astype(float)
+        lengths = rng.integers(1, 500, H).astype(float)
+        B, n, c = int(rng.integers(1, 9)), 500, float(rng.choice([0.0, 0.01, 0.5]))
+        costs = [h * B * n * c + float((users[h:] * lengths[h:]).sum()) for h in range(H + 1)]
+        got = _retrieval._dense_prefix(users, lengths, B, n, c)
+        assert costs[got] == pytest.approx(min(costs))
+
+
+def test_workers_leave_torch_threads_as_they_were_and_raise_worker_errors(monkeypatch):
+    import threading
+
+    rng = np.random.default_rng(4)
+    D, Q = _random_sparse(rng, 50, 20, 0.3), _random_sparse(rng, 9, 20, 0.3)
+    idx = SparseIndex.build(D)
+    before = torch.get_num_threads()
+    a = idx.search(Q, k=5, chunk_size=2, workers=3)
+    b = idx.search(Q, k=5, chunk_size=2, workers=1)
+    assert torch.equal(a[1], b[1])
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    t.start()
+    t.join()
+    assert torch.get_num_threads() == before and seen == [before]
+
+    def broken(self, *args):
+        raise RuntimeError("block failed")
+
+    monkeypatch.setattr(_retrieval._SearchPlan, "score_block", broken)
+    with pytest.raises(RuntimeError, match="block failed"):
+        idx.search(Q, k=5, chunk_size=2, workers=2)
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="chunk_size"):
+        idx.search(Q, k=5, chunk_size=0)
+
+
+@pytest.mark.gpu
+def test_cuda_search_equals_float64_reference():
+    # The CUDA path: one stream of blocks, every posting list added with its own index_add_.
+    rng = np.random.default_rng(5)
+    D, Q = _dyadic_sparse(rng, 300, 40, 0.3), _dyadic_sparse(rng, 11, 40, 0.3)
+    s, i = SparseIndex.build(D, device="cuda", dense_threshold=0.2).search(Q, k=25, chunk_size=4)
+    rs, ri = dense_topk_reference(Q, D, 25)
+    assert torch.equal(i, ri) and torch.equal(s.double(), rs)

@@ -36,7 +36,8 @@ from initlab.theory.attention.checks import CHECKERS
 from initlab.theory.statements import REGISTRY
 from initlab.theory.verify.base import BASE, PRESETS, StatementResult, VerifyConfig
 
-__all__ = ["VerifyConfig", "StatementResult", "run_verify", "format_table", "PRESETS", "BASE", "checkers", "run_symbolic"]
+__all__ = ["VerifyConfig", "StatementResult", "run_verify", "format_table", "PRESETS", "BASE", "checkers", "run_symbolic",
+           "statement_cell", "merge_reports"]
 
 
 def checkers() -> dict[str, Callable[[VerifyConfig, torch.Generator], StatementResult]]:
@@ -44,12 +45,17 @@ def checkers() -> dict[str, Callable[[VerifyConfig, torch.Generator], StatementR
     return {st.id: CHECKERS[st.id] for st in REGISTRY}
 
 
-def run_symbolic() -> dict[str, Any]:
-    """Run every sympy derivation; returns statement -> {holds, T, residuals (as strings), seconds}."""
+def run_symbolic(statements: Sequence[str] | None = None, bar: Any = None) -> dict[str, Any]:
+    """Run the sympy derivations of ``statements`` (default: every one); returns statement -> {holds, T,
+    residuals (as strings), seconds}. ``bar``: a tqdm bar (or anything with ``update``) advanced per derivation."""
     from initlab.theory.attention.symbolic import DERIVATIONS
 
     out = {}
     for name, fn in DERIVATIONS.items():
+        if statements is not None and name not in statements:
+            continue
+        if bar is not None and hasattr(bar, "set_postfix_str"):
+            bar.set_postfix_str(f"sympy {name}")
         t0 = time.perf_counter()
         d = fn()
         out[name] = {
@@ -60,11 +66,18 @@ def run_symbolic() -> dict[str, Any]:
             "witnesses": {k: str(v) for k, v in d.nonzero_witnesses.items()},
             "seconds": time.perf_counter() - t0,
         }
+        if bar is not None:
+            bar.update(1)
     return out
 
 
-def run_verify(cfg: VerifyConfig = BASE, statements: Sequence[str] | None = None, progress: bool = False) -> dict[str, Any]:
+def run_verify(cfg: VerifyConfig = BASE, statements: Sequence[str] | None = None, progress: bool = False,
+               report: Any = None) -> dict[str, Any]:
     """Run the checks of ``statements`` (default: every statement of the registry) and return the JSON-ready report.
+
+    ``progress``: one bar (stderr) over the sympy derivations (``cfg.symbolic``) and the statements' checks;
+    ``report``: an object with ``advance(n)`` (an :class:`initlab.executor.Progress`) told the same steps.
+    Each statement's entry records ``seconds_symbolic`` and ``seconds_checks``.
 
     Raises:
         ValueError: unknown statement name, cases < 1, t_max < 2 or mc_samples < 2.
@@ -78,25 +91,55 @@ def run_verify(cfg: VerifyConfig = BASE, statements: Sequence[str] | None = None
         raise ValueError(f"statements: unknown {bad}; expected names from {list(table)}")
     t0 = time.perf_counter()
     with torch_threads(1):
-        return _run(cfg, names, progress, t0, [])
+        return _run(cfg, names, progress, t0, [], report)
 
 
-def _run(cfg: VerifyConfig, names: list[str], progress: bool, t0: float, results: list) -> dict[str, Any]:
-    symbolic = run_symbolic() if cfg.symbolic else {}
-    it = names
+class _Steps:
+    """A tqdm bar and/or an executor Progress, advanced together."""
+
+    def __init__(self, bar: Any, report: Any):
+        self.bar, self.report = bar, report
+
+    def set_postfix_str(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(text)
+
+    def update(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+        if self.report is not None:
+            self.report.advance(n)
+
+
+def _run(cfg: VerifyConfig, names: list[str], progress: bool, t0: float, results: list, report: Any = None) -> dict[str, Any]:
+    from initlab.theory.attention.symbolic import DERIVATIONS
+
+    derivs = [n for n in DERIVATIONS if n in names] if cfg.symbolic else []
+    bar = None
     if progress:
         from tqdm import tqdm
 
-        it = tqdm(names, desc="verify", unit="statement", file=sys.stderr)
-    table = checkers()
-    order = list(table)
-    for name in it:
-        gen = torch.Generator().manual_seed(cfg.seed * 1000 + order.index(name))
-        r = table[name](cfg, gen)
-        if name in symbolic:
-            r.claim("sympy derivation holds", symbolic[name]["holds"], str(symbolic[name]["nonzero_residuals"]))
-            r.measured["symbolic"] = symbolic[name]
-        results.append(r.to_dict())
+        bar = tqdm(total=len(derivs) + len(names), desc="verify (sympy derivations, then checks)", unit="step",
+                   file=sys.stderr)
+    steps = _Steps(bar, report)
+    try:
+        symbolic = run_symbolic(names, bar=steps) if cfg.symbolic else {}
+        table = checkers()
+        order = list(table)
+        for name in names:
+            steps.set_postfix_str(f"checks {name}")
+            c0 = time.perf_counter()
+            gen = torch.Generator().manual_seed(cfg.seed * 1000 + order.index(name))
+            r = table[name](cfg, gen)
+            if name in symbolic:
+                r.claim("sympy derivation holds", symbolic[name]["holds"], str(symbolic[name]["nonzero_residuals"]))
+                r.measured["symbolic"] = symbolic[name]
+            results.append({**r.to_dict(), "seconds_symbolic": symbolic.get(name, {}).get("seconds", 0.0),
+                            "seconds_checks": time.perf_counter() - c0})
+            steps.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
     return {
         "config": to_dict(cfg),
         "statements": results,
@@ -104,6 +147,25 @@ def _run(cfg: VerifyConfig, names: list[str], progress: bool, t0: float, results
         "seconds": time.perf_counter() - t0,
         "torch": torch.__version__,
     }
+
+
+def statement_cell(root: str, name: str, args: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """Cell of :func:`initlab.executor.run_cells` (the ``theory`` stage of ``initlab reproduce``): one statement's
+    sympy derivation and checks; returns its entry of the report (see :func:`merge_reports`)."""
+    from initlab.config import from_dict
+
+    cfg = from_dict(VerifyConfig, args["config"])
+    return run_verify(cfg, [args["statement"]], report=progress)["statements"][0]
+
+
+def merge_reports(cfg: VerifyConfig, entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The report of :func:`run_verify` from per-statement entries (:func:`statement_cell`), in registry order;
+    ``seconds`` is the sum of the statements' derivation and check seconds (CPU work, not wall time)."""
+    order = list(checkers())
+    entries = sorted(entries, key=lambda r: order.index(r["statement"]))
+    return {"config": to_dict(cfg), "statements": list(entries), "passed": all(r["verdict"] == "PASS" for r in entries),
+            "seconds": sum(r.get("seconds_symbolic", 0.0) + r.get("seconds_checks", 0.0) for r in entries),
+            "torch": torch.__version__}
 
 
 def format_table(report: dict[str, Any]) -> str:

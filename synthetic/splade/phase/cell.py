@@ -34,9 +34,12 @@ def _load(backbone_dir: Path, cfg: PhaseConfig, seed: int):
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
+    from initlab.mlmhead.precision import dtype_kwargs
+
     torch.manual_seed(seed)
-    with quiet():
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len)
+    with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
+                         model_kwargs=dtype_kwargs(torch.float32))
         tr.auto_model.tie_weights()
         model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
     return model
@@ -65,8 +68,10 @@ def collapse_verdict(curve: list[dict[str, Any]], q: torch.Tensor, d: torch.Tens
                            max_same_ranking=cfg.max_same_ranking)
 
 
-def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir: str) -> dict[str, Any]:
+def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir: str, progress: Any = None) -> dict[str, Any]:
     """Train and evaluate one :class:`CellSpec`; returns the JSON-ready cell record.
+
+    ``progress``: an :class:`initlab.executor.Progress`, advanced once per training step (None: no reports).
 
     Keys: the spec fields, ``init`` / ``final`` (:func:`initlab.synthetic.splade.measure.measure_init` before and
     after training), ``hidden_rel_change`` (``||H_cell - H_backbone||_F / ||H_backbone||_F`` of the last
@@ -92,7 +97,8 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
         rec: dict[str, Any] = {"family": spec.family, "tied": spec.tied, "e": spec.e, "h": spec.h, "seed": spec.seed,
                                "init": init, "hidden_rel_change": hidden_change, "failed": None}
         try:
-            curve = train_cell(model, corpus, cfg, spec.seed, Path(work_dir))
+            curve = train_cell(model, corpus, cfg, spec.seed, Path(work_dir),
+                               callbacks=() if progress is None else (_step_callback(progress),))
         except NonFiniteError as err:
             rec.update({"loss_curve": [], "failed": str(err), "collapse": [str(err)], "collapse_stats": {},
                         "final": None, "tied_after": None, "seconds": time.perf_counter() - t0,
@@ -107,6 +113,17 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
                 "final": final, "tied_after": is_tied(hf), "seconds": time.perf_counter() - t0,
                 "cpu_seconds": time.process_time() - c0})
     return rec
+
+
+def _step_callback(progress: Any):
+    """A transformers ``TrainerCallback`` advancing ``progress`` by one unit per optimisation step."""
+    from transformers import TrainerCallback
+
+    class _Steps(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            progress.advance(1)
+
+    return _Steps()
 
 
 def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> dict[str, Any]:
@@ -128,8 +145,10 @@ def inspect_cell(backbone_dir: str, cfg: PhaseConfig, family: str, s: float) -> 
     return {**rep, "family": family, "s": s, "family_name": rep["family"]}
 
 
-def pretrain_family(folder: str, family: str, cfg: PhaseConfig, seed: int) -> str:
-    """MLM-pretrain (or reuse) the backbone of ``family`` in ``folder``; returns the folder."""
+def pretrain_family(folder: str, family: str, cfg: PhaseConfig, seed: int, on_step: Any = None) -> str:
+    """MLM-pretrain (or reuse) the backbone of ``family`` in ``folder``; returns the folder. ``on_step``: called
+    after each MLM step."""
     with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
         warnings.simplefilter("ignore")
-        return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed))
+        return str(prepare_family_backbone(Path(folder), family, make_corpus(cfg.corpus), cfg.backbone, seed,
+                                           on_step=on_step))

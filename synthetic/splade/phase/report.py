@@ -50,7 +50,7 @@ import torch
 from initlab.config import derive
 
 __all__ = ["roughness", "steps_to_threshold", "ndcg_or_zero", "phase_rows", "recommended_table", "regret_summary",
-           "stability_table", "verdicts", "theory_rows", "predicted_infonce", "edge_k"]
+           "stability_table", "verdicts", "theory_rows", "theory_agreement", "predicted_infonce", "edge_k"]
 
 
 def roughness(curve: list[dict[str, Any]]) -> float | None:
@@ -271,10 +271,18 @@ def predicted_infonce(score_spread: float, batch: int, draws: int = 2000, seed: 
 
 
 def theory_rows(cells: dict[str, dict[str, Any]], vocab: int, cfg) -> list[dict[str, Any]]:
-    """Per cell: measured initial InfoNCE, active fraction and FLOPS beside
-    :func:`initlab.theory.score_scale.closed_form.theory_row` at the cell's measured logit mean and sigma (k = 1:
-    the cell is already scaled), with L_q, L_d measured and B = ``init_batch``. Cells with non-finite
-    initial measurements are left out."""
+    """Per cell: measured initial InfoNCE, active fraction and FLOPS beside their predictions, at the cell's own
+    logits (k = 1: the cell is already scaled).
+
+    * InfoNCE: from the score spread of the i.i.d. Gaussian logit model
+      (:func:`initlab.theory.score_scale.closed_form.theory_row` at the measured logit mean and sigma, L_q, L_d
+      measured, B = ``init_batch``) and i.i.d. Gaussian scores (:func:`predicted_infonce`);
+    * active fraction and FLOPS: the per-entry Gaussian logit model with position classes
+      (:mod:`initlab.theory.score_scale.per_entry`, measured by :func:`initlab.synthetic.splade.measure.measure_init`;
+      ``None`` for cells measured before it existed); the i.i.d. model's values are kept as ``iid_active_fraction``
+      and ``iid_flops`` (it does not hold for these backbones: one N(mu, sigma^2) for every entry and token).
+
+    Cells with non-finite initial measurements are left out."""
     from initlab.theory.score_scale.closed_form import BASE as SS, theory_row
 
     out = []
@@ -291,7 +299,23 @@ def theory_rows(cells: dict[str, dict[str, Any]], vocab: int, cfg) -> list[dict[
         out.append({"cell": name, "family": c["family"], "tied": c["tied"], "e": c["e"], "h": c["h"],
                     "sigma": i["logit_std"], "measured_infonce": i["ranking_loss"],
                     "predicted_infonce": predicted_infonce(t["score_spread"], cfg.init_batch),
-                    "measured_active_fraction": i["active_fraction"], "predicted_active_fraction": t["active_d"],
-                    "measured_flops": i["flops"], "predicted_flops": t["flops_cost"],
+                    "measured_active_fraction": i["active_fraction"],
+                    "predicted_active_fraction": _num(i.get("pred_active_fraction")), "iid_active_fraction": t["active_d"],
+                    "measured_flops": i["flops"], "predicted_flops": _num(i.get("pred_flops")), "iid_flops": t["flops_cost"],
                     "measured_score_spread": i["score_spread"], "predicted_score_spread": t["score_spread"]})
+    return out
+
+
+def theory_agreement(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Median, min and max over the cells of measured / predicted, for each prediction of :func:`theory_rows`
+    (``predicted_*``: the model the figure draws; ``iid_*``: the i.i.d. model's active fraction and FLOPS), and the
+    number of cells compared. A ratio of 1 is agreement."""
+    out: dict[str, Any] = {}
+    for name, meas in (("predicted_infonce", "measured_infonce"), ("predicted_active_fraction", "measured_active_fraction"),
+                       ("iid_active_fraction", "measured_active_fraction"), ("predicted_flops", "measured_flops"),
+                       ("iid_flops", "measured_flops")):
+        r = [row[meas] / row[name] for row in rows
+             if _num(row.get(name)) is not None and _num(row.get(meas)) is not None and row[name] > 0]
+        out[name] = ({"median": float(np.median(r)), "min": float(min(r)), "max": float(max(r)), "cells": len(r)}
+                     if r else {"median": None, "min": None, "max": None, "cells": 0})
     return out

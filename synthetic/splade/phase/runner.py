@@ -26,132 +26,144 @@ Outputs: ``config.json``, ``backbone/<family>/`` (pretrained, with ``natural_sca
 ``cells/*.json`` (resumable, each keyed by its own config), then the tables and figures written by
 :mod:`initlab.synthetic.splade.phase.summary`, then ``DONE``.
 
-Role of this module: the sweep (:func:`run_phase`: backbones, cells in worker processes, resumable cells,
-report, figures). The grid and its config are :mod:`initlab.synthetic.splade.phase.config`, one cell
+Role of this module: the sweep (:func:`run_phase`: the backbones, training and inspect cells as
+:class:`initlab.executor.Cell` objects run by :func:`initlab.executor.run_cells` in local worker processes
+or on a Dask cluster, resumable cells, report, figures). The grid and its config are :mod:`initlab.synthetic.splade.phase.config`, one cell
 :mod:`initlab.synthetic.splade.phase.cell`.
 """
 
 from __future__ import annotations
 
-import os
+import shutil
+import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-import torch
-
-from initlab.config import to_dict
-from initlab.runs import RunDir
+from initlab.config import from_dict, to_dict
+from initlab.executor import Cell, Progress, check_scheduler, run_cells
+from initlab.runs import RunDir, cell_file
+from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
 from initlab.synthetic.splade.phase.config import PRESETS, CellSpec, PhaseConfig, cell_key, cell_spec, check_config, grid
 
 #: ``PRESETS`` is re-exported: ``initlab.synthetic.splade.phase.runner.PRESETS`` is the documented name of the presets.
-__all__ = ["PRESETS", "run_phase"]
+__all__ = ["PRESETS", "run_phase", "plan", "collapse_note", "cell_pretrain", "cell_train", "cell_inspect",
+           "STEP_SECONDS"]
+
+#: The cost model: CPU seconds per SPLADE training step on one core of the reference machine, per family (a
+#: cell's set-up, evaluation and scale measurements spread over its steps), of one MLM pretraining step, and of
+#: one ``mlmhead inspect`` cell. Measured with ``python benchmarks/bench_cost_model.py --preset quick --stages
+#: splade`` (load 10 on 2 shared cores: bert 0.082, modernbert 0.078 per training step, MLM steps 0.036-0.077,
+#: inspect 0.2 s); the other families and ModernBERT's larger default-preset cost from the cell times of the
+#: default run (docs/results/synthetic_splade_default/phase.json: roberta 1.08x, albert 0.93x, modernbert 2.1x
+#: bert's). docs/cluster.md#cost-model.
+STEP_SECONDS = {"bert": 0.082, "roberta": 0.089, "albert": 0.076, "modernbert": 0.17}
+MLM_STEP_SECONDS = {"bert": 0.05, "roberta": 0.05, "albert": 0.05, "modernbert": 0.05}
+INSPECT_SECONDS = 0.2
+#: CPU seconds a worker process needs to import torch, transformers and sentence-transformers (9.8 s measured
+#: at load 8 on 2 shared cores: ``python -c "import torch, transformers, sentence_transformers"``)
+WORKER_START_SECONDS = 10.0
 
 
 # ------------------------------------------------------------------------------------------------
-# worker processes
+# the cells (run in a worker: arguments are JSON, the config travels as a dict)
 # ------------------------------------------------------------------------------------------------
+def _bb_folder(family: str, seed: int) -> str:
+    return f"backbone/{family}_seed={seed}"
 
 
-class _InlinePool:
-    """``workers = 1``: run each job at submit time in this process (no process start-up, same results)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def submit(self, fn, *args):
-        from concurrent.futures import Future
-
-        fut: Future = Future()
-        try:
-            fut.set_result(fn(*args))
-        except Exception as err:  # re-raised by fut.result(), as in a process pool
-            fut.set_exception(err)
-        return fut
+def cell_pretrain(root: str, name: str, args: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
+    """Executor cell: MLM-pretrain (or reuse) one family's backbone under ``root/backbone/``."""
+    cfg = from_dict(PhaseConfig, args["config"])
+    pretrain_family(str(Path(root) / args["folder"]), args["family"], cfg, args["seed"], on_step=lambda: progress.advance(1))
+    return {"family": args["family"], "seed": args["seed"], "folder": args["folder"]}
 
 
-def _pool(workers: int):
-    if workers == 1:
-        return _InlinePool()
-    import multiprocessing
+def cell_train(root: str, name: str, args: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
+    """Executor cell: train and evaluate one :class:`CellSpec` (:func:`run_phase_cell`); one unit per step."""
+    cfg = from_dict(PhaseConfig, args["config"])
+    spec = CellSpec(**args["spec"])
+    return run_phase_cell(str(Path(root) / args["backbone"]), cfg, spec, str(Path(root) / "trainer_tmp" / spec.name),
+                          progress=progress)
 
-    return ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, mp_context=multiprocessing.get_context("spawn"))
+
+def cell_inspect(root: str, name: str, args: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
+    """Executor cell: ``initlab mlmhead inspect`` on one family's backbone scaled by ``s``."""
+    cfg = from_dict(PhaseConfig, args["config"])
+    return inspect_cell(str(Path(root) / args["backbone"]), cfg, args["family"], args["s"])
 
 
-def _worker_init() -> None:
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    os.environ["TQDM_DISABLE"] = "1"  # the model-card and weight-loading bars of every cell
-    torch.set_num_threads(1)
-    import transformers
-
-    transformers.logging.disable_progress_bar()
+def plan(cfg: PhaseConfig) -> list[Cell]:
+    """Every cell of ``cfg``: the backbones (one per family and seed), then the distinct training cells in grid
+    order, then the ``mlmhead inspect`` cells; training and inspect cells need their family's backbone."""
+    conf = to_dict(cfg)
+    cells = []
+    for f in cfg.families:
+        for seed in cfg.seeds:
+            key = {"family": f, "seed": seed, "backbone": to_dict(cfg.backbone), "corpus": to_dict(cfg.corpus)}
+            cells.append(Cell(f"pretrain_{f}_seed={seed}", f"{__name__}:cell_pretrain",
+                              {"config": conf, "family": f, "seed": seed, "folder": _bb_folder(f, seed)}, key,
+                              units=cfg.backbone.mlm_steps, unit_seconds=MLM_STEP_SECONDS.get(f, 0.03)))
+    seen: set[str] = set()
+    for p in grid(cfg):
+        if p["cell"] in seen:
+            continue
+        seen.add(p["cell"])
+        sp = cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"])
+        cells.append(Cell(sp.name, f"{__name__}:cell_train",
+                          {"config": conf, "spec": asdict(sp), "backbone": _bb_folder(sp.family, sp.seed)},
+                          cell_key(cfg, sp), needs=(f"pretrain_{sp.family}_seed={sp.seed}",), units=cfg.steps,
+                          unit_seconds=STEP_SECONDS.get(sp.family, 0.1)))
+    for f in cfg.families:
+        for s in cfg.head_scales:
+            cells.append(Cell(f"inspect_{f}_s={s:g}", f"{__name__}:cell_inspect",
+                              {"config": conf, "family": f, "s": s, "backbone": _bb_folder(f, cfg.seeds[0])},
+                              _inspect_key(cfg, f, s), needs=(f"pretrain_{f}_seed={cfg.seeds[0]}",),
+                              unit_seconds=INSPECT_SECONDS))
+    return cells
 
 
 # ------------------------------------------------------------------------------------------------
 # the sweep
 # ------------------------------------------------------------------------------------------------
 def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bool = True,
-              draw: Callable[[Path], Any] | None = None, workers: int = 2) -> RunDir:
+              draw: Callable[[Path], Any] | None = None, workers: int | None = None,
+              scheduler: str | None = None) -> RunDir:
     """Run (or resume) the phase diagram of ``cfg`` into ``out``; finished cells are not redone.
 
-    Backbones are pretrained once per (family, seed); each distinct cell is trained once, in
-    ``workers`` processes (results do not depend on it). Then :func:`initlab.synthetic.splade.phase.summary.write_report` writes the
-    tables, ``draw(out)`` the figures (from the saved files), and ``DONE`` is written.
+    Backbones are pretrained once per (family, seed); each distinct cell is trained once, by
+    :func:`initlab.executor.run_cells` (``workers`` local processes, default one per core, or the Dask
+    cluster at ``scheduler``; results do not depend on either). Then
+    :func:`initlab.synthetic.splade.phase.summary.write_report` writes the tables, ``draw(out)`` the figures
+    (from the saved files), and ``DONE`` is written. Collapsed cells are listed once on stderr
+    (:func:`collapse_note`).
 
     Raises:
-        ValueError: a bad grid (unknown family or mode, a scale that is not a power of two), workers < 1.
+        ValueError: a bad grid (unknown family or mode, a scale that is not a power of two), workers < 1, a
+            bad scheduler address.
         initlab.runs.RunExistsError: ``out`` holds a finished run and ``overwrite`` is False.
         initlab.runs.ConfigMismatchError: ``out`` holds an unfinished run (or a cell) of another config.
     """
-    from tqdm.auto import tqdm
-
     from initlab.synthetic.splade.phase.summary import write_report
 
     check_config(cfg)
-    if workers < 1:
-        raise ValueError(f"workers: expected >= 1, got {workers}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers (--workers): expected >= 1, got {workers}")
+    if scheduler is not None:
+        check_scheduler(scheduler)  # before the run folder is made
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     points = grid(cfg)
-    specs: dict[str, CellSpec] = {}
-    for p in points:
-        specs.setdefault(p["cell"], cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"]))
-    todo = [sp for name, sp in specs.items() if not rd.has_cell(name, key=cell_key(cfg, sp))]
-    inspect_todo = [(f, s) for f in cfg.families for s in cfg.head_scales
-                    if not rd.has_cell(f"inspect_{f}_s={s:g}", key=_inspect_key(cfg, f, s))]
-    bb = {(f, seed): str(rd.root / "backbone" / f"{f}_seed={seed}") for f in cfg.families for seed in cfg.seeds}
     t0 = time.perf_counter()
-    with _pool(workers) as pool:
-        futs = [pool.submit(pretrain_family, folder, f, cfg, seed) for (f, seed), folder in bb.items()]
-        for fut in tqdm(futs, desc="MLM pretraining (families)", disable=not progress):
-            fut.result()
-        jobs = {pool.submit(run_phase_cell, bb[(sp.family, sp.seed)], cfg, sp, str(rd.root / "trainer_tmp" / sp.name)): sp
-                for sp in todo}
-        jobs.update({pool.submit(inspect_cell, bb[(f, cfg.seeds[0])], cfg, f, s): (f, s) for f, s in inspect_todo})
-        bar = tqdm(total=len(jobs), desc="synthetic SPLADE cells", disable=not progress)
-        from concurrent.futures import as_completed
-
-        for fut in as_completed(jobs):
-            what = jobs[fut]
-            res = fut.result()
-            if isinstance(what, CellSpec):
-                rd.save_cell(what.name, res, key=cell_key(cfg, what))
-                if res["collapse"]:
-                    warnings.warn(f"SPLADE cell {what.name}: {'; '.join(res['collapse'])}", RuntimeWarning, stacklevel=2)
-            else:
-                f, s = what
-                rd.save_cell(f"inspect_{f}_s={s:g}", res, key=_inspect_key(cfg, f, s))
-            bar.update(1)
-        bar.close()
-    import shutil
-
+    run_cells(rd, plan(cfg), workers=workers, scheduler=scheduler, progress=progress, desc="synthetic SPLADE",
+              preload=("transformers", "sentence_transformers"), startup=WORKER_START_SECONDS)
     shutil.rmtree(rd.root / "trainer_tmp", ignore_errors=True)
     write_report(rd, cfg, points, seconds=time.perf_counter() - t0)
+    note = collapse_note(rd.root, cfg)
+    if note:
+        print(note, file=sys.stderr, flush=True)
     if draw is not None:
         try:
             draw(rd.root)
@@ -159,6 +171,38 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
             warnings.warn(f"synthetic SPLADE figures failed: {type(err).__name__}: {err}", RuntimeWarning)
     rd.mark_done()
     return rd
+
+
+def collapse_note(root: Path, cfg: PhaseConfig) -> str:
+    """One message on the collapsed cells of the grid saved in run folder ``root`` ('' if none), saying which
+    are expected.
+
+    A collapse is a result of the phase diagram, which scales the head on purpose: a collapsed cell whose
+    output scale ``h`` or input scale ``e`` is off 1 lies where the diagram looks for collapse (expected);
+    one at the backbone's own scale (``e = h = 1``) is not, and is listed as unexpected.
+    """
+    expected, unexpected = [], []
+    for sp in {c.name: c for c in (cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"]) for p in grid(cfg))}.values():
+        path = cell_file(root, sp.name)
+        rec = read_json(path) if path.exists() else {}
+        if not rec.get("collapse"):
+            continue
+        line = f"  {sp.name}: {'; '.join(rec['collapse'])}"
+        (unexpected if (sp.e == 1.0 and sp.h == 1.0) or rec.get("failed") else expected).append(line)
+    if not expected and not unexpected:
+        return ""
+    n = len({p["cell"] for p in grid(cfg)})
+    out = []
+    if expected:
+        out.append(f"synthetic SPLADE: {len(expected)} of {n} cells collapsed where the grid scales the input "
+                   "embeddings (e) or the MLM head (h) away from the backbone's own scale: expected, these are results "
+                   "of the phase diagram (marked C in its figures; docs/synthetic_splade.md), not errors:")
+        out += expected
+    if unexpected:
+        out.append(f"synthetic SPLADE: WARNING: {len(unexpected)} cells collapsed or failed at the backbone's own "
+                   "scale (e = h = 1) or with a non-finite loss; not expected:")
+        out += unexpected
+    return "\n".join(out)
 
 
 def _inspect_key(cfg: PhaseConfig, family: str, s: float) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from typing import Any
 from initlab.config import to_dict
 from initlab.runs import RunDir, atomic_write_text
 from initlab.synthetic.splade.phase.report import (_row, phase_rows, recommended_table, regret_summary,
-                                                   stability_table, theory_rows, verdicts)
+                                                   stability_table, theory_agreement, theory_rows, verdicts)
+from initlab.textio import read_json, read_text
 
 __all__ = ["write_report", "summary_markdown", "rewrite_report", "main"]
 
@@ -44,9 +45,7 @@ def write_report(rd: RunDir, cfg, points: list[dict[str, Any]], seconds: float |
     inspects = [rd.load_cell(f"inspect_{f}_s={s:g}") for f in cfg.families for s in cfg.head_scales]
     natural = {}
     for f in cfg.families:
-        import json
-
-        natural[f] = json.loads((rd.root / "backbone" / f"{f}_seed={cfg.seeds[0]}" / "natural_scale.json").read_text())
+        natural[f] = read_json(rd.root / "backbone" / f"{f}_seed={cfg.seeds[0]}" / "natural_scale.json")
     rows = phase_rows(points, cells, cfg)
     rec = recommended_table(rows, inspects, cfg)
     stab = stability_table(rows, cfg)
@@ -59,9 +58,13 @@ def write_report(rd: RunDir, cfg, points: list[dict[str, Any]], seconds: float |
     rd.write_json("phase.json", report)
     rd.write_csv("phase.csv", rows)
     rd.write_csv("recommended_k.csv", rec)
-    rd.write_json("theory.json", {"rows": theory_rows(cells, vocab, cfg),
-                                  "note": "theory_row at each cell's measured logit mean and std (k = 1); "
-                                          "InfoNCE predicted from the theory's score spread, i.i.d. Gaussian scores"})
+    trows = theory_rows(cells, vocab, cfg)
+    rd.write_json("theory.json", {"rows": trows, "agreement": theory_agreement(trows),
+                                  "note": "at each cell's own logits (k = 1): InfoNCE from the i.i.d. Gaussian logit "
+                                          "model's score spread (theory_row at the measured logit mean and std) and "
+                                          "i.i.d. Gaussian scores; active fraction and FLOPS from the per-entry "
+                                          "Gaussian logit model with position classes (iid_*: the i.i.d. model's, "
+                                          "which does not hold for these backbones); agreement: measured / predicted"})
     atomic_write_text(rd.root / "summary.md", summary_markdown(report, cfg))
     return report
 
@@ -140,18 +143,16 @@ def rewrite_report(results_dir: str | Path) -> dict[str, Any]:
     Raises:
         FileNotFoundError: no finished run (``DONE`` and ``config.json``) in ``results_dir``.
     """
-    import json
-
     from initlab.config import from_dict
     from initlab.synthetic.splade.phase.config import PhaseConfig, grid
 
     root = Path(results_dir)
     if not (root / "DONE").exists() or not (root / "config.json").exists():
         raise FileNotFoundError(f"{root}: expected a finished `initlab synthetic splade` run (DONE, config.json)")
-    cfg = from_dict(PhaseConfig, json.loads((root / "config.json").read_text())["config"])
+    cfg = from_dict(PhaseConfig, read_json(root / "config.json")["config"])
     rd = object.__new__(RunDir)  # a finished folder, opened read-only for its cells (RunDir() refuses it)
     rd.root, rd.config_record = root, None
-    old = json.loads((root / "phase.json").read_text()) if (root / "phase.json").exists() else {}
+    old = read_json(root / "phase.json") if (root / "phase.json").exists() else {}
     return write_report(rd, cfg, grid(cfg), seconds=old.get("sweep_seconds"))
 
 
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         rewrite_report(args.results_dir)
     except FileNotFoundError as err:
         parser.error(str(err))
-    print((args.results_dir / "summary.md").read_text())
+    print(read_text(args.results_dir / "summary.md"))
     return 0
 
 

@@ -131,3 +131,19 @@ def test_tied_rescale_changes_hidden_states_except_through_a_direct_layernorm():
     for family in ("bert", "roberta", "albert"):
         assert change[family] > 0.05, change
     assert change["modernbert"] < 0.1 * min(change[f] for f in ("bert", "roberta", "albert")), change
+
+
+def test_a_backbone_saved_in_bf16_loads_in_float32(tmp_path):
+    """The synthetic backbones are trained from float32 master weights whatever their saved config records."""
+    from initlab.config import derive
+    from initlab.synthetic.splade.families import load_family_backbone
+    from initlab.synthetic.splade.phase import cell
+    from initlab.synthetic.splade.phase.config import BASE
+
+    model = build_family_model("bert", len(VOCAB), TINY, seed=0)
+    model.to(torch.bfloat16).save_pretrained(tmp_path)
+    family_tokenizer("bert", VOCAB).save_pretrained(tmp_path)
+    loaded, _ = load_family_backbone(tmp_path)
+    assert loaded.dtype == torch.float32
+    encoder = cell._load(tmp_path, derive(BASE, doc_max_len=12), seed=0)
+    assert {p.dtype for p in encoder.parameters()} == {torch.float32}

@@ -221,6 +221,21 @@ def test_phase_end_to_end_tables_and_figures(phase_run):
     assert "### bert, mode `tied`" in (out / "summary.md").read_text()
 
 
+def test_theory_json_compares_each_cell_with_the_per_entry_model(phase_run):
+    """Active fraction and FLOPS at initialisation are predicted by the per-entry Gaussian logit model at each cell's
+    own logits; the i.i.d. model's values are kept beside them. Predictions are probabilities of the same texts'
+    activity, so they are bounded like the measured values."""
+    theory = json.loads((phase_run / "theory.json").read_text())
+    for r in theory["rows"]:
+        assert 0 < r["predicted_active_fraction"] <= 1 and 0 < r["iid_active_fraction"] <= 1
+        assert r["predicted_flops"] > 0 and r["iid_flops"] > 0
+    agree = theory["agreement"]
+    assert agree["predicted_active_fraction"]["cells"] == len(theory["rows"]) == agree["iid_active_fraction"]["cells"]
+    for key in ("predicted_infonce", "predicted_active_fraction", "iid_active_fraction", "predicted_flops", "iid_flops"):
+        a = agree[key]
+        assert a["min"] <= a["median"] <= a["max"]
+
+
 def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_run, monkeypatch, capsys):
     from initlab import stages
     from initlab.commands import synthetic as synthetic_cmd
@@ -235,6 +250,44 @@ def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_ru
     with pytest.raises(SystemExit):
         synthetic_cmd.splade_main(["--preset", "quick", "--out", str(phase_run)])  # finished run, no --overwrite
     assert "already holds a finished run" in capsys.readouterr().err
+
+
+def test_collapse_note_says_which_collapsed_cells_are_expected(tmp_path):
+    cfg = derive(TINY, head_scales=(1.0,), ks=(1.0, 16.0), modes=("tied",))
+    own, off = phc.cell_spec("bert", "tied", 1.0, 1.0, 0), phc.cell_spec("bert", "tied", 1.0, 16.0, 0)
+    rd = RunDir(tmp_path / "run")
+    rd.save_cell(own.name, {"collapse": [], "failed": None})
+    rd.save_cell(off.name, {"collapse": ["documents empty (mean active dims 0)"], "failed": None})
+    note = ph.collapse_note(rd.root, cfg)
+    assert "1 of 2 cells collapsed" in note and "expected" in note and off.name in note and "WARNING" not in note
+    rd.save_cell(own.name, {"collapse": ["documents dense (40 of 41 dims active)"], "failed": None})
+    note = ph.collapse_note(rd.root, cfg)
+    assert "WARNING: 1 cells collapsed or failed at the backbone's own scale" in note and own.name in note
+    rd.save_cell(own.name, {"collapse": [], "failed": None})
+    rd.save_cell(off.name, {"collapse": [], "failed": None})
+    assert ph.collapse_note(rd.root, cfg) == ""
+
+
+def _without_timing(path):
+    """A saved file's text without its timing lines (``"seconds": ...``, ``"cpu_seconds": ...``)."""
+    return [ln for ln in path.read_text().splitlines() if not ln.strip().startswith(('"seconds":', '"cpu_seconds":'))]
+
+
+def test_a_dask_local_cluster_gives_the_same_cells_as_this_process(phase_run, tmp_path, capsys):
+    """The sweep on a LocalCluster (2 single-threaded worker processes) writes the same cell files, byte for
+    byte except timing lines, as the in-process run of the fixture; so does the backbone."""
+    pytest.importorskip("distributed")
+    out = tmp_path / "dask"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ph.run_phase(out, TINY, progress=False, scheduler="local:2")
+    assert (out / "DONE").exists()
+    names = sorted(p.name for p in (phase_run / "cells").iterdir())
+    assert names == sorted(p.name for p in (out / "cells").iterdir()) and len(names) == 2 * (1 + 5 + 2)
+    for name in names:
+        assert _without_timing(out / "cells" / name) == _without_timing(phase_run / "cells" / name), name
+    bb = "backbone/bert_seed=0"
+    assert (out / bb / "model.safetensors").read_bytes() == (phase_run / bb / "model.safetensors").read_bytes()
 
 
 def test_tables_of_a_failed_cell_hold_no_nan_numbers():

@@ -1,0 +1,156 @@
+"""Reading text files one way everywhere: UTF-8, a leading byte-order mark dropped, undecodable bytes refused.
+
+Every text file initlab reads -- evaluation and training data (MS MARCO TSV, BEIR jsonl/tsv, TREC qrels, LRA
+ListOps/AAN TSV, IMDB reviews, Pathfinder metadata), ``mlmhead inspect --texts``, configs, and the JSON, CSV
+and markdown files initlab writes and reads back -- goes through this module, so that:
+
+* the encoding is UTF-8 on every machine (never the locale's default, which is cp1252 on many Windows set-ups);
+* a UTF-8 byte-order mark (``EF BB BF``, written by some Windows editors and spreadsheet exports) at the
+  start of a file is dropped, instead of becoming part of the first id (``"\\ufeff0"`` is not ``"0"``, so
+  the first query or document would silently lose its judgements) or of the first header cell;
+* a file that is not UTF-8 raises :class:`TextDecodeError` (a ``ValueError``) naming the file, the line and
+  the byte offset, instead of a bare ``UnicodeDecodeError`` without a file name; a UTF-16 or UTF-32 file
+  (recognised by its byte-order mark) is named as such.
+
+Line splitting is Python's text mode (``\\n``, ``\\r\\n`` and ``\\r`` end a line; ``newline=""`` keeps the
+endings for :mod:`csv`). A byte-order mark anywhere but at the very start is kept (it is then data).
+Layer 1: imports nothing from initlab.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["ENCODING", "TextDecodeError", "decode_text", "read_text", "read_json", "open_text"]
+
+#: the codec of every text file initlab reads: UTF-8 with an optional leading byte-order mark.
+ENCODING = "utf-8-sig"
+
+_OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+               (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+class TextDecodeError(ValueError):
+    """A file initlab reads as text is not UTF-8. The message names the file, the line and the byte offset."""
+
+
+def _other_bom(head: bytes, source: str) -> TextDecodeError | None:
+    for bom, name in _OTHER_BOMS:  # UTF-32 LE first: its mark starts with the UTF-16 LE one
+        if head.startswith(bom):
+            return TextDecodeError(f"{source}: the file is {name} (it starts with a {name} byte-order mark); "
+                                   "initlab reads text files as UTF-8: save it as UTF-8")
+    return None
+
+
+def _decode_error(source: str, data: bytes, err: UnicodeDecodeError, base_offset: int = 0, base_line: int = 1) -> TextDecodeError:
+    start = err.start
+    line = base_line + data.count(b"\n", 0, start)
+    bad = data[start:start + 1].hex()
+    return TextDecodeError(f"{source}:{line}: not UTF-8 text (byte 0x{bad} at byte offset {base_offset + start}: "
+                           f"{err.reason}); initlab reads text files as UTF-8: convert the file, e.g. "
+                           f"'iconv -f <its encoding> -t UTF-8'")
+
+
+def decode_text(data: bytes, source: str | Path) -> str:
+    """``data`` decoded as UTF-8, a leading byte-order mark dropped.
+
+    Args:
+        data: the raw bytes of a file (or of a packaged resource).
+        source: the file name used in error messages.
+    Raises:
+        TextDecodeError: ``data`` is not UTF-8 (the message names ``source``, the line and the byte offset),
+            or starts with a UTF-16/UTF-32 byte-order mark.
+    """
+    source = str(source)
+    other = _other_bom(data[:4], source)
+    if other is not None:
+        raise other
+    shift = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    body = data[shift:]
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _decode_error(source, body, err, base_offset=shift) from None
+
+
+def read_text(path: str | Path) -> str:
+    """The text of the file ``path`` (UTF-8, a leading byte-order mark dropped).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist. TextDecodeError: not UTF-8 (see :func:`decode_text`).
+    """
+    path = Path(path)
+    return decode_text(path.read_bytes(), path)
+
+
+def read_json(path: str | Path) -> Any:
+    """The JSON value in the file ``path``, read with :func:`read_text`.
+
+    Raises:
+        FileNotFoundError, TextDecodeError: as :func:`read_text`. json.JSONDecodeError: not JSON.
+    """
+    return json.loads(read_text(path))
+
+
+class open_text:
+    """Open ``path`` for reading text line by line (large files), decoded as :func:`read_text` decodes.
+
+    Use as ``with open_text(path) as fh: for line in fh: ...``; ``fh`` iterates over lines and has
+    ``read()``; pass ``newline=""`` for :mod:`csv`. A leading UTF-8 byte-order mark is dropped. On bytes
+    that are not UTF-8 the file is scanned once more to name the exact line and byte offset.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist. TextDecodeError: not UTF-8 (raised while reading,
+            from the line where the bad bytes are, or at opening for a UTF-16/UTF-32 byte-order mark).
+    """
+
+    def __init__(self, path: str | Path, *, newline: str | None = None):
+        self.path = Path(path)
+        with open(self.path, "rb") as raw:
+            other = _other_bom(raw.read(4), str(self.path))
+        if other is not None:
+            raise other
+        self._fh = open(self.path, encoding=ENCODING, errors="strict", newline=newline)
+
+    def __enter__(self) -> "open_text":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._fh)
+        except UnicodeDecodeError:
+            raise self._locate() from None
+
+    def read(self) -> str:
+        try:
+            return self._fh.read()
+        except UnicodeDecodeError:
+            raise self._locate() from None
+
+    def _locate(self) -> TextDecodeError:
+        """Find the first undecodable line by reading the file again in binary (error path only)."""
+        offset = 0
+        with open(self.path, "rb") as raw:
+            for lineno, line in enumerate(raw, 1):  # b"\n" never occurs inside a UTF-8 multi-byte sequence
+                chunk = line[3:] if lineno == 1 and line.startswith(codecs.BOM_UTF8) else line
+                try:
+                    chunk.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    shift = len(line) - len(chunk)
+                    return _decode_error(str(self.path), chunk, err, base_offset=offset + shift, base_line=lineno)
+                offset += len(line)
+        # an incomplete multi-byte sequence at the very end of the file
+        return TextDecodeError(f"{self.path}: not UTF-8 text (truncated multi-byte sequence at the end); "
+                               "initlab reads text files as UTF-8: convert the file")

@@ -1,0 +1,35 @@
+"""Cell functions for tests/test_executor.py, importable by name in worker processes (the tests put this folder
+on PYTHONPATH). Each is a real cell: it writes into the run folder, reports progress and returns JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from initlab.runs import NonFiniteError, atomic_write_json
+
+
+def square(root, name, args, progress):
+    """x**2 and a seeded torch draw (the same in every process with one thread); reports ``units`` advances."""
+    for _ in range(int(args.get("units", 1))):
+        progress.advance(1)
+    g = torch.Generator().manual_seed(int(args["x"]))
+    w = torch.randn(16, 16, generator=g)
+    return {"x": args["x"], "square": args["x"] ** 2, "draw": float((w @ w.T).trace()), "threads": torch.get_num_threads(),
+            "deterministic": torch.are_deterministic_algorithms_enabled()}
+
+
+def uses(root, name, args, progress):
+    """Reads the results of the cells it needs from the run folder (so it must run after them)."""
+    got = [json.loads((Path(root) / "cells" / f"{n}.json").read_text())["square"] for n in args["needs"]]
+    return {"sum": sum(got)}
+
+
+def diverge(root, name, args, progress):
+    raise NonFiniteError("test loop", 3, "loss", float("nan"), last_checkpoint="ckpt/x")
+
+
+def broken(root, name, args, progress):
+    raise RuntimeError("broken cell")

@@ -1,0 +1,211 @@
+"""The cell executor (initlab.executor): estimates, resume and the key guard, errors, progress without resumed
+work, identical results in this process, in a local pool and on a Dask LocalCluster, and a real Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from initlab import executor as ex
+from initlab.executor import Cell, estimate, run_cells
+from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir
+
+HERE = Path(__file__).resolve().parent
+FN = "executor_cells:"
+
+
+@pytest.fixture
+def cells_importable(monkeypatch):
+    """tests/executor_cells.py and executor_sweep.py importable here and in worker processes (they inherit PYTHONPATH)."""
+    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+
+
+def squares(n=4, units=2):
+    cs = [Cell(f"sq{i}", FN + "square", {"x": i, "units": units}, key={"x": i}, units=units, unit_seconds=0.5)
+          for i in range(n)]
+    return cs + [Cell("sum", FN + "uses", {"needs": ["sq0", "sq1"]}, key={"sum": [0, 1]}, needs=("sq0", "sq1"))]
+
+
+def cell_files(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "cells").iterdir())}
+
+
+# ------------------------------------------------------------------------------------------------
+# cost model
+# ------------------------------------------------------------------------------------------------
+def test_estimate_is_list_scheduling_with_needs():
+    a = Cell("a", "m:f", {}, 1, units=10, unit_seconds=1.0)
+    b = Cell("b", "m:f", {}, 1, units=4, max_units=8, unit_seconds=1.0)
+    c = Cell("c", "m:f", {}, 1, needs=("a",), units=2, unit_seconds=1.0)
+    assert estimate([a, b, c], 1) == (16.0, 20.0)
+    assert estimate([a, b, c], 2) == (12.0, 12.0)  # c waits for a (10 s), b fits beside a
+    assert estimate([c, b, a], 2) == (12.0, 12.0)  # needs reorder: c still runs after a
+    assert estimate([a, b, c], 3, speed=2.0) == (24.0, 24.0)
+    assert estimate([Cell("d", "m:f", {}, 1, needs=("done-earlier",), units=3)], 4) == (3.0, 3.0)
+    with pytest.raises(ValueError, match="cycle"):
+        estimate([Cell("x", "m:f", {}, 1, needs=("y",)), Cell("y", "m:f", {}, 1, needs=("x",))], 1)
+    with pytest.raises(ValueError, match="workers"):
+        estimate([a], 0)
+
+
+def test_a_pool_starts_only_where_it_pays(tmp_path, cells_importable):
+    rd = RunDir(tmp_path / "run")
+    small = squares(2)  # 3 cells of 1 s: a 5 s worker start-up would not pay
+    assert run_cells(rd, small, workers=2, progress=False, startup=5.0).workers == 1
+    assert estimate(small, 2, startup=5.0)[0] > estimate(small, 1, startup=5.0)[0] == 3.0
+
+
+def test_cell_fields_are_checked():
+    with pytest.raises(ValueError, match="fn"):
+        Cell("a", "no_colon", {}, 1)
+    with pytest.raises(ValueError, match="max_units"):
+        Cell("a", "m:f", {}, 1, units=5, max_units=2)
+    assert 1 <= ex.default_workers() <= (os.cpu_count() or 1)
+
+
+def test_measure_speed_is_a_positive_factor():
+    raw = ex.measure_speed(budget_s=0.1, raw=True)
+    assert raw > 0 and ex.measure_speed(budget_s=0.1) > 0
+
+
+# ------------------------------------------------------------------------------------------------
+# in this process: resume, key guard, errors
+# ------------------------------------------------------------------------------------------------
+def test_inline_run_saves_resumes_and_guards_keys(tmp_path, cells_importable):
+    rd = RunDir(tmp_path / "run")
+    rep = run_cells(rd, squares(), workers=1, progress=False)
+    assert rep.results["sum"] == {"sum": 1} and not rep.failed and rep.skipped == []
+    saved = json.loads((rd.root / "cells" / "sq3.json").read_text())
+    assert saved["square"] == 9 and saved["threads"] == 1 and saved["deterministic"] is True
+    again = run_cells(rd, squares(), workers=1, progress=False)
+    assert sorted(again.skipped) == sorted(c.name for c in squares()) and again.results == {}
+    changed = [Cell("sq0", FN + "square", {"x": 0}, key={"x": 0, "lr": 1}), *squares()[1:]]
+    with pytest.raises(ConfigMismatchError, match="sq0"):
+        run_cells(rd, changed, workers=1, progress=False)
+
+
+def test_bad_cell_lists_are_refused_before_any_work(tmp_path, cells_importable):
+    rd = RunDir(tmp_path / "run")
+    with pytest.raises(ValueError, match="duplicate"):
+        run_cells(rd, squares() + squares()[:1], workers=1, progress=False)
+    with pytest.raises(ValueError, match="needs"):
+        run_cells(rd, [Cell("a", FN + "square", {"x": 1}, 1, needs=("nowhere",))], workers=1, progress=False)
+    with pytest.raises(ValueError, match="--scheduler"):
+        run_cells(rd, squares(), scheduler="local:zero", progress=False)
+    with pytest.raises(ValueError, match="on_error"):
+        run_cells(rd, squares(), on_error="ignore", progress=False)
+    assert list((rd.root / "cells").iterdir()) == []
+
+
+def test_errors_raise_or_are_recorded_and_retried(tmp_path, cells_importable):
+    rd = RunDir(tmp_path / "run")
+    nan = Cell("nan", FN + "diverge", {}, key=1)
+    after = Cell("after", FN + "uses", {"needs": ["nan"]}, key=1, needs=("nan",))
+    with pytest.raises(NonFiniteError) as got:
+        run_cells(rd, [nan], workers=1, progress=False)
+    assert got.value.step == 3 and got.value.where == "test loop" and got.value.last_checkpoint == "ckpt/x"
+    with pytest.raises(RuntimeError, match="broken cell") as other:  # any other error: itself, the cell named
+        run_cells(rd, [Cell("bad", FN + "broken", {}, key=1)], workers=1, progress=False)
+    assert "(in cell bad)" in other.value.__notes__
+    rep = run_cells(rd, [nan, after, *squares(2)], workers=1, progress=False, on_error="record")
+    assert set(rep.failed) == {"nan", "after"} and rep.nonfinite["nan"]["step"] == 3
+    assert "needs nan" in rep.failed["after"] and rep.results["sum"] == {"sum": 1}
+    assert not rd.has_cell("nan") and rd.has_cell("sum")  # a failed cell is not saved: a rerun retries it
+    rerun = run_cells(rd, [nan, after, *squares(2)], workers=1, progress=False, on_error="record")
+    assert set(rerun.failed) == {"nan", "after"} and "sum" in rerun.skipped
+
+
+# ------------------------------------------------------------------------------------------------
+# progress: resumed work is shown as done but never counted as speed
+# ------------------------------------------------------------------------------------------------
+def test_time_left_ignores_resumed_work(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(ex.time, "monotonic", lambda: now[0])
+    cells = [Cell(f"c{i}", "m:f", {}, 1, units=10, unit_seconds=2.0) for i in range(2)]
+    bar = ex._Bar(cells, done_before=30.0, workers=1, speed=1.0, desc="t", enabled=False)
+    assert bar._n() == 30.0 and bar._total() == 50.0  # cells finished earlier: shown done, not run
+    assert bar.seconds_left() == 40.0  # cost model: 20 units x 2 s
+    bar.event("c0", "start", 6.0, 10.0)  # resumed 6 epochs from a checkpoint: instant, not speed
+    assert bar._n() == 36.0 and bar._factor() == 1.0
+    assert bar.seconds_left() == pytest.approx(4 * 2.0 + 10 * 2.0)
+    now[0] += 16.0
+    bar.event("c0", "advance", 2.0, None)  # 2 units in 16 s: 8 s per unit, 4x the model
+    assert bar._factor() == pytest.approx(4.0)
+    assert bar.seconds_left() == pytest.approx(2 * 8.0 + 10 * 8.0)
+    bar.event("c0", "total", 8.0, None)  # early stop: the cell ends at 8 units
+    bar.finish("c0")
+    assert bar._total() == 48.0 and bar.seconds_left() == pytest.approx(10 * 8.0)
+    bar.event("c0", "advance", 5.0, None)  # a late message of a finished cell changes nothing
+    assert bar._n() == 38.0
+
+
+def test_the_bar_is_one_line_of_units_and_is_closed(tmp_path, cells_importable, capsys):
+    rd = RunDir(tmp_path / "run")
+    run_cells(rd, squares(2)[:1], workers=1, progress=True, desc="demo")
+    run_cells(rd, squares(2), workers=1, progress=True, desc="demo")
+    err = capsys.readouterr().err
+    assert "demo: 1 cells to run in this process" in err and "(1 finished earlier, skipped)" in err
+    assert "units" in err and "elapsed" in err and "left" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# the same results in this process, in a local pool and on a Dask LocalCluster
+# ------------------------------------------------------------------------------------------------
+def test_a_local_pool_gives_the_same_files_as_this_process(tmp_path, cells_importable):
+    """(The same on a Dask LocalCluster, with a real sweep: tests/synthetic/splade/phase/test_phase.py.)"""
+    inline = RunDir(tmp_path / "inline")
+    run_cells(inline, squares(), workers=1, progress=False)
+    pool = RunDir(tmp_path / "pool")
+    rep = run_cells(pool, squares(), workers=2, progress=False)
+    assert rep.workers == 2 and rep.results["sum"] == {"sum": 1} and set(rep.cell_seconds) == {c.name for c in squares()}
+    assert cell_files(pool.root) == cell_files(inline.root)  # threads == 1 and deterministic in the workers too
+
+
+# ------------------------------------------------------------------------------------------------
+# a real Ctrl-C (SIGINT to the process group) during a sweep in worker processes
+# ------------------------------------------------------------------------------------------------
+DRIVER = """
+import sys
+from initlab import cli
+cli.COMMANDS[("demosweep", None)] = ("executor_sweep:demo_sweep_main", "a demo sweep")
+sys.exit(cli.main(["demosweep", sys.argv[1]]))
+"""
+
+
+def test_sigint_stops_cleanly_and_a_rerun_resumes(tmp_path, cells_importable):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(out)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    ckpts = out / "ckpt"
+    while time.monotonic() < deadline and proc.poll() is None:  # wait until both workers are mid-cell
+        if ckpts.is_dir() and len(list(ckpts.glob("*.json"))) >= 2:
+            break
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    tail = stderr.rstrip().splitlines()[-1]
+    assert tail == "initlab demosweep: interrupted; finished parts are kept, rerun the same command to resume", stderr
+    assert "Traceback" not in stderr, stderr  # neither the main process nor a worker printed one
+    after_message = stderr.rstrip().rsplit("interrupted;", 1)[1]
+    assert "units" not in after_message  # no bar redrawn after the message
+    done_epochs = {p.stem: json.loads(p.read_text())["epoch"] for p in ckpts.glob("*.json")}
+    assert any(0 < e < 6 for e in done_epochs.values()), done_epochs
+    rerun = subprocess.run([sys.executable, "-c", DRIVER, str(out)], env=env, capture_output=True, text=True, timeout=180)
+    assert rerun.returncode == 0, rerun.stderr
+    for name, epochs in done_epochs.items():
+        rec = json.loads((out / "cells" / f"{name}.json").read_text())
+        assert rec["epochs"] == 6
+        if epochs < 6:  # interrupted mid-cell: the rerun starts after its last checkpointed epoch
+            assert rec["resumed_from"] == epochs
