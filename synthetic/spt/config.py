@@ -112,16 +112,17 @@ class SPTConfig:
         bad = [c for c in self.conditions if c not in known]
         if bad:
             raise ValueError(f"SPTConfig.conditions: unknown {bad}; expected names from {known}")
-        for name, pairs in (("label_lr", self.label_lr), ("seed_counts", self.seed_counts)):
+        for name, pairs in (("seed_counts", self.seed_counts),):
             conds = [c for c, _ in pairs]
             bad = [c for c in conds if c not in known] + [c for c in set(conds) if conds.count(c) > 1]
             if bad:
                 raise ValueError(f"SPTConfig.{name}: unknown or repeated conditions {sorted(set(bad))}; expected "
                                  f"(condition, value) pairs with names from {known}")
+        conds = [c for c, _ in self.label_lr]
         for c, lr in self.label_lr:
-            if c not in LABEL_ONLY or not lr > 0:
+            if c not in LABEL_ONLY or not lr > 0 or conds.count(c) > 1:
                 raise ValueError(f"SPTConfig.label_lr: ({c!r}, {lr!r}): expected a label-only condition of {LABEL_ONLY} "
-                                 "and a learning rate > 0")
+                                 "and a learning rate > 0, once each")
         for c, n in self.seed_counts:
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(self.seeds):
                 raise ValueError(f"SPTConfig.seed_counts: ({c!r}, {n!r}): expected 1 <= n <= {len(self.seeds)} seeds")
