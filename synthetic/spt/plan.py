@@ -45,9 +45,9 @@ EXPECTED_EPOCHS: dict[str, float] = {"spt_local": 110.0, "spt_count": 110.0, "sp
 #: seconds of one epoch on the reference machine, per (kind, variant, depth) at the base sizes (n_train 1024, n_val
 #: 512, batch 64, T 100, d 32, d_ff 64); PROVISIONAL until bench_cost_model.py --stages spt measures them
 REFERENCE_EPOCH_SECONDS: dict[tuple[str, str, int], float] = {
-    ("finetune", "full", 1): 0.40, ("finetune", "attn_only", 1): 0.22, ("finetune", "full", 2): 0.70,
-    ("finetune", "full", 4): 1.40, ("spt", "full", 1): 0.35, ("spt", "attn_only", 1): 0.22, ("spt", "full", 2): 0.65,
-    ("spt", "full", 4): 1.30}
+    ("finetune", "full", 1): 0.42, ("finetune", "attn_only", 1): 0.28, ("finetune", "full", 2): 0.82,
+    ("finetune", "full", 4): 1.45, ("spt", "full", 1): 0.43, ("spt", "attn_only", 1): 0.33, ("spt", "full", 2): 0.84,
+    ("spt", "full", 4): 1.31}
 
 _NOT_IN_KEY = ("seeds", "conditions", "seed_counts", "label_lr", "lr_grid", "lr_sweep", "map_seed", "thresholds", "depths",
                "spt_sweep_epochs")
