@@ -3,7 +3,9 @@
 Runs the cells of the chosen stages in this process, one torch thread, into a temporary folder, through
 :func:`initlab.executor.run_cells`, and prints for each kind of cell its CPU seconds per unit: the numbers
 ``initlab.stages.THEORY_SECONDS``, ``initlab.synthetic.splade.phase.runner.STEP_SECONDS`` /
-``MLM_STEP_SECONDS`` and ``initlab.stages.SCORE_SCALE_CELL_SECONDS`` hold. CPU seconds, not wall seconds:
+``MLM_STEP_SECONDS``, ``initlab.stages.SCORE_SCALE_CELL_SECONDS`` and
+``initlab.synthetic.spt.plan.REFERENCE_EPOCH_SECONDS`` (``--stages spt``: a few epochs of SPT and of fine-tuning
+per model shape, CPU seconds per epoch) hold. CPU seconds, not wall seconds:
 on shared cores the wall time of a cell depends on the load, its CPU time much less. Also prints
 :func:`initlab.executor.measure_speed` (the fastest and the median repetition) before and after, and the
 load average.
@@ -77,15 +79,48 @@ def bench_score_scale(preset: str, tmp: Path) -> None:
     print(f"score_scale ({preset}): {(time.process_time() - c0) / n:.3f} CPU s per cell ({n} cells, figure included)")
 
 
+def bench_spt(preset: str, tmp: Path, epochs: int = 4) -> None:
+    import torch
+
+    from initlab.runs import torch_threads
+    from initlab.synthetic import spt
+    from initlab.synthetic.spt import plan, training
+    from initlab.synthetic.spt.cells import _fresh, seed_data, spt_inputs
+    from initlab.synthetic.spt.tasks import MASK_ID
+
+    cfg = spt.PRESETS["explore" if preset == "quick" else preset]
+    d = seed_data(cfg, 0)
+    x, xv = spt_inputs(cfg, "local", 0)
+    print(f"spt: CPU s per epoch ({epochs} epochs after one warm-up epoch; n_train {cfg.n_train}, n_val {cfg.n_val}); "
+          "the table in initlab.synthetic.spt.plan beside it")
+    with torch_threads(1):
+        for kind, variant, depth in sorted(plan.REFERENCE_EPOCH_SECONDS):
+            def once(n: int) -> float:
+                m = _fresh(cfg, depth, variant, 0)
+                c0 = time.process_time()
+                if kind == "finetune":
+                    training.finetune(m, d, torch.Generator().manual_seed(1), lr=cfg.lr, weight_decay=0.0,
+                                      batch_size=cfg.batch_size, max_epochs=n, patience=0)
+                else:
+                    training.pretrain(m, x, xv, torch.Generator().manual_seed(1), 5, lr=cfg.lr, weight_decay=0.0,
+                                      batch_size=cfg.batch_size, mask_rate=cfg.mask_rate, mask_id=MASK_ID, window=10 ** 6,
+                                      min_rel=0.0, max_epochs=n)
+                return time.process_time() - c0
+            once(1)
+            per = (once(epochs + 1) - once(1)) / epochs  # the fixed per-cell cost (test passes) cancels
+            print(f"  {kind:<8} {variant:<9} depth {depth}: {per:6.3f} s/epoch   table {plan.REFERENCE_EPOCH_SECONDS[(kind, variant, depth)]:.3f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="quick", choices=("quick", "default", "full"))
-    p.add_argument("--stages", default="theory,splade,score_scale")
+    p.add_argument("--stages", default="theory,splade,score_scale", help="comma-separated: theory, splade, score_scale, spt")
     args = p.parse_args()
     print(speed_line(), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.stages.split(","):
-            {"theory": bench_theory, "splade": bench_splade, "score_scale": bench_score_scale}[name](args.preset, Path(tmp))
+            {"theory": bench_theory, "splade": bench_splade, "score_scale": bench_score_scale, "spt": bench_spt}[name](
+                args.preset, Path(tmp))
     print(speed_line(), flush=True)
 
 

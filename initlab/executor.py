@@ -40,7 +40,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from initlab.runs import NonFiniteError, RunDir
+from initlab.runs import DivergenceError, NonFiniteError, RunDir
 from initlab.textio import read_text
 
 __all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "run_cells",
@@ -315,6 +315,23 @@ def _resolve(fn: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), func)
 
 
+def _error_fields(err: NonFiniteError) -> dict[str, Any]:
+    """The fields of a :class:`NonFiniteError` (or :class:`DivergenceError`), JSON-able, to cross processes."""
+    fields = {"where": err.where, "step": err.step, "what": err.what, "value": err.value,
+              "last_checkpoint": err.last_checkpoint}
+    if isinstance(err, DivergenceError):
+        fields.update(diverged=True, early=err.early, factor=err.factor)
+    return fields
+
+
+def _error_from_fields(fields: Mapping[str, Any]) -> NonFiniteError:
+    """The error :func:`_error_fields` describes (a :class:`DivergenceError` keeps its own message)."""
+    f = dict(fields)
+    if f.pop("diverged", False):
+        return DivergenceError(f["where"], f["step"], f["value"], f.pop("early"), f.pop("factor"), f["last_checkpoint"])
+    return NonFiniteError(**f)
+
+
 def _execute(root: str, name: str, fn: str, args: Mapping[str, Any], key: Any, progress: Progress,
              in_worker: bool = True) -> dict[str, Any]:
     """Run one cell and save its result (``cells/<name>.json`` + key); returns result, timings, worker.
@@ -329,8 +346,7 @@ def _execute(root: str, name: str, fn: str, args: Mapping[str, Any], key: Any, p
     try:
         result = func(root, name, args, progress)
     except NonFiniteError as err:
-        return {"nonfinite": {"where": err.where, "step": err.step, "what": err.what, "value": err.value,
-                              "last_checkpoint": err.last_checkpoint},
+        return {"nonfinite": _error_fields(err),
                 "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0}
     progress._flush()
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun/accelerate only the main process records the cell
@@ -667,9 +683,9 @@ def _failure(rep: ExecutionReport, cells: Sequence[Cell], cell: Cell, out: dict[
             err.add_note(f"(in cell {cell.name})")
         raise err
     if on_error == "raise":
-        raise NonFiniteError(**nonfinite)
+        raise _error_from_fields(nonfinite)
     rep.nonfinite[cell.name] = nonfinite
-    rep.failed[cell.name] = str(NonFiniteError(**nonfinite))
+    rep.failed[cell.name] = str(_error_from_fields(nonfinite))
     lost = {cell.name}
     changed = True
     while changed:

@@ -241,30 +241,15 @@ def spt(out_dir: Path, preset: str = "default", overwrite: bool = False, *, work
 
 
 def _spt(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
-    if scheduler is not None:  # the SPT runner has its own process pool until it moves onto initlab.executor
-        print("stage spt: its cells do not run on Dask yet (--scheduler); running them in local processes",
-              file=sys.stderr, flush=True)
-    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite,
-                             workers=workers or default_workers(), threads=1, draw=spt_figures.make_figures)
-
-
-#: PLACEHOLDER of the SPT stage's cost model, until the SPT experiment provides one (seconds per cell on the
-#: reference machine, whatever the cell): the quick preset's measured cells (docs/cluster.md#cost-model) and,
-#: for default and full, the 2026-11-30 default run (89 min for 32 cells on 2 workers, load 1-13).
-SPT_CELL_SECONDS_PLACEHOLDER = {"quick": 2.5, "default": 330.0, "full": 330.0}
+    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=workers,
+                             scheduler=scheduler, draw=spt_figures.make_figures)
 
 
 def spt_cells(out_dir: Path, preset: str) -> list[Cell]:
-    """The SPT stage's cells for the expected duration. PLACEHOLDER: today's plan of
-    :func:`initlab.synthetic.spt.runner.plan` with one unit per cell and :data:`SPT_CELL_SECONDS_PLACEHOLDER`;
-    the SPT experiment replaces it by its own cells (units = epochs) and cost model."""
-    from initlab.synthetic.spt import runner as spt_runner
+    """The SPT stage's cells (units = epochs, the cost model of :mod:`initlab.synthetic.spt.plan`)."""
+    from initlab.synthetic.spt import plan as spt_plan
 
-    cfg = synthetic_spt.PRESETS[preset]
-    sec = SPT_CELL_SECONDS_PLACEHOLDER[preset]
-    return [Cell(name, "initlab.synthetic.spt.runner:plan", {}, spt_runner.cell_key(cfg, c),
-                 needs=(c["needs"],) if c.get("needs") else (), unit_seconds=sec)
-            for name, c in spt_runner.plan(cfg)]
+    return spt_plan.plan(synthetic_spt.PRESETS[preset])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ not run carry their reason instead. The table is written between the markers :da
 
     python -m initlab.paper_figs.claims                  # rewrite the block of README.md from docs/results/
     python -m initlab.paper_figs.claims --check          # exit 1 if the block is stale
-    python -m initlab.paper_figs.claims --collect-spt results/synthetic_spt/default   # refresh the SPT file first
+    python -m initlab.paper_figs.claims --collect-spt results/synthetic_spt/full --preset full --preregistration COMMIT
 
 This module only reads saved files (no experiment code); ``docs/results/README.md`` names the command
 that made each file.
@@ -43,8 +43,9 @@ class ResultsFileError(ValueError):
 @dataclass(frozen=True)
 class Claim:
     """One row: ``claim`` and ``seed_number`` are the seed's words; ``evidence`` a markdown link cell;
-    ``files`` the result files (relative to the results folder) that ``verdict`` reads; a row that was not
-    run has no files and its fixed ``verdict_text``."""
+    ``files`` the result files (relative to the results folder) that ``verdict`` needs, ``optional`` those it
+    uses when present (the runs of the presets behind a row); a row that was not run has no files and its fixed
+    ``verdict_text``."""
 
     claim: str
     seed_number: str
@@ -52,21 +53,24 @@ class Claim:
     files: tuple[str, ...] = ()
     verdict: Callable[[dict[str, Any]], str] | None = None
     verdict_text: str = ""
+    optional: tuple[str, ...] = ()
 
+
+_SPT_FILES = tuple(f for _, f in rows.SPT_RUNS)
 
 CLAIMS: list[Claim] = [
     Claim("At uniform attention the label-loss score gradient under mean pooling is query-blind (`1 g^T`); masked "
           "reconstruction's is not", "theorem", "[theory](docs/theory.md)", (rows.THEORY,), rows.theory_row),
     Claim("Self-pretraining learns a proximity (relative-position) attention pattern from sinusoidal positions; label "
-          "training does not", "mechanism", SPT_DOCS, (rows.SPT,), rows.proximity_row),
+          "training does not", "mechanism", SPT_DOCS, (), rows.proximity_row, optional=_SPT_FILES),
     Claim("Self-pretraining gives a large accuracy gain over training from scratch, already at one layer",
-          "LRA: +17 (Pathfinder) to +34 points (Image)", SPT_DOCS, (rows.SPT,), rows.spt_gain_row),
+          "LRA: +17 (Pathfinder) to +34 points (Image)", SPT_DOCS, (), rows.spt_gain_row, optional=_SPT_FILES),
     Claim("Initialising W_Q, W_K (or all attention weights) from SPT recovers most of the gain", "most of the gain",
-          SPT_DOCS, (rows.SPT,), rows.attention_weights_row),
+          SPT_DOCS, (), rows.attention_weights_row, optional=_SPT_FILES),
     Claim("The gain appears after few SPT epochs, and with SPT on other data", "gains in the ablations", SPT_DOCS,
-          (rows.SPT,), rows.few_epochs_other_data_row),
+          (), rows.few_epochs_other_data_row, optional=_SPT_FILES),
     Claim("Attention frozen at init fine-tunes about as well as attention trained from labels; the FFN alone carries "
-          "nothing", "ablations", SPT_DOCS, (rows.SPT,), rows.frozen_ffn_row),
+          "nothing", "ablations", SPT_DOCS, (), rows.frozen_ffn_row, optional=_SPT_FILES),
     Claim("SPT vs from scratch on the five LRA tasks (Transformer)",
           "from scratch 36.4/64.3/57.5/42.4/71.4, SPT 59.2/88.8/90.4/76.0/88.5", "[LRA](docs/lra.md)", (rows.LRA,),
           rows.lra_row),
@@ -87,13 +91,17 @@ CLAIMS: list[Claim] = [
 
 def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
                  hint: str = "; docs/results/README.md names the command that writes it") -> dict[str, Any]:
-    """``{name: parsed JSON}`` for every file the rows read (or ``names``), from ``results_dir``.
+    """``{name: parsed JSON}`` for every file the rows need (or ``names``) and every optional file present,
+    from ``results_dir``.
 
     Raises:
-        ResultsFileError: a file is missing, not valid JSON or not a JSON object (the message names it).
+        ResultsFileError: a needed file is missing, or a file is not valid JSON or not a JSON object (the message
+            names it).
     """
     root = Path(results_dir)
-    wanted = names if names is not None else sorted({f for c in CLAIMS for f in c.files})
+    wanted = list(names) if names is not None else sorted({f for c in CLAIMS for f in c.files})
+    if names is None:
+        wanted += sorted({f for c in CLAIMS for f in c.optional if (root / f).is_file()} - set(wanted))
     out: dict[str, Any] = {}
     for name in wanted:
         path = root / name
@@ -120,16 +128,25 @@ def verdict_cell(claim: Claim, results: dict[str, Any], results_dir: str | Path 
     try:
         text = claim.verdict(results)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
-        files = ", ".join(str(Path(results_dir) / f) for f in claim.files)
+        files = ", ".join(str(Path(results_dir) / f) for f in claim.files + claim.optional if f in results)
         raise ResultsFileError(f"{files}: missing or malformed field for the claims row {claim.claim[:50]!r}: "
                                f"{type(err).__name__}: {err}") from err
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+LEGEND = ("Every verdict is computed from the saved per-seed numbers by one function per claim (`initlab.evidence`) "
+          "and names the preset and seeds of its run (`full`: the preregistered confirmatory run; `default`: what "
+          "`initlab reproduce` runs). Numbers read `estimate [interval] (kind, n seeds)`: a gain is a paired mean "
+          "difference in accuracy points with its 95 % t-interval; an equivalence a paired mean difference with its 90 % "
+          "TOST interval; a share the ratio of mean gains with its 95 % Fieller interval; `mean ± sd` is the mean over "
+          "seeds and the sample standard deviation. An interval that contains its threshold reads **inconclusive**, "
+          "with the number of seeds that would decide it.")
+
+
 def claims_table(results_dir: str | Path = "docs/results") -> str:
-    """The README block: markers, header and one row per claim, from the files in ``results_dir``."""
+    """The README block: markers, legend, header and one row per claim, from the files in ``results_dir``."""
     results = load_results(results_dir)
-    lines = [BEGIN_MARK, *HEADER]
+    lines = [BEGIN_MARK, LEGEND, "", *HEADER]
     for c in CLAIMS:
         lines.append(f"| {c.claim} | {c.seed_number} | {verdict_cell(c, results, results_dir)} | {c.evidence} |")
     return "\n".join(lines + [END_MARK])
@@ -147,25 +164,30 @@ def replace_block(text: str, block: str, where: str = "README.md") -> str:
     return head + block + rest.split(END_MARK, 1)[1]
 
 
-def collect_spt(run_dir: str | Path, dest: str | Path) -> Path:
-    """Write the small summary of a synthetic SPT run folder to ``dest``: the run's ``config`` and
-    ``summary`` (per-condition statistics and the saved verdicts), without the per-cell records.
+def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = "") -> Path:
+    """Write the summary of a synthetic SPT run folder to ``dest``: the run's ``config``, ``summary`` (the per-seed
+    raw numbers and per-condition statistics) and its verdict record, without the per-cell histories;
+    ``preregistration`` names the commit that fixed the run's design (empty for an exploratory run).
 
-    Reads ``run_dir/metrics.json`` of a finished run (``DONE``), else ``run_dir/partial/metrics.json``
-    (from ``initlab synthetic spt --partial-report``), marked ``"partial": true`` with its missing cells.
+    Reads ``run_dir/metrics.json`` and ``verdicts.json`` of a finished run (``DONE``), else those under
+    ``run_dir/partial/`` (from ``initlab synthetic spt --partial-report``), marked ``"partial": true`` with its
+    missing cells.
 
     Raises:
-        ResultsFileError: neither file exists, or it lacks ``config`` / ``summary``.
+        ResultsFileError: a file is missing or lacks ``config`` / ``summary``.
     """
     root = Path(run_dir)
     finished = (root / "DONE").exists()
-    src = root / "metrics.json" if finished else root / "partial" / "metrics.json"
+    src = root if finished else root / "partial"
     hint = " (expected a synthetic SPT run folder: metrics.json when finished, else partial/metrics.json)"
-    data = load_results(src.parent, [src.name], hint=hint)[src.name]
-    if "config" not in data or "summary" not in data:
-        raise ResultsFileError(f"{src}: expected the keys 'config' and 'summary' of a synthetic SPT run")
-    out = {"source": str(src.relative_to(root)), "partial": not finished, "missing": data.get("missing", []),
-           "config": data["config"], "summary": data["summary"]}
+    data = load_results(src, ["metrics.json", "verdicts.json"], hint=hint)
+    m = data["metrics.json"]
+    if "config" not in m or "summary" not in m or "per_seed" not in m["summary"]:
+        raise ResultsFileError(f"{src / 'metrics.json'}: expected 'config' and 'summary' (with per_seed) of a synthetic SPT run")
+    missing = read_json(src / "missing.json") if (src / "missing.json").exists() else []
+    out = {"source": str((src / "metrics.json").relative_to(root)), "partial": not finished, "missing": missing,
+           "preregistration": preregistration, "config": m["config"], "summary": m["summary"],
+           "verdicts": data["verdicts.json"]}
     atomic_write_json(Path(dest), out)
     return Path(dest)
 
@@ -179,15 +201,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, default=Path("README.md"), help="file holding the claims block")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the block is stale")
     parser.add_argument("--collect-spt", type=Path, metavar="RUN_DIR",
-                        help="first copy the summary of this synthetic SPT run folder into the results folder")
+                        help="first copy the summary of this synthetic SPT run folder into the results folder "
+                             "(as synthetic_spt_PRESET/summary.json)")
+    parser.add_argument("--preset", choices=[p for p, _ in rows.SPT_RUNS], default="full",
+                        help="with --collect-spt: the preset the run folder holds (default: full)")
+    parser.add_argument("--preregistration", default="", metavar="COMMIT",
+                        help="with --collect-spt: the commit that preregistered the run (empty: exploratory)")
+    parser.add_argument("--earlier-spt", type=Path, metavar="SUMMARY",
+                        help="only print the claims of the earlier (2026-11-30) SPT run's summary file under today's "
+                             "interval rules (docs/synthetic_spt.md) and exit")
     args = parser.parse_args(argv)
+    if args.earlier_spt is not None:
+        try:
+            check_input_path(args.earlier_spt, flag="--earlier-spt", kind="file", what="a synthetic SPT summary.json")
+            print(rows.earlier_spt_table(load_results(args.earlier_spt.parent, [args.earlier_spt.name])[args.earlier_spt.name]))
+        except (ValueError, KeyError) as err:
+            print(f"{parser.prog}: error: {args.earlier_spt}: {err}", file=sys.stderr)
+            return 2
+        return 0
     try:
         check_input_path(args.readme, flag="--readme", kind="file",
                          what="the README holding the claims block; run from the repository root or pass the file")
         check_input_path(args.results, flag="--results", kind="folder", what="the saved result files, docs/results")
         check_input_path(args.collect_spt, flag="--collect-spt", kind="folder", what="an initlab synthetic spt run folder")
         if args.collect_spt is not None:
-            collect_spt(args.collect_spt, args.results / rows.SPT)
+            collect_spt(args.collect_spt, args.results / dict(rows.SPT_RUNS)[args.preset], args.preregistration)
         old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
     except ValueError as err:  # ResultsFileError and InputPathError included

@@ -2,12 +2,14 @@
 
     python -m initlab.paper_figs.spt_figures RESULTS_DIR      # e.g. results/synthetic_spt/default
 
-Reads ``RESULTS_DIR/metrics.json`` and ``RESULTS_DIR/maps/*.npz`` (written by
+Reads ``RESULTS_DIR/metrics.json``, ``RESULTS_DIR/history.csv`` and ``RESULTS_DIR/maps/*.npz`` (written by
 :func:`initlab.synthetic.spt.run`) and writes, as PNG (:data:`initlab.paper_figs.common.DPI` dots per
 inch) and vector PDF into ``RESULTS_DIR``:
 
-* ``spt_accuracy``               -- test accuracy (best validation epoch) per condition: mean, 95 %
-  interval of the mean, every seed as a dot;
+* ``spt_accuracy``               -- test accuracy (best validation epoch) per condition: mean ± sd over
+  seeds, every seed as a dot;
+* ``spt_epoch_curve``            -- test accuracy against the number of SPT epochs before fine-tuning
+  (0 = scratch, the fixed snapshots, and the stopping rule's epoch), every seed as a dot;
 * ``spt_proximity_vs_accuracy``  -- first-layer proximity mass at the start of fine-tuning vs test
   accuracy, one point per condition and seed, with uniform attention's proximity mass for reference;
 * ``spt_training_curves``        -- running training accuracy and validation accuracy per epoch for
@@ -28,9 +30,9 @@ from typing import Sequence
 import numpy as np
 
 from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
-from initlab.textio import read_json
+from initlab.textio import open_text, read_json
 
-__all__ = ["make_figures", "accuracy_figure", "proximity_accuracy_figure", "training_curves_figure",
+__all__ = ["make_figures", "accuracy_figure", "epoch_curve_figure", "proximity_accuracy_figure", "training_curves_figure",
            "attention_maps_figure", "main"]
 
 CHANCE = 50.0  # per cent: the local task is a balanced binary classification
@@ -51,7 +53,23 @@ def _load(run_dir: Path) -> dict:
 
 
 def _seeds_of(metrics: dict) -> dict[str, list[dict]]:
-    return {c["condition"]: c["seeds"] for c in metrics["cells"].values() if c.get("kind") == "finetune"}
+    """condition -> its per-seed raw records (``summary.per_seed`` of ``metrics.json``)."""
+    return metrics["summary"]["per_seed"]
+
+
+def _histories(run_dir: Path) -> dict[str, dict[int, list[dict]]]:
+    """condition -> seed -> per-epoch rows, from ``history.csv`` (empty if the file is missing)."""
+    import csv
+
+    p = run_dir / "history.csv"
+    out: dict[str, dict[int, list[dict]]] = {}
+    if not p.exists():
+        return out
+    with open_text(p, newline="") as f:
+        for row in csv.DictReader(f):
+            rows = out.setdefault(row["condition"], {}).setdefault(int(row["seed"]), [])
+            rows.append({k: float(row[k]) for k in ("epoch", "train_acc", "val_acc")})
+    return out
 
 
 def _chance_line(ax) -> None:
@@ -66,7 +84,7 @@ def accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.8))
     for i, r in enumerate(rows):
         accs = 100 * np.asarray(r["test_acc_seeds"])
-        h = float(r["test_acc_ci"])  # NaN (saved as "nan") with one seed
+        h = float(r["test_acc_sd"])  # NaN (saved as "nan") with one seed
         ax.errorbar(i, 100 * r["test_acc_mean"], yerr=None if not math.isfinite(h) else 100 * h, fmt="s",
                     color=condition_color(r["condition"]), capsize=4, ms=6)
         jitter = np.linspace(-0.2, 0.2, len(accs)) if len(accs) > 1 else np.zeros(len(accs))
@@ -76,8 +94,8 @@ def accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     ax.set_xlabel("condition")
     ax.set_ylabel("test accuracy (%) at best val. epoch")
     one_seed = all(len(r["test_acc_seeds"]) < 2 for r in rows)
-    ax.set_title("local task: mean and 95 % interval of the mean per condition"
-                 + (" (one seed: no interval)" if one_seed else "") + ";\ndots = seeds; "
+    ax.set_title("local task: mean ± sd over seeds per condition"
+                 + (" (one seed: no sd)" if one_seed else "") + ";\ndots = seeds; "
                  "red dashed line = chance (50 %)", fontsize=9)
     ax.set_xlim(-0.6, len(rows) - 0.4)
     return _save(fig, run_dir, "spt_accuracy")
@@ -121,9 +139,42 @@ def proximity_accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     return _save(fig, run_dir, "spt_proximity_vs_accuracy")
 
 
-def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
+def epoch_curve_figure(run_dir: Path, metrics: dict) -> list[Path]:
+    """Test accuracy against SPT epochs before fine-tuning: scratch (0), each fixed snapshot, the rule's epoch."""
     seeds = _seeds_of(metrics)
-    names = [n for n in ("scratch", "spt") if n in seeds]
+    fixed = sorted(int(c[len("spt_e"):]) for c in seeds if c.startswith("spt_e") and c[len("spt_e"):].isdigit())
+    if "scratch" not in seeds or not fixed:
+        return []
+    runs = [r for r in metrics["summary"]["spt_runs"] if (r["source"], r["variant"], r["depth"]) == ("local", "full", 1)]
+    pts = [(0.0, "scratch", seeds["scratch"])] + [(float(e), f"spt_e{e}", seeds[f"spt_e{e}"]) for e in fixed]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    xs = [max(x, 0.5) for x, _, _ in pts]  # log axis: scratch (0 epochs) drawn at 0.5
+    for x, (_, name, ss) in zip(xs, pts):
+        acc = [100 * s["test_acc"] for s in ss]
+        ax.scatter([x] * len(acc), acc, s=12, color="k", zorder=3)
+        ax.plot([x * 0.85, x / 0.85], [np.mean(acc)] * 2, color=condition_color(name), lw=2.5)
+    if "spt" in seeds and runs:
+        rule = [r["rule_epoch"] for r in runs]
+        acc = {s["seed"]: 100 * s["test_acc"] for s in seeds["spt"]}
+        ax.scatter(rule, [acc.get(r["seed"], np.nan) for r in runs], s=16, marker="D", color=condition_color("spt"),
+                   zorder=4, label="spt: at the stopping rule's epoch (one diamond per seed)")
+        legend_below(ax, offset=-0.2, ncol=1)
+    _chance_line(ax)
+    ax.set_xscale("log")
+    ticks = [0.5] + [float(e) for e in fixed]
+    ax.set_xticks(ticks, ["0 (scratch)"] + [str(e) for e in fixed], fontsize=8)
+    ax.minorticks_off()
+    ax.set_xlabel("SPT epochs before fine-tuning (log scale)")
+    ax.set_ylabel("test accuracy (%) at best val. epoch")
+    ax.set_title("depth 1: dots = seeds, bars = mean; red dashed = chance", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, run_dir, "spt_epoch_curve")
+
+
+def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
+    hist = _histories(run_dir)
+    names = [n for n in ("scratch", "spt") if n in hist]
     if not names:
         return []
     plt = pyplot()
@@ -132,7 +183,9 @@ def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for ax, key, title in zip(axes, ("train_acc", "val_acc"), ("training accuracy (running, over the epoch)", "validation accuracy")):
         for name in names:
-            curves = np.array([[h[key] for h in s["history"]] for s in seeds[name]], dtype=float)
+            per_seed = [[h[key] for h in rows] for rows in hist[name].values()]
+            width = max(len(c) for c in per_seed)  # early stopping: seeds ran different numbers of epochs
+            curves = np.array([c + [np.nan] * (width - len(c)) for c in per_seed], dtype=float)
             ep = np.arange(curves.shape[1])
             if key == "train_acc":  # no training accuracy before the first epoch
                 curves, ep = curves[:, 1:], ep[1:]
@@ -161,12 +214,10 @@ def _npz(run_dir: Path, name: str) -> dict[str, np.ndarray] | None:
 
 
 def _rule_epoch(metrics: dict, seed: int) -> int | None:
-    """The epoch of the early-stopping checkpoint of the local, full, depth-1 SPT run of ``seed``."""
-    for c in metrics["cells"].values():
-        if c.get("kind") == "spt" and (c.get("source"), c.get("variant"), c.get("depth")) == ("local", "full", 1):
-            for s in c["seeds"]:
-                if s.get("seed") == seed:
-                    return s.get("rule_epoch")
+    """The epoch of the stopping rule's checkpoint of the local, full, depth-1 SPT run of ``seed``."""
+    for r in metrics["summary"]["spt_runs"]:
+        if (r["source"], r["variant"], r["depth"], r["seed"]) == ("local", "full", 1, seed):
+            return r["rule_epoch"]
     return None
 
 
@@ -177,7 +228,7 @@ def _attention_panels(run_dir: Path, metrics: dict, seed: int) -> list[tuple[str
         keys = sorted((k[len("attn_e"):] for k in spt if k.startswith("attn_e")), key=lambda e: (e == "rule", int(e) if e.isdigit() else 0))
         rule = _rule_epoch(metrics, seed)
         for e in keys:
-            title = (f"SPT early-stopping checkpoint{f' (epoch {rule})' if rule is not None else ''}" if e == "rule"
+            title = (f"SPT stopping rule's checkpoint{f' (epoch {rule})' if rule is not None else ''}" if e == "rule"
                      else f"SPT epoch {e}")
             panels.append((title, spt[f"attn_e{e}"]))
     for name in ("scratch", "spt"):
@@ -229,7 +280,7 @@ def make_figures(run_dir: str | Path) -> list[Path]:
     metrics = _load(run_dir)
     paths: list[Path] = []
     try:
-        for f in (accuracy_figure, proximity_accuracy_figure, training_curves_figure, attention_maps_figure):
+        for f in (accuracy_figure, epoch_curve_figure, proximity_accuracy_figure, training_curves_figure, attention_maps_figure):
             paths += f(run_dir, metrics)
     except KeyError as err:  # a results folder of another kind of run
         raise ValueError(f"{run_dir}: not a folder written by `initlab synthetic spt` (missing entry {err})") from None

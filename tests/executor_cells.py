@@ -31,5 +31,11 @@ def diverge(root, name, args, progress):
     raise NonFiniteError("test loop", 3, "loss", float("nan"), last_checkpoint="ckpt/x")
 
 
+def grows(root, name, args, progress):
+    from initlab.runs import DivergenceError
+
+    raise DivergenceError("test loop", 5, 2.0e5, 0.7, 1e4)
+
+
 def broken(root, name, args, progress):
     raise RuntimeError("broken cell")

@@ -123,6 +123,18 @@ def test_errors_raise_or_are_recorded_and_retried(tmp_path, cells_importable):
     assert set(rerun.failed) == {"nan", "after"} and "sum" in rerun.skipped
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_diverged_cell_keeps_its_kind_and_message_across_processes(tmp_path, cells_importable, workers):
+    from initlab.runs import DivergenceError
+
+    rd = RunDir(tmp_path / "run")
+    with pytest.raises(DivergenceError, match="loss diverged") as got:
+        run_cells(rd, [Cell("grows", FN + "grows", {}, key=1), *squares(2)], workers=workers, progress=False)
+    assert got.value.step == 5 and got.value.early == 0.7 and got.value.factor == 1e4
+    rep = run_cells(rd, [Cell("grows", FN + "grows", {}, key=1)], workers=workers, progress=False, on_error="record")
+    assert "loss diverged (2e+05 at step 5" in rep.failed["grows"]
+
+
 # ------------------------------------------------------------------------------------------------
 # progress: resumed work is shown as done but never counted as speed
 # ------------------------------------------------------------------------------------------------

@@ -28,8 +28,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    add_executor_options(parser, scheduler=False)
-    parser.add_argument("--threads", type=int_at_least(1), default=1, help="torch threads per process (default 1)")
+    add_executor_options(parser, scheduler=True)
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
@@ -44,7 +43,7 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     try:
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
-                 workers=args.workers or default_workers(), threads=args.threads, draw=spt_figures.make_figures)
+                 workers=args.workers, scheduler=args.scheduler, draw=spt_figures.make_figures)
     except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1

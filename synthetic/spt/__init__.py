@@ -1,51 +1,50 @@
-"""Synthetic length-100 self-pretraining (SPT) experiments: SPT vs label supervision, verdicts per claim.
+"""Synthetic length-100 self-pretraining (SPT) experiments: SPT vs label supervision, a verdict per claim.
 
-``initlab synthetic spt [--preset quick|default|full] [--out DIR] [--overwrite]``
+``initlab synthetic spt [--preset quick|explore-lr|explore|default|full] [--out DIR] [--workers N] [--scheduler ADDR]``
 
-Per seed s (conditions share a seed's data and initialisation, so comparisons are paired):
+Per seed s (conditions share a seed's data and initialisation, so every comparison is paired):
 
 * data: the ``local`` task (:mod:`initlab.synthetic.spt.tasks`), ``n_train`` / ``n_val`` / ``n_test``
-  sequences of length T = 100 (data seeds ``1000 s + 1`` / ``+ 6`` / ``+ 2``); SPT sources are the local
-  task's training inputs, the ``count`` control task's inputs or i.i.d. tokens (same vocabulary);
-* SPT: masked reconstruction (each token replaced by a mask token with probability ``mask_rate``, cross
-  entropy on masked positions) **until the masked-reconstruction loss on held-out validation inputs
-  has not improved for ``spt_patience`` epochs** (at most ``spt_max_epochs``); the checkpoint of the
-  best validation epoch (the *rule's epoch*, recorded per seed) is the one used. Fixed-epoch snapshots
-  (``spt_sweep_epochs``) are kept for the SPT-duration sweep;
-* fine-tuning: cross entropy of the mean-pooled classifier for a **fixed** ``finetune_epochs`` (set by
-  the plateau of scratch's training accuracy on exploratory seeds, :mod:`initlab.synthetic.spt.budget`);
-  the reported test accuracy is the one at the best **validation** epoch;
-* conditions (:func:`condition_names`): ``scratch``; ``spt`` (every weight but the heads from SPT);
-  ``frozen_attn`` (W_Q, W_K, W_V, W_O frozen at their random init); hybrids ``hybrid_<groups>`` (only
-  those groups from SPT: ``qk``, ``qkvo``, ``ffn``, ``qk_emb`` (+ token embeddings), ``qk_ln``
-  (+ LayerNorms), ``qk_emb_ln``); ``spt_e<E>`` (SPT-duration sweep, fixed E); ``depth<L>_scratch`` /
-  ``depth<L>_spt``; ``cross_count`` / ``cross_iid``; and the attention-only 1-layer variant (no FFN,
-  no LayerNorm: the theorem's setting) ``attn_scratch`` / ``attn_spt`` / ``attn_qk``;
+  sequences of length T = 100; SPT sources are the local task's training inputs, the ``count`` control
+  task's inputs or i.i.d. tokens (same vocabulary);
+* SPT (:func:`initlab.synthetic.spt.training.pretrain`): masked reconstruction until the best validation
+  masked-reconstruction loss improves by less than ``spt_min_rel_improvement`` over ``spt_window`` epochs
+  (at most ``spt_max_epochs``); the best validation epoch's checkpoint (the *rule's epoch*) is used, and
+  fixed-epoch snapshots (``spt_sweep_epochs``) of the same run give the SPT-duration curve;
+* fine-tuning (:func:`initlab.synthetic.spt.training.finetune`): cross entropy of the mean-pooled
+  classifier until the best validation accuracy is ``finetune_patience`` epochs old (at most
+  ``finetune_max_epochs``); the reported test accuracy is that of the best validation epoch. Label-only arms
+  use the learning rate chosen on validation over ``lr_grid`` on the exploratory seeds (``explore-lr``);
+  ``scratch_matched`` trains from scratch for as many optimiser steps as SPT plus fine-tuning;
+* conditions (:func:`condition_names`): ``scratch``, ``scratch_matched``, ``spt`` (every weight but the heads
+  from SPT), ``frozen_attn`` (W_Q, W_K, W_V, W_O frozen at their random init), hybrids ``hybrid_<groups>``
+  (``qk``, ``qkvo``, ``ffn``, ``qk_emb``, ``qk_ln``, ``qk_emb_ln``), ``spt_e<E>``, ``depth<L>_scratch`` /
+  ``depth<L>_spt``, ``cross_count`` / ``cross_iid``, and the attention-only 1-layer model of the theorem
+  (``attn_scratch`` / ``attn_spt`` / ``attn_qk``);
 * measured: first-layer proximity mass, relative-position score and attention entropy on a probe batch
-  at the start and the end of fine-tuning; per-epoch train/validation/test accuracy; score gradients
-  at initialisation in the model and in the theorem's setting; verdicts per claim
-  (:mod:`initlab.synthetic.spt.verdicts`, thresholds in the config).
+  at fine-tuning start and end, per-epoch accuracies, score gradients at initialisation; verdicts per
+  claim by :mod:`initlab.evidence.spt_claims` from the per-seed numbers.
 
-All seeds of a condition train as one vectorized ensemble (:mod:`initlab.synthetic.spt.ensemble`). Each SPT
-run and each fine-tuning condition is a resumable cell keyed by its config; NaN/inf stops the run.
+Every SPT run and fine-tuning of one seed is a cell (:mod:`initlab.synthetic.spt.cells`) run by
+:mod:`initlab.executor` (local processes or a Dask cluster), resumable after every epoch.
 """
 
 from __future__ import annotations
 
-from initlab.synthetic.spt.cells import finetune_condition, init_gradients, pretrain_source
 from initlab.synthetic.spt.config import (
     BASE,
-    CONFIRMATORY_SEEDS,
     EXPLORATORY_SEEDS,
     HYBRIDS,
+    LABEL_ONLY,
     PRESETS,
     SPTConfig,
     condition_names,
+    condition_seeds,
     condition_spec,
     model_config,
 )
-from initlab.synthetic.spt.runner import partial_report, run, summarize
+from initlab.synthetic.spt.report import summarize, verdicts
+from initlab.synthetic.spt.runner import expected_seconds, partial_report, run
 
-__all__ = ["SPTConfig", "PRESETS", "BASE", "CONFIRMATORY_SEEDS", "EXPLORATORY_SEEDS", "HYBRIDS", "condition_names",
-           "condition_spec", "model_config", "run", "summarize", "partial_report", "finetune_condition", "pretrain_source",
-           "init_gradients"]
+__all__ = ["SPTConfig", "PRESETS", "BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "condition_names", "condition_seeds",
+           "condition_spec", "model_config", "run", "summarize", "verdicts", "partial_report", "expected_seconds"]

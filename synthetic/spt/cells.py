@@ -1,28 +1,43 @@
-"""The cells of the synthetic SPT run: one SPT source or one fine-tuning condition over all seeds.
+"""The cells of a synthetic SPT run: one SPT run, one fine-tuning or one gradient measurement, per seed.
 
-See :mod:`initlab.synthetic.spt` for the design. Checkpoints are written under
-``<run>/ckpt/spt_<source>_<variant>_d<depth>_seed<s>_e<E>.pt`` with ``E`` a sweep epoch or ``rule``.
+Every cell function has the executor's signature ``fn(root, name, args, progress) -> result`` (see
+:mod:`initlab.executor`): ``root`` the run folder (its ``config.json`` is the run's :class:`SPTConfig`),
+``args`` the cell (``kind``, ``seed``, ...), ``progress`` the executor's progress reporter; the result is a
+JSON-ready dict the executor saves as ``cells/<name>.json``. Per-epoch resume files live in
+``<root>/resume/<name>.pt`` (removed when the cell finishes); SPT checkpoints in
+``<root>/ckpt/spt_<source>_<variant>_d<depth>_seed<s>_e<E>.pt`` with ``E`` a sweep epoch or ``rule``.
+
+Data seeds of seed s (conditions share them, so every comparison is paired): training ``1000 s + 1``,
+test ``1000 s + 2``, validation ``1000 s + 6``; SPT inputs of the ``count`` / ``iid`` sources ``1000 s + 3``
+/ ``+ 4`` (validation ``+ 7`` / ``+ 8``). Initialisation: ``torch.manual_seed(s)``; the batch-order (and
+mask) generator ``7919 s + 3`` (fine-tuning) and ``7919 s + 17 + depth`` (SPT).
 """
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import torch
 
-from initlab.config import derive
+from initlab.config import derive, load_config
 from initlab.nn.encoder import SequenceTransformer, freeze, load_partial
 from initlab.nn.masking import mask_tokens
 from initlab.runs import RunDir, atomic_write_bytes
-from initlab.synthetic.spt.ensemble import FinetuneMember, PretrainMember, finetune_members, pretrain_members
-from initlab.synthetic.spt.metrics import attention_entropy, proximity_mass, relative_position_score, score_gradients_at_init
 from initlab.synthetic.spt.config import SPTConfig, condition_spec, model_config
+from initlab.synthetic.spt.metrics import attention_entropy, proximity_mass, relative_position_score, score_gradients_at_init
 from initlab.synthetic.spt.tasks import MASK_ID, make_task
+from initlab.synthetic.spt.training import Checkpoint, finetune, pretrain
 
-__all__ = ["seed_data", "spt_inputs", "probe", "pretrain_source", "finetune_condition", "init_gradients", "ckpt_path"]
+__all__ = ["seed_data", "spt_inputs", "probe", "ckpt_path", "spt_cell_name", "ft_cell_name", "spt_cell", "finetune_cell",
+           "init_grad_cell", "run_config"]
+
+
+def run_config(root: str | Path) -> SPTConfig:
+    """The :class:`SPTConfig` saved in run folder ``root`` (``config.json``)."""
+    return load_config(SPTConfig, Path(root) / "config.json")
 
 
 def seed_data(cfg: SPTConfig, seed: int) -> dict[str, torch.Tensor]:
@@ -34,9 +49,15 @@ def seed_data(cfg: SPTConfig, seed: int) -> dict[str, torch.Tensor]:
 
 
 def spt_inputs(cfg: SPTConfig, source: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """SPT ``(train inputs, validation inputs)`` of ``source`` (``local`` uses the task's own sets)."""
+    """SPT ``(train inputs, validation inputs)`` of ``source`` (``local`` uses the task's own sets).
+
+    Raises:
+        ValueError: unknown ``source``.
+    """
     if source == "local":
         return make_task("local", cfg.n_train, 1000 * seed + 1, cfg.task)[0], make_task("local", cfg.n_val, 1000 * seed + 6, cfg.task)[0]
+    if source not in ("count", "iid"):
+        raise ValueError(f"source: expected 'local', 'count' or 'iid', got {source!r}")
     k = {"count": 3, "iid": 4}[source]
     return make_task(source, cfg.n_train, 1000 * seed + k, cfg.task)[0], make_task(source, cfg.n_val, 1000 * seed + k + 4, cfg.task)[0]
 
@@ -46,8 +67,21 @@ def _fresh(cfg: SPTConfig, depth: int, variant: str, seed: int) -> SequenceTrans
     return SequenceTransformer(model_config(cfg, depth, variant))
 
 
-def ckpt_path(rd: RunDir, source: str, variant: str, depth: int, seed: int, epoch: int | str) -> Path:
-    return rd.root / "ckpt" / f"spt_{source}_{variant}_d{depth}_seed{seed}_e{epoch}.pt"
+def ckpt_path(root: str | Path, source: str, variant: str, depth: int, seed: int, epoch: int | str) -> Path:
+    return Path(root) / "ckpt" / f"spt_{source}_{variant}_d{depth}_seed{seed}_e{epoch}.pt"
+
+
+def spt_cell_name(source: str, variant: str, depth: int, seed: int) -> str:
+    return f"spt_{source}_{variant}_d{depth}__seed{seed}"
+
+
+def ft_cell_name(condition: str, seed: int, lr: float | None = None) -> str:
+    """``ft_<condition>__seed<s>``, or ``ft_<condition>__lr<lr>__seed<s>`` in a learning-rate selection."""
+    return f"ft_{condition}__seed{seed}" if lr is None else f"ft_{condition}__lr{lr:g}__seed{seed}"
+
+
+def _resume(root: str | Path, name: str) -> Checkpoint:
+    return Checkpoint(Path(root) / "resume" / f"{name}.pt")
 
 
 @torch.no_grad()
@@ -82,80 +116,96 @@ def _map_seed(cfg: SPTConfig) -> int:
     return cfg.seeds[0] if cfg.map_seed == -1 else cfg.map_seed
 
 
-def pretrain_source(cfg: SPTConfig, source: str, variant: str, depth: int, snapshots: Sequence[int], rd: RunDir,
-                    vectorized: bool = True) -> dict[str, Any]:
-    """SPT on ``source`` inputs for every seed (one ensemble); writes the rule's and the snapshot
-    checkpoints and returns per seed the validation curve, the rule's epoch and probe metrics."""
-    members = []
-    for s in cfg.seeds:
-        x, xv = spt_inputs(cfg, source, s)
-        members.append(PretrainMember(_fresh(cfg, depth, variant, s), x, xv, torch.Generator().manual_seed(7919 * s + 17 + depth), s + 5))
-    res = pretrain_members(members, lr=cfg.lr, weight_decay=cfg.weight_decay, batch_size=cfg.batch_size,
-                           mask_rate=cfg.mask_rate, mask_id=MASK_ID, patience=cfg.spt_patience, max_epochs=cfg.spt_max_epochs,
-                           snapshots=tuple(snapshots), vectorized=vectorized, where=f"synthetic SPT pretrain ({source}, {variant}, depth {depth})")
-    out = []
-    for s, r in zip(cfg.seeds, res):
-        probes, maps = {}, {}
-        px = seed_data(cfg, s)["probe"]  # always the local task's probe batch
-        for e, state in r["states"].items():
-            _save_state(ckpt_path(rd, source, variant, depth, s, e), state)
-            m = SequenceTransformer(model_config(cfg, depth, variant))
-            m.load_state_dict(state)
-            probes[str(e)], maps[f"attn_e{e}"], maps[f"scores_e{e}"] = probe(m, px, cfg.proximity_w)
-        if s == _map_seed(cfg) and source == "local" and variant == "full" and depth == 1:
-            _save_npz(rd.path("maps", f"spt_local_seed{s}.npz"), maps)
-        out.append({"seed": s, "val_loss": r["val_loss"], "rule_epoch": r["best_epoch"], "stop_epoch": r["stop_epoch"],
-                    "probes": probes})
-    return {"kind": "spt", "source": source, "variant": variant, "depth": depth, "seeds": out}
+# -- the cells -----------------------------------------------------------------------------------------------
+def spt_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None) -> dict[str, Any]:
+    """SPT of one seed on one source: ``args = {source, variant, depth, seed, snapshots}``; writes the rule's
+    and the snapshot checkpoints; returns the validation curve, the rule's epoch, the stopping epoch and the
+    probe metrics of every saved checkpoint."""
+    cfg = run_config(root)
+    src, variant, depth, s = args["source"], args["variant"], int(args["depth"]), int(args["seed"])
+    x, xv = spt_inputs(cfg, src, s)
+    model = _fresh(cfg, depth, variant, s)
+    r = pretrain(model, x, xv, torch.Generator().manual_seed(7919 * s + 17 + depth), s + 5, lr=cfg.lr,
+                 weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, mask_rate=cfg.mask_rate, mask_id=MASK_ID,
+                 window=cfg.spt_window, min_rel=cfg.spt_min_rel_improvement, max_epochs=cfg.spt_max_epochs,
+                 snapshots=tuple(args["snapshots"]), checkpoint=_resume(root, name), progress=progress,
+                 where=f"synthetic SPT pretrain ({src}, {variant}, depth {depth}, seed {s})")
+    px = seed_data(cfg, s)["probe"]  # always the local task's probe batch
+    probes, maps = {}, {}
+    for e, state in r["states"].items():
+        _save_state(ckpt_path(root, src, variant, depth, s, e), state)
+        m = SequenceTransformer(model_config(cfg, depth, variant))
+        m.load_state_dict(state)
+        probes[str(e)], maps[f"attn_e{e}"], maps[f"scores_e{e}"] = probe(m, px, cfg.proximity_w)
+    if s == _map_seed(cfg) and src == "local" and variant == "full" and depth == 1:
+        _save_npz(RunDir(root, resume=True).path("maps", f"spt_local_seed{s}.npz"), maps)
+    return {"kind": "spt", "source": src, "variant": variant, "depth": depth, "seed": s, "val_loss": r["val_loss"],
+            "rule_epoch": r["best_epoch"], "stop_epoch": r["stop_epoch"], "epochs_run": r["epochs_run"],
+            "steps": r["steps"], "capped": r["stop_epoch"] >= cfg.spt_max_epochs, "probes": probes}
 
 
-def finetune_condition(cfg: SPTConfig, name: str, rd: RunDir, vectorized: bool = True, progress: bool = False) -> list[dict[str, Any]]:
-    """Label training of condition ``name`` for every seed (one ensemble); per seed the history, the
-    test accuracy at the best validation epoch and the probe metrics at fine-tuning start and end."""
-    spec = condition_spec(cfg)[name]
-    members, starts, loaded, frozen = [], [], [], []
-    for s in cfg.seeds:
-        d = seed_data(cfg, s)
-        model = _fresh(cfg, spec["depth"], spec["variant"], s)
-        got: list[str] = []
-        if spec["spt"] is not None:
-            source, e = spec["spt"]
-            ck = ckpt_path(rd, source, spec["variant"], spec["depth"], s, e)
-            if not ck.exists():
-                raise FileNotFoundError(f"{ck}: SPT checkpoint missing (its SPT cell should have written it)")
-            got = load_partial(model, torch.load(ck, weights_only=True), spec["load"])
-        fr = freeze(model, spec["freeze"]) if spec["freeze"] else []
-        starts.append(probe(model, d["probe"], cfg.proximity_w))
-        loaded.append(got)
-        frozen.append(fr)
-        members.append(FinetuneMember(model, d["xtr"], d["ytr"], d["xva"], d["yva"], d["xte"], d["yte"],
-                                      torch.Generator().manual_seed(7919 * s + 3)))
-    res, trained = finetune_members(members, lr=cfg.lr, weight_decay=cfg.weight_decay, batch_size=cfg.batch_size,
-                                    epochs=cfg.finetune_epochs, vectorized=vectorized, where=f"synthetic SPT fine-tune ({name})")
-    out = []
-    for i, s in enumerate(cfg.seeds):
-        end, A1, S1 = probe(trained[i], members[i].x_test[: cfg.probe_size], cfg.proximity_w)
-        start, A0, S0 = starts[i]
-        if s == _map_seed(cfg) and name in ("scratch", "spt", "frozen_attn", "attn_scratch", "attn_spt"):
-            _save_npz(rd.path("maps", f"ft_{name}_seed{s}.npz"), {"attn_start": A0, "scores_start": S0, "attn_end": A1, "scores_end": S1})
-        r = res[i]
-        out.append({"condition": name, "seed": s, "depth": spec["depth"], "variant": spec["variant"],
-                    "spt": list(spec["spt"]) if spec["spt"] else None, "loaded": loaded[i], "frozen": frozen[i],
-                    "test_acc": r["test_acc"], "val_acc": r["val_acc"], "best_epoch": r["best_epoch"],
-                    "final_test_acc": r["final_test_acc"], "init_test_acc": r["init_test_acc"],
-                    "final_train_acc": r["history"][-1]["train_acc"],
-                    **{f"{k}_start": start[k] for k in ("prox", "relpos", "entropy")},
-                    **{f"{k}_end": end[k] for k in ("prox", "relpos", "entropy")},
-                    "history": r["history"]})
-    return out
+def matched_epochs(root: str | Path, seed: int) -> int:
+    """Fine-tuning epochs of ``scratch_matched`` for ``seed``: the seed's SPT epochs (to the stopping rule's
+    epoch, local source, depth 1) plus the epochs of its ``spt`` fine-tuning (one epoch = the same number of
+    optimiser steps in both)."""
+    rd = RunDir(root, resume=True)
+    return int(rd.load_cell(spt_cell_name("local", "full", 1, seed))["stop_epoch"]) + int(
+        rd.load_cell(ft_cell_name("spt", seed))["epochs_run"])
 
 
-def init_gradients(cfg: SPTConfig, seed: int) -> dict[str, Any]:
-    """Score gradients of the label and masked-reconstruction losses at initialisation (first layer).
+def finetune_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Label training of one condition and seed: ``args = {condition, seed, lr}`` (``lr`` the learning rate
+    to use); returns the history, the test accuracy at the best validation epoch and the probe metrics at
+    fine-tuning start and end."""
+    cfg = run_config(root)
+    cond, s, lr = args["condition"], int(args["seed"]), float(args["lr"])
+    spec = condition_spec(cfg)[cond]
+    d = seed_data(cfg, s)
+    model = _fresh(cfg, spec["depth"], spec["variant"], s)
+    loaded: list[str] = []
+    if spec["spt"] is not None:
+        source, e = spec["spt"]
+        ck = ckpt_path(root, source, spec["variant"], spec["depth"], s, e)
+        if not ck.exists():
+            raise FileNotFoundError(f"{ck}: SPT checkpoint missing (its SPT cell should have written it)")
+        loaded = load_partial(model, torch.load(ck, weights_only=True), spec["load"])
+    frozen = freeze(model, spec["freeze"]) if spec["freeze"] else []
+    start, A0, S0 = probe(model, d["probe"], cfg.proximity_w)
+    if spec["budget"] == "matched":
+        max_epochs, patience = matched_epochs(root, s), 0
+    else:
+        max_epochs, patience = cfg.finetune_max_epochs, cfg.finetune_patience
+    r, trained = finetune(model, d, torch.Generator().manual_seed(7919 * s + 3), lr=lr, weight_decay=cfg.weight_decay,
+                          batch_size=cfg.batch_size, max_epochs=max_epochs, patience=patience,
+                          checkpoint=_resume(root, name), progress=progress,
+                          where=f"synthetic SPT fine-tune ({cond}, seed {s}, lr {lr:g})")
+    end, A1, S1 = probe(trained, d["probe"], cfg.proximity_w)
+    if s == _map_seed(cfg) and cond in ("scratch", "spt", "frozen_attn", "attn_scratch", "attn_spt") and "lr_sweep" not in args:
+        _save_npz(RunDir(root, resume=True).path("maps", f"ft_{cond}_seed{s}.npz"),
+                  {"attn_start": A0, "scores_start": S0, "attn_end": A1, "scores_end": S1})
+    return {"kind": "finetune", "condition": cond, "seed": s, "lr": lr, "depth": spec["depth"], "variant": spec["variant"],
+            "spt": list(spec["spt"]) if spec["spt"] else None, "loaded": loaded, "frozen": frozen,
+            "budget": spec["budget"], "max_epochs": max_epochs, "patience": patience,
+            "test_acc": r["test_acc"], "val_acc": r["val_acc"], "best_epoch": r["best_epoch"],
+            "epochs_run": r["epochs_run"], "steps": r["steps"], "capped": patience > 0 and r["epochs_run"] >= max_epochs,
+            "final_test_acc": r["final_test_acc"], "init_test_acc": r["init_test_acc"],
+            "final_train_acc": r["history"][-1]["train_acc"],
+            **{f"{k}_start": start[k] for k in ("prox", "relpos", "entropy")},
+            **{f"{k}_end": end[k] for k in ("prox", "relpos", "entropy")},
+            "history": r["history"]}
+
+
+def init_grad_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Score gradients of the label and masked-reconstruction losses at initialisation (first layer), seed
+    ``args["seed"]``.
 
     ``model``: the depth-1 model of the experiments (float32); ``theorem``: the theorem's setting, one
     attention layer without FFN or LayerNorm, W_Q = W_K = 0 (exactly uniform attention), float64.
     """
+    cfg = run_config(root)
+    seed = int(args["seed"])
+    if progress is not None:
+        progress.start(0)
     d = seed_data(cfg, seed)
     x, y = d["xtr"][:64], d["ytr"][:64]
     inp, masked = mask_tokens(x, cfg.mask_rate, torch.Generator().manual_seed(seed + 11), mask_id=MASK_ID, at_least_one=True)
@@ -168,4 +218,6 @@ def init_gradients(cfg: SPTConfig, seed: int) -> dict[str, Any]:
             lin.weight.zero_()
             lin.bias.zero_()
     out["theorem"] = score_gradients_at_init(th, x, y, inp, masked)
+    if progress is not None:
+        progress.advance(1)
     return out

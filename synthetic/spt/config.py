@@ -1,99 +1,165 @@
-"""Configuration, presets and conditions of the synthetic SPT experiments (see :mod:`initlab.synthetic.spt`)."""
+"""Configuration, presets and conditions of the synthetic SPT experiments (see :mod:`initlab.synthetic.spt`).
+
+A condition is a recipe for one fine-tuned model per seed: which encoder (``full`` pre-norm model or the
+``attn_only`` model of the theorem), its depth, which SPT checkpoint it starts from (none for the
+*label-only* arms), which parameter groups it loads from that checkpoint, which groups it freezes, its
+learning rate and its fine-tuning budget. :func:`condition_spec` lists them; :func:`condition_seeds` says
+on which seeds each condition runs (a preregistered per-condition seed count may use only the first n
+seeds, so that a claim that needs more seeds does not make every condition pay for them).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-
 from initlab.config import derive
+from initlab.evidence.spt_claims import SPTThresholds
 from initlab.nn.encoder import ModelConfig
 from initlab.synthetic.spt.tasks import TaskConfig
-from initlab.synthetic.spt.verdicts import VerdictThresholds
 
-__all__ = ["SPTConfig", "PRESETS", "BASE", "CONFIRMATORY_SEEDS", "EXPLORATORY_SEEDS", "HYBRIDS", "condition_names",
-           "condition_spec", "model_config"]
+__all__ = ["SPTConfig", "PRESETS", "BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "condition_names",
+           "condition_spec", "condition_seeds", "label_lr", "model_config"]
 
 EXPLORATORY_SEEDS = (0, 1, 2, 3, 4)
-CONFIRMATORY_SEEDS = (7301, 7302, 7303, 7304, 7305)
 ALL_GROUPS = ("embeddings", "qkvo", "ffn", "layernorm")
 HYBRIDS = {"qk": ("qk",), "qkvo": ("qkvo",), "ffn": ("ffn",), "qk_emb": ("qk", "embeddings"),
            "qk_ln": ("qk", "layernorm"), "qk_emb_ln": ("qk", "embeddings", "layernorm")}
+#: the label-only arms (no SPT checkpoint): each gets its own learning rate chosen on validation
+LABEL_ONLY = ("scratch", "scratch_matched", "frozen_attn", "depth2_scratch", "depth4_scratch", "attn_scratch")
 
 
 @dataclass(frozen=True)
 class SPTConfig:
-    """Resolved configuration of one ``initlab synthetic spt`` run."""
+    """Resolved configuration of one ``initlab synthetic spt`` run.
 
-    seeds: tuple[int, ...] = CONFIRMATORY_SEEDS
+    Data and model: ``n_train`` / ``n_val`` / ``n_test`` sequences of the task (test accuracy is only
+    measured, so a large ``n_test`` costs one forward pass per measurement and removes test-sampling noise
+    from the per-seed accuracies); encoder width ``d_model``, ``n_heads``, ``d_ff``.
+
+    Optimisation: AdamW, ``batch_size``, ``weight_decay``; ``lr`` for SPT and for fine-tuning every
+    SPT-initialised arm; ``label_lr`` the preregistered learning rate of each label-only arm (pairs
+    ``(condition, lr)``; an arm not listed uses ``lr``), chosen on validation accuracy over ``lr_grid`` on
+    the exploratory seeds (``--preset explore-lr``). ``lr_sweep`` non-empty turns the run into that
+    selection: every label-only condition of the run is trained at every learning rate of ``lr_sweep``.
+
+    Budgets: SPT runs until the best validation masked-reconstruction loss improved by less than
+    ``spt_min_rel_improvement`` (relative) over the last ``spt_window`` epochs, at most ``spt_max_epochs``
+    (the rule's epoch is the best validation epoch); fixed-epoch snapshots ``spt_sweep_epochs`` are kept
+    for the SPT-duration curve. Fine-tuning stops when the best validation accuracy is ``finetune_patience``
+    epochs old, at most ``finetune_max_epochs`` (``finetune_patience = 0``: always the maximum); the
+    compute-matched arm ``scratch_matched`` runs, per seed, exactly as many optimiser steps as that seed's
+    SPT run (to its stopping epoch) plus its ``spt`` fine-tuning, with no early stop. The reported test
+    accuracy is always that of the best validation epoch.
+
+    Seeds: ``seeds`` (paired across conditions: same data and initialisation); ``seed_counts`` pairs
+    ``(condition, n)`` run a condition on the first n seeds only. ``thresholds`` are the preregistered
+    verdict thresholds (:class:`initlab.evidence.spt_claims.SPTThresholds`).
+    """
+
+    seeds: tuple[int, ...] = EXPLORATORY_SEEDS
     task: TaskConfig = field(default_factory=TaskConfig)
     n_train: int = 1024
     n_val: int = 512
-    n_test: int = 512
+    n_test: int = 4096
     d_model: int = 32
     n_heads: int = 1
     d_ff: int = 64
     batch_size: int = 64
     lr: float = 1e-3
+    label_lr: tuple[tuple[str, float], ...] = ()
+    lr_grid: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
+    lr_sweep: tuple[float, ...] = ()
     weight_decay: float = 0.01
-    finetune_epochs: int = 100  # fixed budget by the plateau rule (initlab.synthetic.spt.budget): no plateau by 100 -> 100
-    spt_max_epochs: int = 60  # SPT stops when validation masked-reconstruction loss stalls, at most this
-    spt_patience: int = 5
-    spt_sweep_epochs: tuple[int, ...] = (0, 1, 10, 50)  # fixed-epoch SPT checkpoints (0 = scratch)
+    finetune_max_epochs: int = 150
+    finetune_patience: int = 20
+    spt_max_epochs: int = 300
+    spt_window: int = 20
+    spt_min_rel_improvement: float = 0.01
+    spt_sweep_epochs: tuple[int, ...] = (1, 5, 10, 20, 40)
     mask_rate: float = 0.15
     depths: tuple[int, ...] = (1, 2, 4)
     proximity_w: int = 2
     probe_size: int = 64
     conditions: tuple[str, ...] = ()  # empty = every condition
+    seed_counts: tuple[tuple[str, int], ...] = ()
     map_seed: int = -1  # the seed whose attention maps are saved for the figures (-1: the first seed)
-    thresholds: VerdictThresholds = field(default_factory=VerdictThresholds)
+    thresholds: SPTThresholds = field(default_factory=SPTThresholds)
 
     def __post_init__(self) -> None:
-        for name in ("n_train", "n_val", "n_test", "d_model", "n_heads", "d_ff", "batch_size", "finetune_epochs",
-                     "spt_max_epochs", "spt_patience", "probe_size"):
+        for name in ("n_train", "n_val", "n_test", "d_model", "n_heads", "d_ff", "batch_size", "finetune_max_epochs",
+                     "spt_max_epochs", "spt_window", "probe_size"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"SPTConfig.{name}: expected a positive int, got {v!r}")
+        if isinstance(self.finetune_patience, bool) or not isinstance(self.finetune_patience, int) or self.finetune_patience < 0:
+            raise ValueError(f"SPTConfig.finetune_patience: expected an int >= 0, got {self.finetune_patience!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"SPTConfig.seeds: expected at least one seed, no repeats, got {self.seeds}")
-        if any(e < 0 for e in self.spt_sweep_epochs):
-            raise ValueError(f"SPTConfig.spt_sweep_epochs: expected ints >= 0, got {self.spt_sweep_epochs}")
+        if any(e < 1 for e in self.spt_sweep_epochs) or len(set(self.spt_sweep_epochs)) != len(self.spt_sweep_epochs):
+            raise ValueError(f"SPTConfig.spt_sweep_epochs: expected distinct ints >= 1, got {self.spt_sweep_epochs}")
         if any(L < 1 for L in self.depths) or 1 not in self.depths:
             raise ValueError(f"SPTConfig.depths: expected ints >= 1 including 1, got {self.depths}")
-        if self.lr <= 0:
-            raise ValueError(f"SPTConfig.lr: expected > 0, got {self.lr}")
+        for name in ("lr", "weight_decay", "spt_min_rel_improvement"):
+            if not getattr(self, name) >= 0 or (name == "lr" and self.lr == 0):
+                raise ValueError(f"SPTConfig.{name}: expected a number > 0 (>= 0 for weight_decay), got {getattr(self, name)!r}")
+        for name in ("lr_grid", "lr_sweep"):
+            if any(not x > 0 for x in getattr(self, name)):
+                raise ValueError(f"SPTConfig.{name}: expected learning rates > 0, got {getattr(self, name)}")
         if self.probe_size > self.n_test:
             raise ValueError(f"SPTConfig.probe_size: expected <= n_test={self.n_test}, got {self.probe_size}")
-        bad = [c for c in self.conditions if c not in condition_names(self, all_=True)]
+        known = condition_names(self, all_=True)
+        bad = [c for c in self.conditions if c not in known]
         if bad:
-            raise ValueError(f"SPTConfig.conditions: unknown {bad}; expected names from {condition_names(self, all_=True)}")
+            raise ValueError(f"SPTConfig.conditions: unknown {bad}; expected names from {known}")
+        for name, pairs in (("seed_counts", self.seed_counts),):
+            conds = [c for c, _ in pairs]
+            bad = [c for c in conds if c not in known] + [c for c in set(conds) if conds.count(c) > 1]
+            if bad:
+                raise ValueError(f"SPTConfig.{name}: unknown or repeated conditions {sorted(set(bad))}; expected "
+                                 f"(condition, value) pairs with names from {known}")
+        conds = [c for c, _ in self.label_lr]
+        for c, lr in self.label_lr:
+            if c not in LABEL_ONLY or not lr > 0 or conds.count(c) > 1:
+                raise ValueError(f"SPTConfig.label_lr: ({c!r}, {lr!r}): expected a label-only condition of {LABEL_ONLY} "
+                                 "and a learning rate > 0, once each")
+        for c, n in self.seed_counts:
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(self.seeds):
+                raise ValueError(f"SPTConfig.seed_counts: ({c!r}, {n!r}): expected 1 <= n <= {len(self.seeds)} seeds")
+        if self.lr_sweep and not any(c in LABEL_ONLY for c in condition_names(self)):
+            raise ValueError("SPTConfig.lr_sweep: the learning-rate selection trains label-only conditions; "
+                             f"expected some of {LABEL_ONLY} in conditions")
 
 
 # -- conditions ----------------------------------------------------------------------------------
 def condition_spec(cfg: SPTConfig) -> dict[str, dict[str, Any]]:
-    """condition -> {variant ("full" | "attn_only"), depth, spt: (source, epoch) or None, load, freeze}.
+    """condition -> {variant ("full" | "attn_only"), depth, spt: (source, epoch) or None, load, freeze,
+    budget ("early_stop" | "matched")}.
 
-    ``epoch`` is ``"rule"`` (the early-stopping checkpoint) or a fixed sweep epoch.
+    ``epoch`` is ``"rule"`` (the SPT stopping rule's checkpoint) or a fixed sweep epoch.
     """
+    def c(variant="full", depth=1, spt=None, load=(), freeze=(), budget="early_stop"):
+        return dict(variant=variant, depth=depth, spt=spt, load=load, freeze=freeze, budget=budget)
+
     spec: dict[str, dict[str, Any]] = {
-        "scratch": dict(variant="full", depth=1, spt=None, load=(), freeze=()),
-        "spt": dict(variant="full", depth=1, spt=("local", "rule"), load=ALL_GROUPS, freeze=()),
-        "frozen_attn": dict(variant="full", depth=1, spt=None, load=(), freeze=("qkvo",)),
+        "scratch": c(),
+        "scratch_matched": c(budget="matched"),
+        "spt": c(spt=("local", "rule"), load=ALL_GROUPS),
+        "frozen_attn": c(freeze=("qkvo",)),
     }
     for h, groups in HYBRIDS.items():
-        spec[f"hybrid_{h}"] = dict(variant="full", depth=1, spt=("local", "rule"), load=groups, freeze=())
+        spec[f"hybrid_{h}"] = c(spt=("local", "rule"), load=groups)
     for e in cfg.spt_sweep_epochs:
-        if e > 0:
-            spec[f"spt_e{e}"] = dict(variant="full", depth=1, spt=("local", e), load=ALL_GROUPS, freeze=())
+        spec[f"spt_e{e}"] = c(spt=("local", e), load=ALL_GROUPS)
     for L in cfg.depths:
         if L != 1:
-            spec[f"depth{L}_scratch"] = dict(variant="full", depth=L, spt=None, load=(), freeze=())
-            spec[f"depth{L}_spt"] = dict(variant="full", depth=L, spt=("local", "rule"), load=ALL_GROUPS, freeze=())
-    spec["cross_count"] = dict(variant="full", depth=1, spt=("count", "rule"), load=ALL_GROUPS, freeze=())
-    spec["cross_iid"] = dict(variant="full", depth=1, spt=("iid", "rule"), load=ALL_GROUPS, freeze=())
-    spec["attn_scratch"] = dict(variant="attn_only", depth=1, spt=None, load=(), freeze=())
-    spec["attn_spt"] = dict(variant="attn_only", depth=1, spt=("local", "rule"), load=("embeddings", "qkvo"), freeze=())
-    spec["attn_qk"] = dict(variant="attn_only", depth=1, spt=("local", "rule"), load=("qk",), freeze=())
+            spec[f"depth{L}_scratch"] = c(depth=L)
+            spec[f"depth{L}_spt"] = c(depth=L, spt=("local", "rule"), load=ALL_GROUPS)
+    spec["cross_count"] = c(spt=("count", "rule"), load=ALL_GROUPS)
+    spec["cross_iid"] = c(spt=("iid", "rule"), load=ALL_GROUPS)
+    spec["attn_scratch"] = c(variant="attn_only")
+    spec["attn_spt"] = c(variant="attn_only", spt=("local", "rule"), load=("embeddings", "qkvo"))
+    spec["attn_qk"] = c(variant="attn_only", spt=("local", "rule"), load=("qk",))
     return spec
 
 
@@ -103,6 +169,21 @@ def condition_names(cfg: SPTConfig, all_: bool = False) -> list[str]:
     if all_ or not cfg.conditions:
         return names
     return [n for n in names if n in cfg.conditions]
+
+
+def condition_seeds(cfg: SPTConfig, name: str) -> tuple[int, ...]:
+    """The seeds condition ``name`` runs on: the first ``n`` of ``cfg.seeds`` for a ``seed_counts`` entry, else all."""
+    n = dict(cfg.seed_counts).get(name, len(cfg.seeds))
+    return tuple(cfg.seeds[:n])
+
+
+def label_lr(cfg: SPTConfig, name: str) -> float:
+    """The fine-tuning learning rate of condition ``name``: its ``label_lr`` entry (label-only arms), else ``lr``.
+    The compute-matched arm uses scratch's learning rate unless it has its own entry."""
+    lrs = dict(cfg.label_lr)
+    if name == "scratch_matched" and name not in lrs:
+        return lrs.get("scratch", cfg.lr)
+    return lrs.get(name, cfg.lr)
 
 
 def model_config(cfg: SPTConfig, depth: int, variant: str = "full") -> ModelConfig:
@@ -115,13 +196,28 @@ def model_config(cfg: SPTConfig, depth: int, variant: str = "full") -> ModelConf
                        n_layers=depth, d_ff=cfg.d_ff, **extra)
 
 
-# Sizes (d, n, lr, batch) are those of the exploratory runs; the budgets follow the stated rules
-# (SPT: validation early stopping; fine-tuning: scratch's train-accuracy plateau on exploratory seeds).
+# -- presets ---------------------------------------------------------------------------------------
+# Task, model sizes and optimiser are those of the earlier runs; the budgets follow the stated rules.
 BASE = SPTConfig()
-PRESETS: dict[str, SPTConfig] = {
-    # smoke test: one exploratory seed, three conditions, 40 fine-tuning epochs (not the rule's budget)
-    "quick": derive(BASE, seeds=(0,), finetune_epochs=40, spt_sweep_epochs=(0,), depths=(1,), conditions=("scratch", "spt", "hybrid_qk")),
-    "default": BASE,
-    "full": derive(BASE, seeds=CONFIRMATORY_SEEDS + (7306, 7307, 7308, 7309, 7310), spt_max_epochs=100, spt_patience=10),
-}
+#: label-only arms of the learning-rate selection
+_LR_ARMS = ("scratch", "frozen_attn", "depth2_scratch", "depth4_scratch", "attn_scratch")
 
+#: the learning rates chosen by ``explore-lr`` (seeds 0-4, 2026-12-01; best mean validation accuracy over lr_grid;
+#: docs/synthetic_spt.md, docs/results/synthetic_spt_explore-lr/summary.json); every later preset uses them
+CHOSEN_LR = (("scratch", 1e-2), ("frozen_attn", 3e-3), ("attn_scratch", 1e-2), ("depth2_scratch", 3e-3),
+             ("depth4_scratch", 3e-3))
+TUNED = derive(BASE, label_lr=CHOSEN_LR)
+
+PRESETS: dict[str, SPTConfig] = {
+    # smoke test: one exploratory seed, three conditions, small budgets (not evidence)
+    "quick": derive(BASE, label_lr=CHOSEN_LR, seeds=(0,), n_test=1024, finetune_max_epochs=40, spt_max_epochs=60, spt_sweep_epochs=(10,),
+                    depths=(1,), conditions=("scratch", "spt", "hybrid_qk")),
+    # exploratory: the learning rate of every label-only arm, chosen on validation accuracy (seeds 0-4)
+    "explore-lr": derive(BASE, lr_sweep=BASE.lr_grid, conditions=_LR_ARMS),
+    # exploratory: every condition on seeds 0-4 at the chosen learning rates: effect sizes and sds for the power
+    # computation that sets the confirmatory seed counts
+    "explore": TUNED,
+    # provisional until the preregistration commit (docs/synthetic_spt.md): do not report
+    "default": TUNED,
+    "full": TUNED,
+}

@@ -1,228 +1,287 @@
-"""Aggregation, verdicts and the markdown report of a synthetic SPT run (reads cell results only)."""
+"""The summary and the markdown report of a synthetic SPT run, from its cell results only.
+
+:func:`summarize` turns the per-seed cells into the run's summary: ``per_seed`` (the raw numbers every
+verdict is computed from), per-condition statistics, the SPT runs, the learning-rate selection (in an
+``lr_sweep`` run), the SPT-duration curve and the score gradients at initialisation. The verdicts are NOT
+computed here: :func:`verdicts` calls :mod:`initlab.evidence.spt_claims` on ``per_seed``, and so does every
+other consumer (the README claims table, the docs). :func:`report_markdown` writes the report.
+
+Statistics: "mean ± sd" is the mean over seeds and the sample standard deviation (ddof 1) of the per-seed
+values; intervals are those of the claim's rule (95 % t for gains, 90 % TOST for equivalence, 95 % Fieller
+for shares; :mod:`initlab.evidence.rules`).
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
+from initlab.evidence import spt_claims, text
+from initlab.evidence.rules import Verdict
+from initlab.synthetic.spt.config import LABEL_ONLY, SPTConfig, condition_names, condition_spec
 from initlab.synthetic.spt.metrics import uniform_proximity_mass
-from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_spec
-from initlab.synthetic.spt.verdicts import all_of, equivalence_verdict, gain_verdict, paired, share_verdict
 
-__all__ = ["CLAIMS", "NOT_RUN", "summarize", "verdict_rows", "report_markdown"]
+__all__ = ["RAW_KEYS", "summarize", "verdicts", "lr_choice", "report_markdown", "mean_sd"]
 
-NOT_RUN = "not run"  # a claim whose conditions are not (yet) in the run: never guessed
-
-# The seed's claims, as the project states them, and the rule that decides each (see verdicts.py).
-CLAIMS: list[dict[str, Any]] = [
-    {"id": "spt_gain", "claim": "SPT gain at depth 1", "quote": "self-pretraining on the task's own inputs beats training from scratch, already with one layer",
-     "rule": "gain", "cond": "spt", "control": "scratch"},
-    {"id": "few_epochs", "claim": "few SPT epochs suffice", "quote": "a short SPT run already gives most of the gain",
-     "rule": "share", "cond": "few", "control": "scratch"},  # few = the largest sweep epoch <= 10
-    {"id": "frozen_attn", "claim": "frozen attention ~ scratch", "quote": "label training leaves attention near its random init: freezing it changes little",
-     "rule": "equivalence", "cond": "frozen_attn", "control": "scratch"},
-    {"id": "qkvo", "claim": "attention weights recover most of the gain", "quote": "initialising only W_Q, W_K, W_V, W_O from SPT recovers most of the gain",
-     "rule": "share", "cond": "hybrid_qkvo", "control": "scratch"},
-    {"id": "qk", "claim": "QK alone explains it (1 layer)", "quote": "initializing W_Q, W_K alone suffices at one layer",
-     "rule": "share", "cond": "hybrid_qk", "control": "scratch"},
-    {"id": "ffn", "claim": "FFN alone negligible", "quote": "initialising only the FFN from SPT gives nothing",
-     "rule": "equivalence", "cond": "hybrid_ffn", "control": "scratch"},
-    {"id": "depth", "claim": "depth-independence", "quote": "the gain holds at depth 1, 2 and 4",
-     "rule": "all_gain", "pairs": "depths"},
-    {"id": "cross_data", "claim": "data-agnostic", "quote": "SPT on other inputs (count task, i.i.d. tokens) helps too",
-     "rule": "all_gain", "pairs": [("cross_count", "scratch"), ("cross_iid", "scratch")]},
-]
-MECHANISM = [("hybrid_qk_emb", "scratch", "spt"), ("hybrid_qk_ln", "scratch", "spt"), ("hybrid_qk_emb_ln", "scratch", "spt"),
-             ("attn_qk", "attn_scratch", "attn_spt")]
+#: the per-seed numbers kept as the raw record of a fine-tuning cell
+RAW_KEYS = ("test_acc", "val_acc", "prox_start", "prox_end", "relpos_end", "final_train_acc", "best_epoch", "epochs_run",
+            "capped", "lr")
 
 
-def _per_seed(results: dict[str, Any], cond: str) -> dict[int, dict[str, Any]] | None:
-    r = results.get(f"ft_{cond}")
-    return None if r is None else {s["seed"]: s for s in r["seeds"]}
-
-
-def _acc(results: dict[str, Any], cond: str, seeds) -> list[float] | None:
-    ps = _per_seed(results, cond)
-    return None if ps is None else [ps[s]["test_acc"] for s in seeds]
-
-
-def _ci_mean(v: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95 % t-interval (NaN for one value)."""
-    from scipy.stats import t
-
+def mean_sd(v) -> tuple[float, float]:
+    """Mean and sample sd (ddof 1; NaN for one value)."""
     a = np.asarray(v, dtype=float)
-    if len(a) < 2:
-        return float(a.mean()), float("nan")
-    return float(a.mean()), float(t.ppf(0.975, len(a) - 1) * a.std(ddof=1) / math.sqrt(len(a)))
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else float("nan")
 
 
-def verdict_rows(cfg: SPTConfig, results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per claim whose conditions were run: paired statistic(s), verdict, the rule used."""
-    th, seeds = cfg.thresholds, cfg.seeds
-    acc = {n: _acc(results, n, seeds) for n in condition_names(cfg, all_=True)}
-    rows = []
-    spt_gain = paired(acc["spt"], acc["scratch"]) if acc.get("spt") and acc.get("scratch") else None
-    for c in CLAIMS:
-        row = {k: c[k] for k in ("id", "claim", "quote", "rule")}
-        if c["rule"] == "all_gain":
-            if c["pairs"] == "depths":
-                pairs = [("spt", "scratch")] + [(f"depth{L}_spt", f"depth{L}_scratch") for L in cfg.depths if L != 1]
-                pairs = pairs if len(pairs) > 1 else []  # one depth cannot show depth-independence
-            else:
-                pairs = c["pairs"]
-            missing = sorted({n for pr in pairs for n in pr if not acc.get(n)}) or ([] if pairs else ["other depths (not configured)"])
-            if missing:
-                rows.append({**row, "verdict": NOT_RUN, "missing": missing})
-                continue
-            parts = [(a, b, paired(acc[a], acc[b])) for a, b in pairs]
-            row.update(parts=[{"cond": a, "control": b, **p, "verdict": gain_verdict(p, th)} for a, b, p in parts],
-                       verdict=all_of([gain_verdict(p, th) for _, _, p in parts]))
-        else:
-            if c["cond"] == "few":
-                few = [e for e in cfg.spt_sweep_epochs if 0 < e <= 10]
-                c = {**c, "cond": f"spt_e{max(few)}" if few else "spt_e10"}
-            needed = [c["cond"], c["control"]] + (["spt"] if c["rule"] == "share" else [])
-            missing = [n for n in needed if not acc.get(n)]
-            if missing:
-                rows.append({**row, "verdict": NOT_RUN, "missing": missing})
-                continue
-            p = paired(acc[c["cond"]], acc[c["control"]])
-            row.update(cond=c["cond"], control=c["control"], **p)
-            if c["rule"] == "gain":
-                row["verdict"] = gain_verdict(p, th)
-            elif c["rule"] == "equivalence":
-                row["verdict"] = equivalence_verdict(p, th)
-            else:
-                row["verdict"], row["share"] = share_verdict(p, spt_gain, th)
-        rows.append(row)
-    for cond, control, full in MECHANISM:
-        if acc.get(cond) and acc.get(control) and acc.get(full):
-            p, g = paired(acc[cond], acc[control]), paired(acc[full], acc[control])
-            v, share = share_verdict(p, g, th)
-            rows.append({"id": f"mech_{cond}", "claim": f"{cond} recovers most of {full}'s gain (mechanism)", "quote": "-",
-                         "rule": "share", "cond": cond, "control": control, **p, "share": share, "verdict": v})
-    return rows
+def _scratch_of(spec: dict[str, Any], n: str) -> str:
+    sp = spec[n]
+    if sp["variant"] == "attn_only":
+        return "attn_scratch"
+    return f"depth{sp['depth']}_scratch" if sp["depth"] != 1 else "scratch"
 
 
-def summarize(cfg: SPTConfig, results: dict[str, Any]) -> dict[str, Any]:
-    """Per-condition statistics over seeds, the verdicts, init gradients and SPT-run summaries."""
+def lr_choice(per_lr: Mapping[str, Mapping[float, list[dict[str, Any]]]]) -> dict[str, dict[str, Any]]:
+    """The learning-rate selection: per label-only condition, the learning rate with the highest mean (over
+    seeds) best-validation accuracy (the smaller learning rate on an exact tie), with the table behind it.
+    Test accuracy plays no part."""
+    out = {}
+    for cond, by_lr in per_lr.items():
+        rows = {lr: {"val_acc_mean": mean_sd([r["val_acc"] for r in rs])[0], "test_acc_mean": mean_sd([r["test_acc"] for r in rs])[0],
+                     "epochs_mean": mean_sd([r["epochs_run"] for r in rs])[0], "n": len(rs)} for lr, rs in sorted(by_lr.items())}
+        best = max(rows, key=lambda lr: (rows[lr]["val_acc_mean"], -lr))
+        out[cond] = {"chosen": best, "rows": {f"{lr:g}": r for lr, r in rows.items()}}
+    return out
+
+
+def summarize(cfg: SPTConfig, results: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's summary (module docstring) from ``results`` ``{cell name: result}``."""
     spec = condition_spec(cfg)
-    scratch_of = {n: ("attn_scratch" if spec[n]["variant"] == "attn_only" else
-                      f"depth{spec[n]['depth']}_scratch" if spec[n]["depth"] != 1 else "scratch") for n in spec}
-    rule_epochs = {r["source"] + f"_{r['variant']}_d{r['depth']}": {s["seed"]: s["rule_epoch"] for s in r["seeds"]}
-                   for r in results.values() if r.get("kind") == "spt"}
-    rows = []
+    ft = [r for r in results.values() if r.get("kind") == "finetune"]
+    sweep = [r for r in ft if r["condition"] in LABEL_ONLY and cfg.lr_sweep]
+    per_seed: dict[str, list[dict[str, Any]]] = {}
+    per_lr: dict[str, dict[float, list[dict[str, Any]]]] = {}
+    for r in ft:
+        rec = {"seed": r["seed"], **{k: r[k] for k in RAW_KEYS}}
+        if cfg.lr_sweep:
+            per_lr.setdefault(r["condition"], {}).setdefault(float(r["lr"]), []).append(rec)
+        else:
+            per_seed.setdefault(r["condition"], []).append(rec)
+    choice = lr_choice(per_lr) if sweep else {}
+    if cfg.lr_sweep:  # each condition's raw numbers are those at its chosen learning rate
+        per_seed = {c: per_lr[c][v["chosen"]] for c, v in choice.items()}
+    for rows in per_seed.values():
+        rows.sort(key=lambda r: r["seed"])
+    conds = []
     for n in condition_names(cfg):
-        ps = _per_seed(results, n)
-        if ps is None:
+        rows = per_seed.get(n)
+        if not rows:
             continue
         sd = spec[n]
-        src = "-"
-        if sd["spt"] is not None:
-            e = sd["spt"][1]
-            if e == "rule":
-                eps = rule_epochs.get(f"{sd['spt'][0]}_{sd['variant']}_d{sd['depth']}", {})
-                e = "rule (" + ", ".join(str(eps[s]) for s in cfg.seeds if s in eps) + ")"
-            src = f"{sd['spt'][0]}:{e}"
-        row: dict[str, Any] = {"condition": n, "variant": sd["variant"], "depth": sd["depth"], "spt": src, "n_seeds": len(ps)}
-        for key in ("test_acc", "final_train_acc", "prox_start", "prox_end", "relpos_end", "best_epoch"):
-            row[f"{key}_mean"], row[f"{key}_ci"] = _ci_mean([ps[s][key] for s in cfg.seeds])
-        row["test_acc_seeds"] = [ps[s]["test_acc"] for s in cfg.seeds]
-        ctrl = scratch_of[n]
-        if ctrl != n and _per_seed(results, ctrl) is not None:
-            p = paired(row["test_acc_seeds"], _acc(results, ctrl, cfg.seeds))
-            row.update(control=ctrl, diff_mean=p["mean"], diff_lo=p["lo"], diff_hi=p["hi"])
-        rows.append(row)
+        row: dict[str, Any] = {"condition": n, "variant": sd["variant"], "depth": sd["depth"], "n_seeds": len(rows),
+                               "spt": "-" if sd["spt"] is None else f"{sd['spt'][0]}:{sd['spt'][1]}", "lr": rows[0]["lr"],
+                               "budget": sd["budget"], "capped": sum(bool(r["capped"]) for r in rows)}
+        for key in ("test_acc", "final_train_acc", "prox_start", "prox_end", "best_epoch", "epochs_run"):
+            row[f"{key}_mean"], row[f"{key}_sd"] = mean_sd([r[key] for r in rows])
+        row["test_acc_seeds"] = [r["test_acc"] for r in rows]
+        ctrl = _scratch_of(spec, n)
+        if ctrl != n and ctrl in per_seed:
+            common = sorted({r["seed"] for r in rows} & {r["seed"] for r in per_seed[ctrl]})
+            a = {r["seed"]: r["test_acc"] for r in rows}
+            b = {r["seed"]: r["test_acc"] for r in per_seed[ctrl]}
+            d = [a[s] - b[s] for s in common]
+            row.update(control=ctrl, diff_mean=mean_sd(d)[0], diff_sd=mean_sd(d)[1], diff_n=len(d))
+        conds.append(row)
+    spt_runs = []
+    for r in results.values():
+        if r.get("kind") == "spt":
+            rule = r["probes"]["rule"]
+            spt_runs.append({"source": r["source"], "variant": r["variant"], "depth": r["depth"], "seed": r["seed"],
+                             "rule_epoch": r["rule_epoch"], "stop_epoch": r["stop_epoch"], "capped": r["capped"],
+                             "val_loss_rule": r["val_loss"][r["rule_epoch"]], "prox_rule": rule["prox"],
+                             "relpos_rule": rule["relpos"],
+                             "prox_snapshots": {e: p["prox"] for e, p in r["probes"].items() if e != "rule"}})
+    spt_runs.sort(key=lambda r: (r["source"], r["variant"], r["depth"], r["seed"]))
     grads: dict[str, Any] = {}
     gcells = [r for r in results.values() if r.get("kind") == "init_grad"]
     for setting in ("model", "theorem"):
         for key in ("label_grad_norm", "label_blind_frac", "mlm_grad_norm", "mlm_blind_frac"):
             if gcells:
-                v = [g[setting][key] for g in gcells]
-                grads[f"{setting}_{key}_mean"], grads[f"{setting}_{key}_std"] = float(np.mean(v)), float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
-    spt_rows = []
-    for r in results.values():
-        if r.get("kind") == "spt":
-            for s in r["seeds"]:
-                rule = s["probes"]["rule"]
-                spt_rows.append({"source": r["source"], "variant": r["variant"], "depth": r["depth"], "seed": s["seed"],
-                                 "rule_epoch": s["rule_epoch"], "stop_epoch": s["stop_epoch"],
-                                 "val_loss_rule": s["val_loss"][s["rule_epoch"]], "prox_rule": rule["prox"],
-                                 "relpos_rule": rule["relpos"]})
-    return {"conditions": rows, "verdicts": verdict_rows(cfg, results), "init_gradients": grads, "spt_runs": spt_rows}
+                grads[f"{setting}_{key}_mean"], sd = mean_sd([g[setting][key] for g in gcells])
+                grads[f"{setting}_{key}_sd"] = 0.0 if math.isnan(sd) else sd
+    return {"per_seed": per_seed, "conditions": conds, "spt_runs": spt_runs, "lr_selection": choice,
+            "init_gradients": grads, "uniform_proximity": uniform_proximity_mass(cfg.task.T, cfg.proximity_w)}
 
 
-def _pct(m: float, h: float | None = None) -> str:
-    if h is None:
-        return f"{100 * m:.1f}"
-    return f"{100 * m:.1f} ± {100 * h:.1f}" if math.isfinite(h) else f"{100 * m:.1f}"
+def verdicts(cfg: SPTConfig, summary: Mapping[str, Any]) -> dict[str, Verdict]:
+    """Every claim's verdict, computed by :mod:`initlab.evidence.spt_claims` from ``summary["per_seed"]``."""
+    return spt_claims.evaluate_all(spt_claims.as_raw(summary["per_seed"]), cfg.thresholds)
 
 
-def _interval(lo: float, hi: float) -> str:
-    return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" if math.isfinite(lo) else "n/a (1 seed)"
+# -- the report -------------------------------------------------------------------------------------------
+_UNITS = {"gain": "points", "equivalence": "points", "share": "share"}
 
 
-def _verdict_table(summ: dict[str, Any]) -> list[str]:
-    lines = ["| claim | seed's claim | statistic (paired over seeds, points) | 95 % interval | verdict |", "| --- | --- | --- | --- | --- |"]
-    for v in summ["verdicts"]:
-        if v["verdict"] == NOT_RUN:
-            lines.append(f"| {v['claim']} | “{v['quote']}” | missing: {', '.join(v['missing'])} | - | **not run** |")
-            continue
-        if "parts" in v:
-            stat = "; ".join(f"{p['cond']} − {p['control']}: {100 * p['mean']:+.1f} ({_interval(p['lo'], p['hi'])}, {p['verdict']})" for p in v["parts"])
-            lines.append(f"| {v['claim']} | “{v['quote']}” | {stat} | see each | **{v['verdict']}** |")
-            continue
-        stat = f"{v['cond']} − {v['control']}: {100 * v['mean']:+.1f}"
-        if "share" in v:
-            stat += f"; share of the SPT gain {v['share']:.2f}" if math.isfinite(v["share"]) else "; share not judged (the SPT gain itself is not reproduced)"
-        quote = "-" if v["quote"] == "-" else f"“{v['quote']}”"
-        lines.append(f"| {v['claim']} | {quote} | {stat} | {_interval(v['lo'], v['hi'])} | **{v['verdict']}** |")
+def _verdict_cell(v: Verdict) -> str:
+    if v.rule == "all_of" and v.parts and v.word != "not run":
+        parts = "; ".join(text.describe(p, _UNITS.get(p.rule, "points")) for p in v.parts)
+        need = f"; {text.decide_text(v)}" if text.decide_text(v) else ""
+        return f"{text.bold(v.word)} ({parts}){need}"
+    return text.describe(v, _UNITS.get(v.rule, "points"))
+
+
+def _proximity_cell(v: Verdict) -> str:
+    if not v.parts or v.word == "not run":
+        return text.describe(v, "mass")
+    return f"{text.bold(v.word)} (SPT − scratch at fine-tuning start: {text.describe(v.parts[0], 'mass')}; scratch end − " \
+           f"start: {text.describe(v.parts[1], 'mass')})"
+
+
+def _verdict_table(vs: dict[str, Verdict]) -> list[str]:
+    lines = ["| claim | seed's claim | statistic | verdict: estimate [interval] (interval, seeds) |", "| --- | --- | --- | --- |"]
+    for c in spt_claims.CLAIMS:
+        v = vs[c.id]
+        cell = _proximity_cell(v) if c.id == "proximity" else _verdict_cell(v)
+        quote = "-" if c.quote == "-" else f"“{c.quote}”"
+        lines.append(f"| {c.title} | {quote} | {c.statistic} | {cell} |")
     return lines
 
 
-def report_markdown(cfg: SPTConfig, summ: dict[str, Any], seconds: float | None = None) -> str:
-    """The report: verdict table first, then per-condition accuracies and proximity, then the rest."""
+def _pct(m: float, sd: float | None = None) -> str:
+    if sd is None or not math.isfinite(sd):
+        return f"{100 * m:.1f}"
+    return f"{100 * m:.1f} ± {100 * sd:.1f}"
+
+
+def _lr_table(summ: Mapping[str, Any]) -> list[str]:
+    sel = summ["lr_selection"]
+    lrs = sorted({lr for v in sel.values() for lr in v["rows"]}, key=float)
+    lines = ["| condition | " + " | ".join(f"lr {lr}: val / test % (epochs)" for lr in lrs) + " | chosen (best mean validation accuracy) |",
+             "| --- |" + " --- |" * (len(lrs) + 1)]
+    for cond, v in sel.items():
+        cells = [f"{100 * v['rows'][lr]['val_acc_mean']:.1f} / {100 * v['rows'][lr]['test_acc_mean']:.1f} "
+                 f"({v['rows'][lr]['epochs_mean']:.0f})" if lr in v["rows"] else "-" for lr in lrs]
+        lines.append(f"| {cond} | " + " | ".join(cells) + f" | {v['chosen']:g} |")
+    return lines
+
+
+def _diff_text(r: Mapping[str, Any]) -> str:
+    """A condition's paired difference to its control, ``+d ± sd`` points (no sd with one seed; ``-`` without control)."""
+    if "diff_mean" not in r:
+        return "-"
+    return f"{100 * r['diff_mean']:+.1f}" + (f" ± {100 * r['diff_sd']:.1f}" if math.isfinite(r["diff_sd"]) else "")
+
+
+def _epoch_curve(cfg: SPTConfig, summ: Mapping[str, Any]) -> list[str]:
+    rows = {r["condition"]: r for r in summ["conditions"]}
+    eps = [e for e in sorted(cfg.spt_sweep_epochs) if f"spt_e{e}" in rows]
+    if not eps or "scratch" not in rows:
+        return []
+    runs = [r for r in summ["spt_runs"] if (r["source"], r["variant"], r["depth"]) == ("local", "full", 1)]
+    out = ["", "SPT-duration curve (depth 1; fine-tuned from the SPT snapshot after E epochs; paired difference to "
+           "scratch, mean ± sd over seeds; proximity mass of the snapshot itself):", "",
+           "| SPT epochs | test acc % (mean ± sd) | − scratch (points, mean ± sd) | proximity mass of the snapshot |",
+           "| --- | --- | --- | --- |"]
+    out.append(f"| 0 (scratch) | {_pct(rows['scratch']['test_acc_mean'], rows['scratch']['test_acc_sd'])} | - | "
+               f"{rows['scratch']['prox_start_mean']:.3f} |")
+    for e in eps:
+        r = rows[f"spt_e{e}"]
+        prox = [x["prox_snapshots"].get(str(e)) for x in runs if x["prox_snapshots"].get(str(e)) is not None]
+        diff = _diff_text(r)
+        out.append(f"| {e} | {_pct(r['test_acc_mean'], r['test_acc_sd'])} | {diff} | {np.mean(prox):.3f} |" if prox else
+                   f"| {e} | {_pct(r['test_acc_mean'], r['test_acc_sd'])} | {diff} | - |")
+    if "spt" in rows and runs:
+        r = rows["spt"]
+        rule = ", ".join(str(x["rule_epoch"]) for x in runs)
+        diff = _diff_text(r)
+        out.append(f"| rule ({rule}) | {_pct(r['test_acc_mean'], r['test_acc_sd'])} | {diff} | "
+                   f"{np.mean([x['prox_rule'] for x in runs]):.3f} |")
+    return out
+
+
+def power_table(vs: Mapping[str, Verdict]) -> list[str]:
+    """Per claim: the estimate and per-seed sd this run measured and the seeds a fresh run would need for its rule
+    to decide with 80 % power if those were the true values (:func:`initlab.evidence.rules.planned_seeds`)."""
+    from initlab.evidence.rules import planned_seeds
+
+    lines = ["| claim | rule | estimate | per-seed sd | seeds for 80 % power |", "| --- | --- | --- | --- | --- |"]
+    for c in spt_claims.CLAIMS:
+        v = vs[c.id]
+        if v.word == "not run":
+            continue
+        n = planned_seeds(v)
+        need = "more than 200 (or undecidable: the estimate sits on a threshold)" if n is None else str(n)
+        if v.rule == "all_of":
+            lines.append(f"| {c.title} | all of {len(v.parts)} parts | - | - | {need} |")
+            continue
+        unit = "share" if v.rule == "share" else "points"
+        est = text.number(v.estimate, unit)
+        sd = "n/a" if not math.isfinite(v.sd) else (f"{v.sd:.2f}" if unit == "share" else f"{100 * v.sd:.1f} points")
+        lines.append(f"| {c.title} | {v.rule} | {est} | {sd} | {need} |")
+    return lines
+
+
+def report_markdown(cfg: SPTConfig, summ: Mapping[str, Any], seconds: float | None = None) -> str:
+    """The report: verdict table first (computed here from ``summ["per_seed"]``), then per-condition numbers,
+    the budgets as they ran, the SPT-duration curve, the SPT runs and the gradients at initialisation."""
     th = cfg.thresholds
+    n_seeds = len(cfg.seeds)
     lines = [f"## Synthetic self-pretraining (local task, T = {cfg.task.T}): verdicts", "",
-             f"Seeds {', '.join(map(str, cfg.seeds))}; SPT until the validation masked-reconstruction loss stalls "
-             f"(patience {cfg.spt_patience}, at most {cfg.spt_max_epochs} epochs); fine-tuning {cfg.finetune_epochs} epochs, "
-             f"test accuracy at the best validation epoch. Thresholds: gain ≥ {100 * th.min_gain:.0f} points with a 95 % "
-             f"interval above 0; equivalence: interval within ± {100 * th.margin:.0f} points; \"most\" = share ≥ {th.min_share:.2f}.", ""]
-    if len(cfg.seeds) < 2:
-        lines += [f"**Smoke test, {len(cfg.seeds)} seed: not evidence.** With one seed there is no interval, so by the "
-                  "preregistered rules a gain can be at most *partly* and every share claim (which needs the SPT gain "
-                  "itself *reproduced*) is *not reproduced*; the verdicts below only show that the pipeline runs. "
-                  "The evidence is the `default` preset (5 seeds).", ""]
-    lines += _verdict_table(summ)
-    lines += ["", f"Per condition ({len(cfg.seeds)} seed{'s' if len(cfg.seeds) > 1 else ''}): test accuracy at the best validation epoch, mean ± 95 % interval of "
-              "the mean; paired difference to the condition's scratch control; first-layer proximity mass (|i−j| ≤ "
-              f"{cfg.proximity_w}; uniform attention {uniform_proximity_mass(cfg.task.T, cfg.proximity_w):.3f}) at the start and "
-              "the end of fine-tuning; final training accuracy.", "",
-              "| condition | model | SPT (source:epoch) | test acc % | per seed | − control (95 % interval) | prox. start | prox. end | train acc % (final) | best val. epoch |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"Seeds {', '.join(map(str, cfg.seeds))}. SPT until the best validation masked-reconstruction loss improves by "
+             f"less than {100 * cfg.spt_min_rel_improvement:g} % over {cfg.spt_window} epochs (at most {cfg.spt_max_epochs}); "
+             f"fine-tuning until the best validation accuracy is {cfg.finetune_patience} epochs old (at most "
+             f"{cfg.finetune_max_epochs}); test accuracy ({cfg.n_test} sequences) at the best validation epoch. Thresholds "
+             f"(preregistered): gain ≥ {100 * th.min_gain:g} points; equivalence within ± {100 * th.margin:g} points; "
+             f"\"most\" = share ≥ {th.min_share:g}; proximity gain ≥ {th.min_prox_gain:g}; an interval end within "
+             f"{100 * th.tol:g} points (shares: {th.share_tol:g}) of a threshold is inconclusive.", ""]
+    if n_seeds < 2:
+        lines += [f"**Smoke test, {n_seeds} seed: not evidence.** One seed gives no interval, so every verdict is "
+                  "*inconclusive*; the table only shows that the pipeline runs.", ""]
+    if summ["lr_selection"]:
+        lines += ["Learning-rate selection of the label-only arms (mean over seeds of the best validation accuracy; test "
+                  "accuracy shown, never used):", ""] + _lr_table(summ) + [""]
+    vs = verdicts(cfg, summ)
+    lines += _verdict_table(vs)
+    if n_seeds >= 2 and not cfg.lr_sweep:
+        lines += ["", "Power for a fresh run (planning; the estimate and sd of this run taken as true, 80 % power for the "
+                  "claim's rule to reach the word its estimate points to):", ""] + power_table(vs)
+    lines += ["", f"Per condition: test accuracy at the best validation epoch, mean ± sd over seeds; paired difference to "
+              "the condition's scratch control (mean ± sd); first-layer proximity mass (|i−j| ≤ "
+              f"{cfg.proximity_w}; uniform attention {summ['uniform_proximity']:.3f}) at the start and the end of fine-tuning; "
+              "epochs run (how many runs hit the cap); learning rate.", "",
+              "| condition | model | SPT (source:epoch) | seeds | test acc % | − control (points) | prox. start | prox. end | "
+              "train acc % (final) | epochs (capped) | lr |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in summ["conditions"]:
-        diff = f"{100 * r['diff_mean']:+.1f} {_interval(r['diff_lo'], r['diff_hi'])}" if "diff_mean" in r else "-"
+        diff = _diff_text(r)
         model = f"{'attn-only' if r['variant'] == 'attn_only' else 'full'}, depth {r['depth']}"
-        lines.append(f"| {r['condition']} | {model} | {r['spt']} | {_pct(r['test_acc_mean'], r['test_acc_ci'])} | "
-                     f"{', '.join(_pct(a) for a in r['test_acc_seeds'])} | {diff} | {r['prox_start_mean']:.3f} | "
-                     f"{r['prox_end_mean']:.3f} | {_pct(r['final_train_acc_mean'])} | {r['best_epoch_mean']:.0f} |")
+        budget = " (matched)" if r["budget"] == "matched" else ""
+        lines.append(f"| {r['condition']} | {model} | {r['spt']} | {r['n_seeds']} | {_pct(r['test_acc_mean'], r['test_acc_sd'])} | "
+                     f"{diff} | {r['prox_start_mean']:.3f} | {r['prox_end_mean']:.3f} | {_pct(r['final_train_acc_mean'])} | "
+                     f"{r['epochs_run_mean']:.0f}{budget} ({r['capped']}) | {r['lr']:g} |")
+    lines += _epoch_curve(cfg, summ)
     if summ["spt_runs"]:
-        lines += ["", "SPT runs (rule's epoch = best validation masked-reconstruction loss; first-layer proximity at that epoch):", "",
-                  "| source | model | depth | rule's epoch per seed | stopped at | val. loss | proximity mass |", "| --- | --- | --- | --- | --- | --- | --- |"]
-        keys = sorted({(r["source"], r["variant"], r["depth"]) for r in summ["spt_runs"]})
-        for src, var, d in keys:
-            rs = [r for r in summ["spt_runs"] if (r["source"], r["variant"], r["depth"]) == (src, var, d)]
-            lines.append(f"| {src} | {var} | {d} | {', '.join(str(r['rule_epoch']) for r in rs)} | {', '.join(str(r['stop_epoch']) for r in rs)} | "
-                         f"{np.mean([r['val_loss_rule'] for r in rs]):.3f} | {np.mean([r['prox_rule'] for r in rs]):.3f} |")
+        capped = sum(bool(r["capped"]) for r in summ["spt_runs"])
+        lines += ["", f"SPT runs (rule's epoch = best validation masked-reconstruction loss; the {cfg.spt_max_epochs}-epoch cap "
+                  f"bound in {capped} of {len(summ['spt_runs'])} runs):", "",
+                  "| source | model | depth | rule's epoch per seed | stopped at | val. loss | proximity mass |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for key in sorted({(r["source"], r["variant"], r["depth"]) for r in summ["spt_runs"]}):
+            rs = [r for r in summ["spt_runs"] if (r["source"], r["variant"], r["depth"]) == key]
+            lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {', '.join(str(r['rule_epoch']) for r in rs)} | "
+                         f"{', '.join(str(r['stop_epoch']) for r in rs)} | {np.mean([r['val_loss_rule'] for r in rs]):.3f} | "
+                         f"{np.mean([r['prox_rule'] for r in rs]):.3f} |")
     g = summ["init_gradients"]
     if g:
-        lines += ["", "Score gradients at initialisation (first layer, batch of 64; blind fraction = ‖P_B G‖ / ‖G‖, the share of the gradient lying in the query-dependent directions the label loss is blind to under the theorem: 0 for a blind gradient, near 1 for one that can build query-dependent patterns), mean ± std:", "",
+        lines += ["", "Score gradients at initialisation (first layer, batch of 64; blind fraction = ‖P_B G‖ / ‖G‖, the share "
+                  "of the gradient in the query-dependent directions the label loss is blind to under the theorem: 0 for a "
+                  "blind gradient, near 1 for one that can build query-dependent patterns), mean ± sd over seeds:", "",
                   "| setting | label ‖G‖ | label blind frac. | masked-recon. ‖G‖ | masked-recon. blind frac. |", "| --- | --- | --- | --- | --- |"]
         for st, label in (("model", "experiment model"), ("theorem", "theorem setting (attention only, uniform, float64)")):
-            lines.append(f"| {label} | {g[f'{st}_label_grad_norm_mean']:.3g} | {g[f'{st}_label_blind_frac_mean']:.3f} ± {g[f'{st}_label_blind_frac_std']:.3f} | "
-                         f"{g[f'{st}_mlm_grad_norm_mean']:.3g} | {g[f'{st}_mlm_blind_frac_mean']:.3f} ± {g[f'{st}_mlm_blind_frac_std']:.3f} |")
+            lines.append(f"| {label} | {g[f'{st}_label_grad_norm_mean']:.3g} | {g[f'{st}_label_blind_frac_mean']:.3f} ± "
+                         f"{g[f'{st}_label_blind_frac_sd']:.3f} | {g[f'{st}_mlm_grad_norm_mean']:.3g} | "
+                         f"{g[f'{st}_mlm_blind_frac_mean']:.3f} ± {g[f'{st}_mlm_blind_frac_sd']:.3f} |")
     if seconds is not None:
         lines += ["", f"Wall time of this invocation: {seconds:.0f} s (cells already finished are not redone)."]
     return "\n".join(lines) + "\n"

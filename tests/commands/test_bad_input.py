@@ -110,8 +110,7 @@ def test_a_folder_where_a_file_is_expected_has_one_wording(paths, case):
 @pytest.mark.parametrize("argv, flag, other", [
     (["mlmhead", "inspect", "a_folder", "--max-length", "-1"], "--max-length", "--batch"),
     (["mlmhead", "inspect", "a_folder", "--batch", "1"], "--batch", "--max-length"),
-    (["synthetic", "spt", "--preset", "quick", "--workers", "0", "--out", "o"], "--workers", "--threads"),
-    (["synthetic", "spt", "--preset", "quick", "--threads", "0", "--out", "o"], "--threads", "--workers"),
+    (["synthetic", "spt", "--preset", "quick", "--workers", "0", "--out", "o"], "--workers", "--preset"),
     (["lra", "pretrain", "--preset", "toy", "--limit", "0", "--out", "o"], "--limit", "listops_data"),
     (["lra", "pretrain", "--preset", "toy", "--seed", "-1", "--out", "o"], "--seed", "--limit"),
     (["lra", "pretrain", "--preset", "toy", "--milestones", "a", "--out", "o"], "--milestones", "invalid literal"),

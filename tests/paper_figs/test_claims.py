@@ -1,5 +1,6 @@
-"""The README's claims table is generated from docs/results/ and is not stale; each row's verdict comes
-from the saved verdict fields (every verdict word reachable); bad result files give errors naming them."""
+"""The README's claims table is generated from docs/results/ and is not stale; each row's verdict is
+recomputed from the saved raw numbers (editing numbers changes it; a saved record that disagrees is refused);
+bad result files give errors naming them."""
 
 from __future__ import annotations
 
@@ -66,39 +67,39 @@ def theory(fail: tuple[str, ...] = (), no_sympy: bool = False) -> dict:
                            for n in names]}
 
 
-def cond(name: str, acc: float, prox_start: float = 0.05, prox_end: float = 0.05, diff: float | None = None,
-         depth: int = 1) -> dict:
-    c = {"condition": name, "depth": depth, "test_acc_mean": acc, "test_acc_ci": 0.02, "prox_start_mean": prox_start,
-         "prox_end_mean": prox_end}
-    if diff is not None:
-        c.update(diff_mean=diff, diff_lo=diff - 0.05, diff_hi=diff + 0.05)
-    return c
+def spt_summary(gain: float = 0.35, partial: bool = False, record: bool = False) -> dict:
+    """A saved SPT summary with per-seed raw numbers (5 seeds): SPT ``gain`` points above scratch on average."""
+    from initlab.evidence import spt_claims
+
+    seeds = [8101, 8102, 8103, 8104, 8105]
+    jitter = [0.00, 0.01, -0.01, 0.02, -0.02]
+    base = [0.50, 0.52, 0.49, 0.51, 0.50]
+
+    def recs(accs, prox_start=0.05, prox_end=0.05):
+        return [{"seed": s, "test_acc": a, "prox_start": prox_start + j / 10, "prox_end": prox_end + j / 20}
+                for s, a, j in zip(seeds, accs, jitter)]
+
+    per_seed = {"scratch": recs(base), "spt": recs([b + gain + j for b, j in zip(base, jitter)], 0.6, 0.45),
+                "scratch_matched": recs([b + 0.005 for b in base]),
+                "hybrid_qkvo": recs([b + 0.6 * gain + j for b, j in zip(base, jitter)], 0.3),
+                "hybrid_qk": recs([b + 0.3 * gain + j / 2 for b, j in zip(base, jitter)], 0.3),
+                "frozen_attn": recs([b + j / 4 for b, j in zip(base, jitter)]), "spt_e10": recs(base),
+                "hybrid_ffn": recs([b - j / 4 for b, j in zip(base, jitter)])}
+    conds = [{"condition": "spt_e10", "diff_mean": 0.0, "diff_sd": 0.001}]
+    cfg = {"seeds": seeds, "task": {"T": 100}, "proximity_w": 2, "thresholds": {}}
+    out = {"partial": partial, "preregistration": "abc1234", "config": cfg,
+           "summary": {"per_seed": per_seed, "conditions": conds, "uniform_proximity": 0.049}}
+    if record:
+        vs = spt_claims.evaluate_all(spt_claims.as_raw(per_seed), spt_claims.SPTThresholds())
+        out["verdicts"] = {k: v.to_dict() for k, v in vs.items()}
+    return out
 
 
-def paired(verdict: str, mean: float = 0.2, **extra) -> dict:
-    return {"verdict": verdict, "mean": mean, "lo": mean - 0.1, "hi": mean + 0.1, **extra}
-
-
-def spt(word: str = "reproduced", partial: bool = False) -> dict:
-    v = [{"id": "spt_gain", **paired(word, 0.35)},
-         {"id": "few_epochs", "cond": "spt_e10", **paired(word, 0.0, share=0.0)},
-         {"id": "frozen_attn", **paired(word, -0.02)}, {"id": "ffn", **paired(word, -0.01)},
-         {"id": "qkvo", **paired(word, share=0.55)}, {"id": "qk", **paired(word, share=float("nan"))},
-         {"id": "depth", "verdict": "not run", "missing": ["depth4_scratch", "depth4_spt"]},
-         {"id": "cross_data", "verdict": word, "parts": [paired("reproduced", 0.4, cond="cross_count"),
-                                                         paired("not reproduced", -0.01, cond="cross_iid")]},
-         {"id": "mech_hybrid_qk_ln", **paired("reproduced", share=0.62)}]
-    c = [cond("scratch", 0.51), cond("spt", 0.86, 0.62, 0.47, 0.35), cond("spt_e1", 0.5, diff=-0.017),
-         cond("spt_e10", 0.51, diff=-0.001), cond("depth2_spt", 0.9, diff=0.418, depth=2)]
-    return {"partial": partial, "config": {"seeds": [7301, 7302, 7303], "task": {"T": 100}, "proximity_w": 2,
-                                           "thresholds": {"margin": 0.03}},
-            "summary": {"conditions": c, "verdicts": v}}
-
-
-def lra(verdict: str) -> dict:
-    return {"verdict": verdict, "preset": "cpu-listops-plateau", "seeds": [10, 11, 12], "spt_mean": 0.376,
+def lra(spt_accs=(0.39, 0.35, 0.38)) -> dict:
+    scratch = (0.37, 0.36, 0.35)
+    return {"verdict": "no difference detected", "preset": "cpu-listops-plateau", "seeds": [10, 11, 12], "spt_mean": 0.376,
             "scratch_mean": 0.363, "mean_diff_points": 1.3,
-            "per_seed": [{"spt_test_acc": 0.39, "scratch_test_acc": 0.37}, {"spt_test_acc": 0.35, "scratch_test_acc": 0.36}],
+            "per_seed": [{"spt_test_acc": a, "scratch_test_acc": b} for a, b in zip(spt_accs, scratch)],
             "proximity_verdict": "no proximity bias at fine-tuning start", "prox_init_spt_mean": 0.31,
             "uniform_proximity_mean": 0.274}
 
@@ -128,70 +129,87 @@ def splade(p0: dict | None = None, p1: dict | None = None) -> dict:
 # ------------------------------------------------------------------------------------------------
 # rows: every verdict word reachable, and taken from the saved fields
 # ------------------------------------------------------------------------------------------------
+def _theory_report(fail: tuple[str, ...] = (), no_sympy: bool = False) -> dict:
+    """The hand-made theory report with raw check errors: a failing statement has an error above its tolerance."""
+    t = theory(fail, no_sympy)
+    for st in t["statements"]:
+        st["checks"] = copy.deepcopy(st["checks"])  # the helper shares one dict per check name
+        st["cases"] = 20
+        for c in st["checks"].values():
+            c.update(max_rel_error=1e-12 if st["statement"] not in fail else 1.0, tolerance_rel=1e-9, n=20)
+    return t
+
+
 @pytest.mark.parametrize("fail,word", [((), "reproduced"), (("T3",), "partly"), (("T1",), "not reproduced"),
                                        (("T4", "T5"), "not reproduced")])
-def test_theory_rule(fail, word):
-    cell = rows.theory_row({rows.THEORY: theory(fail)})
+def test_theory_verdict_is_recomputed_from_the_errors(fail, word):
+    cell = rows.theory_row({rows.THEORY: _theory_report(fail)})
     assert cell.startswith(f"**{word}**")
-    assert ("fail" in cell) == bool(fail)
+    assert ("failed" in cell) == bool(fail)
     if not fail:
         assert "median blind fraction 0.30" in cell and "residual stacks with FFN or random later attention are not (0.25-0.90)" in cell and "all 7 statements (T1-T7)" in cell
         assert "pass sympy derivations, float64 autograd identities and finite differences (20 random" in cell
+        assert "1000x inside its tolerance" in cell
+
+
+def test_theory_row_refuses_a_saved_word_its_errors_contradict():
+    t = _theory_report()
+    t["statements"][2]["checks"]["autograd = 1 g^T"]["max_rel_error"] = 1.0  # error above tolerance, word PASS
+    with pytest.raises(ValueError, match="T3: saved PASS"):
+        rows.theory_row({rows.THEORY: t})
 
 
 def test_theory_row_names_only_the_checks_every_statement_ran():
-    cell = rows.theory_row({rows.THEORY: theory(no_sympy=True)})
-    assert "pass float64 autograd identities (20 random cases each)." in cell and "sympy" not in cell
+    cell = rows.theory_row({rows.THEORY: _theory_report(no_sympy=True)})
+    assert "pass float64 autograd identities (20 random cases each);" in cell and "sympy" not in cell
 
 
-@pytest.mark.parametrize("spt_start,scratch_end,word", [(0.62, 0.05, "reproduced"), (0.62, 0.3, "partly"),
-                                                        (0.09, 0.05, "not reproduced")])
-def test_proximity_rule(spt_start, scratch_end, word):
-    r = spt()
-    conds = r["summary"]["conditions"]
-    conds[1]["prox_start_mean"], conds[0]["prox_end_mean"] = spt_start, scratch_end
-    cell = rows.proximity_row({rows.SPT: r})
-    assert cell.startswith(f"**{word}**") and "seeds 7301-7303" in cell and "uniform 0.049" in cell
+def _spt(s: dict) -> dict:
+    return {rows.SPT_RUNS[0][1]: s}
 
 
-@pytest.mark.parametrize("word", ["reproduced", "partly", "not reproduced"])
-def test_spt_rows_use_the_saved_verdicts(word):
-    r = {rows.SPT: spt(word)}
-    assert rows.spt_gain_row(r).startswith(f"**{word}**")
-    assert f"W_Q/W_K/W_V/W_O: **{word}** (share 0.55" in rows.attention_weights_row(r)
-    assert "no SPT gain to share" in rows.attention_weights_row(r) and "LayerNorms 0.62" in rows.attention_weights_row(r)
+def test_spt_rows_follow_the_raw_numbers():
+    r = _spt(spt_summary(0.35))
+    gain = rows.spt_gain_row(r)
+    assert gain.startswith("`full` (seeds 8101-8105, preregistered in `abc1234`): SPT − scratch **reproduced**: +35.0 [")
+    assert "against compute-matched scratch **reproduced**" in gain
+    assert "W_Q/W_K/W_V/W_O share **reproduced**: 0.60" in rows.attention_weights_row(r)
+    assert "W_Q, W_K alone share **partly**: 0.30" in rows.attention_weights_row(r)
+    assert "frozen attention − scratch **reproduced**" in rows.frozen_ffn_row(r) and "±3 points" in rows.frozen_ffn_row(r)
+    assert "**reproduced**: SPT − scratch first-layer proximity mass" in rows.proximity_row(r)
     few = rows.few_epochs_other_data_row(r)
-    assert few.startswith(f"few epochs: **{word}**") and f"other data: **{word}**" in few and "1 epoch: -1.7" in few
-    assert rows.frozen_ffn_row(r).count(f"**{word}**") == 2 and "±3 points" in rows.frozen_ffn_row(r)
+    assert "few epochs (10): share **not reproduced**" in few and "10: +0.0 ± 0.1" in few
+    none = _spt(spt_summary(0.0))  # SPT no better than scratch, in the raw numbers: every share is unjudgeable
+    assert "SPT − scratch **not reproduced**" in rows.spt_gain_row(none)
+    assert "share **inconclusive**" in rows.attention_weights_row(none)
 
 
-def test_spt_rows_say_not_run_and_name_the_partial_run():
-    r = spt("not run", partial=True)
-    gain = rows.spt_gain_row({rows.SPT: r})
-    assert gain == "**not run** (partial run)"
-    r = spt("reproduced", partial=True)
-    gain = rows.spt_gain_row({rows.SPT: r})
-    assert "depth 2: +41.8" in gain and gain.endswith("depth 4 **not run** (partial run)")
-    done = spt("reproduced")
-    done["summary"]["verdicts"][6] = {"id": "depth", "verdict": "partly",
-                                      "parts": [paired("reproduced", cond="spt"), paired("reproduced", 0.4, cond="depth2_spt"),
-                                                paired("not reproduced", 0.01, cond="depth4_spt")]}
-    gain = rows.spt_gain_row({rows.SPT: done})
-    assert "depth 4: +1.0" in gain and gain.endswith("every depth: **partly**") and "partial" not in gain
+def test_spt_rows_refuse_a_record_that_disagrees_with_the_numbers():
+    s = spt_summary(0.35, record=True)
+    rows.spt_gain_row(_spt(s))  # the record matches
+    s["verdicts"]["spt_gain"]["word"] = "not reproduced"
+    with pytest.raises(ValueError, match="spt_gain: saved 'not reproduced', recomputed 'reproduced'"):
+        rows.spt_gain_row(_spt(s))
 
 
-@pytest.mark.parametrize("verdict,word", [("SPT gain", "reproduced"), ("no difference detected", "not reproduced"),
-                                          ("SPT loss", "not reproduced"), ("no paired seeds finished", "not run")])
-def test_lra_row_words_the_saved_verdict(verdict, word):
-    cell = rows.lra_row({rows.LRA: lra(verdict)})
-    assert cell.startswith("**not run** at LRA scale") and f"**{word}** ({verdict})" in cell
-    if word != "not run":
-        assert "ahead on 1 of 2 seeds" in cell and "no proximity bias" in cell
+def test_spt_rows_without_runs_and_with_a_partial_run():
+    assert rows.spt_gain_row({}) == "**not run**"
+    cell = rows.spt_gain_row(_spt(spt_summary(0.35, partial=True)))
+    assert "partial run" in cell
+    both = {**_spt(spt_summary(0.35)), rows.SPT_RUNS[1][1]: spt_summary(0.30)}
+    cell = rows.spt_gain_row(both)
+    assert cell.index("`full`") < cell.index("`default`")
 
 
-def test_lra_row_refuses_an_unknown_verdict():
-    with pytest.raises(KeyError):
-        rows.lra_row({rows.LRA: lra("maybe")})
+def test_lra_row_recomputes_the_interval_verdict():
+    cell = rows.lra_row({rows.LRA: lra()})
+    assert cell.startswith("**not run** at LRA scale") and "SPT − scratch **inconclusive**" in cell
+    assert "(the experiment's own rule: no difference detected)" in cell and "no proximity bias" in cell
+    cell = rows.lra_row({rows.LRA: lra((0.47, 0.46, 0.451))})
+    assert "SPT − scratch **reproduced**" in cell
+    empty = lra()
+    empty["per_seed"] = []
+    assert rows.lra_row({rows.LRA: empty}).endswith("CPU ListOps: **not run**")
 
 
 @pytest.mark.parametrize("overall,word", [("reproduces", "reproduced"), ("partly", "partly"), ("not", "not reproduced")])
@@ -245,10 +263,12 @@ def test_malformed_results_file_is_named(tmp_path):
 
 def test_results_file_without_a_needed_field_is_named(tmp_path, capsys):
     res = _copy_results(tmp_path)
-    data = json.loads((res / rows.SPT).read_text())
-    del data["summary"]["verdicts"]
-    (res / rows.SPT).write_text(json.dumps(data))
-    with pytest.raises(claims.ResultsFileError, match=r"synthetic_spt_default/summary\.json: missing or malformed.*verdicts"):
+    name = rows.SPT_RUNS[0][1]
+    (res / name).parent.mkdir(exist_ok=True)
+    data = spt_summary()
+    del data["summary"]["per_seed"]
+    (res / name).write_text(json.dumps(data))
+    with pytest.raises(claims.ResultsFileError, match=r"synthetic_spt_full/summary\.json: missing or malformed.*per_seed"):
         claims.claims_table(res)
     readme = tmp_path / "README.md"
     readme.write_text(f"{claims.BEGIN_MARK}\n{claims.END_MARK}\n")
@@ -271,15 +291,19 @@ def test_replace_block_needs_one_pair_of_markers():
 def test_collect_spt_partial_and_finished(tmp_path):
     run = tmp_path / "run"
     (run / "partial").mkdir(parents=True)
-    body = {"config": {"seeds": [1]}, "summary": {"verdicts": []}, "cells": {"big": list(range(100))}}
-    (run / "partial" / "metrics.json").write_text(json.dumps({**body, "missing": ["ft_depth4_spt"]}))
+    body = {"config": {"seeds": [1]}, "summary": {"per_seed": {}}, "cells": {"big": list(range(100))}}
+    (run / "partial" / "metrics.json").write_text(json.dumps(body))
+    (run / "partial" / "verdicts.json").write_text("{}")
+    (run / "partial" / "missing.json").write_text('["ft_depth4_spt__seed1"]')
     out = json.loads(claims.collect_spt(run, tmp_path / "a" / "summary.json").read_text())
-    assert out["partial"] is True and out["missing"] == ["ft_depth4_spt"] and "cells" not in out
+    assert out["partial"] is True and out["missing"] == ["ft_depth4_spt__seed1"] and "cells" not in out
     (run / "metrics.json").write_text(json.dumps(body))
+    (run / "verdicts.json").write_text('{"spt_gain": {"word": "reproduced"}}')
     (run / "DONE").write_text("")
-    out = json.loads(claims.collect_spt(run, tmp_path / "a" / "summary.json").read_text())
+    out = json.loads(claims.collect_spt(run, tmp_path / "a" / "summary.json", "abc1234").read_text())
     assert out["partial"] is False and out["missing"] == [] and out["source"] == "metrics.json"
-    assert out["summary"] == body["summary"] and out["config"] == body["config"]
+    assert out["summary"] == body["summary"] and out["config"] == body["config"] and out["preregistration"] == "abc1234"
+    assert out["verdicts"] == {"spt_gain": {"word": "reproduced"}}
 
 
 def test_collect_spt_refuses_a_folder_without_metrics(tmp_path):
@@ -287,5 +311,6 @@ def test_collect_spt_refuses_a_folder_without_metrics(tmp_path):
         claims.collect_spt(tmp_path, tmp_path / "summary.json")
     (tmp_path / "partial").mkdir()
     (tmp_path / "partial" / "metrics.json").write_text('{"config": {}}')
+    (tmp_path / "partial" / "verdicts.json").write_text('{}')
     with pytest.raises(claims.ResultsFileError, match="'config' and 'summary'"):
         claims.collect_spt(tmp_path, tmp_path / "summary.json")

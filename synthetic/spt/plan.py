@@ -1,0 +1,200 @@
+"""The plan of a synthetic SPT run: its cells (per seed), what each depends on, and its cost model.
+
+:func:`plan` lists every :class:`initlab.executor.Cell` of a config in claim order (the cells a reader needs
+first run first, so a run stopped early has the main rows), each SPT run before the fine-tuning cells that
+load its checkpoints. :func:`cell_key` is what a saved cell depends on (a resumed run under another config
+is refused cell by cell).
+
+**Cost model.** A cell's cost is ``units x unit_seconds``: units are epochs, ``unit_seconds`` the seconds of one
+epoch of the cell's model shape on the reference machine of :mod:`initlab.executor` (one undisturbed core), from
+:data:`REFERENCE_EPOCH_SECONDS`; the executor multiplies them by this machine's measured speed factor
+(:func:`initlab.executor.measure_speed`). The table is measured by ``python benchmarks/bench_cost_model.py
+--stages spt`` (:func:`measure_epoch_seconds` divided by the speed factor measured beside it). Expected epochs per
+cell come from :data:`EXPECTED_EPOCHS` (the mean epochs of each kind of cell in the exploratory run, see
+docs/synthetic_spt.md); the upper bound from the budgets (``spt_max_epochs``, ``finetune_max_epochs``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from initlab.config import to_dict
+from initlab.executor import Cell
+from initlab.synthetic.spt.cells import ft_cell_name, spt_cell_name
+from initlab.synthetic.spt.config import LABEL_ONLY, SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
+
+__all__ = ["PRIORITY", "EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "measure_epoch_seconds",
+           "reference_epoch_seconds", "expected_epochs"]
+
+#: claim order: the conditions a reader needs first run first
+PRIORITY = ["scratch", "spt", "scratch_matched", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10", "spt_e1",
+            "spt_e5", "spt_e20", "spt_e40", "hybrid_qk_emb", "hybrid_qk_ln", "hybrid_qk_emb_ln", "attn_scratch", "attn_spt",
+            "attn_qk", "cross_count", "cross_iid", "depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt"]
+
+#: expected epochs per kind of cell, for the up-front estimate and the progress bar (measured means of the
+#: exploratory run; an overrun only makes the bar's total grow): SPT runs per source, label-only and
+#: SPT-initialised fine-tuning
+EXPECTED_EPOCHS: dict[str, float] = {"spt_local": 110.0, "spt_count": 110.0, "spt_iid": 40.0, "ft_label_only": 35.0,
+                                     "ft_spt": 60.0}
+
+#: fields of the config a cell's result does not depend on (which conditions or seeds are run, the
+#: verdict thresholds, which seed's maps are kept; a cell's own seed and learning rate are in its args)
+#: seconds of one epoch on the reference machine, per (kind, variant, depth) at the base sizes (n_train 1024, n_val
+#: 512, batch 64, T 100, d 32, d_ff 64); PROVISIONAL until bench_cost_model.py --stages spt measures them
+REFERENCE_EPOCH_SECONDS: dict[tuple[str, str, int], float] = {
+    ("finetune", "full", 1): 0.42, ("finetune", "attn_only", 1): 0.28, ("finetune", "full", 2): 0.82,
+    ("finetune", "full", 4): 1.45, ("spt", "full", 1): 0.43, ("spt", "attn_only", 1): 0.33, ("spt", "full", 2): 0.84,
+    ("spt", "full", 4): 1.31}
+
+_NOT_IN_KEY = ("seeds", "conditions", "seed_counts", "label_lr", "lr_grid", "lr_sweep", "map_seed", "thresholds", "depths",
+               "spt_sweep_epochs")
+
+
+def cell_key(cfg: SPTConfig, args: dict[str, Any]) -> dict[str, Any]:
+    """What a cell's result depends on: the training config (not which conditions, seeds or thresholds are
+    requested) and the cell's own arguments."""
+    d = {k: v for k, v in to_dict(cfg).items() if k not in _NOT_IN_KEY}
+    return {"config": d, "cell": dict(args)}
+
+
+def expected_epochs(cfg: SPTConfig, kind: str, condition: str | None = None, source: str | None = None) -> tuple[float, float]:
+    """(expected, at most) epochs of a cell: ``kind`` ``"spt"`` (with ``source``) or ``"finetune"`` (with ``condition``)."""
+    if kind == "spt":
+        return min(EXPECTED_EPOCHS.get(f"spt_{source}", 110.0), cfg.spt_max_epochs), float(cfg.spt_max_epochs)
+    spec = condition_spec(cfg)[condition]
+    if spec["budget"] == "matched":
+        e_spt, m_spt = expected_epochs(cfg, "spt", source="local")
+        e_ft, m_ft = expected_epochs(cfg, "finetune", "spt")
+        return e_spt + e_ft, m_spt + m_ft
+    e = EXPECTED_EPOCHS["ft_label_only" if spec["spt"] is None else "ft_spt"]
+    cap = float(cfg.finetune_max_epochs)
+    return (min(e, cap), cap) if cfg.finetune_patience > 0 else (cap, cap)
+
+
+_SPEED: dict[tuple, float] = {}
+
+
+def measure_epoch_seconds(cfg: SPTConfig, kind: str, variant: str, depth: int, steps: int = 3) -> float:
+    """Seconds of one epoch of ``kind`` (``"spt"`` or ``"finetune"``) for a model shape, measured here and now:
+    ``steps`` timed training steps (after one warm-up step) scaled to an epoch, plus one validation pass;
+    one torch thread, as the workers run. Cached per process."""
+    key = (kind, variant, depth, cfg.d_model, cfg.d_ff, cfg.n_heads, cfg.batch_size, cfg.n_train, cfg.n_val, cfg.task.T)
+    if key in _SPEED:
+        return _SPEED[key]
+    from initlab.runs import torch_threads
+    from initlab.synthetic.spt.cells import _fresh, seed_data
+    from initlab.synthetic.spt.training import accuracy, masked_loss
+    import torch.nn.functional as F
+
+    with torch_threads(1):
+        model = _fresh(cfg, depth, variant, 0)
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+        x = torch.randint(2, 2 + cfg.task.n_content, (cfg.batch_size, cfg.task.T))
+        y = torch.randint(0, 2, (cfg.batch_size,))
+        masked = torch.rand(x.shape) < cfg.mask_rate
+        masked[:, 0] = True
+
+        def step() -> None:
+            loss = masked_loss(model.reconstruct(x), x, masked) if kind == "spt" else F.cross_entropy(model.classify(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        step()
+        t = time.perf_counter()
+        for _ in range(steps):
+            step()
+        per_step = (time.perf_counter() - t) / steps
+        xv = torch.randint(2, 2 + cfg.task.n_content, (cfg.n_val, cfg.task.T))
+        t = time.perf_counter()
+        if kind == "spt":
+            with torch.no_grad():
+                model.reconstruct(xv)
+        else:
+            accuracy(model, xv, torch.zeros(cfg.n_val, dtype=torch.long))
+        val = time.perf_counter() - t
+    _SPEED[key] = per_step * -(-cfg.n_train // cfg.batch_size) + val
+    return _SPEED[key]
+
+
+def _sort_key(cond: str) -> int:
+    return PRIORITY.index(cond) if cond in PRIORITY else len(PRIORITY)
+
+
+def reference_epoch_seconds(cfg: SPTConfig, kind: str, variant: str, depth: int) -> float:
+    """:data:`REFERENCE_EPOCH_SECONDS` of a shape, scaled to ``cfg``'s training-set size (steps per epoch); a
+    depth not in the table is interpolated linearly in depth."""
+    table = {k[2]: v for k, v in REFERENCE_EPOCH_SECONDS.items() if k[:2] == (kind, variant)} or \
+        {k[2]: v for k, v in REFERENCE_EPOCH_SECONDS.items() if k[:2] == (kind, "full")}
+    if depth in table:
+        base = table[depth]
+    else:
+        d1, dmax = min(table), max(table)
+        base = table[d1] + (table[dmax] - table[d1]) * (depth - d1) / max(dmax - d1, 1)
+    return base * (cfg.n_train / 1024)
+
+
+def plan(cfg: SPTConfig) -> list[Cell]:
+    """Every cell of ``cfg`` in claim order (module docstring), with the cost model's units and seconds.
+
+    Raises:
+        ValueError: ``scratch_matched`` runs on a seed where ``spt`` does not (it needs that seed's SPT and
+            fine-tuning step counts), or a learning-rate selection (``lr_sweep``) includes an SPT-initialised arm.
+    """
+    spec = condition_spec(cfg)
+    names = sorted(condition_names(cfg), key=_sort_key)
+    if "scratch_matched" in names and not set(condition_seeds(cfg, "scratch_matched")) <= set(
+            condition_seeds(cfg, "spt") if "spt" in names else ()):
+        raise ValueError("SPTConfig.seed_counts: scratch_matched needs the spt condition on each of its seeds")
+    if cfg.lr_sweep:
+        bad = [n for n in names if n not in LABEL_ONLY or n == "scratch_matched"]
+        if bad:
+            raise ValueError(f"SPTConfig.conditions: a learning-rate selection (lr_sweep) trains label-only arms only, got {bad}")
+
+    def sec(kind: str, variant: str, depth: int) -> float:
+        return reference_epoch_seconds(cfg, kind, variant, depth)
+
+    snaps: dict[tuple[str, str, int], set[int]] = {}
+    for n in names:
+        if spec[n]["spt"] is not None:
+            src, e = spec[n]["spt"]
+            ss = snaps.setdefault((src, spec[n]["variant"], spec[n]["depth"]), set())
+            if e != "rule":
+                ss.add(int(e))
+    cells: list[Cell] = []
+    for s in cfg.seeds:
+        a = {"kind": "init_grad", "seed": s}
+        cells.append(Cell(f"init_grad__seed{s}", "initlab.synthetic.spt.cells:init_grad_cell", a, cell_key(cfg, a),
+                          units=1.0, max_units=1.0, unit_seconds=1.0))
+    placed: set[str] = set()
+    for n in names:
+        sp = spec[n]
+        lrs = list(cfg.lr_sweep) if cfg.lr_sweep else [None]
+        for s in condition_seeds(cfg, n):
+            needs: list[str] = []
+            if sp["spt"] is not None:
+                src = sp["spt"][0]
+                sname = spt_cell_name(src, sp["variant"], sp["depth"], s)
+                needs.append(sname)
+                if sname not in placed:
+                    a = {"kind": "spt", "source": src, "variant": sp["variant"], "depth": sp["depth"], "seed": s,
+                         "snapshots": sorted(snaps[(src, sp["variant"], sp["depth"])])}
+                    exp, cap = expected_epochs(cfg, "spt", source=src)
+                    cap = max(cap, max(a["snapshots"], default=0))
+                    cells.append(Cell(sname, "initlab.synthetic.spt.cells:spt_cell", a, cell_key(cfg, a), units=exp,
+                                      max_units=cap, unit_seconds=sec("spt", sp["variant"], sp["depth"])))
+                    placed.add(sname)
+            if sp["budget"] == "matched":
+                needs += [spt_cell_name("local", "full", 1, s), ft_cell_name("spt", s)]
+            for lr in lrs:
+                a = {"kind": "finetune", "condition": n, "seed": s, "lr": label_lr(cfg, n) if lr is None else lr}
+                if lr is not None:
+                    a["lr_sweep"] = True
+                exp, cap = expected_epochs(cfg, "finetune", n)
+                cells.append(Cell(ft_cell_name(n, s, lr), "initlab.synthetic.spt.cells:finetune_cell", a, cell_key(cfg, a),
+                                  needs=tuple(needs), units=exp, max_units=cap,
+                                  unit_seconds=sec("finetune", sp["variant"], sp["depth"])))
+    return cells
