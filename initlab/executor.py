@@ -500,6 +500,9 @@ class _Bar:
             self.began.setdefault(cell, time.monotonic())
             self.done[cell] += a
             self.last[cell] = time.monotonic()
+            # a cell past its planned units (more epochs than the cost model expected) grows the total: tqdm
+            # cannot draw a bar whose count is above its total
+            self.total[cell] = max(self.total[cell], self.done[cell] + self.resumed[cell])
         elif kind == "total":
             self.total[cell] = max(a, self.done[cell] + self.resumed[cell])
         self.refresh()
@@ -524,8 +527,8 @@ class _Bar:
         if not force and now - self._drawn < 1.0:
             return
         self._drawn = now
-        self.bar.total = self._total()
         self.bar.n = self._n()
+        self.bar.total = max(self._total(), self.bar.n)
         self.bar.set_postfix_str(self._left(), refresh=False)
         self.bar.refresh()
 

@@ -56,7 +56,7 @@ class Claim:
     optional: tuple[str, ...] = ()
 
 
-_SPT_FILES = tuple(f for _, f in rows.SPT_RUNS)
+_SPT_FILES = tuple(f for _, f in rows.SPT_RUNS) + (rows.SPT_EARLIER,)
 
 CLAIMS: list[Claim] = [
     Claim("At uniform attention the label-loss score gradient under mean pooling is query-blind (`1 g^T`); masked "

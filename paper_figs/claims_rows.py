@@ -35,6 +35,9 @@ Results = Mapping[str, Any]
 THEORY = "theory_verify.json"
 #: the SPT runs behind the rows, strongest evidence first: (preset, file)
 SPT_RUNS = (("full", "synthetic_spt_full/summary.json"), ("default", "synthetic_spt_default/summary.json"))
+#: the earlier (2026-11-30) confirmatory run: cited, under today's interval rules, only for claims the current
+#: runs do not test (depth, other data), and labelled as the earlier protocol (untuned scratch, fixed budgets)
+SPT_EARLIER = "synthetic_spt_earlier/summary.json"
 LRA = "lra_listops_summary.json"
 #: a measured blind fraction above this is "not blind" (float64 rounding is ~1e-16)
 BLIND_ZERO = 1e-6
@@ -137,6 +140,31 @@ def proximity_row(r: Results) -> str:
     return _per_run(r, cell)
 
 
+def earlier_spt(r: Results, claim_id: str) -> Verdict | None:
+    """The earlier run's verdict of ``claim_id`` under today's rules (None when its file is absent)."""
+    if SPT_EARLIER not in r:
+        return None
+    s = r[SPT_EARLIER]
+    th = spt_claims.SPTThresholds(**{k: v for k, v in s["config"]["thresholds"].items()
+                                     if k in ("min_gain", "margin", "min_share")})
+    return spt_claims.by_id(claim_id).verdict(earlier_spt_raw(s), th)
+
+
+def _earlier_note(r: Results, claim_id: str, what: str, parts_names: Sequence[str] | None = None) -> str:
+    """`` Not in this round's runs; the earlier run (...): VERDICT (parts).`` when no current run has the claim."""
+    runs = spt_runs(r)
+    if any(vs[claim_id].word != NOT_RUN for _, _, vs in runs):
+        return ""
+    v = earlier_spt(r, claim_id)
+    if v is None or v.word == NOT_RUN:
+        return ""
+    seeds = seeds_text(r[SPT_EARLIER]["config"]["seeds"])
+    names = parts_names or [""] * len(v.parts)
+    parts = "; ".join(f"{n} {_one(p)}".strip() for n, p in zip(names, v.parts))
+    return (f" {what}: not in this round's runs; the earlier run ({seeds}, 2026-11-30: untuned scratch, fixed "
+            f"budgets) under today's rules: {b(v.word)} ({parts}).")
+
+
 def spt_gain_row(r: Results) -> str:
     def cell(s, vs):
         out = [f"SPT − scratch {_one(vs['spt_gain'])}"]
@@ -146,7 +174,7 @@ def spt_gain_row(r: Results) -> str:
         if d.word != NOT_RUN:
             out.append(f"every depth: {b(d.word)} (" + "; ".join(_one(p) for p in d.parts[1:]) + ")")
         return "; ".join(out)
-    return _per_run(r, cell)
+    return _per_run(r, cell) + _earlier_note(r, "depth", "Depth 1, 2, 4", ["depth 1", "depth 2", "depth 4"])
 
 
 def attention_weights_row(r: Results) -> str:
@@ -176,7 +204,7 @@ def few_epochs_other_data_row(r: Results) -> str:
             names = ("count-task inputs", "i.i.d. tokens")
             out.append(f"other data: {b(cross.word)} (" + "; ".join(f"{n} {_one(p)}" for n, p in zip(names, cross.parts)) + ")")
         return "; ".join(out)
-    return _per_run(r, cell)
+    return _per_run(r, cell) + _earlier_note(r, "cross_data", "Other data", ["count-task inputs", "i.i.d. tokens"])
 
 
 def frozen_ffn_row(r: Results) -> str:

@@ -15,6 +15,10 @@ def square(root, name, args, progress):
     """x**2 and a seeded torch draw (the same in every process with one thread); reports ``units`` advances."""
     for _ in range(int(args.get("units", 1))):
         progress.advance(1)
+        if args.get("sleep"):
+            import time
+
+            time.sleep(float(args["sleep"]))
     g = torch.Generator().manual_seed(int(args["x"]))
     w = torch.randn(16, 16, generator=g)
     return {"x": args["x"], "square": args["x"] ** 2, "draw": float((w @ w.T).trace()), "threads": torch.get_num_threads(),

@@ -168,6 +168,18 @@ def test_the_bar_is_one_line_of_units_and_is_closed(tmp_path, cells_importable, 
     assert "units" in err and "elapsed" in err and "left" in err
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cell_running_past_its_planned_units_keeps_the_bar_drawing(tmp_path, cells_importable, capsys, workers):
+    """A cell that reports more units than the cost model planned (an SPT run that needed more epochs) grows the
+    bar's total; it used to push tqdm's count past its total, which tqdm cannot format."""
+    rd = RunDir(tmp_path / "run")
+    cells = [Cell(f"c{i}", FN + "square", {"x": i, "units": 6, "sleep": 0.4}, key=i, units=2.0, unit_seconds=0.01)
+             for i in range(3)]  # redrawn (once a second) while past their 2 planned units
+    rep = run_cells(rd, cells, workers=workers, progress=True, desc="overrun")
+    assert set(rep.results) == {"c0", "c1", "c2"}
+    assert "overrun: 100%" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------------
 # the same results in this process, in a local pool and on a Dask LocalCluster
 # ------------------------------------------------------------------------------------------------

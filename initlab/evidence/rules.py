@@ -90,15 +90,17 @@ def not_run(rule: str, missing: Sequence[str]) -> Verdict:
 
 
 def paired_differences(cond: dict[int, float], control: dict[int, float], what: str) -> list[float]:
-    """``cond[s] - control[s]`` over the seeds ``s`` of both, in seed order.
+    """``cond[s] - control[s]`` over the seeds ``s`` of ``cond``, in seed order. The control may hold more
+    seeds (a condition run on the first n seeds only, ``seed_counts``); those are not used.
 
     Raises:
-        ValueError: naming ``what``, when the two were not run on the same seeds (a paired statistic needs
-            every seed on both sides).
+        ValueError: naming ``what`` and the seeds, when ``cond`` holds a seed its control lacks (a paired
+            statistic needs every seed on both sides).
     """
-    if set(cond) != set(control):
-        raise ValueError(f"{what}: the condition and its control must share their seeds, got "
-                         f"{sorted(cond)} and {sorted(control)}")
+    extra = sorted(set(cond) - set(control))
+    if extra:
+        raise ValueError(f"{what}: the condition and its control must share their seeds; seeds {extra} of the "
+                         f"condition are missing in the control (condition {sorted(cond)}, control {sorted(control)})")
     return [float(cond[s]) - float(control[s]) for s in sorted(cond)]
 
 

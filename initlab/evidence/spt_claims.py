@@ -84,10 +84,13 @@ def _values(raw: Raw, cond: str, key: str) -> dict[int, float] | None:
     return {int(s): float(v[key]) for s, v in per_seed.items()}
 
 
-def _diff(raw: Raw, cond: str, control: str, key: str = "test_acc") -> list[float] | None:
+def _diff(raw: Raw, cond: str, control: str, key: str = "test_acc", seeds: set[int] | None = None) -> list[float] | None:
+    """Per-seed ``cond - control`` over ``cond``'s seeds (only those in ``seeds`` when given), in seed order."""
     a, b = _values(raw, cond, key), _values(raw, control, key)
     if a is None or b is None:
         return None
+    if seeds is not None:
+        a = {s: v for s, v in a.items() if s in seeds}
     return rules.paired_differences(a, b, f"{cond} - {control} ({key})")
 
 
@@ -106,7 +109,9 @@ def _share(raw: Raw, cond: str, control: str, full: str, th: SPTThresholds) -> V
     miss = _missing(raw, cond, control, full)
     if miss:
         return rules.not_run("share", miss)
-    return rules.share(_diff(raw, cond, control), _diff(raw, full, control), min_share=th.min_share, tol=th.share_tol)
+    common = {int(s) for s in raw[cond]} & {int(s) for s in raw[full]}  # both gains paired on the same seeds
+    return rules.share(_diff(raw, cond, control, seeds=common), _diff(raw, full, control, seeds=common),
+                       min_share=th.min_share, tol=th.share_tol)
 
 
 def _equivalent(raw: Raw, cond: str, control: str, th: SPTThresholds) -> Verdict:

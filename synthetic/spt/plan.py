@@ -157,13 +157,9 @@ def plan(cfg: SPTConfig) -> list[Cell]:
     def sec(kind: str, variant: str, depth: int) -> float:
         return reference_epoch_seconds(cfg, kind, variant, depth)
 
-    snaps: dict[tuple[str, str, int], set[int]] = {}
-    for n in names:
-        if spec[n]["spt"] is not None:
-            src, e = spec[n]["spt"]
-            ss = snaps.setdefault((src, spec[n]["variant"], spec[n]["depth"]), set())
-            if e != "rule":
-                ss.add(int(e))
+    # every SPT cell keeps the snapshots of cfg.spt_sweep_epochs, whichever spt_e<E> conditions the run has: a
+    # run of fewer conditions (the default preset) then has the same SPT cells, keys included, as the full run
+    snapshots = sorted(int(e) for e in cfg.spt_sweep_epochs)
     cells: list[Cell] = []
     for s in cfg.seeds:
         a = {"kind": "init_grad", "seed": s}
@@ -181,7 +177,7 @@ def plan(cfg: SPTConfig) -> list[Cell]:
                 needs.append(sname)
                 if sname not in placed:
                     a = {"kind": "spt", "source": src, "variant": sp["variant"], "depth": sp["depth"], "seed": s,
-                         "snapshots": sorted(snaps[(src, sp["variant"], sp["depth"])])}
+                         "snapshots": snapshots}
                     exp, cap = expected_epochs(cfg, "spt", source=src)
                     cap = max(cap, max(a["snapshots"], default=0))
                     cells.append(Cell(sname, "initlab.synthetic.spt.cells:spt_cell", a, cell_key(cfg, a), units=exp,

@@ -58,9 +58,10 @@ def test_proximity_needs_both_parts():
 
 
 def test_claims_pair_only_shared_seeds():
-    r = raw(scratch=SCRATCH, spt=[0.9, 0.9, 0.9])
+    r = raw(scratch=SCRATCH[:3], spt=[0.9, 0.9, 0.9, 0.9, 0.9])  # seeds of the condition missing in the control
     with pytest.raises(ValueError, match="share their seeds"):
         spt_claims.spt_gain(r, TH)
+    assert spt_claims.spt_gain(raw(scratch=SCRATCH, spt=[0.9, 0.9, 0.9]), TH).n == 3  # first 3 seeds of scratch
 
 
 def test_every_claim_has_a_function_and_thresholds_are_checked():

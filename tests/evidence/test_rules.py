@@ -141,3 +141,18 @@ def test_planned_seeds_match_the_power_functions():
     assert rules.planned_seeds(on) is None
     both = rules.all_of([big, small])
     assert rules.planned_seeds(both) == max(rules.planned_seeds(big), rules.planned_seeds(small))
+
+
+def test_a_condition_on_fewer_seeds_pairs_with_its_control_on_those_seeds():
+    """``seed_counts`` runs a condition on the first n seeds only: it pairs with its control on those seeds;
+    a share pairs both gains on the seeds they share."""
+    from initlab.evidence import spt_claims as sc
+
+    assert rules.paired_differences({1: 0.6, 2: 0.7}, {1: 0.5, 2: 0.5, 3: 0.5}, "x") == pytest.approx([0.1, 0.2])
+    raw = {"scratch": {s: {"test_acc": 0.5} for s in range(6)},
+           "spt": {s: {"test_acc": 0.9 + 0.01 * s} for s in range(6)},
+           "hybrid_qk": {s: {"test_acc": 0.7 + 0.01 * s} for s in range(3)}}
+    th = sc.SPTThresholds()
+    v = sc.qk(raw, th)
+    assert v.n == 3 and v.estimate == pytest.approx(0.21 / 0.41)  # seeds 0-2 of spt only
+    assert sc.spt_gain(raw, th).n == 6
