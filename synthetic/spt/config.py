@@ -211,6 +211,14 @@ _EXPLORE_CONDITIONS = ("scratch", "scratch_matched", "spt", "frozen_attn", "hybr
                        "hybrid_qk_emb", "hybrid_qk_ln", "hybrid_qk_emb_ln", "spt_e1", "spt_e5", "spt_e10", "spt_e20",
                        "spt_e40", "cross_count", "attn_scratch", "attn_spt", "attn_qk")
 
+#: the preregistered confirmatory seeds (fresh: no earlier run of this project used them)
+CONFIRM_SEEDS = (8201, 8202, 8203, 8204, 8205, 8206, 8207, 8208)
+#: the confirmatory conditions: the depth-1 claims on every seed, the SPT-epoch curve, other data and depth on fewer
+_CORE = ("scratch", "scratch_matched", "spt", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10")
+_CURVE = ("spt_e1", "spt_e5", "spt_e20", "spt_e40")
+_CROSS = ("cross_count", "cross_iid")
+_DEPTH = ("depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt")
+
 PRESETS: dict[str, SPTConfig] = {
     # smoke test: one exploratory seed, three conditions, small budgets (not evidence)
     "quick": derive(BASE, label_lr=CHOSEN_LR, seeds=(0,), n_test=1024, finetune_max_epochs=40, spt_max_epochs=60, spt_sweep_epochs=(10,),
@@ -221,7 +229,11 @@ PRESETS: dict[str, SPTConfig] = {
     # power computation that sets the confirmatory seed counts (depth and cross_iid arms are left out to fit the
     # session's CPU budget; their sds come from the earlier run, docs/synthetic_spt.md)
     "explore": derive(TUNED, conditions=_EXPLORE_CONDITIONS),
-    # provisional until the preregistration commit (docs/synthetic_spt.md): do not report
-    "default": TUNED,
-    "full": TUNED,
+    # the preregistered confirmatory run (docs/synthetic_spt.md#4-preregistration): fresh seeds, seed counts from
+    # the power computation on the explore run, cut to this round's CPU budget where power asks for more
+    "full": derive(TUNED, seeds=CONFIRM_SEEDS, conditions=_CORE + _CURVE + _CROSS + _DEPTH,
+                   seed_counts=tuple((c, 4) for c in _CURVE + _CROSS) + tuple((c, 3) for c in _DEPTH)),
+    # what `initlab reproduce` runs: the core conditions on the first three confirmatory seeds; its cells are the
+    # full run's cells of those seeds (same keys)
+    "default": derive(TUNED, seeds=CONFIRM_SEEDS[:3], conditions=_CORE),
 }

@@ -37,8 +37,8 @@ PRIORITY = ["scratch", "spt", "scratch_matched", "frozen_attn", "hybrid_qkvo", "
 #: expected epochs per kind of cell, for the up-front estimate and the progress bar (measured means of the
 #: exploratory run; an overrun only makes the bar's total grow): SPT runs per source, label-only and
 #: SPT-initialised fine-tuning
-EXPECTED_EPOCHS: dict[str, float] = {"spt_local": 110.0, "spt_count": 110.0, "spt_iid": 40.0, "ft_label_only": 35.0,
-                                     "ft_spt": 60.0}
+EXPECTED_EPOCHS: dict[str, float] = {"spt_local": 115.0, "spt_count": 115.0, "spt_iid": 30.0, "ft_label_only": 45.0,
+                                     "ft_spt": 85.0}
 
 #: fields of the config a cell's result does not depend on (which conditions or seeds are run, the
 #: verdict thresholds, which seed's maps are kept; a cell's own seed and learning rate are in its args)
