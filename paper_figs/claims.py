@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from initlab.paper_figs import claims_rows as rows
+from initlab.paper_figs import claims_splade as splade_rows
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path
 from initlab.textio import read_json, read_text
 
@@ -75,14 +76,14 @@ CLAIMS: list[Claim] = [
           "from scratch 36.4/64.3/57.5/42.4/71.4, SPT 59.2/88.8/90.4/76.0/88.5", "[LRA](docs/lra.md)", (rows.LRA,),
           rows.lra_row),
     Claim("A large MLM-head norm degrades SPLADE, starting from a very high loss and ending in a poor minimum",
-          "BEIR-13 nDCG@10: ModernBERT 0.127 vs BERT 0.370", SPLADE_DOCS + "#phase-diagrams)",
-          tuple(rows.SPLADE.values()), rows.splade_degradation_row),
+          "BEIR-13 nDCG@10: ModernBERT 0.127 vs BERT 0.370", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
+          splade_rows.FILES, splade_rows.degradation_row),
     Claim("Dividing W_head by k before training fixes it", "ModernBERT 0.405 at k = 16",
-          SPLADE_DOCS + "#recommended-k-against-the-grids-best-k), [at scale](docs/splade_at_scale.md)",
-          tuple(rows.SPLADE.values()), rows.splade_fix_row),
+          SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105), [at scale](docs/splade_at_scale.md)",
+          splade_rows.FILES, splade_rows.fix_row),
     Claim("Rescaling a normal-norm head too far hurts or collapses retrieval (RoBERTa best k = 2; ALBERT hurt by "
-          "rescaling)", "no number", SPLADE_DOCS + "#the-input-side-of-the-tie)",
-          (*rows.SPLADE.values(), rows.SPLADE_INPUT), rows.splade_over_rescaling_row),
+          "rescaling)", "no number", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
+          splade_rows.FILES, splade_rows.over_rescaling_row),
     Claim("The SPLADE grid: 7 backbones × k in {1, ..., 32} on MS MARCO, BEIR-13", "table of the seed",
           "[SPLADE at scale](docs/splade_at_scale.md)",
           verdict_text="**not run** (needs GPUs this project did not have); pipeline tested end to end on fixtures"),

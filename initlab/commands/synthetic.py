@@ -66,9 +66,10 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
     parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade",
                                      description=splade_phase.__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=list(splade_phase.PRESETS), default="default",
-                        help="grid size: quick (smoke test), default (4 families, s in 1/4,1,16, k in 1..64), full "
-                             "(s, k in 1/4..64, three modes, 3 seeds), confirm (seed 1, tied: the recommended-k rule check), confirm-input "
-                             "(seed 1, s = 1/4, k in 1, 16, tied and output-only: the input-side check)")
+                        help="quick (smoke test); default (what initlab reproduce runs: bert and modernbert, seeds "
+                             "9101-9102, tied k in 1, 4, 16, 64, output-only k = 64); explore (the exploratory natural-norm "
+                             "run, seeds 0-2); full (the preregistered confirmatory run: 4 families, seeds 9101-9105); "
+                             "imposed-s* (the earlier runs with an imposed head scale s; docs/synthetic_splade.md)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     add_executor_options(parser)

@@ -1,6 +1,6 @@
 """Calibration of the collapse detector on a labelled set of healthy and degenerate SPLADE models.
 
-``python -m initlab.synthetic.splade.calibration PHASE_JSON [PHASE_JSON ...] [--json OUT] [--check]`` reads the
+``python -m initlab.synthetic.splade.calibration PHASE_JSON [PHASE_JSON ...] [--json OUT] [--held-out]`` reads the
 saved ``phase.json`` of synthetic SPLADE runs (``initlab synthetic splade``) and builds the labelled set:
 
 * **trained models**: every distinct trained cell of the runs (each family, seed, k and mode), and every trained
@@ -165,8 +165,11 @@ def _bins(values: list[float]) -> dict[str, int]:
             ">= 1": sum(v >= 1 for v in values)}
 
 
-def calibrate(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Choose the two near-constant thresholds on ``cases`` and decide every case (module docstring).
+def calibrate(cases: Sequence[dict[str, Any]], fixed: Any = None) -> dict[str, Any]:
+    """Choose the two near-constant thresholds on ``cases`` and decide every case (module docstring). With
+    ``fixed`` (a :class:`initlab.nn.collapse.CollapseThresholds`, e.g. the committed ``THRESHOLDS``) nothing is
+    chosen: every case is decided by those thresholds, the held-out check of a calibration on new runs (the gaps
+    are still reported).
 
     Returns ``{"thresholds", "rule_gaps", "summary", "errors", "misses", "margins", "cases"}``: ``errors`` the
     healthy models flagged, ``misses`` the degenerate models that pass, ``margins`` per label the distance of
@@ -189,6 +192,8 @@ def calibrate(cases: Sequence[dict[str, Any]]) -> dict[str, Any]:
     g_share = _gap(share["h"], share["d"], MIN_MARGIN["same_ranking"])
     g_share["scale"] = "share of queries"
     t_share = g_share["threshold"]
+    if fixed is not None:
+        max_cos, t_share = float(fixed.max_mean_cosine), float(fixed.max_same_ranking)
     decided = [{**c, **decide(c, max_cos, t_share)} for c in cases]
 
     def steps(c: dict[str, Any]) -> float:
@@ -226,13 +231,21 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Calibrate the collapse detector on saved synthetic SPLADE runs.")
     parser.add_argument("phase", type=Path, nargs="+", help="phase.json files of finished runs")
     parser.add_argument("--json", type=Path, default=None, help="write the calibration record here")
+    parser.add_argument("--held-out", action="store_true",
+                        help="choose nothing: decide every case with the committed thresholds (initlab.nn.collapse."
+                             "THRESHOLDS) and report the healthy models flagged and the degenerate ones passed")
     args = parser.parse_args(argv)
     cases = constructed_cases()
     for p in args.phase:
         if not p.is_file():
             parser.error(f"{p}: no such file; expected a phase.json written by initlab synthetic splade")
         cases += trained_cases(json.loads(p.read_text()), str(p))
-    rep = calibrate(cases)
+    if args.held_out:
+        from initlab.nn.collapse import THRESHOLDS
+
+        rep = calibrate(cases, fixed=THRESHOLDS)
+    else:
+        rep = calibrate(cases)
     if args.json is not None:
         from initlab.runs import atomic_write_json
 

@@ -216,6 +216,7 @@ CONFIRM_SEEDS = (8201, 8202, 8203, 8204, 8205, 8206, 8207, 8208)
 #: the confirmatory conditions: the depth-1 claims on every seed, the SPT-epoch curve, other data and depth on fewer
 _CORE = ("scratch", "scratch_matched", "spt", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10")
 _CURVE = ("spt_e1", "spt_e5", "spt_e20", "spt_e40")
+_DEFAULT = ("scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_ffn", "spt_e10")
 _CROSS = ("cross_count", "cross_iid")
 _DEPTH = ("depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt")
 
@@ -233,7 +234,8 @@ PRESETS: dict[str, SPTConfig] = {
     # the power computation on the explore run, cut to this round's CPU budget where power asks for more
     "full": derive(TUNED, seeds=CONFIRM_SEEDS, conditions=_CORE + _CURVE + _CROSS + _DEPTH,
                    seed_counts=tuple((c, 4) for c in _CURVE + _CROSS) + tuple((c, 3) for c in _DEPTH)),
-    # what `initlab reproduce` runs: the core conditions on the first three confirmatory seeds; its cells are the
-    # full run's cells of those seeds (same keys)
-    "default": derive(TUNED, seeds=CONFIRM_SEEDS[:3], conditions=_CORE),
+    # what `initlab reproduce` runs (the 20-minute budget on 2 cores, docs/benchmarks.md): six of the core conditions
+    # on the first three confirmatory seeds, without the compute-matched arm (the costliest: about 240 epochs a
+    # seed) and the W_Q/W_K/W_V/W_O hybrid; its cells are the full run's cells of those seeds (same keys)
+    "default": derive(TUNED, seeds=CONFIRM_SEEDS[:3], conditions=_DEFAULT),
 }

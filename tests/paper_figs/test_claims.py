@@ -104,28 +104,6 @@ def lra(spt_accs=(0.39, 0.35, 0.38)) -> dict:
             "uniform_proximity_mean": 0.274}
 
 
-FAMS = ("bert", "roberta", "albert", "modernbert")
-
-
-def phase(yes: dict[str, tuple[str, ...]] | None = None, overall: str = "reproduces") -> dict:
-    keys = ("high_norm_fixed_by_rescaling", "non_monotone_optimum", "over_rescaling_collapse", "small_norm_harm",
-            "high_initial_loss_and_poor_minimum")
-    yes = yes or {}
-    verdicts = {k: {"overall": overall, "per_family": {f: f in yes.get(k, FAMS) for f in FAMS}} for k in keys}
-    verdicts["input_side"] = {f: {"s=0.25,k=16": {"verdict": "explains" if f != "albert" else "does not",
-                                                   "harm_tied": 0.3 + 0.1 * i, "harm_output": 0.0}} for i, f in enumerate(FAMS)}
-    verdicts["input_side"]["modernbert"]["s=0.25,k=16"] = {"verdict": "no harm to explain", "harm_tied": 0.01, "harm_output": 0.0}
-    stab = [{"family": f, "s": 16.0, "ndcg@10_best": 0.8, "ndcg@10_k1": 0.8 - 0.1 * (i + 1), "init_infonce_k1": 26.0 + i,
-             "final_infonce_k1": 2.0 + i, "final_infonce_best": 1.0} for i, f in enumerate(FAMS)]
-    return {"config": {"families": list(FAMS), "head_scales": [0.25, 1.0, 16.0], "batch_size": 32, "seeds": [1],
-                       "harm_margin": 0.05},
-            "verdicts": verdicts, "stability": stab, "regret": {"hit_rate": 0.5, "mean_regret": 0.02}}
-
-
-def splade(p0: dict | None = None, p1: dict | None = None) -> dict:
-    return {rows.SPLADE[0]: p0 or phase(), rows.SPLADE[1]: p1 or phase(), rows.SPLADE_INPUT: phase()}
-
-
 # ------------------------------------------------------------------------------------------------
 # rows: every verdict word reachable, and taken from the saved fields
 # ------------------------------------------------------------------------------------------------
@@ -210,27 +188,6 @@ def test_lra_row_recomputes_the_interval_verdict():
     empty = lra()
     empty["per_seed"] = []
     assert rows.lra_row({rows.LRA: empty}).endswith("CPU ListOps: **not run**")
-
-
-@pytest.mark.parametrize("overall,word", [("reproduces", "reproduced"), ("partly", "partly"), ("not", "not reproduced")])
-def test_splade_rows_word_the_saved_verdicts(overall, word):
-    yes = {"partly": ("albert",), "not": ()}.get(overall, FAMS)
-    p = phase({k: yes for k in ("high_norm_fixed_by_rescaling", "high_initial_loss_and_poor_minimum")}, overall)
-    r = splade(p, copy.deepcopy(p))
-    expect = f"**{word}** (seeds 0, 1" + (": albert)" if overall == "partly" else ")")
-    assert rows.splade_degradation_row(r).startswith(expect)
-    assert rows.splade_fix_row(r).startswith(expect)
-
-
-def test_splade_rows_show_each_seed_when_they_differ():
-    r = splade(phase(), phase({"non_monotone_optimum": ("albert",)}, "partly"))
-    cell = rows.splade_over_rescaling_row(r)
-    assert "non-monotone optimum **reproduced** (seed 0), **partly** (seed 1: albert)" in cell
-    assert cell.endswith("explains in bert, roberta; does not in albert; no harm to explain in modernbert")
-    assert "s/k = 1/64 costs 0.30-0.50 nDCG@10 in bert, roberta, albert" in cell
-    deg = rows.splade_degradation_row(r)
-    assert "0.10 (bert) to 0.40 (modernbert)" in deg and "26-29 nats (ln B = 3.47)" in deg and "1.00-4.00 nats" in deg
-    assert "hit rate 0.50 / 0.50" in rows.splade_fix_row(r)
 
 
 # ------------------------------------------------------------------------------------------------
