@@ -67,3 +67,17 @@ def test_overlapping_labels_are_reported_as_errors_not_hidden():
     assert rep["cases"][2]["margin_steps"] > 0 and rep["margins"]["degenerate"]["passed"][">= 1"] == 1
     with pytest.raises(ValueError, match="healthy"):
         cal.calibrate(cases[1:])
+
+
+def test_held_out_check_decides_with_the_committed_thresholds_and_chooses_nothing():
+    from initlab.nn.collapse import CollapseThresholds
+
+    cases = [{"case": "h", "label": "healthy", "q_active_dims": 5.0, "d_active_dims": 5.0, "vocab": 100,
+              "mean_doc_cosine": 0.5, "same_ranking_share": 0.1},
+             {"case": "d", "label": "degenerate", "q_active_dims": 5.0, "d_active_dims": 5.0, "vocab": 100,
+              "mean_doc_cosine": 0.7, "same_ranking_share": 0.05}]
+    chosen = cal.calibrate(cases)  # one step beyond the healthy 0.5: 0.75, so "d" (0.7) passes
+    assert chosen["thresholds"]["max_mean_cosine"] == pytest.approx(0.75) and chosen["misses"] == ["d"]
+    fixed = cal.calibrate(cases, fixed=CollapseThresholds(max_mean_cosine=0.6, max_same_ranking=0.08))
+    assert fixed["thresholds"]["max_mean_cosine"] == 0.6 and fixed["thresholds"]["max_same_ranking"] == 0.08
+    assert fixed["misses"] == [] and fixed["errors"] == ["h"]  # the fixed share threshold flags the healthy one
