@@ -211,7 +211,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--earlier-spt", type=Path, metavar="SUMMARY",
                         help="only print the claims of the earlier (2026-11-30) SPT run's summary file under today's "
                              "interval rules (docs/synthetic_spt.md) and exit")
+    parser.add_argument("--compare-spt", nargs="+", metavar="LABEL=SUMMARY",
+                        help="only print every SPT claim side by side for these saved summaries (label=path, e.g. "
+                             "earlier=docs/results/synthetic_spt_earlier/summary.json), under today's rules, and exit")
     args = parser.parse_args(argv)
+    if args.compare_spt:
+        try:
+            runs = []
+            for item in args.compare_spt:
+                label, sep, path = item.partition("=")
+                if not sep or not label or not path:
+                    raise ValueError(f"--compare-spt {item!r}: expected LABEL=PATH")
+                check_input_path(Path(path), flag="--compare-spt", kind="file", what="a synthetic SPT summary.json")
+                runs.append((label, load_results(Path(path).parent, [Path(path).name])[Path(path).name]))
+            print(rows.spt_comparison_table(runs))
+        except (ValueError, KeyError) as err:
+            print(f"{parser.prog}: error: {err}", file=sys.stderr)
+            return 2
+        return 0
     if args.earlier_spt is not None:
         try:
             check_input_path(args.earlier_spt, flag="--earlier-spt", kind="file", what="a synthetic SPT summary.json")

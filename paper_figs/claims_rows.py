@@ -243,6 +243,35 @@ def earlier_spt_table(s: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """Every SPT claim side by side over several runs (``(label, summary file)`` pairs, as saved in docs/results):
+    one markdown row per claim, one column per run, each cell the verdict recomputed from that run's per-seed
+    numbers under today's rules. The earlier (2026-11-30) run's summary, which saved per-seed accuracies only, is
+    read with :func:`earlier_spt_raw` (its proximity cell reads not run)."""
+    cols = []
+    for label, s in runs:
+        if "per_seed" in s["summary"]:
+            vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), _spt_thresholds(s["config"]))
+        else:
+            raw = earlier_spt_raw(s)
+            th = spt_claims.SPTThresholds(**{k: v for k, v in s["config"]["thresholds"].items()
+                                             if k in ("min_gain", "margin", "min_share")})
+            vs = {c.id: (rules.not_run("all_of", ["per-seed proximity (not saved by that run)"]) if c.id == "proximity"
+                         else c.verdict(raw, th)) for c in spt_claims.CLAIMS}
+        cols.append((f"{label} ({seeds_text(s['config']['seeds'])})", vs))
+    lines = ["| claim | " + " | ".join(c for c, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
+    for c in spt_claims.CLAIMS:
+        cells = []
+        for _, vs in cols:
+            v = vs[c.id]
+            if v.rule == "all_of" and v.word != NOT_RUN:
+                cells.append(f"{b(v.word)} (" + "; ".join(_one(p, "mass" if c.id == "proximity" else None) for p in v.parts) + ")")
+            else:
+                cells.append(_one(v))
+        lines.append(f"| {c.title} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------------
 # CPU ListOps
 # ------------------------------------------------------------------------------------------------

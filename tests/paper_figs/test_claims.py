@@ -271,3 +271,14 @@ def test_collect_spt_refuses_a_folder_without_metrics(tmp_path):
     (tmp_path / "partial" / "verdicts.json").write_text('{}')
     with pytest.raises(claims.ResultsFileError, match="'config' and 'summary'"):
         claims.collect_spt(tmp_path, tmp_path / "summary.json")
+
+
+def test_spt_comparison_table_recomputes_each_run_from_its_raw_numbers(tmp_path, capsys):
+    table = rows.spt_comparison_table([("new", spt_summary(0.35)), ("flat", spt_summary(0.0))])
+    gain = [ln for ln in table.splitlines() if ln.startswith("| SPT gain at depth 1 |")][0]
+    assert "| **reproduced**: +35.0 [" in gain and "| **not reproduced**: +0.0 [" in gain
+    assert table.splitlines()[0] == "| claim | new (seeds 8101-8105) | flat (seeds 8101-8105) |"
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(spt_summary(0.35)))
+    assert claims.main(["--compare-spt", f"new={path}"]) == 0 and "| SPT gain at depth 1 |" in capsys.readouterr().out
+    assert claims.main(["--compare-spt", str(path)]) == 2 and "expected LABEL=PATH" in capsys.readouterr().err
