@@ -165,7 +165,7 @@ def replace_block(text: str, block: str, where: str = "README.md") -> str:
     return head + block + rest.split(END_MARK, 1)[1]
 
 
-def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = "") -> Path:
+def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = "", preset: str | None = None) -> Path:
     """Write the summary of a synthetic SPT run folder to ``dest``: the run's ``config``, ``summary`` (the per-seed
     raw numbers and per-condition statistics) and its verdict record, without the per-cell histories;
     ``preregistration`` names the commit that fixed the run's design (empty for an exploratory run).
@@ -174,8 +174,11 @@ def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = ""
     ``run_dir/partial/`` (from ``initlab synthetic spt --partial-report``), marked ``"partial": true`` with its
     missing cells.
 
+    With ``preset``, the run's saved config must be that preset's (``initlab.synthetic.spt.PRESETS``), so a
+    ``default`` run is never filed as ``full``.
+
     Raises:
-        ResultsFileError: a file is missing or lacks ``config`` / ``summary``.
+        ResultsFileError: a file is missing or lacks ``config`` / ``summary``, or the run is not of ``preset``.
     """
     root = Path(run_dir)
     finished = (root / "DONE").exists()
@@ -185,6 +188,15 @@ def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = ""
     m = data["metrics.json"]
     if "config" not in m or "summary" not in m or "per_seed" not in m["summary"]:
         raise ResultsFileError(f"{src / 'metrics.json'}: expected 'config' and 'summary' (with per_seed) of a synthetic SPT run")
+    if preset is not None:
+        from initlab.config import to_dict
+        from initlab.synthetic.spt.config import PRESETS
+
+        want = to_dict(PRESETS[preset])
+        diff = sorted(k for k in set(want) | set(m["config"]) if want.get(k) != m["config"].get(k))
+        if diff:
+            raise ResultsFileError(f"{src / 'metrics.json'}: not a run of preset {preset!r} (its config differs in "
+                                   f"{', '.join(diff)}); pass the --preset the folder was run with")
     missing = read_json(src / "missing.json") if (src / "missing.json").exists() else []
     out = {"source": str((src / "metrics.json").relative_to(root)), "partial": not finished, "missing": missing,
            "preregistration": preregistration, "config": m["config"], "summary": m["summary"],
@@ -243,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         check_input_path(args.results, flag="--results", kind="folder", what="the saved result files, docs/results")
         check_input_path(args.collect_spt, flag="--collect-spt", kind="folder", what="an initlab synthetic spt run folder")
         if args.collect_spt is not None:
-            collect_spt(args.collect_spt, args.results / dict(rows.SPT_RUNS)[args.preset], args.preregistration)
+            collect_spt(args.collect_spt, args.results / dict(rows.SPT_RUNS)[args.preset], args.preregistration,
+                        preset=args.preset)
         old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
     except ValueError as err:  # ResultsFileError and InputPathError included

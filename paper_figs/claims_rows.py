@@ -160,9 +160,10 @@ def _earlier_note(r: Results, claim_id: str, what: str, parts_names: Sequence[st
         return ""
     seeds = seeds_text(r[SPT_EARLIER]["config"]["seeds"])
     names = parts_names or [""] * len(v.parts)
-    parts = "; ".join(f"{n} {_one(p)}".strip() for n, p in zip(names, v.parts))
-    return (f" {what}: not in this round's runs; the earlier run ({seeds}, 2026-11-30: untuned scratch, fixed "
-            f"budgets) under today's rules: {b(v.word)} ({parts}).")
+    parts = "; ".join(f"{n} {_one(p).replace('**', '')}".strip() for n, p in zip(names, v.parts))
+    return (f". {what}: no result from this round's runs; the earlier run ({seeds}, 2026-11-30; a superseded "
+            f"protocol: untuned scratch, fixed budgets; not this round's verdict) under today's rules read "
+            f"{v.word} ({parts}).")
 
 
 def spt_gain_row(r: Results) -> str:
@@ -282,9 +283,9 @@ def lra_row(r: Results) -> str:
     if g.word == NOT_RUN:
         return head + f"; CPU ListOps: {b('not run')}"
     text_ = (f"{head}; preregistered CPU ListOps (preset `{v['preset']}`, {seeds_text(v['seeds'])}): SPT − scratch "
-             f"{_one(g)} against the preregistered +{100 * lra_claims.MIN_GAIN:g} points (the experiment's own rule: "
-             f"{v['verdict']}); SPT {v['spt_mean']:.3f} vs scratch {v['scratch_mean']:.3f}")
-    if "proximity_verdict" in v:
-        text_ += (f"; {v['proximity_verdict']} ({v['prox_init_spt_mean']:.3f} vs uniform "
-                  f"{v['uniform_proximity_mean']:.3f})")
+             f"{_one(g)} against the preregistered +{100 * lra_claims.MIN_GAIN:g} points; test accuracy SPT "
+             f"{v['spt_mean']:.3f} vs scratch {v['scratch_mean']:.3f}")
+    if "prox_init_spt_mean" in v:  # the run saved seed means only: a number, no interval, no verdict
+        text_ += (f"; first-layer proximity mass at fine-tuning start {v['prox_init_spt_mean']:.3f} after SPT vs "
+                  f"{v['uniform_proximity_mean']:.3f} for uniform attention (seed means; no interval)")
     return text_

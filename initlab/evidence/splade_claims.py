@@ -418,7 +418,8 @@ def describe_claim(v: Verdict, *, with_word: bool = True) -> str:
     def one(p: Verdict) -> str:
         unit = "nats" if "InfoNCE" in p.reason else "ndcg"
         label = part_label(p)
-        body = text.describe(dataclasses.replace(p, reason=p.reason[len(label):].strip(" ()")), unit)
+        counted = "(family, seed) backbone" if "regret" in p.reason else "seed"
+        body = text.describe(dataclasses.replace(p, reason=p.reason[len(label):].strip(" ()")), unit, counted=counted)
         return f"{label}: {body}" if label else body
 
     if v.word == NOT_RUN:

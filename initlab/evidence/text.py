@@ -62,15 +62,16 @@ def decide_text(v: Verdict) -> str:
     return "no seed count up to 200 would decide it at the observed mean and sd"
 
 
-def describe(v: Verdict, unit: str, *, with_word: bool = True) -> str:
-    """``**word**: estimate [lo, hi] (kind, n seeds)[; decide text][; reason]``."""
+def describe(v: Verdict, unit: str, *, with_word: bool = True, counted: str = "seed") -> str:
+    """``**word**: estimate [lo, hi] (kind, n seeds)[; decide text][; reason]``; ``counted`` names what ``n``
+    counts (``"(family, seed) backbone"`` for a regret over backbones)."""
     head = f"{bold(v.word)}: " if with_word else ""
     if v.word == NOT_RUN:
         reason = v.reason or "; ".join(p.reason for p in v.parts if p.word == NOT_RUN)
         return f"{head}{reason}" if with_word else reason
     if v.rule == "all_of" or v.rule == "check":
         return f"{head}{v.reason}".rstrip(": ") if v.reason else bold(v.word) if with_word else ""
-    seeds = f"{v.n} seed{'s' if v.n != 1 else ''}"
+    seeds = f"{v.n} {counted}{'s' if v.n != 1 else ''}"
     body = f"{number(v.estimate, unit)} {interval(v, unit)} ({interval_kind(v)}, {seeds})"
     extra = [t for t in (decide_text(v), v.reason) if t]
     return head + body + ("; " + "; ".join(extra) if extra else "")

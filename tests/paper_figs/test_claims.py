@@ -182,7 +182,8 @@ def test_spt_rows_without_runs_and_with_a_partial_run():
 def test_lra_row_recomputes_the_interval_verdict():
     cell = rows.lra_row({rows.LRA: lra()})
     assert cell.startswith("**not run** at LRA scale") and "SPT − scratch **inconclusive**" in cell
-    assert "(the experiment's own rule: no difference detected)" in cell and "no proximity bias" in cell
+    assert "own rule" not in cell and "no proximity bias" not in cell  # saved words are never shown
+    assert "proximity mass at fine-tuning start 0.310 after SPT vs 0.274 for uniform attention (seed means; no interval)" in cell
     cell = rows.lra_row({rows.LRA: lra((0.47, 0.46, 0.451))})
     assert "SPT − scratch **reproduced**" in cell
     empty = lra()
@@ -261,6 +262,22 @@ def test_collect_spt_partial_and_finished(tmp_path):
     assert out["partial"] is False and out["missing"] == [] and out["source"] == "metrics.json"
     assert out["summary"] == body["summary"] and out["config"] == body["config"] and out["preregistration"] == "abc1234"
     assert out["verdicts"] == {"spt_gain": {"word": "reproduced"}}
+
+
+def test_collect_spt_refuses_a_run_of_another_preset(tmp_path):
+    from initlab.config import to_dict
+    from initlab.synthetic.spt.config import PRESETS
+
+    run = tmp_path / "run"
+    run.mkdir()
+    body = {"config": to_dict(PRESETS["default"]), "summary": {"per_seed": {}}}
+    (run / "metrics.json").write_text(json.dumps(body))
+    (run / "verdicts.json").write_text("{}")
+    (run / "DONE").write_text("")
+    assert claims.collect_spt(run, tmp_path / "d.json", preset="default").exists()
+    with pytest.raises(claims.ResultsFileError, match="not a run of preset 'full'.*seeds"):
+        claims.collect_spt(run, tmp_path / "f.json", preset="full")
+    assert not (tmp_path / "f.json").exists()
 
 
 def test_collect_spt_refuses_a_folder_without_metrics(tmp_path):

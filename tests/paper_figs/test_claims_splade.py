@@ -52,7 +52,7 @@ def test_rows_state_the_run_and_the_verdicts_from_the_numbers():
     fix = cs.fix_row(r)
     assert fix.startswith("**reproduced** (synthetic, preset `full`") and "real backbones **not run**" in fix
     assert "within ± 0.03 nDCG@10: **reproduced**: +0.000 [+0.000, +0.000] (90 % TOST over 8 (family, seed) backbones)" in fix
-    assert fix.endswith("the rule `inspect` ships: inspect")
+    assert fix.endswith("`mlmhead inspect` keeps its own rule (neither alternative beat it by the preregistered rule)")
     over = cs.over_rescaling_row(r)
     assert over.startswith("hurts: **reproduced**") and "collapse flagged in 4 of 4 of those cells" in over
     assert "Input side of the tie" in over and "output-only − tied at k = 64: **reproduced**" in over
