@@ -165,7 +165,7 @@ def replace_block(text: str, block: str, where: str = "README.md") -> str:
     return head + block + rest.split(END_MARK, 1)[1]
 
 
-def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = "", preset: str | None = None) -> Path:
+def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = "") -> Path:
     """Write the summary of a synthetic SPT run folder to ``dest``: the run's ``config``, ``summary`` (the per-seed
     raw numbers and per-condition statistics) and its verdict record, without the per-cell histories;
     ``preregistration`` names the commit that fixed the run's design (empty for an exploratory run).
@@ -174,11 +174,11 @@ def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = ""
     ``run_dir/partial/`` (from ``initlab synthetic spt --partial-report``), marked ``"partial": true`` with its
     missing cells.
 
-    With ``preset``, the run's saved config must be that preset's (``initlab.synthetic.spt.PRESETS``), so a
-    ``default`` run is never filed as ``full``.
+    A ``dest`` that already holds a run of other seeds is not replaced (a ``default`` run is never filed over the
+    ``full`` one).
 
     Raises:
-        ResultsFileError: a file is missing or lacks ``config`` / ``summary``, or the run is not of ``preset``.
+        ResultsFileError: a file is missing or lacks ``config`` / ``summary``, or ``dest`` holds another run.
     """
     root = Path(run_dir)
     finished = (root / "DONE").exists()
@@ -188,15 +188,12 @@ def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = ""
     m = data["metrics.json"]
     if "config" not in m or "summary" not in m or "per_seed" not in m["summary"]:
         raise ResultsFileError(f"{src / 'metrics.json'}: expected 'config' and 'summary' (with per_seed) of a synthetic SPT run")
-    if preset is not None:
-        from initlab.config import to_dict
-        from initlab.synthetic.spt.config import PRESETS
-
-        want = to_dict(PRESETS[preset])
-        diff = sorted(k for k in set(want) | set(m["config"]) if want.get(k) != m["config"].get(k))
-        if diff:
-            raise ResultsFileError(f"{src / 'metrics.json'}: not a run of preset {preset!r} (its config differs in "
-                                   f"{', '.join(diff)}); pass the --preset the folder was run with")
+    dest = Path(dest)
+    if dest.is_file():  # never silently replace a saved run by another one
+        old = read_json(dest).get("config", {})
+        if old.get("seeds") != m["config"].get("seeds"):
+            raise ResultsFileError(f"{dest}: holds a run of seeds {old.get('seeds')}, this folder a run of seeds "
+                                   f"{m['config'].get('seeds')}; collect it under its own --preset, or remove {dest} first")
     missing = read_json(src / "missing.json") if (src / "missing.json").exists() else []
     out = {"source": str((src / "metrics.json").relative_to(root)), "partial": not finished, "missing": missing,
            "preregistration": preregistration, "config": m["config"], "summary": m["summary"],
@@ -255,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         check_input_path(args.results, flag="--results", kind="folder", what="the saved result files, docs/results")
         check_input_path(args.collect_spt, flag="--collect-spt", kind="folder", what="an initlab synthetic spt run folder")
         if args.collect_spt is not None:
-            collect_spt(args.collect_spt, args.results / dict(rows.SPT_RUNS)[args.preset], args.preregistration,
-                        preset=args.preset)
+            if args.preset == "full" and not args.preregistration:
+                raise ValueError("--preset full is the preregistered confirmatory run: pass --preregistration COMMIT "
+                                 "(a default run: --preset default)")
+            collect_spt(args.collect_spt, args.results / dict(rows.SPT_RUNS)[args.preset], args.preregistration)
         old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
     except ValueError as err:  # ResultsFileError and InputPathError included

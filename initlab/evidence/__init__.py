@@ -1,6 +1,6 @@
 """Evidence: interval statistics, verdict rules and one verdict function per claim, on raw per-seed numbers.
 
-Imported as ``initlab.evidence`` (layer 3, beside ``initlab.nn`` and ``initlab.mlmhead``: the experiments,
+Imported as ``initlab.evidence`` (layer 6, beside ``initlab.nn`` and ``initlab.mlmhead``: the experiments,
 their reports and the figure/table code all call it; it imports only ``initlab.config`` and scipy/numpy).
 
 * :mod:`initlab.evidence.stats` -- t-intervals, Fieller ratio intervals, TOST, power-based seed counts;

@@ -38,6 +38,7 @@ from typing import Any, Sequence
 
 import torch
 
+from initlab.textio import read_json
 from initlab.nn.collapse import MARGIN_CLAMP, detect_collapse
 
 __all__ = ["HEALTHY_FRACTION", "DEGENERATE_FRACTION", "MIN_MARGIN", "constructed_cases", "trained_cases", "calibrate",
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in args.phase:
         if not p.is_file():
             parser.error(f"{p}: no such file; expected a phase.json written by initlab synthetic splade")
-        cases += trained_cases(json.loads(p.read_text()), str(p))
+        cases += trained_cases(read_json(p), str(p))
     if args.held_out:
         from initlab.nn.collapse import THRESHOLDS
 

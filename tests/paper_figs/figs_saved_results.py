@@ -16,38 +16,32 @@ def _attn(T: int, width: float, rng) -> np.ndarray:
     return A / A.sum(1, keepdims=True)
 
 
-SPT_CONDITIONS = ("scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_ffn", "spt_e1", "cross_count", "cross_iid",
+SPT_CONDITIONS = ("scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_ffn", "spt_e1", "spt_e2", "cross_count",
                   "attn_scratch", "attn_spt")
+_SPT_CACHE: dict[tuple, str] = {}
 
 
 def write_spt_run(root, seeds=(7301, 7302, 7303), T: int = 16):
-    """metrics.json and maps/*.npz as written by ``initlab synthetic spt``."""
-    rng = np.random.default_rng(0)
-    (root / "maps").mkdir(parents=True)
-    cells, rows = {}, []
-    for j, name in enumerate(SPT_CONDITIONS):
-        good = name in ("spt", "hybrid_qk", "cross_count", "attn_spt")
-        ss = []
-        for s in seeds:
-            acc = (0.85 if good else 0.5) + 0.05 * rng.standard_normal()
-            prox = (0.6 if good else 0.05) + 0.02 * rng.standard_normal()
-            hist = [{"epoch": 0, "train_loss": "nan", "train_acc": "nan", "val_acc": 0.5}]
-            hist += [{"epoch": e, "train_loss": 0.7 / e, "train_acc": min(1.0, 0.5 + e / 20), "val_acc": min(acc, 0.5 + e / 30)}
-                     for e in range(1, 21)]
-            ss.append({"seed": s, "test_acc": acc, "prox_start": prox, "history": hist})
-        cells[f"ft_{name}"] = {"kind": "finetune", "condition": name, "seeds": ss}
-        accs = [x["test_acc"] for x in ss]
-        rows.append({"condition": name, "test_acc_mean": float(np.mean(accs)), "test_acc_seeds": accs,
-                     "test_acc_ci": 2.0 * float(np.std(accs))})
-    cells["spt_local_full_d1"] = {"kind": "spt", "source": "local", "variant": "full", "depth": 1,
-                                  "seeds": [{"seed": s, "rule_epoch": 12} for s in seeds]}
-    np.savez(root / "maps" / f"spt_local_seed{seeds[0]}.npz", attn_e1=_attn(T, 50.0, rng), attn_e10=_attn(T, 3.0, rng),
-             attn_erule=_attn(T, 1.0, rng))
-    for name in ("scratch", "spt"):
-        np.savez(root / "maps" / f"ft_{name}_seed{seeds[0]}.npz", attn_start=_attn(T, 50.0 if name == "scratch" else 1.0, rng),
-                 attn_end=_attn(T, 2.0, rng))
-    cfg = {"seeds": list(seeds), "map_seed": -1, "task": {"T": T}, "proximity_w": 2}
-    (root / "metrics.json").write_text(json.dumps({"config": cfg, "summary": {"conditions": rows}, "cells": cells}))
+    """A finished ``initlab synthetic spt`` run folder (metrics.json, verdicts.json, history.csv, maps/, cells/):
+    a real run of a tiny config (T = ``T``, 8-wide model, a few epochs), made once per test process and copied,
+    so the figures read exactly what the experiment writes."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from initlab.config import derive
+    from initlab.synthetic import spt
+    from initlab.synthetic.spt.tasks import TaskConfig
+
+    key = (tuple(seeds), T)
+    if key not in _SPT_CACHE:
+        cfg = derive(spt.BASE, seeds=tuple(seeds), task=TaskConfig(T=T), n_train=32, n_val=16, n_test=32, d_model=8,
+                     d_ff=8, batch_size=16, finetune_max_epochs=3, finetune_patience=2, spt_max_epochs=4, spt_window=2,
+                     spt_sweep_epochs=(1, 2), depths=(1,), probe_size=4, conditions=SPT_CONDITIONS)
+        out = Path(tempfile.mkdtemp(prefix="figs_spt_")) / "run"
+        spt.run(cfg, out, progress=False, workers=1)
+        _SPT_CACHE[key] = str(out)
+    shutil.copytree(_SPT_CACHE[key], root)
     return root
 
 

@@ -264,20 +264,19 @@ def test_collect_spt_partial_and_finished(tmp_path):
     assert out["verdicts"] == {"spt_gain": {"word": "reproduced"}}
 
 
-def test_collect_spt_refuses_a_run_of_another_preset(tmp_path):
-    from initlab.config import to_dict
-    from initlab.synthetic.spt.config import PRESETS
-
+def test_collect_spt_never_files_a_run_over_another(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
-    body = {"config": to_dict(PRESETS["default"]), "summary": {"per_seed": {}}}
-    (run / "metrics.json").write_text(json.dumps(body))
+    (run / "metrics.json").write_text(json.dumps({"config": {"seeds": [8201, 8202]}, "summary": {"per_seed": {}}}))
     (run / "verdicts.json").write_text("{}")
     (run / "DONE").write_text("")
-    assert claims.collect_spt(run, tmp_path / "d.json", preset="default").exists()
-    with pytest.raises(claims.ResultsFileError, match="not a run of preset 'full'.*seeds"):
-        claims.collect_spt(run, tmp_path / "f.json", preset="full")
-    assert not (tmp_path / "f.json").exists()
+    dest = tmp_path / "full.json"
+    dest.write_text(json.dumps({"config": {"seeds": [8201, 8202, 8203]}}))
+    with pytest.raises(claims.ResultsFileError, match="holds a run of seeds"):
+        claims.collect_spt(run, dest)
+    assert json.loads(dest.read_text())["config"]["seeds"] == [8201, 8202, 8203]
+    assert claims.main(["--collect-spt", str(run), "--results", str(tmp_path), "--readme", str(README)]) == 2
+    assert "--preregistration" in capsys.readouterr().err  # --preset full needs its preregistration commit
 
 
 def test_collect_spt_refuses_a_folder_without_metrics(tmp_path):

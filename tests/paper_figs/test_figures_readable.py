@@ -56,7 +56,7 @@ def _splade_scale(tmp):
             splade_scale_figures.plot_loss_curve(d / "bert__k1" / "loss_curve.csv", d / "loss.png", title="bert, k = 1")]
 
 
-DRAWERS = {"spt": (_spt, 4), "theory": (_theory, 4), "score_scale": (_score_scale, 1), "phase": (_phase, 7),
+DRAWERS = {"spt": (_spt, 5), "theory": (_theory, 4), "score_scale": (_score_scale, 1), "phase": (_phase, 7),
            "sweep": (_sweep, 3), "lra": (_lra, 2), "splade_scale": (_splade_scale, 2)}
 
 
@@ -81,10 +81,12 @@ def test_spt_attention_maps_have_one_colour_bar_per_panel_and_key_query_axes(tmp
     spt_figures.attention_maps_figure(run, json.loads((run / "metrics.json").read_text()))
     fig, = kept_figures
     maps = [ax for ax in fig.axes if ax.images]
-    assert len(maps) == 7  # SPT epochs 1, 10 and the early-stopping checkpoint; scratch and SPT start/end
+    assert len(maps) == 7  # SPT epochs 1, 2 and the stopping rule's checkpoint; scratch and SPT start/end
     assert all(ax.images[0].colorbar is not None for ax in maps)
     assert all(ax.get_xlabel() == "key position j" and ax.get_ylabel() == "query position i" for ax in maps)
-    assert any("early-stopping checkpoint (epoch 12)" in ax.get_title() for ax in maps)
+    rule = [r["rule_epoch"] for r in json.loads((run / "metrics.json").read_text())["summary"]["spt_runs"]
+            if (r["source"], r["variant"], r["depth"]) == ("local", "full", 1)][0]
+    assert any(f"stopping rule's checkpoint (epoch {rule})" in ax.get_title() for ax in maps)
 
 
 def test_conditions_keep_their_colour_across_figures():
