@@ -173,7 +173,8 @@ def spt_gain_row(r: Results) -> str:
             out.append(f"against compute-matched scratch {_one(vs['spt_gain_matched'])}")
         d = vs["depth"]
         if d.word != NOT_RUN:
-            out.append(f"every depth: {b(d.word)} (" + "; ".join(_one(p) for p in d.parts[1:]) + ")")
+            depths = [f"depth {L}" for L in sorted(s["config"].get("depths", [1, 2, 4])) if L != 1]
+            out.append(f"every depth: {b(d.word)} (" + "; ".join(f"{n} {_one(p)}" for n, p in zip(depths, d.parts[1:])) + ")")
         return "; ".join(out)
     return _per_run(r, cell) + _earlier_note(r, "depth", "Depth 1, 2, 4", ["depth 1", "depth 2", "depth 4"])
 
