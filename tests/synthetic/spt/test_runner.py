@@ -123,10 +123,16 @@ def test_resume_under_changed_config_is_refused(tmp_path):
 SLOW = derive(TINY, seeds=(0,), n_train=256, finetune_max_epochs=12, finetune_patience=0, conditions=("scratch",))
 
 _CHILD = """
-import sys
+import json, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent that ignores SIGINT (a background job) passes that on
 from initlab.config import from_dict
 from initlab.synthetic import spt
-import json
+from initlab.synthetic.spt import training
+_save = training.Checkpoint.save
+def _slow_save(self, state):  # 0.2 s after each epoch's checkpoint: the parent's SIGINT lands mid-run on any CPU
+    _save(self, state)
+    time.sleep(0.2)
+training.Checkpoint.save = _slow_save
 cfg = from_dict(spt.SPTConfig, json.loads(sys.argv[2]))
 try:
     spt.run(cfg, sys.argv[1], progress=False, workers=1)
