@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from initlab.evidence import stats
 
-__all__ = ["REPRODUCED", "PARTLY", "NOT", "INCONCLUSIVE", "NOT_RUN", "WORDS", "Verdict", "gain", "equivalence",
+__all__ = ["evaluate_claims", "claim_by_id", "REPRODUCED", "PARTLY", "NOT", "INCONCLUSIVE", "NOT_RUN", "WORDS", "Verdict", "gain", "equivalence",
            "share", "all_of", "checks", "not_run", "paired_differences", "planned_seeds", "VerdictRecordError",
            "check_record"]
 
@@ -87,6 +87,23 @@ class Verdict:
 def not_run(rule: str, missing: Sequence[str]) -> Verdict:
     """The verdict of a claim whose numbers are absent (never guessed)."""
     return Verdict(NOT_RUN, rule, reason="missing: " + ", ".join(missing))
+
+
+def evaluate_claims(claims: Sequence[Any], raw: Any, th: Any) -> dict[str, Verdict]:
+    """Every claim's verdict, by id, in ``claims`` order (each claim has ``id`` and ``verdict(raw, th)``)."""
+    return {c.id: c.verdict(raw, th) for c in claims}
+
+
+def claim_by_id(claims: Sequence[Any], claim_id: str) -> Any:
+    """The claim of ``claims`` whose ``id`` is ``claim_id``.
+
+    Raises:
+        KeyError: naming the unknown id and the known ones.
+    """
+    for c in claims:
+        if c.id == claim_id:
+            return c
+    raise KeyError(f"claim_id: unknown {claim_id!r}; expected one of {[c.id for c in claims]}")
 
 
 def paired_differences(cond: dict[int, float], control: dict[int, float], what: str) -> list[float]:

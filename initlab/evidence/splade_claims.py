@@ -379,7 +379,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
 
 def evaluate_all(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
     """Every claim's verdict, by id, in :data:`CLAIMS` order."""
-    return {c.id: c.verdict(raw, th) for c in CLAIMS}
+    return rules.evaluate_claims(CLAIMS, raw, th)
 
 
 def by_id(claim_id: str) -> ClaimSpec:
@@ -388,10 +388,7 @@ def by_id(claim_id: str) -> ClaimSpec:
     Raises:
         KeyError: naming the unknown id and the known ones.
     """
-    for c in CLAIMS:
-        if c.id == claim_id:
-            return c
-    raise KeyError(f"claim_id: unknown {claim_id!r}; expected one of {[c.id for c in CLAIMS]}")
+    return rules.claim_by_id(CLAIMS, claim_id)
 
 
 def check_record(saved: Mapping[str, Any], raw: Raw, th: SPLADEThresholds, where: str) -> dict[str, Verdict]:
