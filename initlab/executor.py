@@ -675,6 +675,20 @@ def _record(rep: ExecutionReport, bar: _Bar, cell: Cell, out: dict[str, Any]) ->
     bar.finish(cell.name)
 
 
+def _take(fut: Any, rep: ExecutionReport, bar: _Bar, todo: Sequence[Cell], c: Cell, on_error: str, ended: set[str]) -> set[str]:
+    """Record a finished future of cell ``c`` (pool or Dask): its result, or its failure (:func:`_failure`);
+    returns the cells lost with it."""
+    try:
+        out = fut.result()
+    except Exception as err:  # noqa: BLE001 - a cell's error, or its worker died
+        return _failure(rep, todo, c, None, err, on_error)
+    _record(rep, bar, c, out)
+    if "nonfinite" in out:
+        return _failure(rep, todo, c, out, None, on_error)
+    ended.add(c.name)
+    return set()
+
+
 def _failure(rep: ExecutionReport, cells: Sequence[Cell], cell: Cell, out: dict[str, Any] | None,
              err: BaseException | None, on_error: str) -> set[str]:
     """Handle a failed cell: raise, or (``on_error="record"``, a non-finite training only) record it and the
@@ -786,16 +800,7 @@ def _run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[s
             drain()
             for fut in done:
                 c = running.pop(fut)
-                try:
-                    out = fut.result()
-                except Exception as err:  # noqa: BLE001 - a cell's error, or a worker that died
-                    lost |= _failure(rep, todo, c, None, err, on_error)
-                    continue
-                _record(rep, bar, c, out)
-                if "nonfinite" in out:
-                    lost |= _failure(rep, todo, c, out, None, on_error)
-                else:
-                    ended.add(c.name)
+                lost |= _take(fut, rep, bar, todo, c, on_error, ended)  # a cell's error, or a worker that died
             bar.refresh()
     except BaseException:
         bar.close()
@@ -890,16 +895,7 @@ def _run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: _Bar, rep: E
             drain()
             for fut in [f for f in running if f.done()]:
                 c = running.pop(fut)
-                try:
-                    out = fut.result()
-                except Exception as err:  # noqa: BLE001 - a cell's error, or a worker lost too often (KilledWorker)
-                    lost |= _failure(rep, todo, c, None, err, on_error)
-                    continue
-                _record(rep, bar, c, out)
-                if "nonfinite" in out:
-                    lost |= _failure(rep, todo, c, out, None, on_error)
-                else:
-                    ended.add(c.name)
+                lost |= _take(fut, rep, bar, todo, c, on_error, ended)  # an error, or a worker lost too often (KilledWorker)
             bar.refresh()
     except BaseException:
         bar.close()
