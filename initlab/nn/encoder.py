@@ -8,7 +8,8 @@ Layout, readable top to bottom (letters: B batch, T length, d width, H heads, V 
       -> n_layers x Block:   x = x + W_O softmax(S) (x W_V),   S = (x W_Q)(x W_K)^T / sqrt(d/H)   (pre-norm)
                              x = x + FFN(x)
       -> ln_f -> H (B, T, d)
-      -> classify:    length-aware mean over real tokens -> cls_head -> (B, n_classes)
+      -> classify:    length-aware mean over real tokens (or the last real token, ``pooling="last"``)
+                      -> cls_head -> (B, n_classes)
       -> reconstruct: mlm_head per position               -> (B, T, V)   (masked reconstruction, SPT)
 
 Attention keeps separate ``W_Q, W_K, W_V, W_O`` (``nn.Linear(d, d)``) because hybrid initialisation and
@@ -16,6 +17,10 @@ freezing address them by name (:func:`param_groups`). The normal path calls
 ``torch.nn.functional.scaled_dot_product_attention``; asking for attention maps (``return_attn=True``)
 switches to the explicit-softmax reference path, which also keeps the pre-softmax scores S of the last
 call in ``Attention.last_scores`` (in the autograd graph, so callers can ``retain_grad()`` on them).
+
+An optional fixed distance bias ``S_ts - m |t - s|`` (ALiBi, Press et al., "Train Short, Test Long",
+arXiv:2108.12409, §3; one slope ``m = distance_bias`` for every head) gives attention a proximity prior
+without any training; ``m = 0`` (the default) is the plain model.
 
 Padding: ``pad_mask`` (B, T) bool is True for REAL tokens at the model level (``encode``); the attention
 module takes the opposite convention of torch, ``key_padding_mask`` True = pad.
@@ -66,6 +71,8 @@ class ModelConfig:
     pos_encoding: Literal["sinusoidal", "none"] = "sinusoidal"  # additive, fixed
     pad_id: int = 0
     n_classes: int = 2
+    pooling: Literal["mean", "last"] = "mean"  # classifier pooling: mean over real tokens, or the last real token
+    distance_bias: float = 0.0  # ALiBi slope m >= 0: scores S_ts - m |t - s| (fixed, not a parameter)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff", "n_classes"):
@@ -78,6 +85,11 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.dropout: expected a float in [0, 1), got {self.dropout!r}")
         if self.pos_encoding not in ("sinusoidal", "none"):
             raise ValueError(f"ModelConfig.pos_encoding: expected 'sinusoidal' or 'none', got {self.pos_encoding!r}")
+        if self.pooling not in ("mean", "last"):
+            raise ValueError(f"ModelConfig.pooling: expected 'mean' or 'last', got {self.pooling!r}")
+        if isinstance(self.distance_bias, bool) or not (isinstance(self.distance_bias, (int, float))
+                                                         and math.isfinite(self.distance_bias) and self.distance_bias >= 0):
+            raise ValueError(f"ModelConfig.distance_bias: expected a finite number >= 0, got {self.distance_bias!r}")
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"ModelConfig.pad_id: expected 0 <= pad_id < vocab_size={self.vocab_size}, got {self.pad_id}")
 
@@ -101,15 +113,17 @@ class Attention(nn.Module):
     """Multi-head self-attention with separate ``W_Q, W_K, W_V, W_O`` (each ``nn.Linear(d, d)``).
 
     ``S_h = (x W_Q)_h (x W_K)_h^T / sqrt(d/H)``, ``A_h = softmax_j(S_h)`` over non-pad keys,
-    ``y = concat_h(A_h (x W_V)_h) W_O`` (Vaswani et al. 2017, eq. 1-2).
+    ``y = concat_h(A_h (x W_V)_h) W_O`` (Vaswani et al. 2017, eq. 1-2). With ``distance_bias = m > 0`` the
+    softmax sees ``S_h - m |t - s|`` (ALiBi, arXiv:2108.12409); ``last_scores`` keeps ``S`` without the bias.
     """
 
-    def __init__(self, d_model: int, n_heads: int = 1, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int = 1, dropout: float = 0.0, distance_bias: float = 0.0):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"n_heads: must divide d_model={d_model}, got {n_heads}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout = dropout
+        self.distance_bias = float(distance_bias)
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
         self.W_V = nn.Linear(d_model, d_model)
@@ -150,12 +164,21 @@ class Attention(nn.Module):
             keep = tril if keep is None else keep & tril
         q, k, v = self.split_heads(self.W_Q(x)), self.split_heads(self.W_K(x)), self.split_heads(self.W_V(x))
         p = self.dropout if self.training else 0.0
+        bias = None  # (1, 1, T, T) float: -m |t - s|
+        if self.distance_bias > 0:
+            pos = torch.arange(T, device=x.device, dtype=x.dtype)
+            bias = (-self.distance_bias * (pos[:, None] - pos[None, :]).abs())[None, None]
         if not return_attn:  # fast path
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p)
+            mask = keep
+            if bias is not None:
+                mask = bias if keep is None else bias.masked_fill(~keep, float("-inf"))
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
             attn = None
         else:  # reference path: explicit scores and softmax
             S = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
             self.last_scores = S
+            if bias is not None:
+                S = S + bias
             if keep is not None:
                 S = S.masked_fill(~keep, float("-inf"))
             attn = torch.softmax(S, dim=-1)
@@ -176,7 +199,7 @@ class Block(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.cfg = cfg
-        self.attn = Attention(d, cfg.n_heads, cfg.dropout)
+        self.attn = Attention(d, cfg.n_heads, cfg.dropout, cfg.distance_bias)
         self.ln1 = nn.LayerNorm(d) if cfg.use_layernorm else nn.Identity()
         self.ln2 = nn.LayerNorm(d) if (cfg.use_layernorm and cfg.use_ffn) else nn.Identity()
         if cfg.use_ffn:
@@ -279,9 +302,19 @@ class SequenceTransformer(nn.Module):
         """Length-aware mean over real tokens: ``(B, T, d)``, mask ``(B, T)`` True = real -> ``(B, d)``."""
         return mean_pool(H, pad_mask)
 
+    @staticmethod
+    def pool_last(H: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The last real token of each sequence: ``(B, T, d)``, mask ``(B, T)`` True = real -> ``(B, d)``."""
+        B, T, _ = H.shape
+        last = (torch.full((B,), T - 1, device=H.device, dtype=torch.long) if pad_mask is None
+                else T - 1 - pad_mask.flip(1).to(torch.long).argmax(1))
+        return H[torch.arange(B, device=H.device), last]
+
     def classify(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Class logits ``(B, n_classes)`` from the mean-pooled encoding."""
-        return self.cls_head(self.pool(self.encode(tokens, pad_mask), pad_mask))
+        """Class logits ``(B, n_classes)`` from the pooled encoding: :meth:`pool` (``pooling="mean"``) or
+        :meth:`pool_last` (``pooling="last"``)."""
+        H = self.encode(tokens, pad_mask)
+        return self.cls_head(self.pool_last(H, pad_mask) if self.cfg.pooling == "last" else self.pool(H, pad_mask))
 
     def reconstruct(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Masked-reconstruction logits ``(B, T, vocab_size)``, one decoder per position."""

@@ -25,8 +25,8 @@ import torch
 from initlab.config import derive, load_config
 from initlab.nn.encoder import SequenceTransformer, freeze, load_partial
 from initlab.nn.masking import mask_tokens
-from initlab.runs import RunDir, atomic_write_bytes
-from initlab.synthetic.spt.config import SPTConfig, condition_spec, model_config
+from initlab.runs import NonFiniteError, RunDir, atomic_write_bytes
+from initlab.synthetic.spt.config import SPTConfig, condition_spec, model_config, spt_model_overrides
 from initlab.synthetic.spt.metrics import attention_entropy, proximity_mass, relative_position_score, score_gradients_at_init
 from initlab.synthetic.spt.tasks import MASK_ID, make_task
 from initlab.synthetic.spt.training import Checkpoint, finetune, pretrain
@@ -54,17 +54,25 @@ def spt_inputs(cfg: SPTConfig, source: str, seed: int) -> tuple[torch.Tensor, to
     Raises:
         ValueError: unknown ``source``.
     """
-    if source == "local":
+    if source in ("local", "nopos"):  # nopos: the task's own inputs, pretrained without position codes
         return make_task("local", cfg.n_train, 1000 * seed + 1, cfg.task)[0], make_task("local", cfg.n_val, 1000 * seed + 6, cfg.task)[0]
     if source not in ("count", "iid"):
-        raise ValueError(f"source: expected 'local', 'count' or 'iid', got {source!r}")
+        raise ValueError(f"source: expected 'local', 'nopos', 'count' or 'iid', got {source!r}")
     k = {"count": 3, "iid": 4}[source]
     return make_task(source, cfg.n_train, 1000 * seed + k, cfg.task)[0], make_task(source, cfg.n_val, 1000 * seed + k + 4, cfg.task)[0]
 
 
-def _fresh(cfg: SPTConfig, depth: int, variant: str, seed: int) -> SequenceTransformer:
+def _fresh(cfg: SPTConfig, depth: int, variant: str, seed: int, qk_scale: float = 1.0, **overrides: Any) -> SequenceTransformer:
+    """A freshly initialised model of seed ``seed``; ``qk_scale`` multiplies the initial W_Q, W_K weights of every
+    layer (1: the default initialisation; the draw is the same, so a scaled arm differs from scratch only by it)."""
     torch.manual_seed(seed)
-    return SequenceTransformer(model_config(cfg, depth, variant))
+    model = SequenceTransformer(model_config(cfg, depth, variant, **overrides))
+    if qk_scale != 1.0:
+        with torch.no_grad():
+            for blk in model.blocks:
+                blk.attn.W_Q.weight.mul_(qk_scale)
+                blk.attn.W_K.weight.mul_(qk_scale)
+    return model
 
 
 def ckpt_path(root: str | Path, source: str, variant: str, depth: int, seed: int, epoch: int | str) -> Path:
@@ -124,7 +132,7 @@ def spt_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None
     cfg = run_config(root)
     src, variant, depth, s = args["source"], args["variant"], int(args["depth"]), int(args["seed"])
     x, xv = spt_inputs(cfg, src, s)
-    model = _fresh(cfg, depth, variant, s)
+    model = _fresh(cfg, depth, variant, s, **spt_model_overrides(src))
     r = pretrain(model, x, xv, torch.Generator().manual_seed(7919 * s + 17 + depth), s + 5, lr=cfg.lr,
                  weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, mask_rate=cfg.mask_rate, mask_id=MASK_ID,
                  window=cfg.spt_window, min_rel=cfg.spt_min_rel_improvement, max_epochs=cfg.spt_max_epochs,
@@ -134,7 +142,7 @@ def spt_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None
     probes, maps = {}, {}
     for e, state in r["states"].items():
         _save_state(ckpt_path(root, src, variant, depth, s, e), state)
-        m = SequenceTransformer(model_config(cfg, depth, variant))
+        m = SequenceTransformer(model_config(cfg, depth, variant, **spt_model_overrides(src)))
         m.load_state_dict(state)
         probes[str(e)], maps[f"attn_e{e}"], maps[f"scores_e{e}"] = probe(m, px, cfg.proximity_w)
     if s == _map_seed(cfg) and src == "local" and variant == "full" and depth == 1:
@@ -161,7 +169,7 @@ def finetune_cell(root: str, name: str, args: Mapping[str, Any], progress: Any =
     cond, s, lr = args["condition"], int(args["seed"]), float(args["lr"])
     spec = condition_spec(cfg)[cond]
     d = seed_data(cfg, s)
-    model = _fresh(cfg, spec["depth"], spec["variant"], s)
+    model = _fresh(cfg, spec["depth"], spec["variant"], s, spec["qk_scale"], **spec["model"])
     loaded: list[str] = []
     if spec["spt"] is not None:
         source, e = spec["spt"]
@@ -175,17 +183,30 @@ def finetune_cell(root: str, name: str, args: Mapping[str, Any], progress: Any =
         max_epochs, patience = matched_epochs(root, s), 0
     else:
         max_epochs, patience = cfg.finetune_max_epochs, cfg.finetune_patience
-    r, trained = finetune(model, d, torch.Generator().manual_seed(7919 * s + 3), lr=lr, weight_decay=cfg.weight_decay,
-                          batch_size=cfg.batch_size, max_epochs=max_epochs, patience=patience,
-                          checkpoint=_resume(root, name), progress=progress,
-                          where=f"synthetic SPT fine-tune ({cond}, seed {s}, lr {lr:g})")
+    try:
+        r, trained = finetune(model, d, torch.Generator().manual_seed(7919 * s + 3), lr=lr, weight_decay=cfg.weight_decay,
+                              batch_size=cfg.batch_size, max_epochs=max_epochs, patience=patience,
+                              checkpoint=_resume(root, name), progress=progress, schedule=cfg.ft_schedule,
+                              warmup_epochs=cfg.warmup_epochs if spec["budget"] != "matched" else 0,
+                              where=f"synthetic SPT fine-tune ({cond}, seed {s}, lr {lr:g})")
+    except NonFiniteError as err:
+        if "lr_sweep" not in args:
+            raise
+        # in a learning-rate selection a diverged rate is an outcome, not a failure of the run: it is recorded with
+        # validation (and test) accuracy 0, so it is never chosen, and its error is kept
+        _resume(root, name).clear()
+        return {"kind": "finetune", "condition": cond, "seed": s, "lr": lr, "depth": spec["depth"],
+                "variant": spec["variant"], "diverged": str(err), "test_acc": 0.0, "val_acc": 0.0, "best_epoch": 0,
+                "epochs_run": 0, "steps": 0, "capped": False, "final_train_acc": 0.0, "prox_start": start["prox"],
+                "prox_end": start["prox"], "relpos_start": start["relpos"], "relpos_end": start["relpos"],
+                "entropy_start": start["entropy"], "entropy_end": start["entropy"], "history": []}
     end, A1, S1 = probe(trained, d["probe"], cfg.proximity_w)
     if s == _map_seed(cfg) and cond in ("scratch", "spt", "frozen_attn", "attn_scratch", "attn_spt") and "lr_sweep" not in args:
         _save_npz(RunDir(root, resume=True).path("maps", f"ft_{cond}_seed{s}.npz"),
                   {"attn_start": A0, "scores_start": S0, "attn_end": A1, "scores_end": S1})
     return {"kind": "finetune", "condition": cond, "seed": s, "lr": lr, "depth": spec["depth"], "variant": spec["variant"],
             "spt": list(spec["spt"]) if spec["spt"] else None, "loaded": loaded, "frozen": frozen,
-            "budget": spec["budget"], "max_epochs": max_epochs, "patience": patience,
+            "budget": spec["budget"], "max_epochs": max_epochs, "patience": patience, "schedule": cfg.ft_schedule,
             "test_acc": r["test_acc"], "val_acc": r["val_acc"], "best_epoch": r["best_epoch"],
             "epochs_run": r["epochs_run"], "steps": r["steps"], "capped": patience > 0 and r["epochs_run"] >= max_epochs,
             "final_test_acc": r["final_test_acc"], "init_test_acc": r["init_test_acc"],

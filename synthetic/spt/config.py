@@ -18,7 +18,8 @@ from initlab.evidence.spt_claims import SPTThresholds
 from initlab.nn.encoder import ModelConfig
 from initlab.synthetic.spt.tasks import TaskConfig
 
-__all__ = ["SPTConfig", "PRESETS", "BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "condition_names",
+__all__ = ["SPTConfig", "PRESETS", "BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "CAUSAL", "condition_names",
+           "spt_model_overrides",
            "condition_spec", "condition_seeds", "label_lr", "model_config"]
 
 EXPLORATORY_SEEDS = (0, 1, 2, 3, 4)
@@ -26,7 +27,11 @@ ALL_GROUPS = ("embeddings", "qkvo", "ffn", "layernorm")
 HYBRIDS = {"qk": ("qk",), "qkvo": ("qkvo",), "ffn": ("ffn",), "qk_emb": ("qk", "embeddings"),
            "qk_ln": ("qk", "layernorm"), "qk_emb_ln": ("qk", "embeddings", "layernorm")}
 #: the label-only arms (no SPT checkpoint): each gets its own learning rate chosen on validation
-LABEL_ONLY = ("scratch", "scratch_matched", "frozen_attn", "depth2_scratch", "depth4_scratch", "attn_scratch")
+LABEL_ONLY = ("scratch", "scratch_matched", "frozen_attn", "depth2_scratch", "depth4_scratch", "attn_scratch",
+              "alibi_scratch", "qkscale_scratch", "lastpool_scratch")
+#: the causal arms (docs/synthetic_spt.md, the preregistration of the causal run): each a condition with a
+#: written prediction; label-only ones tune their learning rate like every other label-only arm
+CAUSAL = ("alibi_scratch", "qkscale_scratch", "lastpool_scratch", "spt_nopos")
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,19 @@ class SPTConfig:
     measured, so a large ``n_test`` costs one forward pass per measurement and removes test-sampling noise
     from the per-seed accuracies); encoder width ``d_model``, ``n_heads``, ``d_ff``.
 
-    Optimisation: AdamW, ``batch_size``, ``weight_decay``; ``lr`` for SPT and for fine-tuning every
-    SPT-initialised arm; ``label_lr`` the preregistered learning rate of each label-only arm (pairs
-    ``(condition, lr)``; an arm not listed uses ``lr``), chosen on validation accuracy over ``lr_grid`` on
-    the exploratory seeds (``--preset explore-lr``). ``lr_sweep`` non-empty turns the run into that
-    selection: every label-only condition of the run is trained at every learning rate of ``lr_sweep``.
+    Optimisation: AdamW, ``batch_size``, ``weight_decay``; ``lr`` for SPT and for fine-tuning every arm
+    without its own entry; ``label_lr`` the preregistered fine-tuning learning rate of a condition (pairs
+    ``(condition, lr)``: every label-only arm, and since the causal round the SPT-initialised arms too),
+    chosen on validation accuracy over ``lr_grid`` on exploratory seeds. ``lr_sweep`` non-empty turns the
+    run into that selection: every fine-tuned condition of the run (``scratch_matched`` excepted) is
+    trained at every learning rate of ``lr_sweep``. ``ft_schedule`` the fine-tuning learning-rate schedule
+    (``constant``, or ``cosine``: linear warm-up over ``warmup_epochs`` then cosine decay to 0 at the
+    fine-tuning cap; :func:`initlab.synthetic.spt.training.lr_factor`).
+
+    Causal arms (:data:`CAUSAL`): ``alibi_slope`` the fixed distance bias ``-m |t - s|`` of ``alibi_scratch``
+    (ALiBi, arXiv:2108.12409); ``qk_init_scale`` the factor on W_Q, W_K's initial weights of
+    ``qkscale_scratch`` (a non-uniform start); ``lastpool_scratch`` pools the last token instead of the mean;
+    ``spt_nopos`` fine-tunes (with positions) from an SPT run whose model had no position codes.
 
     Budgets: SPT runs until the best validation masked-reconstruction loss improved by less than
     ``spt_min_rel_improvement`` (relative) over the last ``spt_window`` epochs, at most ``spt_max_epochs``
@@ -70,6 +83,10 @@ class SPTConfig:
     label_lr: tuple[tuple[str, float], ...] = ()
     lr_grid: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
     lr_sweep: tuple[float, ...] = ()
+    ft_schedule: str = "constant"
+    warmup_epochs: int = 0
+    alibi_slope: float = 0.4
+    qk_init_scale: float = 4.0
     weight_decay: float = 0.01
     finetune_max_epochs: int = 150
     finetune_patience: int = 20
@@ -92,6 +109,15 @@ class SPTConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"SPTConfig.{name}: expected a positive int, got {v!r}")
+        if self.ft_schedule not in ("constant", "cosine"):
+            raise ValueError(f"SPTConfig.ft_schedule: expected 'constant' or 'cosine', got {self.ft_schedule!r}")
+        if isinstance(self.warmup_epochs, bool) or not isinstance(self.warmup_epochs, int) or not \
+                0 <= self.warmup_epochs < self.finetune_max_epochs:
+            raise ValueError(f"SPTConfig.warmup_epochs: expected an int in [0, finetune_max_epochs), got {self.warmup_epochs!r}")
+        for name in ("alibi_slope", "qk_init_scale"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 < v < 1e3):
+                raise ValueError(f"SPTConfig.{name}: expected a number in (0, 1000), got {v!r}")
         if isinstance(self.finetune_patience, bool) or not isinstance(self.finetune_patience, int) or self.finetune_patience < 0:
             raise ValueError(f"SPTConfig.finetune_patience: expected an int >= 0, got {self.finetune_patience!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
@@ -120,26 +146,29 @@ class SPTConfig:
                                  f"(condition, value) pairs with names from {known}")
         conds = [c for c, _ in self.label_lr]
         for c, lr in self.label_lr:
-            if c not in LABEL_ONLY or not lr > 0 or conds.count(c) > 1:
-                raise ValueError(f"SPTConfig.label_lr: ({c!r}, {lr!r}): expected a label-only condition of {LABEL_ONLY} "
+            if (c not in known and c not in LABEL_ONLY) or not lr > 0 or conds.count(c) > 1:
+                raise ValueError(f"SPTConfig.label_lr: ({c!r}, {lr!r}): expected a condition of {known} "
                                  "and a learning rate > 0, once each")
         for c, n in self.seed_counts:
             if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(self.seeds):
                 raise ValueError(f"SPTConfig.seed_counts: ({c!r}, {n!r}): expected 1 <= n <= {len(self.seeds)} seeds")
-        if self.lr_sweep and not any(c in LABEL_ONLY for c in condition_names(self)):
-            raise ValueError("SPTConfig.lr_sweep: the learning-rate selection trains label-only conditions; "
-                             f"expected some of {LABEL_ONLY} in conditions")
+        if self.lr_sweep and all(c == "scratch_matched" for c in condition_names(self)):
+            raise ValueError("SPTConfig.lr_sweep: the learning-rate selection trains fine-tuned conditions other than "
+                             "scratch_matched; expected some in conditions")
 
 
 # -- conditions ----------------------------------------------------------------------------------
 def condition_spec(cfg: SPTConfig) -> dict[str, dict[str, Any]]:
     """condition -> {variant ("full" | "attn_only"), depth, spt: (source, epoch) or None, load, freeze,
-    budget ("early_stop" | "matched")}.
+    budget ("early_stop" | "matched"), model (ModelConfig overrides), qk_scale (factor on the initial W_Q, W_K
+    weights)}.
 
-    ``epoch`` is ``"rule"`` (the SPT stopping rule's checkpoint) or a fixed sweep epoch.
+    ``epoch`` is ``"rule"`` (the SPT stopping rule's checkpoint) or a fixed sweep epoch. Source ``nopos`` is
+    SPT on the task's own inputs by a model without position codes (:func:`spt_model_overrides`).
     """
-    def c(variant="full", depth=1, spt=None, load=(), freeze=(), budget="early_stop"):
-        return dict(variant=variant, depth=depth, spt=spt, load=load, freeze=freeze, budget=budget)
+    def c(variant="full", depth=1, spt=None, load=(), freeze=(), budget="early_stop", model=(), qk_scale=1.0):
+        return dict(variant=variant, depth=depth, spt=spt, load=load, freeze=freeze, budget=budget, model=dict(model),
+                    qk_scale=qk_scale)
 
     spec: dict[str, dict[str, Any]] = {
         "scratch": c(),
@@ -160,7 +189,17 @@ def condition_spec(cfg: SPTConfig) -> dict[str, dict[str, Any]]:
     spec["attn_scratch"] = c(variant="attn_only")
     spec["attn_spt"] = c(variant="attn_only", spt=("local", "rule"), load=("embeddings", "qkvo"))
     spec["attn_qk"] = c(variant="attn_only", spt=("local", "rule"), load=("qk",))
+    # causal arms: a proximity prior without SPT, a non-uniform start, last-token pooling, SPT without positions
+    spec["alibi_scratch"] = c(model={"distance_bias": cfg.alibi_slope})
+    spec["qkscale_scratch"] = c(qk_scale=cfg.qk_init_scale)
+    spec["lastpool_scratch"] = c(model={"pooling": "last"})
+    spec["spt_nopos"] = c(spt=("nopos", "rule"), load=ALL_GROUPS)
     return spec
+
+
+def spt_model_overrides(source: str) -> dict[str, Any]:
+    """ModelConfig overrides of the model an SPT source pretrains: ``nopos`` has no position codes."""
+    return {"pos_encoding": "none"} if source == "nopos" else {}
 
 
 def condition_names(cfg: SPTConfig, all_: bool = False) -> list[str]:
@@ -186,12 +225,14 @@ def label_lr(cfg: SPTConfig, name: str) -> float:
     return lrs.get(name, cfg.lr)
 
 
-def model_config(cfg: SPTConfig, depth: int, variant: str = "full") -> ModelConfig:
+def model_config(cfg: SPTConfig, depth: int, variant: str = "full", **overrides: Any) -> ModelConfig:
     """The encoder of a condition: ``full`` (FFN + pre-norm LayerNorms) or ``attn_only`` (the theorem's
-    setting: attention with residual straight into mean pooling, no FFN, no LayerNorm)."""
+    setting: attention with residual straight into mean pooling, no FFN, no LayerNorm); ``overrides`` are
+    further ModelConfig fields (a condition's ``model`` entry: distance bias, pooling, position codes)."""
     from initlab.synthetic.spt.tasks import vocab_size
 
     extra = {} if variant == "full" else dict(use_ffn=False, use_layernorm=False)
+    extra.update(overrides)
     return ModelConfig(vocab_size=vocab_size(cfg.task), max_len=cfg.task.T, d_model=cfg.d_model, n_heads=cfg.n_heads,
                        n_layers=depth, d_ff=cfg.d_ff, **extra)
 
@@ -220,6 +261,14 @@ _DEFAULT = ("scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_ffn", "spt_e10
 _CROSS = ("cross_count", "cross_iid")
 _DEPTH = ("depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt")
 
+#: the widened learning-rate grid of the causal round (docs/synthetic_spt.md, section 9): two more rates above the old
+#: grid's top (1e-2, where scratch's choice sat), one below SPT fine-tuning's 1e-3
+WIDE_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+#: the grid the causal round's exploratory selection could afford: old edge choice 1e-2 in the middle
+CAUSAL_LR_GRID = (3e-3, 1e-2, 3e-2, 1e-1)
+#: the exploratory seeds of the causal round's learning-rate selection (a subset of EXPLORATORY_SEEDS)
+CAUSAL_EXPLORE_SEEDS = (0, 1, 2)
+
 PRESETS: dict[str, SPTConfig] = {
     # smoke test: one exploratory seed, three conditions, small budgets (not evidence)
     "quick": derive(BASE, label_lr=CHOSEN_LR, seeds=(0,), n_test=1024, finetune_max_epochs=40, spt_max_epochs=60, spt_sweep_epochs=(10,),
@@ -238,4 +287,13 @@ PRESETS: dict[str, SPTConfig] = {
     # on the first three confirmatory seeds, without the compute-matched arm (the costliest: about 240 epochs a
     # seed) and the W_Q/W_K/W_V/W_O hybrid; its cells are the full run's cells of those seeds (same keys)
     "default": derive(TUNED, seeds=CONFIRM_SEEDS[:3], conditions=_DEFAULT),
+    # exploratory (causal round), sized to this session's CPU: the learning rate of scratch and of the main causal arm
+    # (the ALiBi proximity prior) on a grid that reaches a decade above scratch's old edge choice, seeds 0-2
+    "explore-causal-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,
+                                conditions=("scratch", "alibi_scratch")),
+    # exploratory (causal round): the other causal arms at scratch's (label-only) and spt's (SPT-initialised) rates,
+    # seeds 0-2; their own learning-rate selection was not affordable this session (docs/synthetic_spt.md, section 9)
+    "explore-causal": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS,
+                             conditions=("qkscale_scratch", "lastpool_scratch", "spt_nopos"),
+                             label_lr=CHOSEN_LR + (("qkscale_scratch", 1e-2), ("lastpool_scratch", 1e-2))),
 }

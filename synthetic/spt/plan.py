@@ -24,7 +24,7 @@ import torch
 from initlab.config import to_dict
 from initlab.executor import Cell
 from initlab.synthetic.spt.cells import ft_cell_name, spt_cell_name
-from initlab.synthetic.spt.config import LABEL_ONLY, SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
+from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
 
 __all__ = ["PRIORITY", "EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "measure_epoch_seconds",
            "reference_epoch_seconds", "expected_epochs"]
@@ -32,12 +32,14 @@ __all__ = ["PRIORITY", "EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "ce
 #: claim order: the conditions a reader needs first run first
 PRIORITY = ["scratch", "spt", "scratch_matched", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10", "spt_e1",
             "spt_e5", "spt_e20", "spt_e40", "hybrid_qk_emb", "hybrid_qk_ln", "hybrid_qk_emb_ln", "attn_scratch", "attn_spt",
-            "attn_qk", "cross_count", "cross_iid", "depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt"]
+            "attn_qk", "alibi_scratch", "qkscale_scratch", "lastpool_scratch", "spt_nopos", "cross_count", "cross_iid",
+            "depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt"]
 
 #: expected epochs per kind of cell, for the up-front estimate and the progress bar (measured means of the
 #: exploratory run; an overrun only makes the bar's total grow): SPT runs per source, label-only and
 #: SPT-initialised fine-tuning
-EXPECTED_EPOCHS: dict[str, float] = {"spt_local": 115.0, "spt_count": 115.0, "spt_iid": 30.0, "ft_label_only": 45.0,
+EXPECTED_EPOCHS: dict[str, float] = {"spt_local": 115.0, "spt_count": 115.0, "spt_iid": 30.0, "spt_nopos": 115.0,
+                                     "ft_label_only": 45.0,
                                      "ft_spt": 85.0}
 
 #: fields of the config a cell's result does not depend on (which conditions or seeds are run, the
@@ -149,10 +151,9 @@ def plan(cfg: SPTConfig) -> list[Cell]:
     if "scratch_matched" in names and not set(condition_seeds(cfg, "scratch_matched")) <= set(
             condition_seeds(cfg, "spt") if "spt" in names else ()):
         raise ValueError("SPTConfig.seed_counts: scratch_matched needs the spt condition on each of its seeds")
-    if cfg.lr_sweep:
-        bad = [n for n in names if n not in LABEL_ONLY or n == "scratch_matched"]
-        if bad:
-            raise ValueError(f"SPTConfig.conditions: a learning-rate selection (lr_sweep) trains label-only arms only, got {bad}")
+    if cfg.lr_sweep and "scratch_matched" in names:
+        raise ValueError("SPTConfig.conditions: a learning-rate selection (lr_sweep) cannot hold scratch_matched (its "
+                         "budget is that of one spt fine-tuning)")
 
     def sec(kind: str, variant: str, depth: int) -> float:
         return reference_epoch_seconds(cfg, kind, variant, depth)

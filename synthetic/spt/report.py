@@ -20,7 +20,7 @@ import numpy as np
 
 from initlab.evidence import spt_claims, text
 from initlab.evidence.rules import Verdict
-from initlab.synthetic.spt.config import LABEL_ONLY, SPTConfig, condition_names, condition_spec
+from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_spec
 from initlab.synthetic.spt.metrics import uniform_proximity_mass
 
 __all__ = ["RAW_KEYS", "summarize", "verdicts", "lr_choice", "report_markdown", "mean_sd"]
@@ -44,23 +44,34 @@ def _scratch_of(spec: dict[str, Any], n: str) -> str:
 
 
 def lr_choice(per_lr: Mapping[str, Mapping[float, list[dict[str, Any]]]]) -> dict[str, dict[str, Any]]:
-    """The learning-rate selection: per label-only condition, the learning rate with the highest mean (over
-    seeds) best-validation accuracy (the smaller learning rate on an exact tie), with the table behind it.
-    Test accuracy plays no part."""
+    """The learning-rate selection: per fine-tuned condition, the learning rate with the highest mean (over
+    seeds) best-validation accuracy (the smaller learning rate on an exact tie), with the table behind it and
+    ``interior``: False when the chosen rate is the smallest or the largest of the grid (the grid must then be
+    widened before the choice is used). Test accuracy plays no part."""
     out = {}
     for cond, by_lr in per_lr.items():
         rows = {lr: {"val_acc_mean": mean_sd([r["val_acc"] for r in rs])[0], "test_acc_mean": mean_sd([r["test_acc"] for r in rs])[0],
+                     "train_acc_mean": mean_sd([r["final_train_acc"] for r in rs])[0],
                      "epochs_mean": mean_sd([r["epochs_run"] for r in rs])[0], "n": len(rs)} for lr, rs in sorted(by_lr.items())}
         best = max(rows, key=lambda lr: (rows[lr]["val_acc_mean"], -lr))
-        out[cond] = {"chosen": best, "rows": {f"{lr:g}": r for lr, r in rows.items()}}
+        grid = sorted(rows)
+        out[cond] = {"chosen": best, "interior": len(grid) > 2 and grid[0] < best < grid[-1],
+                     "rows": {f"{lr:g}": r for lr, r in rows.items()}}
     return out
+
+
+def _acc(x: Any) -> float | None:
+    """An accuracy of a saved history, to 4 decimals; None for epoch 0's missing training accuracy (NaN,
+    saved as a float or a string)."""
+    v = float(x)
+    return round(v, 4) if math.isfinite(v) else None
 
 
 def summarize(cfg: SPTConfig, results: Mapping[str, Any]) -> dict[str, Any]:
     """The run's summary (module docstring) from ``results`` ``{cell name: result}``."""
     spec = condition_spec(cfg)
     ft = [r for r in results.values() if r.get("kind") == "finetune"]
-    sweep = [r for r in ft if r["condition"] in LABEL_ONLY and cfg.lr_sweep]
+    sweep = [r for r in ft if cfg.lr_sweep]
     per_seed: dict[str, list[dict[str, Any]]] = {}
     per_lr: dict[str, dict[float, list[dict[str, Any]]]] = {}
     for r in ft:
@@ -72,6 +83,14 @@ def summarize(cfg: SPTConfig, results: Mapping[str, Any]) -> dict[str, Any]:
     choice = lr_choice(per_lr) if sweep else {}
     if cfg.lr_sweep:  # each condition's raw numbers are those at its chosen learning rate
         per_seed = {c: per_lr[c][v["chosen"]] for c, v in choice.items()}
+    # the full learning curve of every arm and seed at its (chosen) learning rate: training and validation accuracy per epoch
+    curves: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for r in ft:
+        if cfg.lr_sweep and float(r["lr"]) != choice.get(r["condition"], {}).get("chosen"):
+            continue
+        h = r["history"]
+        curves.setdefault(r["condition"], {})[str(r["seed"])] = {
+            "train_acc": [_acc(e["train_acc"]) for e in h], "val_acc": [_acc(e["val_acc"]) for e in h]}
     for rows in per_seed.values():
         rows.sort(key=lambda r: r["seed"])
     conds = []
@@ -111,7 +130,7 @@ def summarize(cfg: SPTConfig, results: Mapping[str, Any]) -> dict[str, Any]:
             if gcells:
                 grads[f"{setting}_{key}_mean"], sd = mean_sd([g[setting][key] for g in gcells])
                 grads[f"{setting}_{key}_sd"] = 0.0 if math.isnan(sd) else sd
-    return {"per_seed": per_seed, "conditions": conds, "spt_runs": spt_runs, "lr_selection": choice,
+    return {"per_seed": per_seed, "conditions": conds, "spt_runs": spt_runs, "lr_selection": choice, "curves": curves,
             "init_gradients": grads, "uniform_proximity": uniform_proximity_mass(cfg.task.T, cfg.proximity_w)}
 
 
@@ -163,7 +182,8 @@ def _lr_table(summ: Mapping[str, Any]) -> list[str]:
     for cond, v in sel.items():
         cells = [f"{100 * v['rows'][lr]['val_acc_mean']:.1f} / {100 * v['rows'][lr]['test_acc_mean']:.1f} "
                  f"({v['rows'][lr]['epochs_mean']:.0f})" if lr in v["rows"] else "-" for lr in lrs]
-        lines.append(f"| {cond} | " + " | ".join(cells) + f" | {v['chosen']:g} |")
+        edge = "" if v.get("interior", True) else " (at the grid's edge: widen it)"
+        lines.append(f"| {cond} | " + " | ".join(cells) + f" | {v['chosen']:g}{edge} |")
     return lines
 
 

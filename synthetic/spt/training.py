@@ -12,7 +12,10 @@ function of its seed:
 * :func:`finetune` -- label training of the mean-pooled classifier, stopping by :func:`finetune_stop` on
   validation accuracy (or after a fixed number of epochs). Each epoch records the running training
   loss/accuracy and the validation accuracy; the reported test accuracy is that of the best validation
-  epoch (:func:`select_on_validation`). Test accuracy selects nothing.
+  epoch (:func:`select_on_validation`). Test accuracy selects nothing. The learning rate is constant, or
+  (``schedule="cosine"``) warms up linearly over ``warmup_epochs`` and then decays by a half cosine to 0 at
+  ``max_epochs`` (Loshchilov & Hutter, "SGDR", arXiv:1608.03983, eq. 5 without restarts; :func:`lr_factor`),
+  applied per optimiser step by ``torch.optim.lr_scheduler.LambdaLR``.
 
 Resume: with a :class:`Checkpoint`, both loops save after every epoch -- model, optimiser, generator state
 and the curves so far, atomically -- and a restarted loop continues from the last saved epoch. The result
@@ -38,8 +41,33 @@ from initlab.nn.encoder import SequenceTransformer
 from initlab.nn.masking import mask_tokens
 from initlab.runs import LossGuard, atomic_write_bytes, check_finite
 
-__all__ = ["spt_stop_epoch", "finetune_stop", "select_on_validation", "Checkpoint", "pretrain", "finetune", "accuracy",
+__all__ = ["SCHEDULES", "lr_factor", "spt_stop_epoch", "finetune_stop", "select_on_validation", "Checkpoint", "pretrain", "finetune", "accuracy",
            "masked_loss"]
+
+
+SCHEDULES = ("constant", "cosine")
+
+
+def lr_factor(step: int, total_steps: int, warmup_steps: int, schedule: str) -> float:
+    """The learning-rate multiplier at optimiser step ``step`` (0-based): 1 for ``"constant"``; for ``"cosine"``,
+    ``(step + 1) / warmup_steps`` during the warm-up, then ``0.5 (1 + cos(pi p))`` with ``p = (step -
+    warmup_steps) / (total_steps - warmup_steps)`` clipped to [0, 1] (SGDR, arXiv:1608.03983, eq. 5, one cycle).
+
+    Raises:
+        ValueError: unknown ``schedule``, ``total_steps < 1`` or ``warmup_steps`` outside ``[0, total_steps)``.
+    """
+    import math
+
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule: expected one of {SCHEDULES}, got {schedule!r}")
+    if total_steps < 1 or not 0 <= warmup_steps < total_steps:
+        raise ValueError(f"total_steps/warmup_steps: expected total >= 1 and 0 <= warmup < total, got {total_steps}, {warmup_steps}")
+    if schedule == "constant":
+        return 1.0
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    p = min(max((step - warmup_steps) / (total_steps - warmup_steps), 0.0), 1.0)
+    return 0.5 * (1.0 + math.cos(math.pi * p))
 
 
 # -- the stopping and selection rules (pure functions, tested on hand-made curves) -------------------------
@@ -233,13 +261,13 @@ def accuracy(model: SequenceTransformer, x: torch.Tensor, y: torch.Tensor, bs: i
 def finetune(
     model: SequenceTransformer, data: dict[str, torch.Tensor], gen: torch.Generator, *, lr: float,
     weight_decay: float, batch_size: int, max_epochs: int, patience: int, checkpoint: Checkpoint | None = None,
-    progress: Any = None, where: str = "synthetic SPT fine-tune",
+    progress: Any = None, where: str = "synthetic SPT fine-tune", schedule: str = "constant", warmup_epochs: int = 0,
 ) -> tuple[dict[str, Any], SequenceTransformer]:
     """Label training of ``model`` on ``data`` (keys ``xtr, ytr, xva, yva, xte, yte``) with early stopping.
 
     Stops by :func:`finetune_stop` (``patience = 0``: after exactly ``max_epochs`` epochs). Only the
     trainable parameters (``requires_grad``) are optimised. ``checkpoint`` and ``progress`` as in
-    :func:`pretrain`.
+    :func:`pretrain`; ``schedule`` / ``warmup_epochs`` as in :func:`lr_factor` (the horizon is ``max_epochs``).
 
     Returns:
         ``({"history": [{epoch, train_loss, train_acc, val_acc}], "best_epoch", "val_acc", "test_acc" (at
@@ -251,6 +279,10 @@ def finetune(
     ck = checkpoint or Checkpoint(None)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
     x, y, n = data["xtr"], data["ytr"], len(data["xtr"])
+    per_epoch = -(-n // batch_size)
+    total, warm = max_epochs * per_epoch, warmup_epochs * per_epoch
+    lr_factor(0, total, warm, schedule)  # checks the arguments before any work
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(step, total, warm, schedule))
     saved = ck.load()
     if saved is None:
         st: dict[str, Any] = {"epoch": 0, "step": 0, "init_test_acc": accuracy(model, data["xte"], data["yte"]),
@@ -261,6 +293,8 @@ def finetune(
     else:
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
+        if "sched" in saved:
+            sched.load_state_dict(saved["sched"])
         gen.set_state(saved["gen"])
         st = saved["state"]
         resumed = st["epoch"]
@@ -276,6 +310,7 @@ def finetune(
             logits = model.classify(x[idx])
             loss = F.cross_entropy(logits, y[idx])
             _step(model, opt, loss, where, st["step"], guard)
+            sched.step()
             st["step"] += 1
             tot += float(loss.detach()) * len(idx)
             correct += int((logits.detach().argmax(-1) == y[idx]).sum())
@@ -283,7 +318,8 @@ def finetune(
         st["history"].append({"epoch": st["epoch"], "train_loss": tot / n, "train_acc": correct / n, "val_acc": val[-1]})
         if select_on_validation(val) == st["epoch"]:
             st["best"] = _state(model)
-        ck.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "state": st})
+        ck.save({"model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(), "gen": gen.get_state(),
+                 "state": st})
         if progress is not None:
             progress.advance(1)
     b = select_on_validation(val)

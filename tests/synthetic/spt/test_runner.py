@@ -47,7 +47,8 @@ def test_tiny_run_writes_everything(tiny_run):
     names = spt.condition_names(TINY)
     assert {"scratch", "scratch_matched", "spt", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn", "hybrid_qk_emb",
             "hybrid_qk_ln", "hybrid_qk_emb_ln", "spt_e1", "spt_e2", "depth2_scratch", "depth2_spt", "cross_count",
-            "cross_iid", "attn_scratch", "attn_spt", "attn_qk"} == set(names)
+            "cross_iid", "attn_scratch", "attn_spt", "attn_qk", "alibi_scratch", "qkscale_scratch", "lastpool_scratch",
+            "spt_nopos"} == set(names)
     for n in names:
         assert f"| {n} |" in md
     assert md.index("| claim |") < md.index("| condition |")  # the verdict table comes first
@@ -187,8 +188,8 @@ def test_learning_rate_selection_picks_the_best_mean_validation_accuracy(tmp_pat
         assert float(best) == m["lr_selection"][cond]["chosen"]
         assert {r["lr"] for r in m["per_seed"][cond]} == {float(best)}
     assert "Learning-rate selection" in md and "chosen" in md
-    with pytest.raises(ValueError, match="label-only"):
-        derive(TINY, lr_sweep=(1e-3,), conditions=("spt",))
+    with pytest.raises(ValueError, match="scratch_matched"):
+        derive(TINY, lr_sweep=(1e-3,), conditions=("scratch_matched",))
 
 
 def test_verdicts_follow_the_raw_numbers_not_saved_words(tiny_run):
@@ -253,7 +254,7 @@ def test_config_errors():
     with pytest.raises(ValueError, match="seeds"):
         derive(TINY, seeds=(1, 1))
     with pytest.raises(ValueError, match="label_lr"):
-        derive(TINY, label_lr=(("spt", 1e-3),))
+        derive(TINY, label_lr=(("nope", 1e-3),))
     with pytest.raises(ValueError, match="seed_counts"):
         derive(TINY, seed_counts=(("scratch", 5),))
     with pytest.raises(ValueError, match="workers"):
