@@ -8,8 +8,7 @@ Layout, readable top to bottom (letters: B batch, T length, d width, H heads, V 
       -> n_layers x Block:   x = x + W_O softmax(S) (x W_V),   S = (x W_Q)(x W_K)^T / sqrt(d/H)   (pre-norm)
                              x = x + FFN(x)
       -> ln_f -> H (B, T, d)
-      -> classify:    length-aware mean over real tokens (or the last real token, ``pooling="last"``)
-                      -> cls_head -> (B, n_classes)
+      -> classify:    length-aware mean over real tokens (or H[:, 0], or the last real token) -> cls_head -> (B, n_classes)
       -> reconstruct: mlm_head per position               -> (B, T, V)   (masked reconstruction, SPT)
 
 Attention keeps separate ``W_Q, W_K, W_V, W_O`` (``nn.Linear(d, d)``) because hybrid initialisation and
@@ -17,10 +16,6 @@ freezing address them by name (:func:`param_groups`). The normal path calls
 ``torch.nn.functional.scaled_dot_product_attention``; asking for attention maps (``return_attn=True``)
 switches to the explicit-softmax reference path, which also keeps the pre-softmax scores S of the last
 call in ``Attention.last_scores`` (in the autograd graph, so callers can ``retain_grad()`` on them).
-
-An optional fixed distance bias ``S_ts - m |t - s|`` (ALiBi, Press et al., "Train Short, Test Long",
-arXiv:2108.12409, §3; one slope ``m = distance_bias`` for every head) gives attention a proximity prior
-without any training; ``m = 0`` (the default) is the plain model.
 
 Padding: ``pad_mask`` (B, T) bool is True for REAL tokens at the model level (``encode``); the attention
 module takes the opposite convention of torch, ``key_padding_mask`` True = pad.
@@ -71,8 +66,8 @@ class ModelConfig:
     pos_encoding: Literal["sinusoidal", "none"] = "sinusoidal"  # additive, fixed
     pad_id: int = 0
     n_classes: int = 2
-    pooling: Literal["mean", "last"] = "mean"  # classifier pooling: mean over real tokens, or the last real token
-    distance_bias: float = 0.0  # ALiBi slope m >= 0: scores S_ts - m |t - s| (fixed, not a parameter)
+    pooling: Literal["mean", "cls", "last"] = "mean"  # classifier input: length-aware mean, the first position's state, or the last real token's
+    proximity_bias: float = 0.0  # m >= 0: a fixed ALiBi-like score bias -m |i - j| (a proximity prior; 0 = none)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff", "n_classes"):
@@ -85,11 +80,11 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.dropout: expected a float in [0, 1), got {self.dropout!r}")
         if self.pos_encoding not in ("sinusoidal", "none"):
             raise ValueError(f"ModelConfig.pos_encoding: expected 'sinusoidal' or 'none', got {self.pos_encoding!r}")
-        if self.pooling not in ("mean", "last"):
-            raise ValueError(f"ModelConfig.pooling: expected 'mean' or 'last', got {self.pooling!r}")
-        if isinstance(self.distance_bias, bool) or not (isinstance(self.distance_bias, (int, float))
-                                                         and math.isfinite(self.distance_bias) and self.distance_bias >= 0):
-            raise ValueError(f"ModelConfig.distance_bias: expected a finite number >= 0, got {self.distance_bias!r}")
+        if self.pooling not in ("mean", "cls", "last"):
+            raise ValueError(f"ModelConfig.pooling: expected 'mean', 'cls' or 'last', got {self.pooling!r}")
+        if isinstance(self.proximity_bias, bool) or not isinstance(self.proximity_bias, (int, float)) \
+                or not 0.0 <= self.proximity_bias < float("inf"):
+            raise ValueError(f"ModelConfig.proximity_bias: expected a finite number >= 0, got {self.proximity_bias!r}")
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"ModelConfig.pad_id: expected 0 <= pad_id < vocab_size={self.vocab_size}, got {self.pad_id}")
 
@@ -113,17 +108,18 @@ class Attention(nn.Module):
     """Multi-head self-attention with separate ``W_Q, W_K, W_V, W_O`` (each ``nn.Linear(d, d)``).
 
     ``S_h = (x W_Q)_h (x W_K)_h^T / sqrt(d/H)``, ``A_h = softmax_j(S_h)`` over non-pad keys,
-    ``y = concat_h(A_h (x W_V)_h) W_O`` (Vaswani et al. 2017, eq. 1-2). With ``distance_bias = m > 0`` the
-    softmax sees ``S_h - m |t - s|`` (ALiBi, arXiv:2108.12409); ``last_scores`` keeps ``S`` without the bias.
+    ``y = concat_h(A_h (x W_V)_h) W_O`` (Vaswani et al. 2017, eq. 1-2). With ``proximity_bias = m > 0`` the
+    scores get the fixed bias ``-m |i - j|`` (ALiBi, Press et al., arXiv:2108.12409, eq. in §3, one slope for
+    every head): attention is then concentrated near the diagonal already at initialisation.
     """
 
-    def __init__(self, d_model: int, n_heads: int = 1, dropout: float = 0.0, distance_bias: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int = 1, dropout: float = 0.0, proximity_bias: float = 0.0):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"n_heads: must divide d_model={d_model}, got {n_heads}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout = dropout
-        self.distance_bias = float(distance_bias)
+        self.proximity_bias = float(proximity_bias)
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
         self.W_V = nn.Linear(d_model, d_model)
@@ -164,10 +160,10 @@ class Attention(nn.Module):
             keep = tril if keep is None else keep & tril
         q, k, v = self.split_heads(self.W_Q(x)), self.split_heads(self.W_K(x)), self.split_heads(self.W_V(x))
         p = self.dropout if self.training else 0.0
-        bias = None  # (1, 1, T, T) float: -m |t - s|
-        if self.distance_bias > 0:
-            pos = torch.arange(T, device=x.device, dtype=x.dtype)
-            bias = (-self.distance_bias * (pos[:, None] - pos[None, :]).abs())[None, None]
+        bias = None  # (T, T) float: -m |i - j|
+        if self.proximity_bias:
+            idx = torch.arange(T, device=x.device)
+            bias = -self.proximity_bias * (idx[:, None] - idx[None, :]).abs().to(q.dtype)
         if not return_attn:  # fast path
             mask = keep
             if bias is not None:
@@ -176,9 +172,9 @@ class Attention(nn.Module):
             attn = None
         else:  # reference path: explicit scores and softmax
             S = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
-            self.last_scores = S
             if bias is not None:
                 S = S + bias
+            self.last_scores = S
             if keep is not None:
                 S = S.masked_fill(~keep, float("-inf"))
             attn = torch.softmax(S, dim=-1)
@@ -199,7 +195,7 @@ class Block(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.cfg = cfg
-        self.attn = Attention(d, cfg.n_heads, cfg.dropout, cfg.distance_bias)
+        self.attn = Attention(d, cfg.n_heads, cfg.dropout, cfg.proximity_bias)
         self.ln1 = nn.LayerNorm(d) if cfg.use_layernorm else nn.Identity()
         self.ln2 = nn.LayerNorm(d) if (cfg.use_layernorm and cfg.use_ffn) else nn.Identity()
         if cfg.use_ffn:
@@ -310,11 +306,17 @@ class SequenceTransformer(nn.Module):
                 else T - 1 - pad_mask.flip(1).to(torch.long).argmax(1))
         return H[torch.arange(B, device=H.device), last]
 
+    def pooled(self, H: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The classifier's input ``(B, d)`` from ``H (B, T, d)``: :meth:`pool` (``cfg.pooling = "mean"``), the
+        first position's state ``H[:, 0]`` (``"cls"``: the data put a CLS token there) or :meth:`pool_last`
+        (``"last"``)."""
+        if self.cfg.pooling == "cls":
+            return H[:, 0]
+        return self.pool_last(H, pad_mask) if self.cfg.pooling == "last" else mean_pool(H, pad_mask)
+
     def classify(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Class logits ``(B, n_classes)`` from the pooled encoding: :meth:`pool` (``pooling="mean"``) or
-        :meth:`pool_last` (``pooling="last"``)."""
-        H = self.encode(tokens, pad_mask)
-        return self.cls_head(self.pool_last(H, pad_mask) if self.cfg.pooling == "last" else self.pool(H, pad_mask))
+        """Class logits ``(B, n_classes)`` from the mean-pooled encoding."""
+        return self.cls_head(self.pooled(self.encode(tokens, pad_mask), pad_mask))
 
     def reconstruct(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Masked-reconstruction logits ``(B, T, vocab_size)``, one decoder per position."""

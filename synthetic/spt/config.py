@@ -190,7 +190,7 @@ def condition_spec(cfg: SPTConfig) -> dict[str, dict[str, Any]]:
     spec["attn_spt"] = c(variant="attn_only", spt=("local", "rule"), load=("embeddings", "qkvo"))
     spec["attn_qk"] = c(variant="attn_only", spt=("local", "rule"), load=("qk",))
     # causal arms: a proximity prior without SPT, a non-uniform start, last-token pooling, SPT without positions
-    spec["alibi_scratch"] = c(model={"distance_bias": cfg.alibi_slope})
+    spec["alibi_scratch"] = c(model={"proximity_bias": cfg.alibi_slope})
     spec["qkscale_scratch"] = c(qk_scale=cfg.qk_init_scale)
     spec["lastpool_scratch"] = c(model={"pooling": "last"})
     spec["spt_nopos"] = c(spt=("nopos", "rule"), load=ALL_GROUPS)

@@ -34,8 +34,8 @@ def _model(**kw) -> SequenceTransformer:
     return SequenceTransformer(ModelConfig(vocab_size=12, max_len=16, d_model=8, d_ff=8, **kw)).double()
 
 
-def test_distance_bias_alone_gives_the_alibi_map_and_both_paths_agree():
-    m = _model(distance_bias=0.7)
+def test_proximity_bias_alone_gives_the_alibi_map_and_both_paths_agree():
+    m = _model(proximity_bias=0.7)
     with torch.no_grad():
         for lin in (m.blocks[0].attn.W_Q, m.blocks[0].attn.W_K):
             lin.weight.zero_()
@@ -51,9 +51,9 @@ def test_distance_bias_alone_gives_the_alibi_map_and_both_paths_agree():
 
 @settings(max_examples=20, deadline=None)
 @given(slope=st.floats(0.0, 3.0), seed=st.integers(0, 1000))
-def test_distance_bias_fast_path_equals_reference(slope, seed):
+def test_proximity_bias_fast_path_equals_reference(slope, seed):
     torch.manual_seed(seed)
-    m = SequenceTransformer(ModelConfig(vocab_size=12, max_len=16, d_model=8, d_ff=8, distance_bias=slope)).double()
+    m = SequenceTransformer(ModelConfig(vocab_size=12, max_len=16, d_model=8, d_ff=8, proximity_bias=slope)).double()
     x = torch.randint(2, 12, (2, 9))
     real = torch.ones(2, 9, dtype=torch.bool)
     real[1, 6:] = False
@@ -100,7 +100,7 @@ def test_qk_scale_multiplies_only_the_initial_wq_wk():
 
 def test_condition_specs_of_the_causal_arms():
     spec = condition_spec(TINY)
-    assert spec["alibi_scratch"]["model"] == {"distance_bias": TINY.alibi_slope} and spec["alibi_scratch"]["spt"] is None
+    assert spec["alibi_scratch"]["model"] == {"proximity_bias": TINY.alibi_slope} and spec["alibi_scratch"]["spt"] is None
     assert spec["qkscale_scratch"]["qk_scale"] == TINY.qk_init_scale
     assert spec["lastpool_scratch"]["model"] == {"pooling": "last"}
     assert spec["spt_nopos"]["spt"] == ("nopos", "rule") and spec["spt"]["model"] == {}
