@@ -135,13 +135,25 @@ def verdict_cell(claim: Claim, results: dict[str, Any], results_dir: str | Path 
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _families_text() -> str:
+    from initlab.evidence import families
+
+    return "; ".join(f"{exp.upper()} {f.name}: " + ", ".join(f.claims) for exp, fams in families.FAMILIES.items()
+                     for f in fams if f.name == "primary") + "; every other claim secondary"
+
+
+_FAMILIES = _families_text()
+
 LEGEND = ("Every verdict is computed from the saved per-seed numbers by one function per claim (`initlab.evidence`) "
           "and names the preset and seeds of its run (`full`: the preregistered confirmatory run; `default`: what "
           "`initlab reproduce` runs). Numbers read `estimate [interval] (kind, n seeds)`: a gain is a paired mean "
           "difference in accuracy points with its 95 % t-interval; an equivalence a paired mean difference with its 90 % "
           "TOST interval; a share the ratio of mean gains with its 95 % Fieller interval; `mean ± sd` is the mean over "
           "seeds and the sample standard deviation. An interval that contains its threshold reads **inconclusive**, "
-          "with the number of seeds that would decide it.")
+          "with the number of seeds that would decide it. Words are corrected for multiple claims: Holm's procedure "
+          "holds the family-wise error at 0.05 within each declared family (`initlab.evidence.families`; " + _FAMILIES
+          + "); a word the correction took back reads **inconclusive** with its uncorrected word and Holm-adjusted p "
+          "beside the uncorrected interval.")
 
 
 def claims_table(results_dir: str | Path = "docs/results") -> str:

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from initlab.config import from_dict
-from initlab.evidence import lra_claims, rules, spt_claims, text, theory_claims
+from initlab.evidence import families, lra_claims, rules, spt_claims, text, theory_claims
 from initlab.evidence.rules import NOT_RUN, Verdict
 
 Results = Mapping[str, Any]
@@ -98,16 +98,20 @@ def _spt_thresholds(cfg: Mapping[str, Any]) -> spt_claims.SPTThresholds:
 
 def spt_runs(r: Results) -> list[tuple[str, dict[str, Any], dict[str, Verdict]]]:
     """``(label, summary file, verdicts)`` of every SPT run present, strongest first; the label names the preset,
-    the seeds and the preregistration commit. A saved verdict record must agree with the recomputation."""
+    the seeds and the preregistration commit. The verdicts are Holm-corrected within the declared families
+    (:func:`initlab.evidence.spt_claims.evaluate_corrected`); a saved verdict record must agree with the
+    uncorrected recomputation."""
     out = []
     for preset, name in SPT_RUNS:
         if name not in r:
             continue
         s = r[name]
         th = _spt_thresholds(s["config"])
-        vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), th)
-        if "verdicts" in s:
-            rules.check_record(s["verdicts"], vs, name)
+        raw = spt_claims.as_raw(s["summary"]["per_seed"])
+        if "verdicts" in s:  # the saved record holds the uncorrected words
+            u = spt_claims.evaluate_all(raw, th)  # claims added later than the record are not run in it
+            rules.check_record(s["verdicts"], {k: v for k, v in u.items() if k in s["verdicts"] or v.word != NOT_RUN}, name)
+        vs = spt_claims.evaluate_corrected(raw, th)
         prereg = f", preregistered in `{s['preregistration']}`" if s.get("preregistration") else ""
         partial = ", partial run" if s.get("partial") else ""
         out.append((f"`{preset}` ({seeds_text(s['config']['seeds'])}{prereg}{partial})", s, vs))
@@ -248,18 +252,19 @@ def earlier_spt_table(s: Mapping[str, Any]) -> str:
 def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     """Every SPT claim side by side over several runs (``(label, summary file)`` pairs, as saved in docs/results):
     one markdown row per claim, one column per run, each cell the verdict recomputed from that run's per-seed
-    numbers under today's rules. The earlier (2026-11-30) run's summary, which saved per-seed accuracies only, is
+    numbers under today's rules, Holm-corrected within the declared families. The earlier (2026-11-30) run's summary, which saved per-seed accuracies only, is
     read with :func:`earlier_spt_raw` (its proximity cell reads not run)."""
     cols = []
     for label, s in runs:
         if "per_seed" in s["summary"]:
-            vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), _spt_thresholds(s["config"]))
+            vs = spt_claims.evaluate_corrected(spt_claims.as_raw(s["summary"]["per_seed"]), _spt_thresholds(s["config"]))
         else:
             raw = earlier_spt_raw(s)
             th = spt_claims.SPTThresholds(**{k: v for k, v in s["config"]["thresholds"].items()
                                              if k in ("min_gain", "margin", "min_share")})
             vs = {c.id: (rules.not_run("all_of", ["per-seed proximity (not saved by that run)"]) if c.id == "proximity"
                          else c.verdict(raw, th)) for c in spt_claims.CLAIMS}
+            vs = families.corrected(vs, families.SPT_FAMILIES)
         cols.append((f"{label} ({seeds_text(s['config']['seeds'])})", vs))
     lines = ["| claim | " + " | ".join(c for c, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
     for c in spt_claims.CLAIMS:

@@ -51,7 +51,8 @@ FILES = (FULL,)
 
 def load_phase(r: Results, name: str = FULL) -> tuple[dict[str, Any], sc.SPLADEThresholds, dict[str, Any], Mapping[str, Any]]:
     """``(raw, thresholds, verdicts, phase)`` of the saved run ``name``; the verdicts recomputed from the raw
-    numbers, after checking the saved record against them.
+    numbers and Holm-corrected within the declared families (:func:`initlab.evidence.splade_claims.evaluate_corrected`),
+    after checking the saved (uncorrected) record against the uncorrected recomputation.
 
     Raises:
         KeyError: ``name`` not loaded, or a field missing.
@@ -60,8 +61,8 @@ def load_phase(r: Results, name: str = FULL) -> tuple[dict[str, Any], sc.SPLADET
     phase = r[name]
     th = from_dict(sc.SPLADEThresholds, phase["config"]["claims"])
     raw = sc.as_raw(phase)
-    verdicts = sc.check_record(phase.get("verdicts", {}), raw, th, f"docs/results/{name}")
-    return raw, th, verdicts, phase
+    sc.check_record(phase.get("verdicts", {}), raw, th, f"docs/results/{name}")  # the record: uncorrected words
+    return raw, th, sc.evaluate_corrected(raw, th), phase
 
 
 def _scope(phase: Mapping[str, Any]) -> str:
@@ -93,7 +94,7 @@ def _regret(v: sc.Verdict) -> str:
     """A regret verdict: ``**word**: estimate [lo, hi] (90 % TOST over n (family, seed) backbones)``."""
     if v.word == "not run":
         return sc.describe_claim(v)
-    decide = f"; {text.decide_text(v)}" if text.decide_text(v) else ""
+    decide = "".join(f"; {t}" for t in (text.decide_text(v), text.holm_text(v)) if t)
     return (f"{bold(v.word)}: {text.number(v.estimate, 'ndcg')} {text.interval(v, 'ndcg')} ({text.interval_kind(v)} "
             f"over {v.n} (family, seed) backbones{decide})")
 

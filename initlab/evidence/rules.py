@@ -55,6 +55,13 @@ class Verdict:
     one, how far inside the interval the nearest threshold sits, as a negative number); ``seeds_to_decide``
     (inconclusive only) the power-based seed count, None if no count would (the mean sits on a threshold,
     or the sd is unknown); ``parts`` the verdicts an all-of combined.
+
+    ``p_value`` is the p-value of the decision the word made (NaN for inconclusive, not run, all-of and
+    check verdicts): the smallest α at which the same rule, its interval at the matching level, still gives
+    the word (gain, share: two-sided, ``p <= 1 - level``; equivalence: one-sided, ``p <= (1 - level) / 2``).
+    A word needing several exclusions (``partly``; a share's bounded Fieller set) takes the largest of
+    their p-values (an intersection-union test). Family-wise correction (:mod:`initlab.evidence.families`)
+    fills ``p_adjusted`` (Holm), ``uncorrected`` (the word before correction) and ``family``.
     """
 
     word: str
@@ -71,6 +78,10 @@ class Verdict:
     seeds_to_decide: int | None = None
     reason: str = ""
     parts: tuple["Verdict", ...] = field(default=())
+    p_value: float = math.nan
+    p_adjusted: float = math.nan
+    uncorrected: str = ""
+    family: str = ""
 
     def __post_init__(self) -> None:
         if self.word not in WORDS:
@@ -78,7 +89,9 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("word", "rule", "estimate", "lo", "hi", "level", "n", "sd", "thresholds",
-                                            "tol", "margin", "seeds_to_decide", "reason")}
+                                            "tol", "margin", "seeds_to_decide", "reason", "p_value")}
+        if self.uncorrected:
+            d.update(p_adjusted=self.p_adjusted, uncorrected=self.uncorrected, family=self.family)
         d["thresholds"] = list(self.thresholds)
         d["parts"] = [p.to_dict() for p in self.parts]
         return d
@@ -131,11 +144,13 @@ def gain(d: Sequence[float], *, min_gain: float, tol: float, level: float = 0.95
     base = dict(rule="gain", estimate=iv.estimate, lo=iv.lo, hi=iv.hi, level=level, n=iv.n, sd=iv.sd,
                 thresholds=(0.0, min_gain), tol=tol)
     if iv.lo > min_gain + tol:
-        return Verdict(REPRODUCED, margin=iv.lo - min_gain, **base)
+        return Verdict(REPRODUCED, margin=iv.lo - min_gain, p_value=min(1.0, 2 * stats.p_above(d, min_gain + tol)), **base)
     if iv.hi < min_gain - tol:
+        p_hi = min(1.0, 2 * stats.p_below(d, min_gain - tol))
         if iv.lo > tol:
-            return Verdict(PARTLY, margin=min(min_gain - iv.hi, iv.lo), **base)
-        return Verdict(NOT, margin=min_gain - iv.hi, **base)
+            return Verdict(PARTLY, margin=min(min_gain - iv.hi, iv.lo),
+                           p_value=max(p_hi, min(1.0, 2 * stats.p_above(d, tol))), **base)
+        return Verdict(NOT, margin=min_gain - iv.hi, p_value=p_hi, **base)
     # the interval contains min_gain (within tol): more seeds would move it off min_gain
     return Verdict(INCONCLUSIVE, margin=-min(min_gain - iv.lo, iv.hi - min_gain),
                    seeds_to_decide=_need(iv, min_gain, level, tol), **base)
@@ -148,9 +163,11 @@ def equivalence(d: Sequence[float], *, margin: float, tol: float, alpha: float =
     base = dict(rule="equivalence", estimate=iv.estimate, lo=iv.lo, hi=iv.hi, level=level, n=iv.n, sd=iv.sd,
                 thresholds=(-margin, margin), tol=tol)
     if iv.lo > -margin + tol and iv.hi < margin - tol:
-        return Verdict(REPRODUCED, margin=min(iv.lo + margin, margin - iv.hi), **base)
+        return Verdict(REPRODUCED, margin=min(iv.lo + margin, margin - iv.hi),
+                       p_value=max(stats.p_above(d, -margin + tol), stats.p_below(d, margin - tol)), **base)
     if iv.lo > margin + tol or iv.hi < -margin - tol:
-        return Verdict(NOT, margin=max(iv.lo - margin, -margin - iv.hi), **base)
+        p = stats.p_above(d, margin + tol) if iv.lo > margin + tol else stats.p_below(d, -margin - tol)
+        return Verdict(NOT, margin=max(iv.lo - margin, -margin - iv.hi), p_value=p, **base)
     if abs(iv.estimate) < margin - tol:
         need = stats.seeds_for_equivalence(iv.estimate, iv.sd, margin, alpha=alpha, tol=tol)
     else:
@@ -169,17 +186,22 @@ def share(cond_gain: Sequence[float], full_gain: Sequence[float], *, min_share: 
                 thresholds=(0.0, min_share), tol=tol)
     if full.hi < 0:
         return Verdict(NOT, reason="the full gain is negative (95 % interval below 0): nothing to share",
-                       margin=-full.hi, **base)
+                       margin=-full.hi, p_value=min(1.0, 2 * stats.p_below(full_gain, 0.0)), **base)
     if not iv.bounded:
         need = stats.seeds_for_gain(full.estimate, full.sd, 0.0, level=level) if full.estimate > 0 else None
         return Verdict(INCONCLUSIVE, reason="the full gain is not significantly above 0, so the share is unbounded",
                        seeds_to_decide=need, **base)
+    # the Fieller set is bounded at level 1 - α exactly when the full gain's two-sided p-value is below α
+    p_full = min(1.0, 2 * min(stats.p_above(full_gain, 0.0), stats.p_below(full_gain, 0.0)))
     if iv.lo > min_share + tol:
-        return Verdict(REPRODUCED, margin=iv.lo - min_share, **base)
+        return Verdict(REPRODUCED, margin=iv.lo - min_share,
+                       p_value=max(p_full, stats.fieller_p(cond_gain, full_gain, min_share + tol)), **base)
     if iv.hi < min_share - tol:
+        p_hi = max(p_full, stats.fieller_p(cond_gain, full_gain, min_share - tol))
         if iv.lo > tol:
-            return Verdict(PARTLY, margin=min(min_share - iv.hi, iv.lo), **base)
-        return Verdict(NOT, margin=min_share - iv.hi, **base)
+            return Verdict(PARTLY, margin=min(min_share - iv.hi, iv.lo),
+                           p_value=max(p_hi, stats.fieller_p(cond_gain, full_gain, tol)), **base)
+        return Verdict(NOT, margin=min_share - iv.hi, p_value=p_hi, **base)
     return Verdict(INCONCLUSIVE, margin=-min(min_share - iv.lo, iv.hi - min_share),
                    seeds_to_decide=_need(iv, min_share, level, tol), **base)
 

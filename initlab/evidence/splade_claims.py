@@ -61,7 +61,7 @@ from initlab.evidence.rules import NOT_RUN, Verdict
 
 __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k", "rule_k", "high_norm_degrades",
            "rescaling_fixes", "over_rescaling", "input_side", "recommended_regret", "rule_difference", "evaluate_all",
-           "by_id", "check_record", "regrets", "describe_claim", "part_label", "shipped_rule"]
+           "by_id", "check_record", "regrets", "describe_claim", "part_label", "shipped_rule", "evaluate_corrected"]
 
 Raw = Mapping[str, Any]
 RULES = ("inspect", "edge", "bert")
@@ -380,6 +380,14 @@ CLAIMS: tuple[ClaimSpec, ...] = (
 def evaluate_all(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
     """Every claim's verdict, by id, in :data:`CLAIMS` order."""
     return rules.evaluate_claims(CLAIMS, raw, th)
+
+
+def evaluate_corrected(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
+    """Every claim's Holm-corrected verdict within its declared family
+    (:data:`initlab.evidence.families.SPLADE_FAMILIES`), a wrapper over :func:`evaluate_all`."""
+    from initlab.evidence import families
+
+    return families.corrected(evaluate_all(raw, th), families.SPLADE_FAMILIES)
 
 
 def by_id(claim_id: str) -> ClaimSpec:

@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["Interval", "t_quantile", "as_samples", "t_interval", "fieller_interval", "tost_interval",
-           "seeds_for_gain", "seeds_for_equivalence", "MAX_SEEDS"]
+           "seeds_for_gain", "seeds_for_equivalence", "MAX_SEEDS", "t_sf", "p_above", "p_below", "fieller_p"]
 
 #: seed counts are searched up to this many; beyond it a claim is reported as "more than MAX_SEEDS seeds"
 MAX_SEEDS = 200
@@ -151,6 +151,58 @@ def fieller_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95
     disc = max(B * B - A * C, 0.0)  # >= 0 whenever A > 0 (the estimate itself lies in the set)
     root = math.sqrt(disc)
     return Interval(r, (B - root) / A, (B + root) / A, level, n, sd)
+
+
+def t_sf(t: float, df: int) -> float:
+    """``P(T > t)`` for Student's t with ``df`` degrees of freedom (scipy)."""
+    from scipy.stats import t as student
+
+    return float(student.sf(t, df))
+
+
+def _t_stat(d: Sequence[float], threshold: float) -> tuple[float, int]:
+    a = as_samples(d, "d")
+    n = len(a)
+    if n < 2:
+        return math.nan, n
+    se = float(a.std(ddof=1)) / math.sqrt(n)
+    diff = float(a.mean()) - threshold
+    if se == 0:
+        return (math.inf if diff > 0 else -math.inf if diff < 0 else math.nan), n
+    return diff / se, n
+
+
+def p_above(d: Sequence[float], threshold: float) -> float:
+    """One-sided p-value of ``H0: mean(d) <= threshold`` against ``mean(d) > threshold`` (Student's t on the
+    per-seed values ``d (n,)``); 1 for one seed (no test). The two-sided ``1 - α`` t-interval's lower end lies
+    above ``threshold`` exactly when this p-value is below ``α / 2``."""
+    t, n = _t_stat(d, threshold)
+    if math.isnan(t):
+        return 1.0
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    return t_sf(t, n - 1)
+
+
+def p_below(d: Sequence[float], threshold: float) -> float:
+    """One-sided p-value of ``H0: mean(d) >= threshold`` against ``mean(d) < threshold`` (as :func:`p_above`)."""
+    return p_above([-x for x in d], -threshold)
+
+
+def fieller_p(a: Sequence[float], b: Sequence[float], rho: float) -> float:
+    """Two-sided p-value of ``H0: mean(a) / mean(b) = rho`` for paired samples by Fieller's pivot
+    ``t = (ā - ρ b̄) / sqrt((s_aa - 2ρ s_ab + ρ² s_bb) / n)`` ~ t(n - 1) (Fieller 1954); the Fieller ``1 - α``
+    set excludes ``rho`` exactly when this p-value is below ``α``. 1 for one seed."""
+    x, y = as_samples(a, "a"), as_samples(b, "b")
+    n = len(x)
+    if n < 2:
+        return 1.0
+    c = np.cov(np.stack([x, y]), ddof=1)
+    var = (float(c[0, 0]) - 2 * rho * float(c[0, 1]) + rho * rho * float(c[1, 1])) / n
+    num = float(x.mean()) - rho * float(y.mean())
+    if var <= 0:
+        return 1.0 if num == 0 else 0.0
+    return min(1.0, 2 * t_sf(abs(num) / math.sqrt(var), n - 1))
 
 
 def _power_one_sided(n: int, effect: float, sd: float, level: float) -> float:

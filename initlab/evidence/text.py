@@ -12,7 +12,7 @@ import math
 
 from initlab.evidence.rules import INCONCLUSIVE, NOT_RUN, Verdict
 
-__all__ = ["number", "interval", "interval_kind", "decide_text", "describe", "bold"]
+__all__ = ["number", "interval", "interval_kind", "decide_text", "describe", "bold", "holm_text"]
 
 _FORMATS = {"points": lambda x: f"{100 * x:+.1f}", "share": lambda x: f"{x:.2f}", "mass": lambda x: f"{x:+.3f}",
             "ndcg": lambda x: f"{x:+.3f}", "nats": lambda x: f"{x:+.2f}"}
@@ -56,15 +56,35 @@ def decide_text(v: Verdict) -> str:
     if v.word != INCONCLUSIVE:
         return ""
     if v.seeds_to_decide is not None:
-        return f"about {v.seeds_to_decide} seeds would decide it (80 % power at the observed mean and sd)"
+        where = " at Holm's step level" if v.uncorrected and v.uncorrected != v.word else ""
+        return f"about {v.seeds_to_decide} seeds would decide it{where} (80 % power at the observed mean and sd)"
     if v.n < 2:
         return "one seed gives no interval: at least 2 seeds needed, more to decide"
     return "no seed count up to 200 would decide it at the observed mean and sd"
 
 
+def _p(x: float) -> str:
+    return "< 0.0001" if x < 1e-4 else f"{x:.2g}" if x < 0.01 else f"{x:.3f}".rstrip("0").rstrip(".")
+
+
+def holm_text(v: Verdict) -> str:
+    """How the family-wise correction read a decided verdict (empty when none was applied, or for an
+    inconclusive or not-run one): ``Holm-adjusted p = ... (primary family)`` or, for a word the correction
+    took back, ``uncorrected: partly, Holm-adjusted p = ... > 0.05 (secondary family)``."""
+    if not v.uncorrected or v.uncorrected in (INCONCLUSIVE, NOT_RUN) or v.rule in ("all_of", "check"):
+        return ""
+    p = _p(v.p_adjusted)
+    p = p if p.startswith("<") else f"= {p}"
+    if v.word != v.uncorrected:
+        return f"uncorrected: {v.uncorrected}, Holm-adjusted p {p} > 0.05 ({v.family} family)"
+    return f"Holm-adjusted p {p} ({v.family} family)"
+
+
 def describe(v: Verdict, unit: str, *, with_word: bool = True, counted: str = "seed") -> str:
-    """``**word**: estimate [lo, hi] (kind, n seeds)[; decide text][; reason]``; ``counted`` names what ``n``
-    counts (``"(family, seed) backbone"`` for a regret over backbones)."""
+    """``**word**: estimate [lo, hi] (kind, n seeds)[; decide text][; Holm text][; reason]``; ``counted`` names
+    what ``n`` counts (``"(family, seed) backbone"`` for a regret over backbones). For a Holm-corrected verdict
+    (:mod:`initlab.evidence.families`) the word is the corrected one and the interval the uncorrected one, said
+    as such (:func:`holm_text`)."""
     head = f"{bold(v.word)}: " if with_word else ""
     if v.word == NOT_RUN:
         reason = v.reason or "; ".join(p.reason for p in v.parts if p.word == NOT_RUN)
@@ -72,6 +92,7 @@ def describe(v: Verdict, unit: str, *, with_word: bool = True, counted: str = "s
     if v.rule == "all_of" or v.rule == "check":
         return f"{head}{v.reason}".rstrip(": ") if v.reason else bold(v.word) if with_word else ""
     seeds = f"{v.n} {counted}{'s' if v.n != 1 else ''}"
-    body = f"{number(v.estimate, unit)} {interval(v, unit)} ({interval_kind(v)}, {seeds})"
-    extra = [t for t in (decide_text(v), v.reason) if t]
+    kind = interval_kind(v) + (", uncorrected" if v.uncorrected else "")
+    body = f"{number(v.estimate, unit)} {interval(v, unit)} ({kind}, {seeds})"
+    extra = [t for t in (decide_text(v), holm_text(v), v.reason) if t]
     return head + body + ("; " + "; ".join(extra) if extra else "")

@@ -135,7 +135,8 @@ def summarize(cfg: SPTConfig, results: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def verdicts(cfg: SPTConfig, summary: Mapping[str, Any]) -> dict[str, Verdict]:
-    """Every claim's verdict, computed by :mod:`initlab.evidence.spt_claims` from ``summary["per_seed"]``."""
+    """Every claim's uncorrected verdict, computed by :mod:`initlab.evidence.spt_claims` from ``summary["per_seed"]``
+    (the run's saved record; the report's table shows the Holm-corrected words)."""
     return spt_claims.evaluate_all(spt_claims.as_raw(summary["per_seed"]), cfg.thresholds)
 
 
@@ -262,7 +263,9 @@ def report_markdown(cfg: SPTConfig, summ: Mapping[str, Any], seconds: float | No
     if summ["lr_selection"]:
         lines += ["Learning-rate selection of the label-only arms (mean over seeds of the best validation accuracy; test "
                   "accuracy shown, never used):", ""] + _lr_table(summ) + [""]
-    vs = verdicts(cfg, summ)
+    vs = spt_claims.evaluate_corrected(spt_claims.as_raw(summ["per_seed"]), cfg.thresholds)
+    lines += ["Words are Holm-corrected within the declared claim families (primary, secondary: "
+              "`initlab.evidence.families`, family-wise α = 0.05); intervals are the uncorrected ones.", ""]
     lines += _verdict_table(vs)
     if n_seeds >= 2 and not cfg.lr_sweep:
         lines += ["", "Power for a fresh run (planning; the estimate and sd of this run taken as true, 80 % power for the "

@@ -48,10 +48,10 @@ def test_rows_state_the_run_and_the_verdicts_from_the_numbers():
     deg = cs.degradation_row(r)
     assert deg.startswith("**reproduced** (synthetic, preset `full`, 4 seeds 9101-9104; ")
     assert "W_head Frobenius modernbert 31.7 ± 0.0, bert 8.7 ± 0.0" in deg
-    assert "modernbert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [" in deg and "(95 % t, 4 seeds)" in deg
+    assert "modernbert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [" in deg and "(95 % t, uncorrected, 4 seeds)" in deg
     fix = cs.fix_row(r)
     assert fix.startswith("**reproduced** (synthetic, preset `full`") and "real backbones **not run**" in fix
-    assert "within ± 0.03 nDCG@10: **reproduced**: +0.000 [+0.000, +0.000] (90 % TOST over 8 (family, seed) backbones)" in fix
+    assert "within ± 0.03 nDCG@10: **reproduced**: +0.000 [+0.000, +0.000] (90 % TOST over 8 (family, seed) backbones; Holm-adjusted p" in fix
     assert fix.endswith("`mlmhead inspect` keeps its own rule (neither alternative beat it by the preregistered rule)")
     over = cs.over_rescaling_row(r)
     assert over.startswith("hurts: **reproduced**") and "collapse flagged in 4 of 4 of those cells" in over
