@@ -4,45 +4,78 @@ Imported as ``initlab.evidence.text``. :func:`describe` writes a :class:`initlab
 ``**word**: estimate [lo, hi] (what the interval is, n seeds)`` plus, for an inconclusive verdict, how many
 seeds would decide it. Units: ``points`` (accuracy fractions shown as signed percentage points), ``share``
 (a ratio, two decimals), ``mass`` (a proximity mass, three decimals), ``ndcg`` (nDCG@10, three decimals), ``nats`` (a loss in nats, two decimals).
+An interval end gets more decimals where the default would put it on (or across) a decision point of its rule or
+0 (:func:`number`), so the printed interval always shows the decision the rule made.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 from initlab.evidence.rules import INCONCLUSIVE, NOT_RUN, Verdict
 
-__all__ = ["number", "interval", "interval_kind", "decide_text", "describe", "bold", "holm_text"]
+__all__ = ["number", "marks_of", "MAX_DECIMALS", "interval", "interval_kind", "decide_text", "describe", "bold", "holm_text"]
 
-_FORMATS = {"points": lambda x: f"{100 * x:+.1f}", "share": lambda x: f"{x:.2f}", "mass": lambda x: f"{x:+.3f}",
-            "ndcg": lambda x: f"{x:+.3f}", "nats": lambda x: f"{x:+.2f}"}
+#: unit -> (scale to the printed number, default decimals, signed)
+_UNITS = {"points": (100.0, 1, True), "share": (1.0, 2, False), "mass": (1.0, 3, True), "ndcg": (1.0, 3, True),
+          "nats": (1.0, 2, True)}
+#: the most decimals an interval end is printed with to keep it off a decision point
+MAX_DECIMALS = 8
 
 
 def bold(word: str) -> str:
     return f"**{word}**"
 
 
-def number(x: float, unit: str) -> str:
-    """``x`` in ``unit`` (module docstring).
+def _fmt(y: float, decimals: int, signed: bool) -> str:
+    out = f"{y:+.{decimals}f}" if signed else f"{y:.{decimals}f}"
+    if out.startswith("-") and float(out) == 0:  # a rounded zero carries no sign
+        out = ("+" if signed else "") + out[1:]
+    return out
+
+
+def number(x: float, unit: str, marks: Sequence[float] = ()) -> str:
+    """``x`` in ``unit`` (module docstring), with the unit's default decimals, or more where needed to keep the printed
+    number strictly on the same side of every decision point of ``marks`` (in the claim's units, e.g. a threshold,
+    the threshold minus its tolerance, and 0) as ``x`` itself: an interval end of -0.0003 (points) prints ``-0.03``,
+    not ``+0.0``; 0.04774 against 0.048 prints ``+0.0477``, not ``+0.048``. At most :data:`MAX_DECIMALS` decimals (a
+    number within 10^-8 of a mark prints as that mark).
 
     Raises:
         ValueError: unknown ``unit``.
     """
-    if unit not in _FORMATS:
-        raise ValueError(f"unit: expected one of {list(_FORMATS)}, got {unit!r}")
+    if unit not in _UNITS:
+        raise ValueError(f"unit: expected one of {list(_UNITS)}, got {unit!r}")
     if not math.isfinite(x):
         return "n/a"
-    out = _FORMATS[unit](x)
-    if out.startswith("-") and float(out) == 0:  # a rounded zero carries no sign
-        out = ("+" if unit != "share" else "") + out[1:]
+    scale, decimals, signed = _UNITS[unit]
+    y, pts = scale * x, [scale * m for m in marks if math.isfinite(m)] + ([0.0] if marks else [])
+
+    def side(a: float, m: float) -> int:
+        return (a > m) - (a < m)
+
+    for d in range(decimals, MAX_DECIMALS + 1):
+        out = _fmt(y, d, signed)
+        shown = float(out)
+        if all(side(shown, m) == side(y, m) for m in pts):
+            return out
     return out
 
 
+def marks_of(v: Verdict) -> tuple[float, ...]:
+    """The decision points of a verdict's rule, in its units: each threshold, and each threshold ± the tolerance
+    (0 is always added by :func:`number`)."""
+    return tuple(sorted({t + e for t in v.thresholds for e in (-v.tol, 0.0, v.tol)}))
+
+
 def interval(v: Verdict, unit: str) -> str:
-    """``[lo, hi]`` in ``unit``, or ``[unbounded]`` when nothing bounds it (one seed, an unbounded Fieller set)."""
+    """``[lo, hi]`` in ``unit``, each end printed on the right side of the rule's decision points and of 0
+    (:func:`number`), or ``[unbounded]`` when nothing bounds it (one seed, an unbounded Fieller set)."""
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
         return "[unbounded]"
-    return f"[{number(v.lo, unit)}, {number(v.hi, unit)}]"
+    marks = marks_of(v)
+    return f"[{number(v.lo, unit, marks)}, {number(v.hi, unit, marks)}]"
 
 
 def interval_kind(v: Verdict) -> str:
