@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from initlab import cli
+from initlab.app import cli
 
 
 def test_help_lists_every_command(capsys):

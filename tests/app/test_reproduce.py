@@ -6,8 +6,8 @@ import inspect
 
 import pytest
 
-from initlab import stages
-from initlab.commands import reproduce
+from initlab.app import stages
+from initlab.app.commands import reproduce
 
 
 @pytest.mark.parametrize("name", sorted({**stages.STAGES, **stages.OPTIONAL_STAGES}))

@@ -8,7 +8,7 @@ The rules every command follows for bad input (docs/conventions.md, "Bad input")
   :func:`int_list`), so each message names only the argument at fault;
 * anything found after parsing (a missing or wrong-kind path, an unreadable file, a config value that does
   not fit) is :func:`fail`: one line ``PROG: error: MESSAGE`` on stderr, exit 2, no traceback;
-* a diverged training exits 1 (:class:`initlab.runs.NonFiniteError`), Ctrl-C 130 (:mod:`initlab.cli`).
+* a diverged training exits 1 (:class:`initlab.runs.NonFiniteError`), Ctrl-C 130 (:mod:`initlab.app.cli`).
 
 :func:`add_executor_options` adds the options every sweep shares (``--workers``, ``--scheduler``).
 """

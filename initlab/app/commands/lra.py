@@ -3,8 +3,8 @@
 Configs: ``--preset`` picks a frozen :class:`~initlab.realdata.lra.config.LRAConfig` (a task's
 Amos et al. 2024 sizes, ``cpu-listops`` or ``toy``); ``--set KEY=VALUE`` (repeatable; VALUE parsed as
 JSON, else a string) and the named flags are applied as a diff with strict checks. Multi-GPU: launch
-the same command with ``accelerate launch -m initlab.cli lra ...`` or ``torchrun --nproc_per_node N -m
-initlab.cli lra ...``.
+the same command with ``accelerate launch -m initlab.app.cli lra ...`` or ``torchrun --nproc_per_node N -m
+initlab.app.cli lra ...``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from initlab.commands import fail, int_at_least, int_list
+from initlab.app.commands import fail, int_at_least, int_list
 from initlab.config import derive, parse_overrides
 from initlab.runs import check_input_path, check_output_path
 from initlab.textio import read_text
@@ -123,7 +123,7 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     _common(p, "results/lra/sweep")
     p.add_argument("--ablation", required=True, choices=sorted(ABLATIONS), help="which ablation grid to run")
     p.add_argument("--seeds", type=int_list(0), default=[0], help="comma-separated seeds (default 0)")
-    from initlab.commands import add_executor_options
+    from initlab.app.commands import add_executor_options
 
     add_executor_options(p, gpu=True)
     args = p.parse_args(argv)

@@ -1,6 +1,6 @@
 """``initlab reproduce``: the CPU reproduction of both phenomena, one report.
 
-The stages (theory, spt, score_scale, splade; optional lra_listops) are in :mod:`initlab.stages`.
+The stages (theory, spt, score_scale, splade; optional lra_listops) are in :mod:`initlab.app.stages`.
 Each writes into ``OUT/<stage>/``; a finished stage (its folder holds ``DONE``) is not redone, so an
 interrupted ``initlab reproduce`` resumes where it stopped. ``OUT/report.md`` collects the stages'
 summaries, every figure the stages drew, the warnings they raised, and each stage's wall time, CPU seconds and
@@ -14,9 +14,9 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from initlab.commands import add_executor_options, fail
+from initlab.app.commands import add_executor_options, fail
 from initlab.runs import RunExistsError, check_output_path
-from initlab.stages import OPTIONAL_STAGES, PRESETS, STAGES, run_reproduce
+from initlab.app.stages import OPTIONAL_STAGES, PRESETS, STAGES, run_reproduce
 
 __all__ = ["main"]
 

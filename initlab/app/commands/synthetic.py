@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from initlab.commands import add_executor_options, fail, int_at_least
+from initlab.app.commands import add_executor_options, fail, int_at_least
 from initlab.executor import default_workers
 from initlab.paper_figs import spt_figures, synthetic_splade_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_input_path, check_output_path

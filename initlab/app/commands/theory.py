@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from initlab.commands import fail, finite_float, int_at_least, positive_float
+from initlab.app.commands import fail, finite_float, int_at_least, positive_float
 from initlab.config import derive, to_dict
 from initlab.runs import RunExistsError, atomic_write_json, check_output_path
 from initlab.theory.score_scale import closed_form as score_scale

@@ -1,14 +1,15 @@
 """The README's claims table ("What reproduces"), generated from the saved result files in ``docs/results/``.
 
 Each row of :data:`CLAIMS` holds the seed's claim and number (fixed text: the papers' words), the evidence
-links, the result files it reads and the function of :mod:`initlab.paper_figs.claims_rows` that turns them
-into the verdict cell (the verdict rules are in that module's docstring). Rows for experiments that were
+links, the result files it reads and the function that turns them into the verdict cell; the rows live in
+:mod:`initlab.app.docgen.claim_rows`, one module per evidence module of :mod:`initlab.evidence` (a new claim is
+one entry in its module's ``CLAIMS``). Rows for experiments that were
 not run carry their reason instead. The table is written between the markers :data:`BEGIN_MARK` and
 :data:`END_MARK` of the README::
 
-    python -m initlab.paper_figs.claims                  # rewrite the block of README.md from docs/results/
-    python -m initlab.paper_figs.claims --check          # exit 1 if the block is stale
-    python -m initlab.paper_figs.claims --collect-spt results/synthetic_spt/full --preset full --preregistration COMMIT
+    python -m initlab.app.docgen.claims                  # rewrite the block of README.md from docs/results/
+    python -m initlab.app.docgen.claims --check          # exit 1 if the block is stale
+    python -m initlab.app.docgen.claims --collect-spt results/synthetic_spt/full --preset full --preregistration COMMIT
 
 This module only reads saved files (no experiment code); ``docs/results/README.md`` names the command
 that made each file.
@@ -19,13 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from initlab.paper_figs import claims_rows as rows
-from initlab.paper_figs import claims_splade as splade_rows
+from initlab.app.docgen.claim_rows import Claim, lra_claims, splade_claims, spt_claims, theory_claims
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path
 from initlab.textio import read_json, read_text
 
@@ -34,60 +33,15 @@ __all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "loa
 
 BEGIN_MARK, END_MARK = "<!-- BEGIN claims -->", "<!-- END claims -->"
 HEADER = ["| seed claim | seed number | our verdict | evidence |", "| --- | --- | --- | --- |"]
-SPT_DOCS, SPLADE_DOCS = "[synthetic SPT](docs/synthetic_spt.md)", "[synthetic SPLADE](docs/synthetic_splade.md"
 
 
 class ResultsFileError(ValueError):
     """A saved result file is missing or does not hold what a row needs; the message names the file."""
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One row: ``claim`` and ``seed_number`` are the seed's words; ``evidence`` a markdown link cell;
-    ``files`` the result files (relative to the results folder) that ``verdict`` needs, ``optional`` those it
-    uses when present (the runs of the presets behind a row); a row that was not run has no files and its fixed
-    ``verdict_text``."""
-
-    claim: str
-    seed_number: str
-    evidence: str
-    files: tuple[str, ...] = ()
-    verdict: Callable[[dict[str, Any]], str] | None = None
-    verdict_text: str = ""
-    optional: tuple[str, ...] = ()
-
-
-_SPT_FILES = tuple(f for _, f in rows.SPT_RUNS) + (rows.SPT_EARLIER,)
-
-CLAIMS: list[Claim] = [
-    Claim("At uniform attention the label-loss score gradient under mean pooling is query-blind (`1 g^T`); masked "
-          "reconstruction's is not", "theorem", "[theory](docs/theory.md)", (rows.THEORY,), rows.theory_row),
-    Claim("Self-pretraining learns a proximity (relative-position) attention pattern from sinusoidal positions; label "
-          "training does not", "mechanism", SPT_DOCS, (), rows.proximity_row, optional=_SPT_FILES),
-    Claim("Self-pretraining gives a large accuracy gain over training from scratch, already at one layer",
-          "LRA: +17 (Pathfinder) to +34 points (Image)", SPT_DOCS, (), rows.spt_gain_row, optional=_SPT_FILES),
-    Claim("Initialising W_Q, W_K (or all attention weights) from SPT recovers most of the gain", "most of the gain",
-          SPT_DOCS, (), rows.attention_weights_row, optional=_SPT_FILES),
-    Claim("The gain appears after few SPT epochs, and with SPT on other data", "gains in the ablations", SPT_DOCS,
-          (), rows.few_epochs_other_data_row, optional=_SPT_FILES),
-    Claim("Attention frozen at init fine-tunes about as well as attention trained from labels; the FFN alone carries "
-          "nothing", "ablations", SPT_DOCS, (), rows.frozen_ffn_row, optional=_SPT_FILES),
-    Claim("SPT vs from scratch on the five LRA tasks (Transformer)",
-          "from scratch 36.4/64.3/57.5/42.4/71.4, SPT 59.2/88.8/90.4/76.0/88.5", "[LRA](docs/lra.md)", (rows.LRA,),
-          rows.lra_row),
-    Claim("A large MLM-head norm degrades SPLADE, starting from a very high loss and ending in a poor minimum",
-          "BEIR-13 nDCG@10: ModernBERT 0.127 vs BERT 0.370", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
-          splade_rows.FILES, splade_rows.degradation_row),
-    Claim("Dividing W_head by k before training fixes it", "ModernBERT 0.405 at k = 16",
-          SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105), [at scale](docs/splade_at_scale.md)",
-          splade_rows.FILES, splade_rows.fix_row),
-    Claim("Rescaling a normal-norm head too far hurts or collapses retrieval (RoBERTa best k = 2; ALBERT hurt by "
-          "rescaling)", "no number", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
-          splade_rows.FILES, splade_rows.over_rescaling_row),
-    Claim("The SPLADE grid: 7 backbones × k in {1, ..., 32} on MS MARCO, BEIR-13", "table of the seed",
-          "[SPLADE at scale](docs/splade_at_scale.md)",
-          verdict_text="**not run** (needs GPUs this project did not have); pipeline tested end to end on fixtures"),
-]
+#: the row modules, in table order; each mirrors its evidence module (a new claim is one entry in its ``CLAIMS``)
+ROW_MODULES = (theory_claims, spt_claims, lra_claims, splade_claims)
+CLAIMS: list[Claim] = [claim for module in ROW_MODULES for claim in module.CLAIMS]
 
 
 def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
@@ -203,8 +157,8 @@ def collect_spt(run_dir: str | Path, dest: str | Path, preregistration: str = ""
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m initlab.paper_figs.claims [--results DIR] [--readme FILE] [--check] [--collect-spt RUN]``."""
-    parser = argparse.ArgumentParser(prog="python -m initlab.paper_figs.claims",
+    """``python -m initlab.app.docgen.claims [--results DIR] [--readme FILE] [--check] [--collect-spt RUN]``."""
+    parser = argparse.ArgumentParser(prog="python -m initlab.app.docgen.claims",
                                      description="Write the README's claims table from the saved results.")
     parser.add_argument("--results", type=Path, default=Path("docs/results"),
                         help="folder of the saved result files (default: docs/results)")
@@ -213,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collect-spt", type=Path, metavar="RUN_DIR",
                         help="first copy the summary of this synthetic SPT run folder into the results folder "
                              "(as synthetic_spt_PRESET/summary.json)")
-    parser.add_argument("--preset", choices=[p for p, _ in rows.SPT_RUNS], default="full",
+    parser.add_argument("--preset", choices=[p for p, _ in spt_claims.SPT_RUNS], default="full",
                         help="with --collect-spt: the preset the run folder holds (default: full)")
     parser.add_argument("--preregistration", default="", metavar="COMMIT",
                         help="with --collect-spt: the commit that preregistered the run (empty: exploratory)")
@@ -233,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                     raise ValueError(f"--compare-spt {item!r}: expected LABEL=PATH")
                 check_input_path(Path(path), flag="--compare-spt", kind="file", what="a synthetic SPT summary.json")
                 runs.append((label, load_results(Path(path).parent, [Path(path).name])[Path(path).name]))
-            print(rows.spt_comparison_table(runs))
+            print(spt_claims.spt_comparison_table(runs))
         except (ValueError, KeyError) as err:
             print(f"{parser.prog}: error: {err}", file=sys.stderr)
             return 2
@@ -241,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.earlier_spt is not None:
         try:
             check_input_path(args.earlier_spt, flag="--earlier-spt", kind="file", what="a synthetic SPT summary.json")
-            print(rows.earlier_spt_table(load_results(args.earlier_spt.parent, [args.earlier_spt.name])[args.earlier_spt.name]))
+            print(spt_claims.earlier_spt_table(load_results(args.earlier_spt.parent, [args.earlier_spt.name])[args.earlier_spt.name]))
         except (ValueError, KeyError) as err:
             print(f"{parser.prog}: error: {args.earlier_spt}: {err}", file=sys.stderr)
             return 2
@@ -255,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.preset == "full" and not args.preregistration:
                 raise ValueError("--preset full is the preregistered confirmatory run: pass --preregistration COMMIT "
                                  "(a default run: --preset default)")
-            collect_spt(args.collect_spt, args.results / dict(rows.SPT_RUNS)[args.preset], args.preregistration)
+            collect_spt(args.collect_spt, args.results / dict(spt_claims.SPT_RUNS)[args.preset], args.preregistration)
         old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
     except ValueError as err:  # ResultsFileError and InputPathError included
@@ -263,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.check:
         if new != old:
-            print(f"{args.readme}: claims block is stale; run python -m initlab.paper_figs.claims", file=sys.stderr)
+            print(f"{args.readme}: claims block is stale; run python -m initlab.app.docgen.claims", file=sys.stderr)
             return 1
         return 0
     if new != old:

@@ -3,18 +3,18 @@
 What the README and the pages under docs/ show must be what the code does, so a test checks it:
 
 * **Commands.** :func:`documented_commands` collects every ``initlab ...`` and ``python -m initlab...`` command
-  in the pages' code blocks and inline code (a ``$ `` prompt, ``.venv/bin/``, ``torchrun ... -m initlab.cli``,
-  ``accelerate launch -m initlab.cli``, environment assignments and ``&&`` chains are unwrapped);
-  :func:`initlab.cli.parse_documented` parses one with the real argparse parser of that command (nothing
+  in the pages' code blocks and inline code (a ``$ `` prompt, ``.venv/bin/``, ``torchrun ... -m initlab.app.cli``,
+  ``accelerate launch -m initlab.app.cli``, environment assignments and ``&&`` chains are unwrapped);
+  :func:`initlab.app.docgen.cli_docs.parse_documented` parses one with the real argparse parser of that command (nothing
   runs; it lives beside the command registry, a layer above this module). Usage synopses (``[--opt X]``,
   ``{a,b}``, ``a|b``) and lines with ``<placeholders>`` or ``...`` are not commands and are skipped.
 * **Modules.** :func:`named_modules` collects every dotted ``initlab.x.y`` name in the pages; each must import
   (or be an attribute of a module that does).
 * **Shown outputs** (a command's printed output copied into a page) are regenerated and compared, numbers within
-  a tolerance, by the page's own generator: :mod:`initlab.commands.mlmhead_doc` for the ``inspect``/``rescale``
+  a tolerance, by the page's own generator: :mod:`initlab.app.docgen.mlmhead_doc` for the ``inspect``/``rescale``
   session of docs/mlmhead.md (the only shown output of the pages).
 
-``tests/commands/test_doc_examples.py`` runs both checks (and shows that each kind of staleness is caught).
+``tests/app/docgen/test_doc_examples.py`` runs both checks (and shows that each kind of staleness is caught).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from initlab.textio import read_text
 __all__ = ["DocCommand", "doc_pages", "documented_commands", "named_modules", "module_exists"]
 
 #: the repository root
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)(.*)$")
 _INLINE = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
@@ -113,7 +113,7 @@ def _unwrap(words: list[str]) -> list[str] | None:
     if head == "initlab":
         return ["initlab"] + words[1:]
     if head in ("python", "python3") and len(words) >= 3 and words[1] == "-m":
-        if words[2] == "initlab.cli":
+        if words[2] == "initlab.app.cli":
             return ["initlab"] + words[3:]
         if words[2].startswith("initlab."):
             return ["python", "-m"] + words[2:]

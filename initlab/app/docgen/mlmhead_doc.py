@@ -1,4 +1,4 @@
-"""``python -m initlab.commands.mlmhead_doc --docs docs/mlmhead.md``: regenerate the page's ``inspect``/``rescale`` example.
+"""``python -m initlab.app.docgen.mlmhead_doc --docs docs/mlmhead.md``: regenerate the page's ``inspect``/``rescale`` example.
 
 The example builds the tiny random ModernBERT of docs/mlmhead.md (head x 100) in a temporary folder, runs
 ``initlab mlmhead inspect tiny-modernbert``, ``initlab mlmhead rescale tiny-modernbert --k 16 --out
@@ -50,7 +50,7 @@ def build_example_model(folder: str | Path) -> Path:
 
 def render_example() -> str:
     """The example block (a fenced console transcript): each command after ``$ ``, then what it printed."""
-    from initlab.commands.mlmhead import inspect_main, rescale_main
+    from initlab.app.commands.mlmhead import inspect_main, rescale_main
 
     mains = {"inspect": inspect_main, "rescale": rescale_main}
     out = ["```"]
@@ -109,8 +109,8 @@ def current_block(page: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m initlab.commands.mlmhead_doc --docs docs/mlmhead.md [--check]``."""
-    ap = argparse.ArgumentParser(prog="python -m initlab.commands.mlmhead_doc",
+    """``python -m initlab.app.docgen.mlmhead_doc --docs docs/mlmhead.md [--check]``."""
+    ap = argparse.ArgumentParser(prog="python -m initlab.app.docgen.mlmhead_doc",
                                  description="regenerate (or --check) the inspect/rescale example of docs/mlmhead.md")
     ap.add_argument("--docs", type=Path, required=True, help="the page holding the example markers (docs/mlmhead.md)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if the page's example is stale")
@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         if same_output(old, new):
             return 0
-        print(f"{args.docs}: the inspect example is stale; run python -m initlab.commands.mlmhead_doc --docs {args.docs}",
+        print(f"{args.docs}: the inspect example is stale; run python -m initlab.app.docgen.mlmhead_doc --docs {args.docs}",
               file=sys.stderr)
         return 1
     atomic_write_text(args.docs, replace_block(page, new))

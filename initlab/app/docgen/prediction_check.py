@@ -1,4 +1,4 @@
-"""``python -m initlab.commands.prediction_check``: the model check of ``mlmhead inspect``'s predicted active dims.
+"""``python -m initlab.app.docgen.prediction_check``: the model check of ``mlmhead inspect``'s predicted active dims.
 
 Prints (and with ``--json`` writes) :func:`initlab.synthetic.splade.phase.prediction.prediction_rows` as a
 markdown table: measured active dimensions per text against the per-entry Gaussian model and the former i.i.d.
@@ -19,8 +19,8 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m initlab.commands.prediction_check [--json PATH] [--overwrite] [--work-dir DIR]``."""
-    ap = argparse.ArgumentParser(prog="python -m initlab.commands.prediction_check", description=__doc__.split("\n\n")[0])
+    """``python -m initlab.app.docgen.prediction_check [--json PATH] [--overwrite] [--work-dir DIR]``."""
+    ap = argparse.ArgumentParser(prog="python -m initlab.app.docgen.prediction_check", description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     ap.add_argument("--work-dir", type=Path, default=None, help="keep the pretrained backbones here (default: a temporary folder)")

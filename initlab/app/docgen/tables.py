@@ -5,9 +5,9 @@ that stage's saved JSON/CSV; this module only reads those files (no experiment c
 writes one page per stage holding each table with the sentence that introduces it, plus the command and
 the start date of the run they come from. Regenerate the committed quick-preset copies with::
 
-    initlab reproduce --preset quick --out /tmp/quick && python -m initlab.paper_figs.tables /tmp/quick --out docs/generated/quick
+    initlab reproduce --preset quick --out /tmp/quick && python -m initlab.app.docgen.tables /tmp/quick --out docs/generated/quick
 
-:func:`compare_tables` is what ``tests/test_generated_tables.py`` uses to decide whether committed tables are
+:func:`compare_tables` is what ``tests/app/docgen/test_tables.py`` uses to decide whether committed tables are
 stale: same tables, same text, and every number equal to within one unit of its last printed digit.
 """
 
@@ -87,7 +87,7 @@ def render_stage(stage_dir: Path, preset: str, date: str) -> str:
         f"# {STAGE_TITLES.get(stage_dir.name, stage_dir.name)} (preset {preset})",
         "",
         f"Generated from `initlab reproduce --preset {preset}` (run started {date}) by "
-        f"`python -m initlab.paper_figs.tables RESULTS_DIR --out DIR`, which reads `{stage_dir.name}/summary.md`. "
+        f"`python -m initlab.app.docgen.tables RESULTS_DIR --out DIR`, which reads `{stage_dir.name}/summary.md`. "
         "Do not edit by hand.",
         "",
     ]
@@ -166,7 +166,7 @@ def _options(parser) -> None:
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """Returns 0, or 2 (after a message on stderr) when RESULTS_DIR is not a finished reproduce folder."""
-    return run_figure_cli("initlab.paper_figs.tables",
+    return run_figure_cli("initlab.app.docgen.tables",
                           "Write the result tables of a finished initlab reproduce folder as markdown pages.",
                           lambda a: write_tables(a.results_dir, a.out), argv, prog, metavar="RESULTS_DIR",
                           results_help="folder written by initlab reproduce", options=_options, raise_on_error=False)

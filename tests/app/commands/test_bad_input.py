@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from initlab import cli
+from initlab.app import cli
 from initlab.runs import OutputPathError, RunDir, file_where_folder_expected
 
 
@@ -41,7 +41,7 @@ def _figures_main(argv):
 
 
 def _claims_main(argv):
-    from initlab.paper_figs import claims
+    from initlab.app.docgen import claims
 
     return claims.main(argv)
 

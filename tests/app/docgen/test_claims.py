@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from initlab.paper_figs import claims
-from initlab.paper_figs import claims_rows as rows
+from initlab.app.docgen import claims
+from initlab.app.docgen.claim_rows import lra_claims as lra_rows
+from initlab.app.docgen.claim_rows import spt_claims as spt_rows
+from initlab.app.docgen.claim_rows import theory_claims as theory_rows
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 README = ROOT / "README.md"
 RESULTS = ROOT / "docs" / "results"
 
@@ -27,7 +29,7 @@ def _block(text: str) -> str:
 
 def test_readme_claims_block_is_generated_from_docs_results():
     assert _block(README.read_text(encoding="utf-8")) == claims.claims_table(RESULTS), (
-        "README claims table is stale: run python -m initlab.paper_figs.claims")
+        "README claims table is stale: run python -m initlab.app.docgen.claims")
 
 
 def test_every_file_the_rows_read_is_committed_and_listed():
@@ -121,7 +123,7 @@ def _theory_report(fail: tuple[str, ...] = (), no_sympy: bool = False) -> dict:
 @pytest.mark.parametrize("fail,word", [((), "reproduced"), (("T3",), "partly"), (("T1",), "not reproduced"),
                                        (("T4", "T5"), "not reproduced")])
 def test_theory_verdict_is_recomputed_from_the_errors(fail, word):
-    cell = rows.theory_row({rows.THEORY: _theory_report(fail)})
+    cell = theory_rows.theory_row({theory_rows.THEORY: _theory_report(fail)})
     assert cell.startswith(f"**{word}**")
     assert ("failed" in cell) == bool(fail)
     if not fail:
@@ -134,61 +136,61 @@ def test_theory_row_refuses_a_saved_word_its_errors_contradict():
     t = _theory_report()
     t["statements"][2]["checks"]["autograd = 1 g^T"]["max_rel_error"] = 1.0  # error above tolerance, word PASS
     with pytest.raises(ValueError, match="T3: saved PASS"):
-        rows.theory_row({rows.THEORY: t})
+        theory_rows.theory_row({theory_rows.THEORY: t})
 
 
 def test_theory_row_names_only_the_checks_every_statement_ran():
-    cell = rows.theory_row({rows.THEORY: _theory_report(no_sympy=True)})
+    cell = theory_rows.theory_row({theory_rows.THEORY: _theory_report(no_sympy=True)})
     assert "pass float64 autograd identities (20 random cases each);" in cell and "sympy" not in cell
 
 
 def _spt(s: dict) -> dict:
-    return {rows.SPT_RUNS[0][1]: s}
+    return {spt_rows.SPT_RUNS[0][1]: s}
 
 
 def test_spt_rows_follow_the_raw_numbers():
     r = _spt(spt_summary(0.35))
-    gain = rows.spt_gain_row(r)
+    gain = spt_rows.spt_gain_row(r)
     assert gain.startswith("`full` (seeds 8101-8105, preregistered in `abc1234`): SPT − scratch **reproduced**: +35.0 [")
     assert "against compute-matched scratch **reproduced**" in gain
-    assert "W_Q/W_K/W_V/W_O share **reproduced**: 0.60" in rows.attention_weights_row(r)
-    assert "W_Q, W_K alone share **partly**: 0.30" in rows.attention_weights_row(r)
-    assert "frozen attention − scratch **reproduced**" in rows.frozen_ffn_row(r) and "±3 points" in rows.frozen_ffn_row(r)
-    assert "**reproduced**: SPT − scratch first-layer proximity mass" in rows.proximity_row(r)
-    few = rows.few_epochs_other_data_row(r)
+    assert "W_Q/W_K/W_V/W_O share **reproduced**: 0.60" in spt_rows.attention_weights_row(r)
+    assert "W_Q, W_K alone share **partly**: 0.30" in spt_rows.attention_weights_row(r)
+    assert "frozen attention − scratch **reproduced**" in spt_rows.frozen_ffn_row(r) and "±3 points" in spt_rows.frozen_ffn_row(r)
+    assert "**reproduced**: SPT − scratch first-layer proximity mass" in spt_rows.proximity_row(r)
+    few = spt_rows.few_epochs_other_data_row(r)
     assert "few epochs (10): share **not reproduced**" in few and "10: +0.0 ± 0.1" in few
     none = _spt(spt_summary(0.0))  # SPT no better than scratch, in the raw numbers: every share is unjudgeable
-    assert "SPT − scratch **not reproduced**" in rows.spt_gain_row(none)
-    assert "share **inconclusive**" in rows.attention_weights_row(none)
+    assert "SPT − scratch **not reproduced**" in spt_rows.spt_gain_row(none)
+    assert "share **inconclusive**" in spt_rows.attention_weights_row(none)
 
 
 def test_spt_rows_refuse_a_record_that_disagrees_with_the_numbers():
     s = spt_summary(0.35, record=True)
-    rows.spt_gain_row(_spt(s))  # the record matches
+    spt_rows.spt_gain_row(_spt(s))  # the record matches
     s["verdicts"]["spt_gain"]["word"] = "not reproduced"
     with pytest.raises(ValueError, match="spt_gain: saved 'not reproduced', recomputed 'reproduced'"):
-        rows.spt_gain_row(_spt(s))
+        spt_rows.spt_gain_row(_spt(s))
 
 
 def test_spt_rows_without_runs_and_with_a_partial_run():
-    assert rows.spt_gain_row({}) == "**not run**"
-    cell = rows.spt_gain_row(_spt(spt_summary(0.35, partial=True)))
+    assert spt_rows.spt_gain_row({}) == "**not run**"
+    cell = spt_rows.spt_gain_row(_spt(spt_summary(0.35, partial=True)))
     assert "partial run" in cell
-    both = {**_spt(spt_summary(0.35)), rows.SPT_RUNS[1][1]: spt_summary(0.30)}
-    cell = rows.spt_gain_row(both)
+    both = {**_spt(spt_summary(0.35)), spt_rows.SPT_RUNS[1][1]: spt_summary(0.30)}
+    cell = spt_rows.spt_gain_row(both)
     assert cell.index("`full`") < cell.index("`default`")
 
 
 def test_lra_row_recomputes_the_interval_verdict():
-    cell = rows.lra_row({rows.LRA: lra()})
+    cell = lra_rows.lra_row({lra_rows.LRA: lra()})
     assert cell.startswith("**not run** at LRA scale") and "SPT − scratch **inconclusive**" in cell
     assert "own rule" not in cell and "no proximity bias" not in cell  # saved words are never shown
     assert "proximity mass at fine-tuning start 0.310 after SPT vs 0.274 for uniform attention (seed means; no interval)" in cell
-    cell = rows.lra_row({rows.LRA: lra((0.47, 0.46, 0.451))})
+    cell = lra_rows.lra_row({lra_rows.LRA: lra((0.47, 0.46, 0.451))})
     assert "SPT − scratch **reproduced**" in cell
     empty = lra()
     empty["per_seed"] = []
-    assert rows.lra_row({rows.LRA: empty}).endswith("CPU ListOps: **not run**")
+    assert lra_rows.lra_row({lra_rows.LRA: empty}).endswith("CPU ListOps: **not run**")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -204,24 +206,24 @@ def _copy_results(tmp_path: Path) -> Path:
 
 def test_missing_results_file_is_named(tmp_path):
     res = _copy_results(tmp_path)
-    (res / rows.LRA).unlink()
+    (res / lra_rows.LRA).unlink()
     with pytest.raises(claims.ResultsFileError, match=r"lra_listops_summary\.json: saved result file not found"):
         claims.claims_table(res)
 
 
 def test_malformed_results_file_is_named(tmp_path):
     res = _copy_results(tmp_path)
-    (res / rows.THEORY).write_text("{not json")
+    (res / theory_rows.THEORY).write_text("{not json")
     with pytest.raises(claims.ResultsFileError, match=r"theory_verify\.json: not valid JSON"):
         claims.claims_table(res)
-    (res / rows.THEORY).write_text("[1, 2]")
+    (res / theory_rows.THEORY).write_text("[1, 2]")
     with pytest.raises(claims.ResultsFileError, match=r"theory_verify\.json: expected a JSON object"):
         claims.claims_table(res)
 
 
 def test_results_file_without_a_needed_field_is_named(tmp_path, capsys):
     res = _copy_results(tmp_path)
-    name = rows.SPT_RUNS[0][1]
+    name = spt_rows.SPT_RUNS[0][1]
     (res / name).parent.mkdir(exist_ok=True)
     data = spt_summary()
     del data["summary"]["per_seed"]
@@ -290,7 +292,7 @@ def test_collect_spt_refuses_a_folder_without_metrics(tmp_path):
 
 
 def test_spt_comparison_table_recomputes_each_run_from_its_raw_numbers(tmp_path, capsys):
-    table = rows.spt_comparison_table([("new", spt_summary(0.35)), ("flat", spt_summary(0.0))])
+    table = spt_rows.spt_comparison_table([("new", spt_summary(0.35)), ("flat", spt_summary(0.0))])
     gain = [ln for ln in table.splitlines() if ln.startswith("| SPT gain at depth 1 |")][0]
     assert "| **reproduced**: +35.0 [" in gain and "| **not reproduced**: +0.0 [" in gain
     assert table.splitlines()[0] == "| claim | new (seeds 8101-8105) | flat (seeds 8101-8105) |"

@@ -1,7 +1,7 @@
 """What a user reads: the README's command table, docs/commands.md and every ``--help`` agree.
 
 The table and the page are generated from the CLI's own registry and parsers
-(``python -m initlab.cli --markdown-commands``); these tests fail when the committed copies are stale,
+(``python -m initlab.app.docgen.cli_docs``); these tests fail when the committed copies are stale,
 when an option has no help text or shows literal markup in ``--help``, when the README stops being a
 front page, or when a relative link in the README or docs/ points nowhere.
 """
@@ -14,39 +14,40 @@ from pathlib import Path
 
 import pytest
 
-from initlab import cli
+from initlab.app import cli
+from initlab.app.docgen import cli_docs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 README = ROOT / "README.md"
-PARSERS = cli.all_parsers()
+PARSERS = cli_docs.all_parsers()
 #: markup that prints literally in a terminal: code spans, bold/italic, reST roles
 MARKUP = re.compile(r"`|\*\*|(?:^|\s)\*[^\s*][^*]*\*(?=\s|$|[.,;:)])|:(?:func|mod|class|meth):")
 
 
 def _block(text: str) -> str:
-    return cli.BEGIN_MARK + text.split(cli.BEGIN_MARK)[1].split(cli.END_MARK)[0] + cli.END_MARK
+    return cli_docs.BEGIN_MARK + text.split(cli_docs.BEGIN_MARK)[1].split(cli_docs.END_MARK)[0] + cli_docs.END_MARK
 
 
 def test_readme_command_table_is_generated_from_the_registry():
-    assert _block(README.read_text(encoding="utf-8")) == cli.command_table_markdown(), (
-        "README command table is stale: run python -m initlab.cli --markdown-commands")
+    assert _block(README.read_text(encoding="utf-8")) == cli_docs.command_table_markdown(), (
+        "README command table is stale: run python -m initlab.app.docgen.cli_docs")
 
 
 def test_commands_page_is_generated_from_the_parsers():
     page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
-    assert page == cli.commands_page_markdown(), "docs/commands.md is stale: run python -m initlab.cli --markdown-commands"
+    assert page == cli_docs.commands_page_markdown(), "docs/commands.md is stale: run python -m initlab.app.docgen.cli_docs"
 
 
 def test_every_registered_command_and_figure_script_is_in_the_table():
     names = {name for name, _, _ in PARSERS}
-    assert len(names) == len(cli.COMMANDS) + len(cli.FIGURE_SCRIPTS)
-    table = cli.command_table_markdown()
+    assert len(names) == len(cli.COMMANDS) + len(cli_docs.FIGURE_SCRIPTS)
+    table = cli_docs.command_table_markdown()
     for name, _, parser in PARSERS:
-        assert f"`{cli._cell(cli.usage_line(parser, name))}`" in table
+        assert f"`{cli_docs._cell(cli_docs.usage_line(parser, name))}`" in table
 
 
 def test_required_options_appear_unbracketed():
-    usage = {name: cli.usage_line(p, name) for name, _, p in PARSERS}
+    usage = {name: cli_docs.usage_line(p, name) for name, _, p in PARSERS}
     assert " --model MODEL " in usage["initlab splade eval"] and "[--model" not in usage["initlab splade eval"]
     assert " --backbone BACKBONE --k K " in usage["initlab splade train"] and "[--backbone" not in usage["initlab splade train"]
     assert "--ablation {" in usage["initlab lra sweep"] and "[--ablation" not in usage["initlab lra sweep"]

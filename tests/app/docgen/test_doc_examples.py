@@ -1,11 +1,11 @@
 """Documented commands cannot go stale: every command in the README and docs/ parses with the real parser, every
 dotted initlab name exists, and the checks catch each kind of staleness. (The shown output of docs/mlmhead.md is
-checked by tests/commands/test_mlmhead_doc.py.)"""
+checked by tests/app/docgen/test_mlmhead_doc.py.)"""
 
 from __future__ import annotations
 
-from initlab.cli import parse_documented
-from initlab.commands import doc_examples as D
+from initlab.app.docgen.cli_docs import parse_documented
+from initlab.app.docgen import doc_examples as D
 
 
 def test_every_documented_command_parses_with_its_real_parser():

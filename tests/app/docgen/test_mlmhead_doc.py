@@ -1,4 +1,4 @@
-"""``python -m initlab.commands.mlmhead_doc``: docs/mlmhead.md's inspect/rescale example is the real output."""
+"""``python -m initlab.app.docgen.mlmhead_doc``: docs/mlmhead.md's inspect/rescale example is the real output."""
 
 from __future__ import annotations
 
@@ -6,17 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from initlab.commands import mlmhead_doc as D
+from initlab.app.docgen import mlmhead_doc as D
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_docs_mlmhead_example_is_the_real_output():
-    """Regenerate with `python -m initlab.commands.mlmhead_doc --docs docs/mlmhead.md` (numbers compared to 2 %)."""
+    """Regenerate with `python -m initlab.app.docgen.mlmhead_doc --docs docs/mlmhead.md` (numbers compared to 2 %)."""
     page = (ROOT / "docs" / "mlmhead.md").read_text(encoding="utf-8")
     committed, fresh = D.current_block(page), D.render_example()
     assert D.same_output(committed, fresh), (
-        "docs/mlmhead.md's inspect example is stale: run python -m initlab.commands.mlmhead_doc --docs docs/mlmhead.md\n"
+        "docs/mlmhead.md's inspect example is stale: run python -m initlab.app.docgen.mlmhead_doc --docs docs/mlmhead.md\n"
         + fresh)
     for cmd in D.COMMANDS:
         assert f"$ {cmd}\n" in committed

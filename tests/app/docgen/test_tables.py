@@ -1,7 +1,7 @@
 """The committed result tables in docs/generated/<preset>/ are not stale.
 
 Runs ``initlab reproduce --preset P`` into a temporary folder, regenerates the tables with
-``python -m initlab.paper_figs.tables`` and compares them with the committed copies (numbers to within one
+``python -m initlab.app.docgen.tables`` and compares them with the committed copies (numbers to within one
 unit of their last printed digit). Only the stages with a committed page are run. ``quick`` runs in CI (all
 four stages, about a minute on 2 idle cores, about two under load); ``default`` is marked ``slow``
 (``pytest -m slow``; the committed pages, and so the run, cover the stages theory and score_scale, about 25 s on
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from initlab.paper_figs import tables
+from initlab.app.docgen import tables
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 GENERATED = ROOT / "docs" / "generated"
 
 
@@ -30,7 +30,7 @@ def committed_stages(preset: str) -> list[str]:
 
 def regenerate(preset: str) -> str:
     return (f"initlab reproduce --preset {preset} --only {','.join(committed_stages(preset))} --out /tmp/{preset} && "
-            f"python -m initlab.paper_figs.tables /tmp/{preset} --out docs/generated/{preset}")
+            f"python -m initlab.app.docgen.tables /tmp/{preset} --out docs/generated/{preset}")
 
 
 def test_compare_tables_tolerates_last_digit_and_kernel_noise_only():
@@ -61,7 +61,7 @@ def test_committed_tables_match_a_fresh_run(preset, tmp_path):
     stages = committed_stages(preset)
     assert stages, f"no committed pages in docs/generated/{preset}"
     env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg")
-    run = subprocess.run([sys.executable, "-m", "initlab.cli", "reproduce", "--preset", preset, "--only", ",".join(stages),
+    run = subprocess.run([sys.executable, "-m", "initlab.app.cli", "reproduce", "--preset", preset, "--only", ",".join(stages),
                           "--out", str(results)],
                          capture_output=True, text=True, env=env, timeout=3600)
     assert run.returncode == 0, run.stderr[-3000:]

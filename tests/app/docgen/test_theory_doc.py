@@ -1,4 +1,4 @@
-"""``python -m initlab.commands.theory_doc``: docs/theory.md rendered from the statement registry, with line links."""
+"""``python -m initlab.app.docgen.theory_doc``: docs/theory.md rendered from the statement registry, with line links."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from initlab.commands import theory_doc as D
+from initlab.app.docgen import theory_doc as D
 from initlab.theory.statements import REGISTRY
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_test_link_resolves():
@@ -21,10 +21,10 @@ def test_every_test_link_resolves():
 
 def test_docs_theory_md_is_generated_from_the_registry():
     """docs/theory.md must equal the generator's output; regenerate with
-    `python -m initlab.commands.theory_doc --docs docs/theory.md`."""
+    `python -m initlab.app.docgen.theory_doc --docs docs/theory.md`."""
     committed = (ROOT / "docs" / "theory.md").read_text()
     assert committed == D.render_docs((ROOT / "docs" / "theory.template.md").read_text()), (
-        "docs/theory.md is stale: run `python -m initlab.commands.theory_doc --docs docs/theory.md`")
+        "docs/theory.md is stale: run `python -m initlab.app.docgen.theory_doc --docs docs/theory.md`")
 
 
 def test_links_point_at_the_named_definition():

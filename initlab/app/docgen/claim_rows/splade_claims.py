@@ -1,7 +1,7 @@
 """The README claims rows of the synthetic SPLADE experiment, one function per row, from saved result files.
 
 Each function takes the loaded result files (``{file name under docs/results: parsed JSON}``, as
-:func:`initlab.paper_figs.claims.load_results` gives them) and returns the markdown verdict cell of one README
+:func:`initlab.app.docgen.claims.load_results` gives them) and returns the markdown verdict cell of one README
 row. Every verdict is recomputed from the raw per-seed numbers of the run's ``phase.json`` (its ``rows`` and
 ``inspect`` lists) by :mod:`initlab.evidence.splade_claims`; the saved ``verdicts`` record is only checked
 against that recomputation (:func:`initlab.evidence.splade_claims.check_record`: a mismatch is an error).
@@ -35,18 +35,20 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from initlab.app.docgen.claim_rows import Claim
 from initlab.config import from_dict
 from initlab.evidence import splade_claims as sc
 from initlab.evidence import text
 from initlab.evidence.text import bold
 
-__all__ = ["FULL", "FILES", "ROWS", "load_phase", "degradation_row", "fix_row", "over_rescaling_row"]
+__all__ = ["FULL", "FILES", "CLAIMS", "ROWS", "load_phase", "degradation_row", "fix_row", "over_rescaling_row"]
 
 Results = Mapping[str, Any]
 
 #: the preregistered confirmatory run (docs/synthetic_splade.md#preregistration)
 FULL = "synthetic_splade_full/phase.json"
 FILES = (FULL,)
+SPLADE_DOCS = "[synthetic SPLADE](docs/synthetic_splade.md"
 
 
 def load_phase(r: Results, name: str = FULL) -> tuple[dict[str, Any], sc.SPLADEThresholds, dict[str, Any], Mapping[str, Any]]:
@@ -132,3 +134,19 @@ def over_rescaling_row(r: Results) -> str:
 #: README row (its "seed claim" text, abbreviated) -> function
 ROWS = {"A large MLM-head norm degrades SPLADE": degradation_row, "Dividing W_head by k before training fixes it": fix_row,
         "Rescaling a normal-norm head too far hurts or collapses retrieval": over_rescaling_row}
+
+
+CLAIMS: list[Claim] = [
+    Claim("A large MLM-head norm degrades SPLADE, starting from a very high loss and ending in a poor minimum",
+          "BEIR-13 nDCG@10: ModernBERT 0.127 vs BERT 0.370", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
+          FILES, degradation_row),
+    Claim("Dividing W_head by k before training fixes it", "ModernBERT 0.405 at k = 16",
+          SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105), [at scale](docs/splade_at_scale.md)",
+          FILES, fix_row),
+    Claim("Rescaling a normal-norm head too far hurts or collapses retrieval (RoBERTa best k = 2; ALBERT hurt by "
+          "rescaling)", "no number", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
+          FILES, over_rescaling_row),
+    Claim("The SPLADE grid: 7 backbones × k in {1, ..., 32} on MS MARCO, BEIR-13", "table of the seed",
+          "[SPLADE at scale](docs/splade_at_scale.md)",
+          verdict_text="**not run** (needs GPUs this project did not have); pipeline tested end to end on fixtures"),
+]

@@ -1,4 +1,4 @@
-"""The README SPLADE rows of initlab.paper_figs.claims_splade: computed from raw per-seed numbers, never from words."""
+"""The README SPLADE rows of initlab.app.docgen.claim_rows.splade_claims: computed from raw per-seed numbers, never from words."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from initlab.config import to_dict
 from initlab.evidence import rules, splade_claims as sc
-from initlab.paper_figs import claims_splade as cs
+from initlab.app.docgen.claim_rows import splade_claims as cs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 SEEDS = [9101, 9102, 9103, 9104]
 KS = (1.0, 4.0, 16.0, 64.0)
 
@@ -77,7 +77,7 @@ def test_committed_confirmatory_results_give_every_row():
     path = ROOT / "docs" / "results" / cs.FULL
     if not path.is_file():
         pytest.skip("the confirmatory run's phase.json is not committed yet")
-    from initlab.paper_figs.claims import load_results
+    from initlab.app.docgen.claims import load_results
 
     r = load_results(ROOT / "docs" / "results", [cs.FULL])
     for fn in cs.ROWS.values():
