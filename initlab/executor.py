@@ -40,10 +40,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from initlab.runs import DivergenceError, NonFiniteError, RunDir
+from initlab.runs import DivergenceError, NonFiniteError, RunDir, cell_file
 from initlab.textio import read_text
 
-__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "run_cells",
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells", "run_cells",
            "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
 
 
@@ -177,6 +177,16 @@ def default_workers() -> int:
     except (OSError, ValueError):
         pass
     return max(1, n)
+
+
+def remaining_cells(out_dir: Any, cells: Sequence[Cell]) -> list[Cell]:
+    """The cells of ``cells`` without a saved result in the run folder ``out_dir`` (none when it is finished:
+    ``DONE``); nothing is created or checked, so it is safe before a run, for :func:`estimate`."""
+    from pathlib import Path
+
+    if (Path(out_dir) / "DONE").exists():
+        return []
+    return [c for c in cells if not cell_file(out_dir, c.name).exists()]
 
 
 def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0, startup: float = 0.0) -> tuple[float, float]:

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from initlab.config import from_dict, to_dict
-from initlab.executor import Cell, Progress, check_scheduler, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, estimate, remaining_cells, run_cells
 from initlab.runs import RunDir, cell_file
 from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
@@ -132,6 +132,13 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
 # ------------------------------------------------------------------------------------------------
 # the sweep
 # ------------------------------------------------------------------------------------------------
+
+def expected_seconds(out_dir: str | Path, cfg: PhaseConfig, workers: int) -> tuple[float, float]:
+    """``(expected, at most)`` reference seconds of the cells of ``cfg`` not yet saved in ``out_dir``, with the
+    workers' start-up (:data:`WORKER_START_SECONDS`); nothing is created or checked."""
+    return estimate(remaining_cells(out_dir, plan(cfg)), workers, startup=WORKER_START_SECONDS)
+
+
 def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bool = True,
               draw: Callable[[Path], Any] | None = None, workers: int | None = None,
               scheduler: str | None = None) -> RunDir:
