@@ -19,7 +19,7 @@ from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
 from initlab.synthetic.splade.data import CorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
-__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CONFIRM_SEEDS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key"]
+__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CONFIRM_SEEDS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key", "inspect_name"]
 
 
 #: the three ways of applying s and k (see the module docstring).
@@ -210,6 +210,11 @@ def check_config(cfg: PhaseConfig) -> None:
 
 
 _GRID_FIELDS = ("families", "head_scales", "ks", "output_ks", "modes", "seeds", "claims", "backbone", "family_backbones")
+
+
+def inspect_name(family: str, s: float, seed: int) -> str:
+    """The cell name of the ``mlmhead inspect`` report of one (family, s, seed) backbone."""
+    return f"inspect_{family}_s={s:g}_seed={seed}"
 
 
 def cell_key(cfg: PhaseConfig, spec: CellSpec) -> dict[str, Any]:

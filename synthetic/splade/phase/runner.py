@@ -47,12 +47,12 @@ from initlab.executor import Cell, Progress, check_scheduler, estimate, remainin
 from initlab.runs import RunDir, cell_file
 from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
-from initlab.synthetic.splade.phase.config import (PRESETS, CellSpec, PhaseConfig, backbone_for, cell_key, cell_spec,
+from initlab.synthetic.splade.phase.config import (PRESETS, CellSpec, PhaseConfig, backbone_for, cell_key, cell_spec, inspect_name,
                                                    check_config, grid)
 
 #: ``PRESETS`` is re-exported: ``initlab.synthetic.splade.phase.runner.PRESETS`` is the documented name of the presets.
 __all__ = ["PRESETS", "run_phase", "plan", "collapse_note", "cell_pretrain", "cell_train", "cell_inspect",
-           "inspect_name", "STEP_SECONDS"]
+           "STEP_SECONDS"]
 
 #: The cost model: CPU seconds per SPLADE training step on one core of the reference machine, per family (a
 #: cell's set-up, evaluation and scale measurements spread over its steps), of one MLM pretraining step, and of
@@ -213,11 +213,6 @@ def collapse_note(root: Path, cfg: PhaseConfig) -> str:
                    "scale (e = h = 1) or with a non-finite loss; not expected:")
         out += unexpected
     return "\n".join(out)
-
-
-def inspect_name(family: str, s: float, seed: int) -> str:
-    """The cell name of the ``mlmhead inspect`` report of one (family, s, seed) backbone."""
-    return f"inspect_{family}_s={s:g}_seed={seed}"
 
 
 def _inspect_key(cfg: PhaseConfig, family: str, s: float, seed: int) -> dict[str, Any]:
