@@ -37,7 +37,7 @@ def cells(cfg: Any) -> list[Cell]:
         sym, chk = THEORY_SECONDS.get(name, (10.0, 1.0))
         units = 2.0 if cfg.symbolic else 1.0
         work = (sym if cfg.symbolic else 0.0) + chk * cfg.cases / 20
-        out.append(Cell(f"verify_{name}", "initlab.theory.verify.runner:statement_cell", {"config": conf, "statement": name},
+        out.append(Cell(f"verify_{name}", verify.statement_cell, {"config": conf, "statement": name},
                         {"config": conf, "statement": name}, units=units, unit_seconds=work / units))
     return sorted(out, key=lambda c: -c.expected_seconds)  # longest first: the best list schedule
 

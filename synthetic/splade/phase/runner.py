@@ -106,7 +106,7 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
         for seed in cfg.seeds:
             bb = backbone_for(cfg, f)
             key = {"family": f, "seed": seed, "backbone": to_dict(bb), "corpus": to_dict(cfg.corpus)}
-            cells.append(Cell(f"pretrain_{f}_seed={seed}", f"{__name__}:cell_pretrain",
+            cells.append(Cell(f"pretrain_{f}_seed={seed}", cell_pretrain,
                               {"config": conf, "family": f, "seed": seed, "folder": _bb_folder(f, seed)}, key,
                               units=bb.mlm_steps, unit_seconds=MLM_STEP_SECONDS.get(f, 0.03)))
     seen: set[str] = set()
@@ -115,14 +115,14 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
             continue
         seen.add(p["cell"])
         sp = cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"])
-        cells.append(Cell(sp.name, f"{__name__}:cell_train",
+        cells.append(Cell(sp.name, cell_train,
                           {"config": conf, "spec": asdict(sp), "backbone": _bb_folder(sp.family, sp.seed)},
                           cell_key(cfg, sp), needs=(f"pretrain_{sp.family}_seed={sp.seed}",), units=cfg.steps,
                           unit_seconds=STEP_SECONDS.get(sp.family, 0.1)))
     for f in cfg.families:
         for s in cfg.head_scales:
             for seed in cfg.seeds:
-                cells.append(Cell(inspect_name(f, s, seed), f"{__name__}:cell_inspect",
+                cells.append(Cell(inspect_name(f, s, seed), cell_inspect,
                                   {"config": conf, "family": f, "s": s, "seed": seed, "backbone": _bb_folder(f, seed)},
                                   _inspect_key(cfg, f, s, seed), needs=(f"pretrain_{f}_seed={seed}",),
                                   unit_seconds=INSPECT_SECONDS))
