@@ -116,21 +116,27 @@ class Checkpoint:
         atomic_write_bytes(self.path, buf.getvalue())
 
     def resume(self, model: torch.nn.Module, opt: torch.optim.Optimizer, gen: torch.Generator,
-               fresh: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], int]:
+               fresh: Callable[[], dict[str, Any]], sched: Any = None) -> tuple[dict[str, Any], int]:
         """``(loop state, epochs resumed)``: ``(fresh(), 0)`` when nothing is saved, else the saved state with
-        ``model``, ``opt`` and ``gen`` restored to the end of its last epoch."""
+        ``model``, ``opt``, ``gen`` (and a learning-rate scheduler ``sched``, when given and saved) restored to the
+        end of its last epoch."""
         saved = self.load()
         if saved is None:
             return fresh(), 0
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["opt"])
+        if sched is not None and "sched" in saved:
+            sched.load_state_dict(saved["sched"])
         gen.set_state(saved["gen"])
         return saved["state"], saved["state"]["epoch"]
 
     def save_epoch(self, model: torch.nn.Module, opt: torch.optim.Optimizer, gen: torch.Generator,
-                   state: dict[str, Any]) -> None:
+                   state: dict[str, Any], sched: Any = None) -> None:
         """Save the end of an epoch: what :meth:`resume` restores."""
-        self.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "state": state})
+        saved = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "state": state}
+        if sched is not None:
+            saved["sched"] = sched.state_dict()
+        self.save(saved)
 
     def clear(self) -> None:
         if self.path is not None and self.path.exists():
