@@ -32,7 +32,7 @@ __all__ = ["PRIORITY", "EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "ce
 #: claim order: the conditions a reader needs first run first
 PRIORITY = ["scratch", "spt", "scratch_matched", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10", "spt_e1",
             "spt_e5", "spt_e20", "spt_e40", "hybrid_qk_emb", "hybrid_qk_ln", "hybrid_qk_emb_ln", "attn_scratch", "attn_spt",
-            "attn_qk", "alibi_scratch", "qkscale_scratch", "lastpool_scratch", "spt_nopos", "cross_count", "cross_iid",
+            "attn_qk", "alibi_scratch", "spt_nopos", "qkscale_scratch", "lastpool_scratch", "cross_count", "cross_iid",
             "depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt"]
 
 #: expected epochs per kind of cell, for the up-front estimate and the progress bar (measured means of the

@@ -175,3 +175,10 @@ def test_saved_full_runs_recomputed_under_holm():
                 row["ndcg_test"] = row["ndcg_test"] + 0.1
     part = [p for p in sc.evaluate_corrected(raw2, th2)["rescaling_fixes"].parts if p.reason.startswith("modernbert")][0]
     assert part.word == REPRODUCED and part.p_adjusted <= 0.05
+
+
+def test_the_docs_render_the_declared_families():
+    page = (ROOT / "docs" / "synthetic_spt.md").read_text(encoding="utf-8")
+    assert families.families_markdown(families.SPT_FAMILIES) in page, (
+        "docs/synthetic_spt.md section 9.1: paste python -c 'from initlab.evidence import families; "
+        "print(families.families_markdown(families.SPT_FAMILIES))'")

@@ -20,7 +20,7 @@ from initlab.synthetic import spt
 from initlab.synthetic.spt import cells, training
 from initlab.synthetic.spt.cells import _fresh, seed_data
 from initlab.synthetic.spt.config import condition_spec
-from initlab.synthetic.spt.metrics import proximity_mass
+from initlab.nn.attention_metrics import proximity_mass
 from initlab.synthetic.spt.tasks import TaskConfig
 
 TINY = derive(spt.BASE, seeds=(0, 1), task=TaskConfig(T=20), n_train=32, n_val=16, n_test=32, d_model=8, d_ff=8,
