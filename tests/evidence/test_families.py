@@ -177,8 +177,9 @@ def test_saved_full_runs_recomputed_under_holm():
     assert part.word == REPRODUCED and part.p_adjusted <= 0.05
 
 
-def test_the_docs_render_the_declared_families():
-    page = (ROOT / "docs" / "synthetic_spt.md").read_text(encoding="utf-8")
-    assert families.families_markdown(families.SPT_FAMILIES) in page, (
-        "docs/synthetic_spt.md section 9.1: paste python -c 'from initlab.evidence import families; "
-        "print(families.families_markdown(families.SPT_FAMILIES))'")
+@pytest.mark.parametrize("page, fams", [("synthetic_spt.md", "SPT_FAMILIES"), ("synthetic_splade.md", "SPLADE_FAMILIES")])
+def test_the_docs_render_the_declared_families(page, fams):
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    assert families.families_markdown(getattr(families, fams)) in text, (
+        f"docs/{page}: paste python -c 'from initlab.evidence import families; "
+        f"print(families.families_markdown(families.{fams}))'")
