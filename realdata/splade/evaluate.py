@@ -42,19 +42,55 @@ import torch
 from .evalset import RetrievalSet, first_ids, identical_id_policy
 from .retrieval import SparseIndex, active_dims, flops
 
-__all__ = ["encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run", "drop_identical_ids", "count_self_hits"]
+__all__ = ["text_module", "vocab_rows", "truncation", "encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run", "drop_identical_ids", "count_self_hits"]
+
+
+def text_module(model):
+    """``(tokenizer, query length, document length)`` of a SparseEncoder's first (Transformer) module, or
+    ``None`` for an encoder without one (a stand-in with only ``encode_query``/``encode_document``)."""
+    try:
+        tr = model[0]
+        tok = tr.tokenizer
+    except (TypeError, IndexError, KeyError, AttributeError):
+        return None
+    longest = getattr(tr, "max_seq_length", None)
+    q = getattr(tr, "query_length", None) or longest
+    d = getattr(tr, "document_length", None) or longest
+    return (tok, int(q), int(d)) if tok is not None and q and d else None
+
+
+def vocab_rows(model):
+    """``(V,)`` bool of the vocabulary rows some token id reaches (:func:`initlab.mlmhead.heads.reachable_rows`), or
+    ``None`` when every row is reached or the encoder has no Transformer module.
+
+    Raises:
+        ValueError: one line naming both sizes and the fix, when a token id has no row (a token added to the
+            tokenizer without ``resize_token_embeddings``), or the MLM-head bias has the wrong size.
+    """
+    from initlab.mlmhead.heads import check_vocab, head_projection, reachable_rows
+
+    try:
+        tr = model[0]
+        auto, tok = tr.auto_model, tr.tokenizer
+    except (TypeError, IndexError, KeyError, AttributeError):
+        return None
+    check_vocab(auto, tok)
+    rows = reachable_rows(tok, int(head_projection(auto).shape[0]))
+    return None if bool(rows.all()) else rows
 
 
 def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 128, progress: bool = False,
-                 chunk: int = 50_000):
+                 chunk: int = 50_000, rows=None):
     """Encode ``texts`` as queries (``kind="query"``) or documents (``"document"``).
 
     Returns a ``scipy.sparse.csr_matrix`` ``(n, V)`` float32 (int32 column indices): ~8 bytes per active
     term, so the 8.8M-passage MS MARCO corpus fits in host memory. Encoded ``chunk`` texts at a time, in
     batches of ``batch_size``; bf16 autocast on CUDA. Non-finite weights are kept (see :func:`evaluate_set`).
+    ``rows (V,)`` bool (:func:`vocab_rows`): keep only these vocabulary columns (the rows no token id reaches
+    are not terms); the matrix is then ``(n, rows.sum())``.
     """
     import scipy.sparse as sp
-    from tqdm.auto import tqdm
+    from initlab.executor import progress_bar
 
     if kind not in ("query", "document"):
         raise ValueError(f"kind: expected 'query' or 'document', got {kind!r}")
@@ -62,7 +98,7 @@ def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 12
     dev = torch.device(str(model.device))
     texts = list(texts)
     parts = []
-    for start in tqdm(range(0, len(texts), chunk), disable=not progress, desc=f"encode {kind}s"):
+    for start in progress_bar(range(0, len(texts), chunk), disable=not progress, desc=f"encode {kind}s"):
         ctx = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else contextlib.nullcontext()
         with ctx, torch.no_grad():
             emb = fn(texts[start:start + chunk], batch_size=batch_size, convert_to_tensor=True,
@@ -72,7 +108,8 @@ def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 12
         parts.append(sp.csr_matrix((coo.values().numpy(), (idx[0], idx[1].astype(np.int32))), shape=tuple(coo.shape)))
     if not parts:
         raise ValueError(f"encode_texts: no {kind} texts")
-    return sp.vstack(parts, format="csr").astype(np.float32)
+    out = sp.vstack(parts, format="csr").astype(np.float32)
+    return out if rows is None else out[:, np.flatnonzero(rows.numpy())].tocsr()
 
 
 def _has_nonfinite(x) -> bool:
@@ -95,12 +132,25 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     t0 = time.perf_counter()
     qids, qtexts = list(ds.queries), list(ds.queries.values())
     dids, dtexts = list(ds.corpus), list(ds.corpus.values())
-    Q = encode_texts(model, qtexts, kind="query", batch_size=batch_size, progress=progress)
-    D = encode_texts(model, dtexts, kind="document", batch_size=batch_size, progress=progress)
+    rows = vocab_rows(model)  # the vocabulary columns that are terms (None: all)
+    if rows is not None:  # the rows past every token id, measured apart: never part of the vectors
+        Q_all = encode_texts(model, qtexts, kind="query", batch_size=batch_size, progress=progress)
+        D_all = encode_texts(model, dtexts, kind="document", batch_size=batch_size, progress=progress)
+        keep = np.flatnonzero(rows.numpy())
+        unreached = {"unreached_rows": int((~rows).sum()),
+                     "q_active_unreached": float(Q_all[:, np.flatnonzero(~rows.numpy())].getnnz(axis=1).mean()),
+                     "d_active_unreached": float(D_all[:, np.flatnonzero(~rows.numpy())].getnnz(axis=1).mean())}
+        Q, D = Q_all[:, keep].tocsr(), D_all[:, keep].tocsr()
+        del Q_all, D_all
+    else:
+        Q = encode_texts(model, qtexts, kind="query", batch_size=batch_size, progress=progress)
+        D = encode_texts(model, dtexts, kind="document", batch_size=batch_size, progress=progress)
+        unreached = {"unreached_rows": 0}
     t_enc = time.perf_counter() - t0
     V = int(D.shape[1])
     row: dict[str, Any] = {"set": ds.name, "n_queries": len(qids), "n_docs": len(dids), "encode_s": t_enc,
-                           "ignore_identical_ids": ds.ignore_identical_ids,
+                           "ignore_identical_ids": ds.ignore_identical_ids, **unreached,
+                           "truncation": truncation(model, ds.name, qtexts, dtexts),
                            **{k: ds.meta[k] for k in ("n_queries_file", "n_queries_judged", "judged_queries_without_text",
                                                       "judged_docs_not_in_corpus") if k in ds.meta}}
     if _has_nonfinite(Q) or _has_nonfinite(D):
@@ -145,6 +195,22 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
                 f"R@{top_k}": float(agg[R(rel=ds.binary_rel) @ top_k]),
                 "flops": flops(Q, D), "q_active": qa, "d_active": da, "retrieve_s": t_ret, **verdict})
     return row
+
+
+def truncation(model, name: str, queries: Sequence[str], documents: Sequence[str]) -> dict[str, Any] | None:
+    """Per kind (``queries``, ``documents``): how many texts the encoder's length limit cuts and the share of tokens
+    cut (:func:`initlab.mlmhead.lengths.truncation_counts`), with a warning above
+    :data:`~initlab.mlmhead.lengths.TRUNCATION_WARN_SHARE`; ``None`` for an encoder without a tokenizer."""
+    from initlab.mlmhead.lengths import truncation_counts, warn_truncation
+
+    mod = text_module(model)
+    if mod is None:
+        return None
+    tok, q_len, d_len = mod
+    out = {"queries": truncation_counts(tok, queries, q_len), "documents": truncation_counts(tok, documents, d_len)}
+    for kind, counts in out.items():
+        warn_truncation(f"{name} {kind}", counts, stacklevel=3)
+    return out
 
 
 def _warn_identical_ids(ds: RetrievalSet, counts: dict[str, int]) -> None:
@@ -231,10 +297,10 @@ def ranked_run(qids: Sequence[str], dids: Sequence[str], scores: torch.Tensor, i
 def evaluate_model(model, sets: Sequence[RetrievalSet], *, top_k: int = 1000, batch_size: int = 128,
                    progress: bool = True) -> list[dict[str, Any]]:
     """:func:`evaluate_set` for every set, with a tqdm bar over sets."""
-    from tqdm.auto import tqdm
+    from initlab.executor import progress_bar
 
     return [evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, progress=False)
-            for ds in tqdm(list(sets), desc="eval sets", disable=not progress)]
+            for ds in progress_bar(list(sets), desc="eval sets", disable=not progress)]
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
