@@ -124,11 +124,11 @@ def run_sweep(out: Path, cfg: SpladeSweepConfig, overwrite: bool = False, progre
 
 
 def _run_cells(rd: RunDir, cfg: SpladeSweepConfig, progress: bool, draw: Callable[[Path], Any] | None) -> None:
-    from tqdm.auto import tqdm
+    from initlab.executor import progress_bar
 
     corpus = make_corpus(cfg.corpus)
     grid = [(s, i, k) for s in cfg.seeds for i in cfg.inflations for k in cfg.ks]
-    bar = tqdm(grid, desc="synthetic SPLADE cells", disable=not progress)
+    bar = progress_bar(grid, desc="synthetic SPLADE cells", disable=not progress)
     for seed, inflation, k in bar:
         name = cell_name(inflation, k, seed)
         bar.set_postfix_str(name)
