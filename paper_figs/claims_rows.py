@@ -106,12 +106,63 @@ def spt_runs(r: Results) -> list[tuple[str, dict[str, Any], dict[str, Verdict]]]
         s = r[name]
         th = _spt_thresholds(s["config"])
         vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), th)
-        if "verdicts" in s:
-            rules.check_record(s["verdicts"], vs, name)
+        if "verdicts" not in s:  # every saved run carries the verdicts it was written with (SPLADE's rule too)
+            raise rules.VerdictRecordError(f"{name}: no saved verdict record ('verdicts'); a run's summary must keep "
+                                           "the verdicts it was written with (re-collect it with --collect-spt)")
+        rules.check_record(s["verdicts"], vs, name)
+        check_spt_summary(s, name)
         prereg = f", preregistered in `{s['preregistration']}`" if s.get("preregistration") else ""
         partial = ", partial run" if s.get("partial") else ""
-        out.append((f"`{preset}` ({seeds_text(s['config']['seeds'])}{prereg}{partial})", s, vs))
+        out.append((f"`{preset}` ({seeds_text(record_seeds(s['summary']['per_seed']))}{prereg}{partial})", s, vs))
     return out
+
+
+def record_seeds(per_seed: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[int]:
+    """The seeds of a run's per-seed records (every condition's), sorted: what its rows name, never the config."""
+    return sorted({int(rec["seed"]) for recs in per_seed.values() for rec in recs})
+
+
+def _paired(per_seed: Mapping[str, Sequence[Mapping[str, Any]]], cond: str, control: str = "scratch") -> list[float]:
+    """Per-seed ``test_acc`` differences ``cond - control`` over the seeds both hold, in seed order."""
+    a = {int(x["seed"]): float(x["test_acc"]) for x in per_seed.get(cond, [])}
+    c = {int(x["seed"]): float(x["test_acc"]) for x in per_seed.get(control, [])}
+    return [a[k] - c[k] for k in sorted(a) if k in c]
+
+
+def epoch_curve(per_seed: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[tuple[int, float, float]]:
+    """``(SPT epochs, mean, sd)`` of the per-seed gain over scratch of every ``spt_e<N>`` condition, from the
+    records (sd NaN for one seed)."""
+    out = []
+    for cond in per_seed:
+        if cond.startswith("spt_e") and cond[len("spt_e"):].isdigit():
+            d = _paired(per_seed, cond)
+            if d:
+                out.append((int(cond[len("spt_e"):]), statistics.mean(d),
+                            statistics.stdev(d) if len(d) > 1 else math.nan))
+    return sorted(out)
+
+
+def check_spt_summary(s: Mapping[str, Any], where: str) -> None:
+    """A synthetic SPT summary's stored per-condition numbers (seed counts, mean test accuracy, the SPT-epoch gains)
+    must be what its per-seed records give.
+
+    Raises:
+        initlab.evidence.rules.SummaryRecordError: naming ``where`` and each field that differs.
+    """
+    per = s["summary"]["per_seed"]
+    fields = []
+    for c in s["summary"].get("conditions", []):
+        recs = per.get(c["condition"])
+        if recs is None:
+            continue
+        name = c["condition"]
+        if "n_seeds" in c:
+            fields.append((f"{name}.n_seeds", c["n_seeds"], len(recs)))
+        if "test_acc_mean" in c:
+            fields.append((f"{name}.test_acc_mean", c["test_acc_mean"], statistics.mean(float(x["test_acc"]) for x in recs)))
+        if name.startswith("spt_e") and "diff_mean" in c and _paired(per, name):
+            fields.append((f"{name}.diff_mean", c["diff_mean"], statistics.mean(_paired(per, name))))
+    rules.check_summary(where, fields)
 
 
 _UNIT = {"gain": "points", "equivalence": "points", "share": "share"}
@@ -195,12 +246,10 @@ def attention_weights_row(r: Results) -> str:
 def few_epochs_other_data_row(r: Results) -> str:
     def cell(s, vs):
         out = [f"few epochs ({_spt_thresholds(s['config']).few_epochs}): share {_one(vs['few_epochs'])}"]
-        conds = {c["condition"]: c for c in s["summary"]["conditions"]}
-        curve = sorted((int(n[len("spt_e"):]), c) for n, c in conds.items() if n.startswith("spt_e") and "diff_mean" in c)
+        curve = epoch_curve(s["summary"]["per_seed"])  # from the per-seed records, never the stored means
         if curve:
             out.append("SPT-epoch curve, gain over scratch (mean ± sd, points): " + ", ".join(
-                f"{e}: {100 * c['diff_mean']:+.1f}" + (f" ± {100 * c['diff_sd']:.1f}" if math.isfinite(c["diff_sd"]) else "")
-                for e, c in curve))
+                f"{e}: {100 * m:+.1f}" + (f" ± {100 * sd:.1f}" if math.isfinite(sd) else "") for e, m, sd in curve))
         cross = vs["cross_data"]
         if cross.word != NOT_RUN:
             names = ("count-task inputs", "i.i.d. tokens")
@@ -260,7 +309,8 @@ def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                                              if k in ("min_gain", "margin", "min_share")})
             vs = {c.id: (rules.not_run("all_of", ["per-seed proximity (not saved by that run)"]) if c.id == "proximity"
                          else c.verdict(raw, th)) for c in spt_claims.CLAIMS}
-        cols.append((f"{label} ({seeds_text(s['config']['seeds'])})", vs))
+        seeds = record_seeds(s["summary"]["per_seed"]) if "per_seed" in s["summary"] else s["config"]["seeds"]
+        cols.append((f"{label} ({seeds_text(seeds)})", vs))
     lines = ["| claim | " + " | ".join(c for c, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
     for c in spt_claims.CLAIMS:
         cells = []
@@ -277,16 +327,53 @@ def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
 # ------------------------------------------------------------------------------------------------
 # CPU ListOps
 # ------------------------------------------------------------------------------------------------
+def lra_records(v: Mapping[str, Any], where: str = LRA) -> dict[str, Any]:
+    """Every number the ListOps row prints, from the per-seed records of ``lra_listops_summary.json``: seeds, mean
+    test accuracies, and (where every record has them) the proximity masses at fine-tuning start.
+
+    Raises:
+        initlab.evidence.rules.SummaryRecordError: a stored summary field (``seeds``, ``spt_mean``, ``scratch_mean``,
+            ``mean_diff_points``, ``prox_init_*_mean``, ``uniform_proximity_mean``) disagrees with the records.
+        initlab.evidence.rules.VerdictRecordError: the file keeps no saved ``verdict``.
+    """
+    per = v.get("per_seed") or []
+    rec: dict[str, Any] = {"seeds": [int(x["seed"]) for x in per]}
+    if per:
+        spt = [float(x["spt_test_acc"]) for x in per]
+        scr = [float(x["scratch_test_acc"]) for x in per]
+        rec.update(spt_mean=statistics.mean(spt), scratch_mean=statistics.mean(scr),
+                   mean_diff_points=100 * (statistics.mean(spt) - statistics.mean(scr)))
+        if all("prox_init_spt" in x and "prox_init_scratch" in x for x in per):
+            rec.update(prox_init_spt_mean=statistics.mean(float(x["prox_init_spt"]) for x in per),
+                       prox_init_scratch_mean=statistics.mean(float(x["prox_init_scratch"]) for x in per),
+                       prox_diff=[float(x["prox_init_spt"]) - float(x["prox_init_scratch"]) for x in per])
+            if all("uniform_proximity" in x for x in per):
+                rec["uniform_proximity_mean"] = statistics.mean(float(x["uniform_proximity"]) for x in per)
+    rules.check_summary(where, [(k, v[k], rec[k]) for k in rec if k in v])
+    if "verdict" not in v:
+        raise rules.VerdictRecordError(f"{where}: no saved verdict record ('verdict'); a run's summary must keep the "
+                                       "verdict it was written with")
+    return rec
+
+
 def lra_row(r: Results) -> str:
     v = r[LRA]
     head = f"{b('not run')} at LRA scale (presets match the authors' configs, deviations listed)"
+    rec = lra_records(v)
     g = lra_claims.listops_gain(v)
     if g.word == NOT_RUN:
         return head + f"; CPU ListOps: {b('not run')}"
-    text_ = (f"{head}; preregistered CPU ListOps (preset `{v['preset']}`, {seeds_text(v['seeds'])}): SPT − scratch "
+    text_ = (f"{head}; preregistered CPU ListOps (preset `{v['preset']}`, {seeds_text(rec['seeds'])}): SPT − scratch "
              f"{_one(g)} against the preregistered +{100 * lra_claims.MIN_GAIN:g} points; test accuracy SPT "
-             f"{v['spt_mean']:.3f} vs scratch {v['scratch_mean']:.3f}")
-    if "prox_init_spt_mean" in v:  # the run saved seed means only: a number, no interval, no verdict
-        text_ += (f"; first-layer proximity mass at fine-tuning start {v['prox_init_spt_mean']:.3f} after SPT vs "
-                  f"{v['uniform_proximity_mean']:.3f} for uniform attention (seed means; no interval)")
+             f"{rec['spt_mean']:.3f} vs scratch {rec['scratch_mean']:.3f} (seed means)")
+    if "prox_diff" in rec:  # per-seed proximity masses: an interval, no verdict (no threshold on the difference)
+        from initlab.evidence.stats import t_interval
+
+        iv = t_interval(rec["prox_diff"])
+        bounds = "unbounded" if not math.isfinite(iv.lo) else f"{iv.lo:+.3f}, {iv.hi:+.3f}"
+        text_ += (f"; first-layer proximity mass at fine-tuning start, SPT − scratch {iv.estimate:+.3f} [{bounds}] "
+                  f"(95 % t, {iv.n} seed{'s' if iv.n != 1 else ''}; an interval only, no threshold was preregistered "
+                  f"for this difference): SPT {rec['prox_init_spt_mean']:.3f}, scratch {rec['prox_init_scratch_mean']:.3f}"
+                  + (f", uniform attention {rec['uniform_proximity_mean']:.3f}" if "uniform_proximity_mean" in rec else "")
+                  + " (seed means)")
     return text_
