@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from initlab.commands.mlmhead import inspect_main, rescale_main
+from initlab.app.commands.mlmhead import inspect_main, rescale_main
 from initlab.mlmhead import head_projection, inspect_model, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
 from initlab.mlmhead.heads import check_vocab, reachable_rows
 
