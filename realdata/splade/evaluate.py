@@ -40,43 +40,10 @@ import numpy as np
 import torch
 
 from .evalset import RetrievalSet, first_ids, identical_id_policy
+from .modeling import text_module, vocab_rows
 from .retrieval import SparseIndex, active_dims, flops
 
-__all__ = ["text_module", "vocab_rows", "truncation", "encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run", "drop_identical_ids", "count_self_hits"]
-
-
-def text_module(model):
-    """``(tokenizer, query length, document length)`` of a SparseEncoder's first (Transformer) module, or
-    ``None`` for an encoder without one (a stand-in with only ``encode_query``/``encode_document``)."""
-    try:
-        tr = model[0]
-        tok = tr.tokenizer
-    except (TypeError, IndexError, KeyError, AttributeError):
-        return None
-    longest = getattr(tr, "max_seq_length", None)
-    q = getattr(tr, "query_length", None) or longest
-    d = getattr(tr, "document_length", None) or longest
-    return (tok, int(q), int(d)) if tok is not None and q and d else None
-
-
-def vocab_rows(model):
-    """``(V,)`` bool of the vocabulary rows some token id reaches (:func:`initlab.mlmhead.heads.reachable_rows`), or
-    ``None`` when every row is reached or the encoder has no Transformer module.
-
-    Raises:
-        ValueError: one line naming both sizes and the fix, when a token id has no row (a token added to the
-            tokenizer without ``resize_token_embeddings``), or the MLM-head bias has the wrong size.
-    """
-    from initlab.mlmhead.heads import check_vocab, head_projection, reachable_rows
-
-    try:
-        tr = model[0]
-        auto, tok = tr.auto_model, tr.tokenizer
-    except (TypeError, IndexError, KeyError, AttributeError):
-        return None
-    check_vocab(auto, tok)
-    rows = reachable_rows(tok, int(head_projection(auto).shape[0]))
-    return None if bool(rows.all()) else rows
+__all__ = ["truncation", "encode_texts", "evaluate_set", "evaluate_model", "summarise", "ranked_run", "drop_identical_ids", "count_self_hits"]
 
 
 def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 128, progress: bool = False,
@@ -86,7 +53,7 @@ def encode_texts(model, texts: Sequence[str], *, kind: str, batch_size: int = 12
     Returns a ``scipy.sparse.csr_matrix`` ``(n, V)`` float32 (int32 column indices): ~8 bytes per active
     term, so the 8.8M-passage MS MARCO corpus fits in host memory. Encoded ``chunk`` texts at a time, in
     batches of ``batch_size``; bf16 autocast on CUDA. Non-finite weights are kept (see :func:`evaluate_set`).
-    ``rows (V,)`` bool (:func:`vocab_rows`): keep only these vocabulary columns (the rows no token id reaches
+    ``rows (V,)`` bool (:func:`~.modeling.vocab_rows`): keep only these vocabulary columns (the rows no token id reaches
     are not terms); the matrix is then ``(n, rows.sum())``.
     """
     import scipy.sparse as sp

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["build_tiny_backbone", "build_splade", "fit_vocab_to_tokenizer", "load_splade", "checkpoint_is_safetensors"]
+__all__ = ["build_tiny_backbone", "build_splade", "fit_vocab_to_tokenizer", "text_module", "vocab_rows", "load_splade", "checkpoint_is_safetensors"]
 
 _SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 #: position table of the tiny in-process backbone (the README's recipe): inputs up to 128 tokens.
@@ -123,6 +123,40 @@ def fit_vocab_to_tokenizer(model, tokenizer, *, what: str = "model") -> dict[str
         if int(head_projection(model).shape[0]) != n:  # pragma: no cover - a family whose head does not follow
             raise ValueError(f"{what}: could not cut the vocabulary to the tokenizer's {n} rows")
     return counts
+
+
+def text_module(model):
+    """``(tokenizer, query length, document length)`` of a SparseEncoder's first (Transformer) module, or
+    ``None`` for an encoder without one (a stand-in with only ``encode_query``/``encode_document``)."""
+    try:
+        tr = model[0]
+        tok = tr.tokenizer
+    except (TypeError, IndexError, KeyError, AttributeError):
+        return None
+    longest = getattr(tr, "max_seq_length", None)
+    q = getattr(tr, "query_length", None) or longest
+    d = getattr(tr, "document_length", None) or longest
+    return (tok, int(q), int(d)) if tok is not None and q and d else None
+
+
+def vocab_rows(model):
+    """``(V,)`` bool of the vocabulary rows some token id reaches (:func:`initlab.mlmhead.heads.reachable_rows`), or
+    ``None`` when every row is reached or the encoder has no Transformer module.
+
+    Raises:
+        ValueError: one line naming both sizes and the fix, when a token id has no row (a token added to the
+            tokenizer without ``resize_token_embeddings``), or the MLM-head bias has the wrong size.
+    """
+    from initlab.mlmhead.heads import check_vocab, head_projection, reachable_rows
+
+    try:
+        tr = model[0]
+        auto, tok = tr.auto_model, tr.tokenizer
+    except (TypeError, IndexError, KeyError, AttributeError):
+        return None
+    check_vocab(auto, tok)
+    rows = reachable_rows(tok, int(head_projection(auto).shape[0]))
+    return None if bool(rows.all()) else rows
 
 
 def checkpoint_is_safetensors(folder: str | Path) -> bool:

@@ -138,7 +138,7 @@ def check_checkpoint_vocab(model, model_dir: str | Path) -> None:
     """Every token id of the checkpoint's tokenizer has a vocabulary row and the MLM-head bias its size
     (:func:`initlab.mlmhead.heads.check_vocab`); ValueError (one line, both sizes and the fix) before anything is
     written."""
-    from .evaluate import vocab_rows
+    from .modeling import vocab_rows
 
     try:
         vocab_rows(model)

@@ -262,7 +262,7 @@ def training_truncation(model, columns: dict[str, list]) -> dict[str, Any] | Non
     ``RuntimeWarning`` above :data:`~initlab.mlmhead.lengths.TRUNCATION_WARN_SHARE`. ``None`` without a tokenizer."""
     from initlab.mlmhead.lengths import truncation_counts, warn_truncation
 
-    from .evaluate import text_module
+    from .modeling import text_module
 
     mod = text_module(model)
     if mod is None:
