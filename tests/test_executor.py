@@ -298,6 +298,10 @@ def test_progress_into_a_file_is_plain_lines_at_a_coarse_interval(monkeypatch):
     for _ in ex.progress_bar(range(1000), file=plain, desc="loop"):
         pass
     assert "\r" not in plain.getvalue() and len(plain.getvalue().splitlines()) <= 3
+    quiet = io.StringIO()
+    for _ in ex.progress_bar(range(10), file=quiet, disable=True):  # a disabled bar writes nothing and closes
+        pass
+    assert quiet.getvalue() == ""
 
 
 def test_no_tqdm_bar_bypasses_progress_bar():

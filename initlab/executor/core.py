@@ -508,7 +508,9 @@ def _line_bar_class() -> type:
                 return None
 
             def close(self) -> None:  # tqdm ends a bar with a bare "\\n" after its last draw: here a blank line
-                fp = self.fp
+                fp = getattr(self, "fp", None)
+                if self.disable or fp is None:  # a disabled bar never drew (and has no file)
+                    return super().close()
 
                 class _NoBareNewline:
                     def write(self, s: str) -> Any:

@@ -32,8 +32,14 @@ def tiny_bert(tmp_path_factory):
     return build_tiny_backbone(tmp_path_factory.mktemp("bert"), TEXTS)
 
 
-def test_truncated_documents_are_counted_in_the_row_and_warned(tiny_bert):
-    model = build_splade(str(tiny_bert), query_max_length=8, doc_max_length=8)
+@pytest.fixture(scope="module")
+def short_model(tiny_bert):
+    """One SPLADE encoder with 8-token query and document limits, shared by the truncation tests (no training)."""
+    return build_splade(str(tiny_bert), query_max_length=8, doc_max_length=8)
+
+
+def test_truncated_documents_are_counted_in_the_row_and_warned(short_model):
+    model = short_model
     long_doc = "cat sofa dog rain sun tree house car boat river"  # 10 words + [CLS] [SEP]: 4 tokens cut at 8
     ds = RetrievalSet("cut", {"d1": long_doc, "d2": "cat"}, {"q1": "river"}, {"q1": {"d1": 1}})
     with pytest.warns(RuntimeWarning, match=r"cut documents: 1 of 2 texts are longer than 8 tokens"):
@@ -44,10 +50,10 @@ def test_truncated_documents_are_counted_in_the_row_and_warned(tiny_bert):
     assert row["truncation"]["queries"]["truncated_texts"] == 0
 
 
-def test_training_texts_are_counted_and_warned(tiny_bert):
+def test_training_texts_are_counted_and_warned(short_model):
     from initlab.realdata.splade.train import training_truncation
 
-    model = build_splade(str(tiny_bert), query_max_length=8, doc_max_length=8)
+    model = short_model
     cols = {"query": ["cat"], "positive": ["cat sofa dog rain sun tree house car boat river"], "negative": ["dog"]}
     with pytest.warns(RuntimeWarning, match="training documents: 1 of 2 texts"):
         got = training_truncation(model, cols)
