@@ -109,3 +109,20 @@ def test_rows_no_token_reaches_are_left_out_of_every_sparse_statistic(folders, t
     for a, b in zip(rep["table"], rep_cut["table"]):
         for key in ("active_dims_per_text", "flops_reg", "score_mean", "score_sd", "mean_pairwise_cosine"):
             assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-9), key
+
+
+def test_inspect_counts_and_warns_about_texts_cut_at_max_length(tmp_path):
+    """Issue 25, item 2 for inspect: texts longer than --max-length are counted, printed and warned about."""
+    from initlab.mlmhead import format_inspect
+
+    tok = tiny_tokenizer(tmp_path)
+    model = tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1)
+    texts = ["the cat sat on the sofa in the sun", "a dog ran in the rain", "sun"]
+    lengths = [len(tok(t)["input_ids"]) for t in texts]  # with [CLS] and [SEP]
+    assert lengths[0] > 5 and lengths[1] > 5 and lengths[2] <= 5
+    with pytest.warns(RuntimeWarning, match=r"mlmhead inspect texts: 2 of 3 texts are longer than 5 tokens"):
+        rep = inspect_model(model, tok, texts, ks=(1.0, 2.0), max_length=5)
+    cut = rep["truncation"]
+    assert cut["truncated_texts"] == 2 and cut["tokens_cut"] == lengths[0] + lengths[1] - 10 and cut["texts"] == 3
+    assert cut["tokens"] == sum(lengths)
+    assert "truncation: 2 of 3 texts cut at --max-length 5" in format_inspect(rep)
