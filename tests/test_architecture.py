@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"initlab.executor"},  # runs the cells of a sweep (local processes or Dask); uses runs' RunDir
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
-    {"initlab.paper_figs"},
+    {"initlab.paper_figs", "initlab.diagnose"},
     {"initlab.synthetic", "initlab.realdata"},
     {"initlab.stages"},
     {"initlab.commands"},
@@ -46,6 +46,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     ],
     "initlab.synthetic": [
         [("spt",), ("splade",)],  # the two experiments, independent
+        [("diagnose",)],  # the validation of initlab diagnose: runs both SPT arms with spt's training code
     ],
     "initlab.synthetic.splade": [
         [("config", "data", "model", "families", "train", "measure")],  # the pieces both SPLADE experiments use

@@ -1,0 +1,1 @@
+"""initlab diagnose (placeholder, filled below)."""
