@@ -125,8 +125,7 @@ def pool(H: torch.Tensor, real: torch.Tensor, how: str) -> torch.Tensor:
 
 
 def score_gradients(backend: Backend, batch: Batch, loss: str, *, pooling: str = "mean", seed: int = 0,
-                    micro: int = 8, train: bool = True, dtype: torch.dtype = torch.float32,
-                    keep: bool = False) -> dict[str, Any]:
+                    micro: int = 8, train: bool = True, keep: bool = False) -> dict[str, Any]:
     """Per layer: the blind-share sums of ``dL/dS`` (and, with ``keep``, the gradients ``(B, H, T, T)`` and attention
     maps themselves), for ``loss`` = ``"label"`` or ``"mlm"``.
 
@@ -145,6 +144,7 @@ def score_gradients(backend: Backend, batch: Batch, loss: str, *, pooling: str =
     if pooling not in POOLINGS:
         raise ValueError(f"--pooling: expected one of {POOLINGS}, got {pooling!r}")
     model = backend.model
+    dtype = next(model.parameters()).dtype  # the head follows the model (float64 in the tests)
     was = model.training
     model.train(train)
     B = batch.ids.shape[0]

@@ -59,8 +59,8 @@ def builtin_config(name: str) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def capture_scores() -> Iterator[list[tuple[torch.Tensor, torch.Tensor]]]:
-    """Within the block, every call ``F.softmax(x, dim=-1)`` with ``x (B, H, T, T)`` (square last two dims, in the
-    autograd graph) appends ``(x, softmax(x))`` to the yielded list, after ``x.retain_grad()``.
+    """Within the block, every call ``F.softmax(x, dim=-1)`` with ``x (B, H, T, T)`` (square last two dims) appends
+    ``(x, softmax(x))`` to the yielded list, after ``x.retain_grad()`` when ``x`` is in the autograd graph.
 
     ``torch.nn.functional.softmax`` is replaced for the duration of the block only (restored on exit, also
     after an exception). Calls with other shapes pass through untouched.
@@ -70,9 +70,9 @@ def capture_scores() -> Iterator[list[tuple[torch.Tensor, torch.Tensor]]]:
 
     def softmax(x, dim=None, _stacklevel=3, dtype=None):
         out = original(x, dim=dim, _stacklevel=_stacklevel, dtype=dtype)
-        if (isinstance(x, torch.Tensor) and x.dim() == 4 and x.shape[-1] == x.shape[-2] and x.requires_grad
-                and dim in (-1, 3)):
-            x.retain_grad()
+        if isinstance(x, torch.Tensor) and x.dim() == 4 and x.shape[-1] == x.shape[-2] and dim in (-1, 3):
+            if x.requires_grad:
+                x.retain_grad()
             got.append((x, out))
         return out
 
@@ -264,6 +264,8 @@ def load_backend(spec: str, *, pretrained: bool = False, seed: int = 0, vocab_hi
         raise FileNotFoundError(f"MODEL {spec}: no config.json in this folder (expected a Hugging Face model folder)")
     if not p.exists() and (spec.startswith((".", "/", "~")) or spec.count("/") > 1):
         raise FileNotFoundError(f"MODEL {spec}: no such folder (and not a hub id of the form owner/name)")
+    if not p.exists():
+        _check_hub_reachable(spec)
     if pretrained:
         from initlab.mlmhead.checkpoint import load_masked_lm
 
@@ -288,6 +290,32 @@ def load_backend(spec: str, *, pretrained: bool = False, seed: int = 0, vocab_hi
     if tok is None:
         notes.append("no tokenizer found: data must be token ids (.npy)")
     return _hf_from_config(config, spec, tok, seed, notes)
+
+
+def _check_hub_reachable(spec: str) -> None:
+    """Fail at once, in one line, when a hub id cannot be fetched (offline mode, or no DNS for the hub's host),
+    instead of huggingface_hub's retries and warnings."""
+    import os
+    import socket
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    host = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").split("//", 1)[-1].split("/", 1)[0].split(":")[0]
+    if not offline:
+        try:
+            socket.getaddrinfo(host, 443)
+            return
+        except OSError:
+            pass
+    from transformers.utils import cached_file  # a hub id already in the local cache still works offline
+
+    try:
+        cached_file(spec, "config.json", local_files_only=True)
+        return
+    except Exception:  # noqa: BLE001 -- not cached: the error below says what to do
+        pass
+    why = "HF_HUB_OFFLINE is set" if offline else f"{host} cannot be reached"
+    raise FileNotFoundError(f"MODEL {spec}: no such local folder, and it is not in the local cache while {why}; "
+                            "pass a local folder holding config.json, builtin:NAME or initlab:NAME")
 
 
 def _eager(model):
