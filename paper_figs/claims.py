@@ -84,6 +84,8 @@ CLAIMS: list[Claim] = [
     Claim("Rescaling a normal-norm head too far hurts or collapses retrieval (RoBERTa best k = 2; ALBERT hurt by "
           "rescaling)", "no number", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
           splade_rows.FILES, splade_rows.over_rescaling_row),
+    Claim("initlab's diagnosis predicts SPT's gain", "no seed number (initlab's own claim)",
+          "[diagnose](docs/diagnose.md)", (rows.DIAGNOSE,), rows.diagnose_row),
     Claim("The SPLADE grid: 7 backbones × k in {1, ..., 32} on MS MARCO, BEIR-13", "table of the seed",
           "[SPLADE at scale](docs/splade_at_scale.md)",
           verdict_text="**not run** (needs GPUs this project did not have); pipeline tested end to end on fixtures"),

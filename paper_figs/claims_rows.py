@@ -10,7 +10,9 @@ keeps one, must agree with that recomputation (else :class:`initlab.evidence.rul
 * synthetic SPT (``synthetic_spt_<preset>/summary.json``, the ``full`` and ``default`` presets):
   :mod:`initlab.evidence.spt_claims` on ``summary.per_seed``, with the thresholds saved in the run's config;
 * CPU ListOps (``lra_listops_summary.json``): :func:`initlab.evidence.lra_claims.listops_gain` on ``per_seed``;
-* synthetic SPLADE: :mod:`initlab.paper_figs.claims_splade`.
+* synthetic SPLADE: :mod:`initlab.paper_figs.claims_splade`;
+* the diagnosis (``diagnose_validation/records.json``): :func:`initlab.evidence.diagnose_claims.predicts_gain`
+  on the per-setting predictions and per-seed accuracies of both arms.
 
 Every cell names the preset and seeds of the run it comes from. Brackets are intervals of the claim's rule
 (95 % t for a gain, 90 % TOST for an equivalence, 95 % Fieller for a share; :mod:`initlab.evidence.rules`).
@@ -27,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from initlab.config import from_dict
-from initlab.evidence import lra_claims, rules, spt_claims, text, theory_claims
+from initlab.evidence import diagnose_claims, lra_claims, rules, spt_claims, text, theory_claims
 from initlab.evidence.rules import NOT_RUN, Verdict
 
 Results = Mapping[str, Any]
@@ -39,6 +41,7 @@ SPT_RUNS = (("full", "synthetic_spt_full/summary.json"), ("default", "synthetic_
 #: runs do not test (depth, other data), and labelled as the earlier protocol (untuned scratch, fixed budgets)
 SPT_EARLIER = "synthetic_spt_earlier/summary.json"
 LRA = "lra_listops_summary.json"
+DIAGNOSE = "diagnose_validation/records.json"
 #: a measured blind fraction above this is "not blind" (float64 rounding is ~1e-16)
 BLIND_ZERO = 1e-6
 
@@ -290,3 +293,31 @@ def lra_row(r: Results) -> str:
         text_ += (f"; first-layer proximity mass at fine-tuning start {v['prox_init_spt_mean']:.3f} after SPT vs "
                   f"{v['uniform_proximity_mean']:.3f} for uniform attention (seed means; no interval)")
     return text_
+
+
+# ------------------------------------------------------------------------------------------------
+# initlab diagnose
+# ------------------------------------------------------------------------------------------------
+def diagnose_row(r: Results) -> str:
+    """The diagnosis claim: the all-of word, where the rule was right / wrong / undecided, and the correlation."""
+    rec = r[DIAGNOSE]
+    v = diagnose_claims.predicts_gain(rec)
+    if v.word == NOT_RUN:
+        return f"{b(NOT_RUN)} (no setting has {diagnose_claims.MIN_SEEDS} finished seeds yet)"
+    c = diagnose_claims.confusion(rec)
+    right = c["table"][("helps", "helps")] + c["table"][("does not help", "does not help")]
+    wrong = c["table"][("helps", "does not help")] + c["table"][("does not help", "helps")]
+    seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
+    out = (f"{b(v.word)} (preregistered rule, {len(rec['settings'])} synthetic settings, {seeds_text(seeds)}): right on "
+           f"{len(right)} ({', '.join(right) or 'none'}), wrong on {len(wrong)} ({', '.join(wrong) or 'none'})")
+    if c["undecided"]:
+        need = [p.seeds_to_decide for p in v.parts if p.word == rules.INCONCLUSIVE]
+        out += f", undecided on {len(c['undecided'])} ({', '.join(c['undecided'])}"
+        out += f"; {max(need)} seeds would decide)" if need and all(n is not None for n in need) else ")"
+    if c["not_run"]:
+        out += f", not run on {', '.join(c['not_run'])}"
+    k = diagnose_claims.correlation(rec)
+    if not math.isnan(k["pearson"]):
+        out += (f"; blind share vs SPT gain: Pearson {k['pearson']:.2f} [{k['pearson_lo']:.2f}, {k['pearson_hi']:.2f}], "
+                f"Spearman {k['spearman']:.2f} [{k['spearman_lo']:.2f}, {k['spearman_hi']:.2f}] ({k['n']} settings)")
+    return out
