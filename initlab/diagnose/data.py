@@ -28,7 +28,7 @@ import torch
 from initlab.runs import unreadable_file
 from initlab.textio import TextDecodeError, read_text
 
-__all__ = ["Sequences", "read_sequences", "Batch", "make_batch", "TEXT_COLUMNS"]
+__all__ = ["Sequences", "read_sequences", "Batch", "make_batch", "TEXT_COLUMNS", "word_ids"]
 
 TEXT_COLUMNS = ("text", "Source", "source", "input", "sentence")
 
@@ -140,6 +140,14 @@ def _done(path: Path, texts: list[str], labels: list[str] | None, fmt: str) -> S
     if labels is not None and len(set(labels)) < 2:
         raise ValueError(f"--data {path}: --labels: expected at least 2 distinct labels, got {sorted(set(labels))}")
     return Sequences(texts, None, labels, fmt)
+
+
+def word_ids(texts: Sequence[str], first_id: int = 2) -> tuple[list[np.ndarray], list[str]]:
+    """Whitespace tokens as ids for a model without a tokenizer (initlab's own encoders): the distinct words of
+    ``texts`` sorted, numbered from ``first_id`` (0 = padding, 1 = mask). Returns ``(ids per text, words)``."""
+    words = sorted({w for t in texts for w in t.split()})
+    index = {w: i + first_id for i, w in enumerate(words)}
+    return [np.array([index[w] for w in t.split()], dtype=np.int64) for t in texts], words
 
 
 @dataclass

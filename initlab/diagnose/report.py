@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from initlab.diagnose.data import encode_all, make_batch, read_sequences
+from initlab.diagnose.data import encode_all, make_batch, read_sequences, word_ids
 from initlab.diagnose.measure import measure
 from initlab.diagnose.models import load_backend
 from initlab.diagnose.probes import bag_of_tokens_probe, spt_probe
@@ -58,13 +58,22 @@ def diagnose(model: str, data: str | Path, *, pooling: str = "mean", labels: str
         ValueError / FileNotFoundError: bad data or model (one-line messages naming the argument).
     """
     seqs = read_sequences(data, labels=labels, text_field=text_field)
-    hint = None if seqs.ids is None else int(max(int(s.max()) for s in seqs.ids)) + 1
-    backend = load_backend(model, pretrained=pretrained, seed=seed, vocab_hint=hint)
     n_use = max(batch_size, BAG_MAX_SEQUENCES if labels is not None else batch_size)
+    words = None
+    if seqs.texts is not None and model.startswith("builtin:"):
+        raise ValueError(f"--data {data}: MODEL {model} has no tokenizer, so the data must be token ids in a .npy file")
     if seqs.texts is not None:
         seqs.texts = seqs.texts[:n_use]
-    else:
+        if model.startswith("initlab:"):  # initlab's encoders have no tokenizer: whitespace words as tokens
+            seqs.ids, words = word_ids(seqs.texts)
+            seqs.texts = None
+    if seqs.ids is not None:
         seqs.ids = seqs.ids[:n_use]
+    hint = None if seqs.ids is None else int(max(int(s.max()) for s in seqs.ids)) + 1
+    backend = load_backend(model, pretrained=pretrained, seed=seed, vocab_hint=hint)
+    if words is not None:
+        backend.notes.append(f"text tokenised into whitespace-separated words ({len(words)} distinct; ids from 2, "
+                             "0 = padding, 1 = mask)")
     ids = encode_all(seqs, backend, min(max_length, backend.max_len))
     short = [i for i, s in enumerate(ids[:batch_size]) if len(s) < 2]
     if short:
@@ -129,7 +138,10 @@ def save_figure(r: dict[str, Any], path: str | Path) -> Path:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("layer")
     ax.set_ylabel("query-blind share of dL/dS")
-    ax.set_title(f"{r['model']}: {r['prediction']['verdict'].split(':')[0][:60]}", fontsize=8)
+    word = "SPT predicted to help" if r["prediction"]["spt_helps"] else "SPT not predicted to help"
+    ax.set_title(f"{r['model']} ({r['pooling']} pooling): {word}", fontsize=9)
+    ax.set_xticks(x)
+    ax.set_xlim(min(x) - 0.5, max(x) + 0.5)
     ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     buf = io.BytesIO()

@@ -73,7 +73,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tiny, tmp_path, monk
     argv = {
         "no_data": ["diagnose", str(tiny / "bert"), "--data", str(tmp_path / "missing.txt")],
         "folder_no_config": ["diagnose", str(tmp_path / "empty"), "--data", str(tiny / "texts.jsonl")],
-        "text_without_tokenizer": ["diagnose", "initlab:spt", "--data", str(tiny / "texts.jsonl")],
+        "text_without_tokenizer": ["diagnose", "builtin:bert-base", "--data", str(tiny / "texts.jsonl")],
         "figure_is_json": ["diagnose", "initlab:spt", "--data", str(tiny / "ids.npy"), "--figure", str(out)],
         "labels_on_npy": ["diagnose", "initlab:spt", "--data", str(tiny / "ids.npy"), "--labels", "y"],
         "unknown_builtin": ["diagnose", "builtin:gpt-base", "--data", str(tiny / "ids.npy")],
