@@ -27,7 +27,7 @@ def test_settings_data_and_models():
     assert torch.equal(m.pooled(H), H[:, 0])
     prox = setting_model(SETTINGS["prox"], 1, TINY)
     _, maps = prox.encode(setting_data(SETTINGS["prox"], 1, TINY)["xtr"][:2], return_attn=True)
-    assert float(maps[0].diagonal(dim1=-2, dim2=-1).mean()) > 0.3  # the prior concentrates attention at init
+    assert float(maps[0].detach().diagonal(dim1=-2, dim2=-1).mean()) > 0.3  # the prior concentrates attention at init
     assert SETTINGS["depth4"].depth == 4 and SETTINGS["bag"].task_cfg.mean_run == 1.0
 
 
