@@ -92,3 +92,10 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tiny, tmp_path, monk
                 "figure_is_json": "same path as --json", "labels_on_npy": "no label columns",
                 "unknown_builtin": "builtin:bert-base", "offline_hub": "HF_HUB_OFFLINE", "bad_probe": "--spt-probe"}[case]
     assert expected in last
+
+
+def test_pretrained_and_cls_pooling(tiny):
+    rc, stdout, err = _run(["diagnose", str(tiny / "bert"), "--pretrained", "--data", str(tiny / "texts.jsonl"),
+                            "--pooling", "cls", "--batch", "6"])
+    assert rc == 0, err
+    assert "(bert, pretrained)" in stdout and "cls pooling" in stdout
