@@ -21,7 +21,7 @@ from initlab.runs import atomic_write_json
 from initlab.synthetic.diagnose.settings import BUDGET, SEEDS, SETTINGS, setting_data, setting_model
 from initlab.synthetic.spt.tasks import MASK_ID
 
-__all__ = ["setting_diagnosis", "collect", "main"]
+__all__ = ["setting_diagnosis", "collect", "results_markdown", "main"]
 
 
 def setting_diagnosis(name: str, seed: int = SEEDS[0]) -> dict[str, Any]:
@@ -62,6 +62,47 @@ def collect(run: str | Path | None, diagnoses: dict[str, dict[str, Any]]) -> dic
     return out
 
 
+def results_markdown(records: dict[str, Any]) -> str:
+    """The results tables of docs/diagnose.md from the records: per setting, the confusion table, the claim, the
+    correlation; every verdict recomputed by :mod:`initlab.evidence.diagnose_claims`."""
+    from initlab.evidence import diagnose_claims as dc
+    from initlab.evidence import text
+
+    lines = ["| setting | b₁ (label) | MLM share | entropy gap | bag probe | predicted | seeds | scratch % | SPT % | "
+             "SPT − scratch (points, 95 % t) | outcome | rule |", "|" + " --- |" * 12]
+    for name, r in records["settings"].items():
+        seeds = sorted(r["seeds"], key=int)
+        o = dc.outcome(r)
+        p = dc.part(name, r)
+        sc = [100 * r["seeds"][s]["scratch"] for s in seeds]
+        sp = [100 * r["seeds"][s]["spt"] for s in seeds]
+        mean = lambda xs: f"{sum(xs) / len(xs):.1f}" if xs else "-"  # noqa: E731
+        iv = text.describe(o, "points", with_word=False) if o.word != "not run" else "-"
+        out_word = {True: "helps", False: "does not help", None: o.word}[dc.helps(o)] if o.word != "not run" else "not run"
+        rule = {"reproduced": "right", "not reproduced": "**wrong**", "inconclusive": "undecided", "not run": "-"}[p.word]
+        bag = "-" if r["bag_normalised"] is None else f"{r['bag_normalised']:.2f}"
+        lines.append(f"| `{name}` | {r['blind_share']:.3f} | {r['mlm_share']:.3f} | {r['entropy_gap']:.3f} | {bag} | "
+                     f"{'helps' if r['predicted_helps'] else 'does not help'} | {len(seeds)} | {mean(sc)} | {mean(sp)} | "
+                     f"{iv} | {out_word} | {rule} |")
+    c = dc.confusion(records)
+    t = c["table"]
+    lines += ["", "| predicted \\ measured | helps | does not help |", "| --- | --- | --- |"]
+    for pred in ("helps", "does not help"):
+        cells = [", ".join(f"`{n}`" for n in t[(pred, m)]) or "-" for m in ("helps", "does not help")]
+        lines.append(f"| {pred} | {cells[0]} ({len(t[(pred, 'helps')])}) | {cells[1]} ({len(t[(pred, 'does not help')])}) |")
+    if c["undecided"] or c["not_run"]:
+        lines += ["", f"Undecided outcome: {', '.join(c['undecided']) or 'none'}; not run (fewer than "
+                      f"{dc.MIN_SEEDS} seeds): {', '.join(c['not_run']) or 'none'}."]
+    v = dc.predicts_gain(records)
+    k = dc.correlation(records)
+    lines += ["", f"Claim (all-of over the settings with an outcome): **{v.word}**"
+                  + (f"; {v.seeds_to_decide} seeds would decide it" if v.seeds_to_decide else "") + ".",
+              "", f"Predicted blind share b₁ vs mean SPT gain over {k['n']} settings: Pearson r = {k['pearson']:.2f} "
+                  f"[{k['pearson_lo']:.2f}, {k['pearson_hi']:.2f}] (Fisher z, 95 %); Spearman ρ = {k['spearman']:.2f} "
+                  f"[{k['spearman_lo']:.2f}, {k['spearman_hi']:.2f}] (percentile bootstrap, 9999 resamples, 95 %)."]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m initlab.synthetic.diagnose.report",
                                      description="Diagnose every validation setting and collect the finished outcomes "
@@ -69,9 +110,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run", type=Path, default=None, help="the run folder of initlab.synthetic.diagnose.run "
                         "(omit: predictions only)")
     parser.add_argument("--out", type=Path, required=True, help="records JSON to write")
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the results tables (markdown)")
     args = parser.parse_args(argv)
     diagnoses = {n: setting_diagnosis(n) for n in SETTINGS}
-    atomic_write_json(args.out, collect(args.run, diagnoses))
+    records = collect(args.run, diagnoses)
+    atomic_write_json(args.out, records)
+    if args.markdown is not None:
+        from initlab.runs import atomic_write_text
+
+        atomic_write_text(args.markdown, results_markdown(records) + "\n")
     for n, d in diagnoses.items():
         print(f"{n:10s} b1 {d['measure']['layers'][0]['label_share']:.3f}  gap {d['measure']['layers'][0]['entropy_gap']:.3f}"
               f"  bag {d['bag']['normalised']:.2f}  -> {'helps' if d['prediction']['spt_helps'] else 'not'}")
