@@ -87,7 +87,7 @@ def diagnose(model: str, data: str | Path, *, pooling: str = "mean", labels: str
 def format_report(r: dict[str, Any]) -> str:
     """The verdict, then one row per layer: blind shares (label, masked reconstruction), entropy gap, per-head range."""
     m = r["measure"]
-    lines = [f"initlab diagnose: {r['model']} ({r['family']}, {'pretrained' if r.get('pretrained') else 'fresh init'}), "
+    lines = [f"diagnosis of {r['model']} ({r['family']}, {'pretrained' if r.get('pretrained') else 'fresh init'}), "
              f"{m['batch']} sequences of up to {m['length']} tokens, {r['pooling']} pooling, labels: {r['labels']}",
              "", "verdict: " + r["prediction"]["verdict"], ""]
     lines.append(f"{'layer':>5}  {'label blind share':>17}  {'(heads min-max)':>15}  {'MLM blind share':>15}  {'entropy gap':>11}")
