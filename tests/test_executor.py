@@ -199,7 +199,7 @@ def test_a_local_pool_gives_the_same_files_as_this_process(tmp_path, cells_impor
 DRIVER = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent that ignores SIGINT (a background job) passes that on
-from initlab import cli
+from initlab.app import cli
 cli.COMMANDS[("demosweep", None)] = ("executor_sweep:demo_sweep_main", "a demo sweep")
 sys.exit(cli.main(["demosweep", sys.argv[1]]))
 """

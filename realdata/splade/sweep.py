@@ -14,7 +14,7 @@ Layout of a sweep folder ``OUT``::
 The cells run through :func:`initlab.executor.run_cells`: in this process (``workers=1``, the library
 default), in local worker processes (one per GPU on a GPU machine, each seeing only its GPU), or on a Dask
 cluster (``scheduler``; start one Dask worker per GPU, docs/cluster.md). Multi-GPU training of one cell stays
-with ``torchrun`` / ``accelerate`` (``torchrun --nproc_per_node N -m initlab.cli splade sweep ...`` runs the
+with ``torchrun`` / ``accelerate`` (``torchrun --nproc_per_node N -m initlab.app.cli splade sweep ...`` runs the
 cells one after another, each on N GPUs).
 """
 

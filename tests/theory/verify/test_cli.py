@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from initlab import stages
-from initlab.commands import theory as theory_cmd
-from initlab import cli
+from initlab.app import stages
+from initlab.app.commands import theory as theory_cmd
+from initlab.app import cli
 from initlab.config import derive
 from initlab.theory.attention import checks
 from initlab.theory.verify import base as verify_base
