@@ -178,6 +178,60 @@ def violations(modules: dict[str, Path] | None = None) -> list[str]:
     return sorted(set(bad))
 
 
+def _module_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the initlab modules it imports (each import resolved to the longest existing module name; a
+    ``from package import module`` is an edge to the module only)."""
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps: set[str] = set()
+        targets = _imports(name, path)
+        for target, _ in targets:
+            parts = target.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            dep = ".".join(parts)
+            if not dep or dep == name:
+                continue
+            if modules[dep].name == "__init__.py" and any(t.startswith(dep + ".") and t in modules for t, _ in targets):
+                continue  # the package named only as the place of a module imported from it
+            deps.add(dep)
+        edges[name] = deps
+    return edges
+
+
+def import_cycles(modules: dict[str, Path] | None = None) -> list[list[str]]:
+    """Every set of modules that import each other in a cycle (strongly connected, more than one module)."""
+    edges = _module_edges(modules if modules is not None else _modules())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
 def _listed_packages() -> set[str]:
     return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
 
@@ -251,3 +305,16 @@ def test_every_module_of_a_sub_layered_package_has_a_group(tmp_path):
     fake.write_text("")
     bad = [b for b in violations({**_modules(), "initlab.theory.stray": fake}) if "stray" in b]
     assert bad and "belongs to no sub-layer of initlab.theory" in bad[0]
+
+
+def test_no_import_cycles():
+    """Two modules that import each other (even lazily, inside a function) have no order to be read in."""
+    assert import_cycles() == []
+
+
+def test_the_cycle_check_catches_a_lazy_cycle(tmp_path):
+    """Mutation: the phase runner imports the summary lazily; a summary importing the runner back is a cycle."""
+    fake = tmp_path / "summary.py"
+    fake.write_text("def f():\n    from initlab.synthetic.splade.phase.runner import plan\n")
+    mods = {**_modules(), "initlab.synthetic.splade.phase.summary": fake}
+    assert ["initlab.synthetic.splade.phase.runner", "initlab.synthetic.splade.phase.summary"] in import_cycles(mods)

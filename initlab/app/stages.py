@@ -2,10 +2,10 @@
 
 Every stage is ``stage(out_dir, preset="default", overwrite=False, *, workers=None, scheduler=None) -> markdown``
 and writes into ``out_dir``; ``workers`` (default: one per core) and ``scheduler`` (a Dask address, where the
-stage's cells can run on Dask) go to :func:`initlab.executor.run_cells`. Every stage also has an entry in
-:data:`ESTIMATES`, ``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of its remaining work
-on the reference machine (the cost model; ``initlab reproduce`` scales it by this machine's measured speed
-and prints it before anything runs). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
+stage's cells can run on Dask) go to :func:`initlab.executor.run_cells`. Each stage is one :class:`Stage` record
+holding that function and its ``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of its
+remaining work on the reference machine (the experiment's own cost model; ``initlab reproduce`` scales it by this
+machine's measured speed and prints it before anything runs). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
 ``overwrite`` (then the old folder is moved aside), and its saved summary is returned. Presets, the one
 vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
 reproduction), ``full`` (larger grids and more seeds, still CPU).
@@ -23,28 +23,26 @@ import re
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
-
-import torch
 
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
-from initlab.executor import Cell, check_scheduler, default_workers, estimate, format_seconds, measure_speed, run_cells, track_reports
-from initlab.runs import (ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, cell_file, revive_nonfinite,
-                          torch_threads)
+from initlab.executor import check_scheduler, default_workers, format_seconds, measure_speed, run_cells, track_reports
+from initlab.runs import ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, revive_nonfinite, torch_threads
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.textio import read_json, read_text
-from initlab.theory.attention import case as ac
-from initlab.theory.attention import gradient as ag
-from initlab.theory.attention import masked_reconstruction as am
+from initlab.theory.attention import curves
 from initlab.theory.score_scale import closed_form as score_scale
+from initlab.theory.score_scale import stage as score_scale_stage_
 from initlab.theory.verify import runner as verify
+from initlab.theory.verify import stage as theory_stage
 
-__all__ = ["PRESETS", "STAGES", "OPTIONAL_STAGES", "ESTIMATES", "run_reproduce", "theory", "spt", "score_scale_stage",
-           "splade", "lra_listops", "expected_durations", "stage_figures"]
+__all__ = ["PRESETS", "Stage", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",
+           "score_scale_stage", "splade", "lra_listops", "expected_durations", "stage_figures"]
 
 PRESETS = ("quick", "default", "full")
 
@@ -80,13 +78,6 @@ def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Calla
     return body(Path(out_dir), preset, overwrite, **kwargs)
 
 
-def _todo(out_dir: Path, cells: Sequence[Cell]) -> list[Cell]:
-    """The cells of ``cells`` without a saved result in ``out_dir`` (nothing is created or checked)."""
-    if (Path(out_dir) / "DONE").exists():
-        return []
-    return [c for c in cells if not cell_file(out_dir, c.name).exists()]
-
-
 # ------------------------------------------------------------------------------------------------
 # theory
 # ------------------------------------------------------------------------------------------------
@@ -107,32 +98,6 @@ def theory(out_dir: Path, preset: str = "default", overwrite: bool = False, *, w
         return run_unless_finished(out_dir, preset, overwrite, _theory, workers=workers, scheduler=scheduler)
 
 
-#: The theory stage's cost model: CPU seconds of (sympy derivation, checks at 20 cases) per statement on one
-#: core of the reference machine (``python benchmarks/bench_cost_model.py --preset default --stages theory``,
-#: load 8 on 2 shared cores; docs/cluster.md#cost-model). Checks scale with the number of cases.
-THEORY_SECONDS: dict[str, tuple[float, float]] = {
-    "T1": (1.9, 0.1), "T1'": (10.7, 0.5), "T2": (0.05, 0.2), "T3": (2.8, 0.2), "T3'": (17.6, 0.25), "T4": (0.6, 1.95),
-    "T5": (4.8, 0.3), "T6": (1.2, 0.35), "T7": (2.7, 0.85),
-}
-
-
-#: CPU seconds a worker needs to import the verify runner (torch, sympy): 2.85 s measured at load 8
-THEORY_WORKER_START = 3.0
-
-
-def theory_cells(cfg: Any) -> list[Cell]:
-    """One cell per statement (registry order, the longest first in the schedule's order kept): derivation + checks."""
-    conf = to_dict(cfg)
-    cells = []
-    for name in verify.checkers():
-        sym, chk = THEORY_SECONDS.get(name, (10.0, 1.0))
-        units = 2.0 if cfg.symbolic else 1.0
-        work = (sym if cfg.symbolic else 0.0) + chk * cfg.cases / 20
-        cells.append(Cell(f"verify_{name}", "initlab.theory.verify.runner:statement_cell", {"config": conf, "statement": name},
-                          {"config": conf, "statement": name}, units=units, unit_seconds=work / units))
-    return sorted(cells, key=lambda c: -c.expected_seconds)  # longest first: the best list schedule
-
-
 def _theory(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
     cfg = verify.PRESETS[preset]
     run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
@@ -145,14 +110,15 @@ def _theory(out_dir: Path, preset: str, overwrite: bool, workers: int | None = N
     if run.has_cell("verify", key=cfg):  # a folder of an earlier initlab, verified as one cell
         report = run.load_cell("verify", key=cfg)
     else:
-        cells = theory_cells(cfg)
-        run_cells(run, cells, workers=workers, scheduler=scheduler, desc="theory (statements)", startup=THEORY_WORKER_START)
+        cells = theory_stage.cells(cfg)
+        run_cells(run, cells, workers=workers, scheduler=scheduler, desc="theory (statements)",
+                  startup=theory_stage.WORKER_START_SECONDS)
         report = verify.merge_reports(cfg, [run.load_cell(c.name, key=c.key) for c in cells])
     run.write_json("verify.json", report)
     if not run.has_cell("t2_curve", key=t2_args):
-        run.save_cell("t2_curve", t2_band_curve(**t2_args), key=t2_args)
+        run.save_cell("t2_curve", curves.t2_band_curve(**t2_args), key=t2_args)
     if not run.has_cell("t4_curve", key=t4_args):
-        run.save_cell("t4_curve", t4_projection_curve(**t4_args), key=t4_args)
+        run.save_cell("t4_curve", curves.t4_projection_curve(**t4_args), key=t4_args)
     t2, t4 = run.load_cell("t2_curve", key=t2_args), run.load_cell("t4_curve", key=t4_args)
     measured = {r["statement"]: r.get("measured", {}) for r in report["statements"]}
     if measured.get("T6", {}).get("dropout_mc"):
@@ -162,67 +128,10 @@ def _theory(out_dir: Path, preset: str, overwrite: bool, workers: int | None = N
     run.write_json("t2_curve.json", t2)
     run.write_json("t4_curve.json", t4)
     theory_figures.draw_all(out_dir)
-    md = _theory_summary(report, preset, t2, t4)
+    md = theory_stage.summary_markdown(report, preset, t2, t4)
     atomic_write_text(out_dir / "summary.md", md)
     run.mark_done()
     return md
-
-
-def t2_band_curve(seed: int, Ts: Sequence[int], widths: Sequence[int], reps: int) -> list[dict[str, Any]]:
-    """Measured |<grad_S L, P^(w)>| / ||grad_S L||_F (mean and max over ``reps`` random cases) vs T."""
-    gen = torch.Generator().manual_seed(seed)
-    rows = []
-    for w in widths:
-        for T in [T for T in Ts if T > 2 * w + 1]:  # for T <= 2w + 1 the band is (nearly) all-ones
-            vals = []
-            for _ in range(reps):
-                case = ac.random_case(gen, T, d=4, heads=1, e=3, f="tanh", loss="mse")
-                G = ac.score_gradient(case)[0]
-                vals.append(abs(float((G * ag.band_pattern(T, w)).sum())) / float(G.norm()))
-            rows.append({"w": w, "T": T, "mean_ratio": sum(vals) / len(vals), "max_ratio": max(vals), "bound": ag.band_relative_bound(T, w)})
-    return rows
-
-
-def t4_projection_curve(seed: int, ps: Sequence[float], T: int, K: int, q: float, w: int, n: int) -> list[dict[str, Any]]:
-    """Closed form vs Monte Carlo (linearised loss, and cross-entropy at beta = 1) of E<D, band> vs p."""
-    gen = torch.Generator().manual_seed(seed)
-    P = ag.band_pattern(T, w, diagonal=False)
-    C = torch.eye(K, dtype=torch.float64)
-    rows = []
-    for p in ps:
-        lin, lin_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="linear")
-        ce, ce_se = am.monte_carlo_projection(P, p, q, C, n, gen, loss="ce")
-        rows.append({"p": p, "closed_form": am.expected_projection(P, p, q, C), "mc_linear": lin, "mc_linear_se": lin_se, "mc_ce": ce, "mc_ce_se": ce_se})
-    return rows
-
-
-def _theory_summary(report: dict[str, Any], preset: str, t2: list[dict], t4: list[dict]) -> str:
-    lines = [
-        "## Theory: attention-gradient theorems T1, T1', T2, T3, T3', T4, T5, T6, T7",
-        "",
-        f"`initlab theory verify` (preset `{preset}`, {report['config']['cases']} cases per statement, "
-        f"seed {report['config']['seed']}, symbolic derivations {'on' if report['config']['symbolic'] else 'off'}): "
-        f"**{'all PASS' if report['passed'] else 'FAIL'}** ({report['seconds']:.1f} s of derivations and checks).",
-        "",
-        "| statement | cases | max abs err | max rel err | verdict |",
-        "| --- | ---: | ---: | ---: | --- |",
-    ]
-    for r in report["statements"]:
-        lines.append(f"| {r['statement']} | {r['cases']} | {r['max_abs_error']:.2e} | {r['max_rel_error']:.2e} | {r['verdict']} |")
-    fails = [f"- {r['statement']} failure: {f}" for r in report["statements"] for f in r["failures"][:5]]
-    if fails:
-        lines += [""] + fails
-    lines += ["", "T2 band derivative relative to the gradient norm (mean over random cases; bound ||d||/sqrt(T)):", ""]
-    for w in sorted({row["w"] for row in t2}):
-        sub = sorted((row for row in t2 if row["w"] == w), key=lambda row: row["T"])
-        a, b = sub[0], sub[-1]
-        lines.append(f"- w = {a['w']}: T = {a['T']}: {a['mean_ratio']:.3g} (bound {a['bound']:.3g}); T = {b['T']}: {b['mean_ratio']:.3g} (bound {b['bound']:.3g})")
-    lines += ["", "T4 expected descent projection on the off-diagonal band, copy path (closed form / MC linearised / MC cross-entropy at beta = 1):", ""]
-    for row in t4:
-        lines.append(f"- p = {row['p']:.2f}: {row['closed_form']:.4g} / {row['mc_linear']:.4g} ± {row['mc_linear_se']:.1g} / {row['mc_ce']:.4g} ± {row['mc_ce_se']:.1g}")
-    lines += ["", "Figures: `t2_band_ratio.png`, `t4_projection_vs_p.png`, `t6_dropout_rate.png`, `t7_depth.png`; "
-                  "full report: `verify.json`; statements, derivations and checks: docs/theory.md."]
-    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -245,13 +154,6 @@ def _spt(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None
                              scheduler=scheduler, draw=spt_figures.make_figures)
 
 
-def spt_cells(out_dir: Path, preset: str) -> list[Cell]:
-    """The SPT stage's cells (units = epochs, the cost model of :mod:`initlab.synthetic.spt.plan`)."""
-    from initlab.synthetic.spt import plan as spt_plan
-
-    return spt_plan.plan(synthetic_spt.PRESETS[preset])
-
-
 # ------------------------------------------------------------------------------------------------
 # score scale
 # ------------------------------------------------------------------------------------------------
@@ -268,60 +170,21 @@ def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = 
     return run_unless_finished(out_dir, preset, overwrite, _score_scale, workers=workers, scheduler=scheduler)
 
 
-def score_scale_cells(cfg: Any, preset: str) -> list[Cell]:
-    """One cell per (sigma, k): closed forms and Monte Carlo (:func:`initlab.theory.score_scale.table.table_cell`)."""
-    conf = to_dict(cfg)
-    return [Cell(f"sigma={sigma:g}_k={k:g}", "initlab.theory.score_scale.table:table_cell",
-                 {"config": conf, "sigma": sigma, "k": k}, {"config": conf, "sigma": sigma, "k": k},
-                 unit_seconds=SCORE_SCALE_CELL_SECONDS[preset]) for sigma in cfg.sigmas for k in cfg.ks]
-
-
 def _score_scale(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
     cfg = score_scale.PRESETS[preset]
     run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
-    cells = score_scale_cells(cfg, preset)  # a cell of another config is never reused (its key holds the config)
-    run_cells(run, cells, workers=workers, scheduler=scheduler, desc="score scale (sigma, k)", startup=THEORY_WORKER_START)
+    cells = score_scale_stage_.cells(cfg, preset)  # a cell of another config is never reused (its key holds the config)
+    run_cells(run, cells, workers=workers, scheduler=scheduler, desc="score scale (sigma, k)",
+              startup=score_scale_stage_.WORKER_START_SECONDS)
     rows = [revive_nonfinite(run.load_cell(c.name, key=c.key)) for c in cells]  # saved "inf" strings back to floats
     mech = score_scale.mechanism(cfg)
     run.write_json("score_scale.json", {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
     run.write_csv("score_scale.csv", rows)
     fig = score_scale_figures.plot_theory_vs_mc(rows, out_dir / "score_scale_theory_vs_mc.png").name
-    md = _score_scale_summary(cfg, rows, mech, fig)
+    md = score_scale_stage_.summary_markdown(cfg, rows, mech, fig)
     atomic_write_text(out_dir / "summary.md", md)
     run.mark_done()
     return md
-
-
-def _score_scale_summary(cfg: score_scale.ScoreScaleConfig, rows: list[dict[str, Any]], mech: dict[str, Any], fig: str | None) -> str:
-    lines = [
-        "## MLM-head score scale: theory vs Monte Carlo",
-        "",
-        f"Gaussian logit model z ~ N(mu_b + mu_h/k, (sigma/k)^2), mu_b = {cfg.mu_b:g}, V = {cfg.vocab}, "
-        f"L_q = {cfg.L_q}, L_d = {cfg.L_d}, B = {cfg.batch}, lambda_d = {cfg.lambda_d:g}, {cfg.pooling} pooling; "
-        f"Monte Carlo: {cfg.mc_batches} batches of B queries and B documents over all V entries per cell. "
-        "mu_h is the mean of the head's logit without its bias (the part divided by k). grad FLOPS / grad rank is the "
-        "ratio of the FLOPS regulariser's gradient norm to the ranking loss's; it is inf in theory when the ranking "
-        "gradient underflows to 0 and nan in the Monte Carlo when no dimension is active (both gradients exactly 0).",
-        "",
-        "| sigma | k | active dims d (th / MC) | E[a_d] (th / MC) | FLOPS reg d (th / MC) | score spread (th / MC) | "
-        "grad FLOPS / grad rank (th / MC) | softmax entropy / ln B (MC) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in rows:
-        ratio_mc = r.get("mc_grad_flops", float("nan")) / r.get("mc_grad_rank", float("nan")) if r.get("mc_grad_rank") else float("nan")
-        lines.append(
-            f"| {r['sigma']:g} | {r['k']:g} | {r['th_active_dims_d']:.4g} / {r['mc_active_dims_d']:.4g} | "
-            f"{r['th_Ea_d']:.4g} / {r['mc_Ea_d']:.4g} | {r['th_flops_reg_d']:.4g} / {r['mc_flops_reg_d']:.4g} | "
-            f"{r['th_score_spread']:.4g} / {r['mc_score_spread']:.4g} | {r.get('th_grad_ratio', float('nan')):.3g} / "
-            f"{ratio_mc:.3g} | {r['mc_softmax_entropy_ratio']:.3f} |"
-        )
-    lines += [
-        "",
-        "Mechanism (theory): " + score_scale.describe_mechanism(mech),
-    ]
-    if fig:
-        lines += ["", f"![theory vs Monte Carlo]({fig})"]
-    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -371,66 +234,50 @@ def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False,
     return lra_experiment.summary_markdown(summary, summary.get("seconds_this_call"))
 
 
-#: stage name -> function; the default run, in order.
-STAGES: dict[str, Callable[..., str]] = {"theory": theory, "spt": spt, "score_scale": score_scale_stage, "splade": splade}
+# ------------------------------------------------------------------------------------------------
+# the stages, one record each
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stage:
+    """One stage of ``initlab reproduce``.
+
+    ``run(out_dir, preset="default", overwrite=False, *, workers=None, scheduler=None) -> markdown`` runs it into
+    ``out_dir``; ``estimate(out_dir, preset, workers) -> (expected, at most)`` gives the reference seconds of its
+    remaining work from the experiment's own cost model (nothing is created or checked; None: no estimate, the
+    stage is left out of the printed duration); ``optional`` stages run only when named in ``--only``.
+    """
+
+    name: str
+    run: Callable[..., str]
+    estimate: Callable[[Path, str, int], tuple[float, float]] | None = None
+    optional: bool = False
+
+
+#: every stage, the default run first and in order
+REGISTRY: tuple[Stage, ...] = (
+    Stage("theory", theory, lambda out, preset, workers: theory_stage.expected_seconds(out, verify.PRESETS[preset], workers)),
+    Stage("spt", spt, lambda out, preset, workers: synthetic_spt.expected_seconds(synthetic_spt.PRESETS[preset], out, workers)),
+    Stage("score_scale", score_scale_stage,
+          lambda out, preset, workers: score_scale_stage_.expected_seconds(out, score_scale.PRESETS[preset], preset, workers)),
+    Stage("splade", splade, lambda out, preset, workers: splade_phase.expected_seconds(out, splade_phase.PRESETS[preset], workers)),
+    Stage("lra_listops", lra_listops, lambda out, preset, workers: lra_experiment.expected_seconds(out, toy=preset == "quick"),
+          optional=True),
+)
+#: stage name -> record; the default run, in order.
+STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if not s.optional}
 #: stages run only when named in ``--only``.
-OPTIONAL_STAGES: dict[str, Callable[..., str]] = {"lra_listops": lra_listops}
-
-
-# ------------------------------------------------------------------------------------------------
-# the expected duration (cost model)
-# ------------------------------------------------------------------------------------------------
-#: score_scale: CPU seconds per (sigma, k) cell on the reference machine, per preset: quick 0.84 and default 3.55
-#: measured (``python benchmarks/bench_cost_model.py --preset P --stages score_scale``, load 8-10); full scaled
-#: from default by its vocabulary (30522 / 2048) and Monte Carlo batches (8 / 4), not measured
-SCORE_SCALE_CELL_SECONDS = {"quick": 0.84, "default": 3.55, "full": 106.0}
-#: lra_listops: seconds of the whole stage on the reference machine (quick: the toy preset; else the preregistered
-#: CPU ListOps run, "about 8 CPU-minutes" in docs/lra.md)
-LRA_LISTOPS_SECONDS = {"quick": 30.0, "default": 480.0, "full": 480.0}
-
-
-def _estimate_theory(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
-    if (Path(out_dir) / "DONE").exists() or cell_file(out_dir, "verify").exists():
-        return (0.0, 0.0)
-    return estimate(_todo(out_dir, theory_cells(verify.PRESETS[preset])), workers, startup=THEORY_WORKER_START)
-
-
-def _estimate_spt(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
-    return estimate(_todo(out_dir, spt_cells(out_dir, preset)), workers)
-
-
-def _estimate_score_scale(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
-    return estimate(_todo(out_dir, score_scale_cells(score_scale.PRESETS[preset], preset)), workers,
-                    startup=THEORY_WORKER_START)
-
-
-def _estimate_splade(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
-    return estimate(_todo(out_dir, splade_phase.plan(splade_phase.PRESETS[preset])), workers,
-                    startup=splade_phase.WORKER_START_SECONDS)
-
-
-def _estimate_lra(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
-    t = 0.0 if (Path(out_dir) / "DONE").exists() else LRA_LISTOPS_SECONDS[preset]
-    return (t, t)
-
-
-#: stage name -> ``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of the stage's remaining work
-#: on the reference machine. The SPT entry uses :func:`spt_cells`, a placeholder until the SPT experiment
-#: provides its cells and cost model.
-ESTIMATES: dict[str, Callable[[Path, str, int], tuple[float, float]]] = {
-    "theory": _estimate_theory, "spt": _estimate_spt, "score_scale": _estimate_score_scale, "splade": _estimate_splade,
-    "lra_listops": _estimate_lra,
-}
+OPTIONAL_STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if s.optional}
 
 
 def expected_durations(out: Path, preset: str, stages: Sequence[str], workers: int, speed: float = 1.0) -> dict[str, tuple[float, float]]:
-    """Stage -> (expected, at most) seconds of its remaining work on this machine: :data:`ESTIMATES` times
-    ``speed`` (:func:`initlab.executor.measure_speed`); a stage without an estimate is left out."""
+    """Stage -> (expected, at most) seconds of its remaining work on this machine: each :class:`Stage`'s
+    ``estimate`` times ``speed`` (:func:`initlab.executor.measure_speed`); an unknown name is left out."""
     out = Path(out)
+    known = {**STAGES, **OPTIONAL_STAGES}
     got = {}
     for name in stages:
-        if name in ESTIMATES:
-            e, m = ESTIMATES[name](out / name, preset, workers)
+        if name in known and known[name].estimate is not None:
+            e, m = known[name].estimate(out / name, preset, workers)
             got[name] = (e * speed, m * speed)
     return got
 
@@ -574,7 +421,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
         t0, c0 = time.perf_counter(), _cpu_seconds()
         with warnings.catch_warnings(record=True) as caught, track_reports() as reports:
             warnings.simplefilter("default")
-            md = known[name](out / name, preset=preset, overwrite=overwrite, workers=workers, scheduler=scheduler)
+            md = known[name].run(out / name, preset=preset, overwrite=overwrite, workers=workers, scheduler=scheduler)
         dt = time.perf_counter() - t0
         cpu = _cpu_seconds() - c0
         if scheduler is not None and not scheduler.startswith("local:"):  # cells on other machines

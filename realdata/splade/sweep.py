@@ -215,7 +215,7 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
     elif workers is None:
         workers = torch.cuda.device_count() if gpus else None
     inline = workers == 1 and scheduler is None
-    plan = [Cell(cell_name(cfg), f"{__name__}:cell_train_eval", {"config": to_dict(cfg), "progress": progress and inline},
+    plan = [Cell(cell_name(cfg), cell_train_eval, {"config": to_dict(cfg), "progress": progress and inline},
                  to_dict(cfg), units=cfg.max_steps, unit_seconds=STEP_SECONDS["tiny" if cfg.tiny_model else "gpu"])
             for cfg in cells]
     rep = run_cells(run, plan, workers=workers, scheduler=scheduler, progress=progress and not inline,

@@ -10,13 +10,30 @@ from initlab.app import stages
 from initlab.app.commands import reproduce
 
 
-@pytest.mark.parametrize("name", sorted({**stages.STAGES, **stages.OPTIONAL_STAGES}))
+@pytest.mark.parametrize("name", [s.name for s in stages.REGISTRY])
 def test_every_stage_has_the_stage_signature(name):
-    func = {**stages.STAGES, **stages.OPTIONAL_STAGES}[name]
-    params = inspect.signature(func).parameters
+    stage = {**stages.STAGES, **stages.OPTIONAL_STAGES}[name]
+    params = inspect.signature(stage.run).parameters
     assert list(params)[:3] == ["out_dir", "preset", "overwrite"]
     assert params["workers"].kind == params["scheduler"].kind == inspect.Parameter.KEYWORD_ONLY
-    assert name in stages.ESTIMATES
+    assert stage.estimate is not None
+
+
+@pytest.mark.parametrize("preset", stages.PRESETS)
+def test_every_estimate_of_an_empty_folder_is_positive_and_creates_nothing(tmp_path, preset):
+    for stage in stages.REGISTRY:
+        expected, most = stage.estimate(tmp_path / stage.name, preset, 2)
+        assert 0 < expected <= most, stage.name
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_registry_lists_the_default_run_in_order():
+    assert list(stages.STAGES) == ["theory", "spt", "score_scale", "splade"]
+    assert list(stages.OPTIONAL_STAGES) == ["lra_listops"]
+
+
+def _stages(**funcs):
+    return {name: stages.Stage(name, f) for name, f in funcs.items()}
 
 
 def test_report_collects_stage_summaries_in_order(tmp_path, monkeypatch):
@@ -30,7 +47,7 @@ def test_report_collects_stage_summaries_in_order(tmp_path, monkeypatch):
         calls.append(("b", out_dir.name, preset, overwrite))
         return "## stage B\nresult 2"
 
-    monkeypatch.setattr(stages, "STAGES", {"a": stage_a, "b": stage_b})
+    monkeypatch.setattr(stages, "STAGES", _stages(a=stage_a, b=stage_b))
     report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
     assert calls == [("a", "a", "quick", False), ("b", "b", "quick", False)]
     text = report.read_text()
@@ -58,7 +75,7 @@ def test_resumed_report_keeps_the_real_stage_times(tmp_path, monkeypatch):
         (out_dir / "DONE").write_text("x")
         return "## slow\nsaved"
 
-    monkeypatch.setattr(stages, "STAGES", {"slow": slow})
+    monkeypatch.setattr(stages, "STAGES", _stages(slow=slow))
     first = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
     second = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
 
@@ -107,7 +124,7 @@ def test_a_folder_of_one_preset_refuses_another(tmp_path, monkeypatch):
         (out_dir / "DONE").write_text("x")
         return f"## stage\nmade by {preset}"
 
-    monkeypatch.setattr(stages, "STAGES", {"s": stage})
+    monkeypatch.setattr(stages, "STAGES", _stages(s=stage))
     stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
     with pytest.raises(ConfigMismatchError, match="preset 'quick', not 'default'"):
         stages.run_reproduce(tmp_path / "out", preset="default", speed=1.0)
@@ -152,8 +169,7 @@ def test_reproduce_prints_the_expected_duration_first_and_the_cpu_use(tmp_path, 
         warnings.warn("something odd", RuntimeWarning)
         return "## stage\nok"
 
-    monkeypatch.setattr(stages, "STAGES", {"s": stage})
-    monkeypatch.setitem(stages.ESTIMATES, "s", lambda out, preset, workers: (120.0, 300.0))
+    monkeypatch.setattr(stages, "STAGES", {"s": stages.Stage("s", stage, lambda out, preset, workers: (120.0, 300.0))})
     report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=2.0, workers=2).read_text()
     out = capsys.readouterr()
     first = out.out.strip().splitlines()[0]

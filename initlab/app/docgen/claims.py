@@ -1,14 +1,15 @@
-"""The README's claims table ("What reproduces"), generated from the saved result files in ``docs/results/``.
+"""The claims tables, generated from the saved result files in ``docs/results/``: the README's one line per claim
+("What reproduces") and the full page ``docs/claims.md`` (every part of every verdict).
 
 Each row of :data:`CLAIMS` holds the seed's claim and number (fixed text: the papers' words), the evidence
 links, the result files it reads and the function that turns them into the verdict cell; the rows live in
 :mod:`initlab.app.docgen.claim_rows`, one module per evidence module of :mod:`initlab.evidence` (a new claim is
 one entry in its module's ``CLAIMS``). Rows for experiments that were
-not run carry their reason instead. The table is written between the markers :data:`BEGIN_MARK` and
-:data:`END_MARK` of the README::
+not run carry their reason instead. The README table is written between the markers :data:`BEGIN_MARK` and
+:data:`END_MARK` of the README, the full table as the whole of ``docs/claims.md``::
 
-    python -m initlab.app.docgen.claims                  # rewrite the block of README.md from docs/results/
-    python -m initlab.app.docgen.claims --check          # exit 1 if the block is stale
+    python -m initlab.app.docgen.claims                  # rewrite the README block and docs/claims.md from docs/results/
+    python -m initlab.app.docgen.claims --check          # exit 1 if either is stale
     python -m initlab.app.docgen.claims --collect-spt results/synthetic_spt/full --preset full --preregistration COMMIT
 
 This module only reads saved files (no experiment code); ``docs/results/README.md`` names the command
@@ -20,19 +21,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, diagnose_claims, lra_claims, splade_claims, spt_claims, theory_claims
-from initlab.runs import atomic_write_json, atomic_write_text, check_input_path
+from initlab.app.docgen.claim_rows import Claim, Headline, diagnose_claims, lra_claims, splade_claims, spt_claims, theory_claims
+from initlab.runs import atomic_write_json, atomic_write_text, check_input_path, check_output_path
 from initlab.textio import read_json, read_text
 
 __all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
-           "replace_block", "collect_spt", "main"]
+           "claims_page", "replace_block", "collect_spt", "main"]
 
 BEGIN_MARK, END_MARK = "<!-- BEGIN claims -->", "<!-- END claims -->"
 HEADER = ["| seed claim | seed number | our verdict | evidence |", "| --- | --- | --- | --- |"]
+SHORT_HEADER = ["| seed claim | seed number | our verdict | headline estimate [interval] (seeds) | evidence |",
+                "| --- | --- | --- | --- | --- |"]
 
 
 class ResultsFileError(ValueError):
@@ -72,21 +75,40 @@ def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
     return out
 
 
+def _guarded(claim: Claim, results: dict[str, Any], results_dir: str | Path, make: Callable[[dict[str, Any]], Any]) -> Any:
+    try:
+        return make(results)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        files = ", ".join(str(Path(results_dir) / f) for f in claim.files + claim.optional if f in results)
+        raise ResultsFileError(f"{files}: missing or malformed field for the claims row {claim.claim[:50]!r}: "
+                               f"{type(err).__name__}: {err}") from err
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def verdict_cell(claim: Claim, results: dict[str, Any], results_dir: str | Path = "docs/results") -> str:
-    """The verdict cell of one row.
+    """The full verdict cell of one claim (docs/claims.md).
 
     Raises:
         ResultsFileError: a file lacks a field the row needs or holds a wrong type (names the files).
     """
     if claim.verdict is None:
         return claim.verdict_text
-    try:
-        text = claim.verdict(results)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
-        files = ", ".join(str(Path(results_dir) / f) for f in claim.files + claim.optional if f in results)
-        raise ResultsFileError(f"{files}: missing or malformed field for the claims row {claim.claim[:50]!r}: "
-                               f"{type(err).__name__}: {err}") from err
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _cell(_guarded(claim, results, results_dir, claim.verdict))
+
+
+def headline_cells(claim: Claim, results: dict[str, Any], results_dir: str | Path = "docs/results") -> Headline:
+    """The README's short cells of one claim (its verdict word, its headline estimate).
+
+    Raises:
+        ResultsFileError: as :func:`verdict_cell`.
+    """
+    if claim.headline is None:
+        return claim.headline_text
+    h = _guarded(claim, results, results_dir, claim.headline)
+    return Headline(_cell(h.word), _cell(h.estimate))
 
 
 LEGEND = ("Every verdict is computed from the saved per-seed numbers by one function per claim (`initlab.evidence`) "
@@ -96,15 +118,40 @@ LEGEND = ("Every verdict is computed from the saved per-seed numbers by one func
           "TOST interval; a share the ratio of mean gains with its 95 % Fieller interval; `mean ± sd` is the mean over "
           "seeds and the sample standard deviation. An interval that contains its threshold reads **inconclusive**, "
           "with the number of seeds that would decide it.")
+SHORT_LEGEND = ("One line per claim, from the strongest run behind it (synthetic SPT and SPLADE: the preregistered `full` "
+                "runs). Accuracy differences are in points, nDCG@10 and proximity-mass differences as they are; intervals "
+                "are 95 % t for a gain, 90 % TOST for an equivalence (frozen attention, FFN only, the scratch proximity "
+                "change), 95 % Fieller for a share; an interval that holds its threshold reads **inconclusive**. Every "
+                "part of every verdict, and the seeds that would decide it: [docs/claims.md](docs/claims.md).")
+PAGE_HEAD = ("# Claims: every verdict in full\n\n"
+             "Generated by `python -m initlab.app.docgen.claims` from the saved results in [results/](results/README.md); "
+             "do not edit by hand (`tests/app/docgen/test_claims.py` fails when this page is stale). The README shows one "
+             "line per claim; this page shows every part of every verdict.\n\n")
+
+
+def _docs_relative(cell: str) -> str:
+    """An evidence cell written for the repository root, relinked for a page in docs/."""
+    return cell.replace("](docs/", "](")
 
 
 def claims_table(results_dir: str | Path = "docs/results") -> str:
-    """The README block: markers, legend, header and one row per claim, from the files in ``results_dir``."""
+    """The README block: markers, a short legend, and one line per claim (verdict word and headline estimate)."""
     results = load_results(results_dir)
-    lines = [BEGIN_MARK, LEGEND, "", *HEADER]
+    lines = [BEGIN_MARK, SHORT_LEGEND, "", *SHORT_HEADER]
     for c in CLAIMS:
-        lines.append(f"| {c.claim} | {c.seed_number} | {verdict_cell(c, results, results_dir)} | {c.evidence} |")
+        h = headline_cells(c, results, results_dir)
+        lines.append(f"| {c.claim} | {c.seed_number} | {h.word} | {h.estimate} | {c.evidence} |")
     return "\n".join(lines + [END_MARK])
+
+
+def claims_page(results_dir: str | Path = "docs/results") -> str:
+    """docs/claims.md: the legend and one row per claim with its full verdict cell."""
+    results = load_results(results_dir)
+    lines = [LEGEND, "", *HEADER]
+    for c in CLAIMS:
+        lines.append(f"| {c.claim} | {c.seed_number} | {_docs_relative(verdict_cell(c, results, results_dir))} | "
+                     f"{_docs_relative(c.evidence)} |")
+    return PAGE_HEAD + "\n".join(lines) + "\n"
 
 
 def replace_block(text: str, block: str, where: str = "README.md") -> str:
@@ -163,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=Path("docs/results"),
                         help="folder of the saved result files (default: docs/results)")
     parser.add_argument("--readme", type=Path, default=Path("README.md"), help="file holding the claims block")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the block is stale")
+    parser.add_argument("--page", type=Path, default=None,
+                        help="the full claims page (default: docs/claims.md beside the README)")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the block or the page is stale")
     parser.add_argument("--collect-spt", type=Path, metavar="RUN_DIR",
                         help="first copy the summary of this synthetic SPT run folder into the results folder "
                              "(as synthetic_spt_PRESET/summary.json)")
@@ -212,17 +261,25 @@ def main(argv: list[str] | None = None) -> int:
             collect_spt(args.collect_spt, args.results / dict(spt_claims.SPT_RUNS)[args.preset], args.preregistration)
         old = read_text(args.readme)
         new = replace_block(old, claims_table(args.results), str(args.readme))
-    except ValueError as err:  # ResultsFileError and InputPathError included
+        page = args.page if args.page is not None else args.readme.parent / "docs" / "claims.md"
+        check_output_path(page, flag="--page", kind="file", overwrite=True)  # a generated page: always rewritten
+        old_page = read_text(page) if page.is_file() else ""
+        new_page = claims_page(args.results)
+    except ValueError as err:  # ResultsFileError, InputPathError and OutputPathError included
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
+    stale = [str(f) for f, a, b_ in ((args.readme, old, new), (page, old_page, new_page)) if a != b_]
     if args.check:
-        if new != old:
-            print(f"{args.readme}: claims block is stale; run python -m initlab.app.docgen.claims", file=sys.stderr)
+        if stale:
+            print(f"{', '.join(stale)}: stale; run python -m initlab.app.docgen.claims", file=sys.stderr)
             return 1
         return 0
     if new != old:
         atomic_write_text(args.readme, new)
-    print(f"{args.readme}: claims block {'rewritten' if new != old else 'already current'}")
+    if new_page != old_page:
+        atomic_write_text(page, new_page)
+    print(f"{args.readme}: claims block {'rewritten' if new != old else 'already current'}; "
+          f"{page}: {'rewritten' if new_page != old_page else 'already current'}")
     return 0
 
 

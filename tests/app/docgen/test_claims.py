@@ -32,6 +32,24 @@ def test_readme_claims_block_is_generated_from_docs_results():
         "README claims table is stale: run python -m initlab.app.docgen.claims")
 
 
+def test_claims_page_is_generated_from_docs_results():
+    assert (ROOT / "docs" / "claims.md").read_text(encoding="utf-8") == claims.claims_page(RESULTS), (
+        "docs/claims.md is stale: run python -m initlab.app.docgen.claims")
+
+
+def test_readme_has_one_short_line_per_claim_and_the_page_the_full_cells():
+    block = _block(README.read_text(encoding="utf-8"))
+    rows = [line for line in block.splitlines() if line.startswith("| ") and not line.startswith(("| seed claim", "| ---"))]
+    assert len(rows) == len(claims.CLAIMS)
+    for row, claim in zip(rows, claims.CLAIMS):
+        cells = row.split(" | ")
+        assert cells[0] == f"| {claim.claim}" and len(cells) == 5, row
+        assert len(cells[2].split()) <= 12, f"verdict word cell too long: {cells[2]!r}"
+        assert len(row.split()) <= 120, f"README claims row of {len(row.split())} words: {claim.claim!r}"
+    page = claims.claims_page(RESULTS)
+    assert "about 25 seeds would decide it" in page and "about 25 seeds" not in block  # the detail lives in the page
+
+
 def test_every_file_the_rows_read_is_committed_and_listed():
     listing = (RESULTS / "README.md").read_text(encoding="utf-8")
     for name in sorted({f for c in claims.CLAIMS for f in c.files}):
@@ -42,10 +60,14 @@ def test_every_file_the_rows_read_is_committed_and_listed():
 def test_cli_check_detects_a_stale_readme(tmp_path, capsys):
     readme = tmp_path / "README.md"
     readme.write_text("intro\n" + claims.claims_table(RESULTS).replace("**reproduced**", "**typed**", 1) + "\nend\n")
-    assert claims.main(["--results", str(RESULTS), "--readme", str(readme), "--check"]) == 1
-    assert claims.main(["--results", str(RESULTS), "--readme", str(readme)]) == 0
-    assert claims.main(["--results", str(RESULTS), "--readme", str(readme), "--check"]) == 0
+    page = ["--page", str(tmp_path / "claims.md")]
+    assert claims.main(["--results", str(RESULTS), "--readme", str(readme), "--check"] + page) == 1
+    assert claims.main(["--results", str(RESULTS), "--readme", str(readme)] + page) == 0
+    assert claims.main(["--results", str(RESULTS), "--readme", str(readme), "--check"] + page) == 0
     assert readme.read_text().startswith("intro\n") and readme.read_text().endswith("\nend\n")
+    (tmp_path / "claims.md").write_text((tmp_path / "claims.md").read_text().replace("**reproduced**", "**typed**", 1))
+    assert claims.main(["--results", str(RESULTS), "--readme", str(readme), "--check"] + page) == 1  # a stale page
+    assert "claims.md" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------------

@@ -77,8 +77,7 @@ def test_registry_help_is_plain():
 
 def test_readme_is_a_front_page():
     lines = README.read_text(encoding="utf-8").splitlines()
-    # 160 until issue 29 added a command row, a claims row, a docs row and the 5-line "Diagnose your own model" section
-    assert len(lines) <= 170, f"README has {len(lines)} lines; move detail into docs/"
+    assert len(lines) <= 160, f"README has {len(lines)} lines; move detail into docs/"
     start = next(i for i, line in enumerate(lines) if line.startswith("## Quick start"))
     claims = next(i for i, line in enumerate(lines) if line.startswith("## What reproduces"))
     assert start < 40 and claims < 60, "Quick start and the claims table must be visible near the top"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 
-from initlab.app.docgen.claim_rows import Claim, Results, b, seeds_text
+from initlab.app.docgen.claim_rows import Claim, Headline, Results, b, seeds_text
 from initlab.evidence import diagnose_claims, rules
 from initlab.evidence.rules import NOT_RUN
 
-__all__ = ["DIAGNOSE", "CLAIMS", "diagnose_row"]
+__all__ = ["DIAGNOSE", "CLAIMS", "diagnose_row", "diagnose_headline"]
 
 DIAGNOSE = "diagnose_validation/records.json"
 
@@ -40,7 +40,21 @@ def diagnose_row(r: Results) -> str:
     return out
 
 
+def diagnose_headline(r: Results) -> Headline:
+    """The README's cells: the all-of word, and the rule's hits out of the decided settings with the seeds."""
+    rec = r[DIAGNOSE]
+    v = diagnose_claims.predicts_gain(rec)
+    if v.word == NOT_RUN:
+        return Headline(b(NOT_RUN), "—")
+    c = diagnose_claims.confusion(rec)
+    right = len(c["table"][("helps", "helps")] + c["table"][("does not help", "does not help")])
+    decided = sum(len(x) for x in c["table"].values())
+    seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
+    return Headline(b(v.word), f"rule right on {right} of {decided} decided settings ({len(rec['settings'])} run; "
+                                f"{len(seeds)} seeds)")
+
+
 CLAIMS: list[Claim] = [
     Claim("initlab's diagnosis predicts SPT's gain", "no seed number (initlab's own claim)",
-          "[diagnose](docs/diagnose.md)", (DIAGNOSE,), diagnose_row),
+          "[diagnose](docs/diagnose.md)", (DIAGNOSE,), diagnose_row, headline=diagnose_headline),
 ]

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from initlab.app.docgen.claim_rows import Claim, Results, b, one, seeds_text
+from initlab.app.docgen.claim_rows import Claim, Headline, Results, b, headline, one, seeds_text
 from initlab.evidence import lra_claims
 from initlab.evidence.rules import NOT_RUN
 
@@ -27,7 +27,14 @@ def lra_row(r: Results) -> str:
     return text_
 
 
+def lra_headline(r: Results) -> Headline:
+    g = lra_claims.listops_gain(r[LRA])
+    h = headline([("CPU ListOps SPT − scratch", g, "points")])
+    return Headline(f"{b(NOT_RUN)} at LRA scale; CPU ListOps: {h.word}", h.estimate)
+
+
 CLAIMS: list[Claim] = [
     Claim("SPT vs from scratch on the five LRA tasks (Transformer)",
-          "from scratch 36.4/64.3/57.5/42.4/71.4, SPT 59.2/88.8/90.4/76.0/88.5", "[LRA](docs/lra.md)", (LRA,), lra_row),
+          "from scratch 36.4/64.3/57.5/42.4/71.4, SPT 59.2/88.8/90.4/76.0/88.5", "[LRA](docs/lra.md)", (LRA,), lra_row,
+          headline=lra_headline),
 ]

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Results, b, one, seeds_text
+from initlab.app.docgen.claim_rows import Claim, Headline, Results, b, headline, one, seeds_text
 from initlab.config import from_dict
 from initlab.evidence import rules, spt_claims, text
 from initlab.evidence.rules import NOT_RUN, Verdict
@@ -202,15 +202,64 @@ def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+def _headline(r: Results, cell) -> Headline:
+    """The README cells from the strongest run present (``full`` before ``default``)."""
+    runs = spt_runs(r)
+    if not runs:
+        return Headline(b(NOT_RUN), "—")
+    label, s, vs = runs[0]
+    return cell(s, vs)
+
+
+def proximity_headline(r: Results) -> Headline:
+    def cell(s, vs):
+        v = vs["proximity"]
+        if not v.parts:
+            return headline([("proximity mass", v, "mass")])
+        return headline([("SPT − scratch proximity mass", v.parts[0], "mass"),
+                         ("scratch, end − start of fine-tuning", v.parts[1], "mass")], word=b(v.word))
+    return _headline(r, cell)
+
+
+def spt_gain_headline(r: Results) -> Headline:
+    return _headline(r, lambda s, vs: headline([("SPT − scratch", vs["spt_gain"], "points")]))
+
+
+def attention_weights_headline(r: Results) -> Headline:
+    return _headline(r, lambda s, vs: headline([("W_Q, W_K share", vs["qk"], "share"),
+                                                ("all four share", vs["qkvo"], "share")]))
+
+
+def few_epochs_other_data_headline(r: Results) -> Headline:
+    def cell(s, vs):
+        parts = [("few epochs share", vs["few_epochs"], "share")]
+        cross = vs["cross_data"]
+        if cross.word != NOT_RUN:
+            parts += [(f"other data, {n}", p, "points") for n, p in zip(("count-task inputs", "i.i.d. tokens"), cross.parts)]
+        word = f"few epochs: {b(vs['few_epochs'].word)}; other data: {b(cross.word)}"
+        return headline(parts, word=word)
+    return _headline(r, cell)
+
+
+def frozen_ffn_headline(r: Results) -> Headline:
+    return _headline(r, lambda s, vs: headline([("frozen attention − scratch", vs["frozen_attn"], "points"),
+                                                ("FFN only − scratch", vs["ffn"], "points")]))
+
+
 CLAIMS: list[Claim] = [
     Claim("Self-pretraining learns a proximity (relative-position) attention pattern from sinusoidal positions; label "
-          "training does not", "mechanism", SPT_DOCS, (), proximity_row, optional=_SPT_FILES),
+          "training does not", "mechanism", SPT_DOCS, (), proximity_row, optional=_SPT_FILES,
+          headline=proximity_headline),
     Claim("Self-pretraining gives a large accuracy gain over training from scratch, already at one layer",
-          "LRA: +17 (Pathfinder) to +34 points (Image)", SPT_DOCS, (), spt_gain_row, optional=_SPT_FILES),
+          "LRA: +17 (Pathfinder) to +34 points (Image)", SPT_DOCS, (), spt_gain_row, optional=_SPT_FILES,
+          headline=spt_gain_headline),
     Claim("Initialising W_Q, W_K (or all attention weights) from SPT recovers most of the gain", "most of the gain",
-          SPT_DOCS, (), attention_weights_row, optional=_SPT_FILES),
+          SPT_DOCS, (), attention_weights_row, optional=_SPT_FILES,
+          headline=attention_weights_headline),
     Claim("The gain appears after few SPT epochs, and with SPT on other data", "gains in the ablations", SPT_DOCS,
-          (), few_epochs_other_data_row, optional=_SPT_FILES),
+          (), few_epochs_other_data_row, optional=_SPT_FILES,
+          headline=few_epochs_other_data_headline),
     Claim("Attention frozen at init fine-tunes about as well as attention trained from labels; the FFN alone carries "
-          "nothing", "ablations", SPT_DOCS, (), frozen_ffn_row, optional=_SPT_FILES),
+          "nothing", "ablations", SPT_DOCS, (), frozen_ffn_row, optional=_SPT_FILES,
+          headline=frozen_ffn_headline),
 ]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Results, b
+from initlab.app.docgen.claim_rows import Claim, Headline, Results, b
 from initlab.evidence import theory_claims
 
-__all__ = ["THEORY", "CLAIMS", "theory_row"]
+__all__ = ["THEORY", "CLAIMS", "theory_row", "theory_headline"]
 
 THEORY = "theory_verify.json"
 #: a measured blind fraction above this is "not blind" (float64 rounding is ~1e-16)
@@ -47,7 +47,17 @@ def theory_row(r: Results) -> str:
             f"blind fraction {per_mask:.2f} over verify's {cfg['cases']} random T6 cases), its expectation is; {scope}")
 
 
+def theory_headline(r: Results) -> Headline:
+    v = r[THEORY]
+    st, verdict = v["statements"], theory_claims.theorem(v)
+    passed = sum(s["verdict"] == "PASS" for s in st)
+    closest = f"; closest check {verdict.margin:.0f}x inside its tolerance" if not verdict.reason else ""
+    return Headline(b(verdict.word), f"{passed} of {len(st)} statements pass, {v['config']['cases']} random cases each"
+                                     f"{closest}")
+
+
 CLAIMS: list[Claim] = [
     Claim("At uniform attention the label-loss score gradient under mean pooling is query-blind (`1 g^T`); masked "
-          "reconstruction's is not", "theorem", "[theory](docs/theory.md)", (THEORY,), theory_row),
+          "reconstruction's is not", "theorem", "[theory](docs/theory.md)", (THEORY,), theory_row,
+          headline=theory_headline),
 ]
