@@ -50,8 +50,8 @@ def diagnose_headline(r: Results) -> Headline:
     right = len(c["table"][("helps", "helps")] + c["table"][("does not help", "does not help")])
     decided = sum(len(x) for x in c["table"].values())
     seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
-    return Headline(b(v.word), f"rule right on {right} of {decided} decided settings ({len(rec['settings'])} run; "
-                                f"{len(seeds)} seeds)")
+    return Headline(b(v.word), f"rule right on {right} of {decided} decided settings, undecided on "
+                                f"{len(c['undecided'])} of {len(rec['settings'])} ({len(seeds)} seeds)")
 
 
 CLAIMS: list[Claim] = [
