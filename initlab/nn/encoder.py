@@ -8,7 +8,7 @@ Layout, readable top to bottom (letters: B batch, T length, d width, H heads, V 
       -> n_layers x Block:   x = x + W_O softmax(S) (x W_V),   S = (x W_Q)(x W_K)^T / sqrt(d/H)   (pre-norm)
                              x = x + FFN(x)
       -> ln_f -> H (B, T, d)
-      -> classify:    length-aware mean over real tokens -> cls_head -> (B, n_classes)
+      -> classify:    length-aware mean over real tokens (or H[:, 0]) -> cls_head -> (B, n_classes)
       -> reconstruct: mlm_head per position               -> (B, T, V)   (masked reconstruction, SPT)
 
 Attention keeps separate ``W_Q, W_K, W_V, W_O`` (``nn.Linear(d, d)``) because hybrid initialisation and
@@ -66,6 +66,8 @@ class ModelConfig:
     pos_encoding: Literal["sinusoidal", "none"] = "sinusoidal"  # additive, fixed
     pad_id: int = 0
     n_classes: int = 2
+    pooling: Literal["mean", "cls"] = "mean"  # classifier input: length-aware mean, or the first position's state
+    proximity_bias: float = 0.0  # m >= 0: a fixed ALiBi-like score bias -m |i - j| (a proximity prior; 0 = none)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff", "n_classes"):
@@ -78,6 +80,11 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.dropout: expected a float in [0, 1), got {self.dropout!r}")
         if self.pos_encoding not in ("sinusoidal", "none"):
             raise ValueError(f"ModelConfig.pos_encoding: expected 'sinusoidal' or 'none', got {self.pos_encoding!r}")
+        if self.pooling not in ("mean", "cls"):
+            raise ValueError(f"ModelConfig.pooling: expected 'mean' or 'cls', got {self.pooling!r}")
+        if isinstance(self.proximity_bias, bool) or not isinstance(self.proximity_bias, (int, float)) \
+                or not 0.0 <= self.proximity_bias < float("inf"):
+            raise ValueError(f"ModelConfig.proximity_bias: expected a finite number >= 0, got {self.proximity_bias!r}")
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"ModelConfig.pad_id: expected 0 <= pad_id < vocab_size={self.vocab_size}, got {self.pad_id}")
 
@@ -101,15 +108,18 @@ class Attention(nn.Module):
     """Multi-head self-attention with separate ``W_Q, W_K, W_V, W_O`` (each ``nn.Linear(d, d)``).
 
     ``S_h = (x W_Q)_h (x W_K)_h^T / sqrt(d/H)``, ``A_h = softmax_j(S_h)`` over non-pad keys,
-    ``y = concat_h(A_h (x W_V)_h) W_O`` (Vaswani et al. 2017, eq. 1-2).
+    ``y = concat_h(A_h (x W_V)_h) W_O`` (Vaswani et al. 2017, eq. 1-2). With ``proximity_bias = m > 0`` the
+    scores get the fixed bias ``-m |i - j|`` (ALiBi, Press et al., arXiv:2108.12409, eq. in §3, one slope for
+    every head): attention is then concentrated near the diagonal already at initialisation.
     """
 
-    def __init__(self, d_model: int, n_heads: int = 1, dropout: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int = 1, dropout: float = 0.0, proximity_bias: float = 0.0):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"n_heads: must divide d_model={d_model}, got {n_heads}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout = dropout
+        self.proximity_bias = float(proximity_bias)
         self.W_Q = nn.Linear(d_model, d_model)
         self.W_K = nn.Linear(d_model, d_model)
         self.W_V = nn.Linear(d_model, d_model)
@@ -150,11 +160,20 @@ class Attention(nn.Module):
             keep = tril if keep is None else keep & tril
         q, k, v = self.split_heads(self.W_Q(x)), self.split_heads(self.W_K(x)), self.split_heads(self.W_V(x))
         p = self.dropout if self.training else 0.0
+        bias = None  # (T, T) float: -m |i - j|
+        if self.proximity_bias:
+            idx = torch.arange(T, device=x.device)
+            bias = -self.proximity_bias * (idx[:, None] - idx[None, :]).abs().to(q.dtype)
         if not return_attn:  # fast path
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p)
+            mask = keep
+            if bias is not None:
+                mask = bias if keep is None else bias.masked_fill(~keep, float("-inf"))
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
             attn = None
         else:  # reference path: explicit scores and softmax
             S = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, H, T, T)
+            if bias is not None:
+                S = S + bias
             self.last_scores = S
             if keep is not None:
                 S = S.masked_fill(~keep, float("-inf"))
@@ -176,7 +195,7 @@ class Block(nn.Module):
         super().__init__()
         d = cfg.d_model
         self.cfg = cfg
-        self.attn = Attention(d, cfg.n_heads, cfg.dropout)
+        self.attn = Attention(d, cfg.n_heads, cfg.dropout, cfg.proximity_bias)
         self.ln1 = nn.LayerNorm(d) if cfg.use_layernorm else nn.Identity()
         self.ln2 = nn.LayerNorm(d) if (cfg.use_layernorm and cfg.use_ffn) else nn.Identity()
         if cfg.use_ffn:
@@ -279,9 +298,14 @@ class SequenceTransformer(nn.Module):
         """Length-aware mean over real tokens: ``(B, T, d)``, mask ``(B, T)`` True = real -> ``(B, d)``."""
         return mean_pool(H, pad_mask)
 
+    def pooled(self, H: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The classifier's input ``(B, d)`` from ``H (B, T, d)``: :meth:`pool` (``cfg.pooling = "mean"``) or the
+        first position's state ``H[:, 0]`` (``"cls"``: the data put a CLS token there)."""
+        return H[:, 0] if self.cfg.pooling == "cls" else mean_pool(H, pad_mask)
+
     def classify(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Class logits ``(B, n_classes)`` from the mean-pooled encoding."""
-        return self.cls_head(self.pool(self.encode(tokens, pad_mask), pad_mask))
+        return self.cls_head(self.pooled(self.encode(tokens, pad_mask), pad_mask))
 
     def reconstruct(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Masked-reconstruction logits ``(B, T, vocab_size)``, one decoder per position."""
