@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"initlab.executor"},  # runs the cells of a sweep (local processes or Dask); uses runs' RunDir
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
-    {"initlab.paper_figs"},
+    {"initlab.paper_figs", "initlab.diagnose"},
     {"initlab.synthetic", "initlab.realdata"},
     {"initlab.app"},  # the roof: everything that imports the experiments (its own layers in SUBLAYERS)
 ]
@@ -45,6 +45,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     ],
     "initlab.synthetic": [
         [("spt",), ("splade",)],  # the two experiments, independent
+        [("diagnose",)],  # the validation of initlab diagnose: runs both SPT arms with spt's training code
     ],
     "initlab.synthetic.splade": [
         [("config", "data", "model", "families", "train", "measure")],  # the pieces both SPLADE experiments use
@@ -67,7 +68,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     ],
     "initlab.app.docgen.claim_rows": [
         # one row module per evidence module, independent (their shared Claim record is the package itself)
-        [("theory_claims",), ("spt_claims",), ("lra_claims",), ("splade_claims",)],
+        [("theory_claims",), ("spt_claims",), ("lra_claims",), ("splade_claims",), ("diagnose_claims",)],
     ],
 }
 

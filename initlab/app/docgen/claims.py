@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Headline, lra_claims, splade_claims, spt_claims, theory_claims
+from initlab.app.docgen.claim_rows import Claim, Headline, diagnose_claims, lra_claims, splade_claims, spt_claims, theory_claims
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path, check_output_path
 from initlab.textio import read_json, read_text
 
@@ -43,7 +43,7 @@ class ResultsFileError(ValueError):
 
 
 #: the row modules, in table order; each mirrors its evidence module (a new claim is one entry in its ``CLAIMS``)
-ROW_MODULES = (theory_claims, spt_claims, lra_claims, splade_claims)
+ROW_MODULES = (theory_claims, spt_claims, lra_claims, splade_claims, diagnose_claims)
 CLAIMS: list[Claim] = [claim for module in ROW_MODULES for claim in module.CLAIMS]
 
 

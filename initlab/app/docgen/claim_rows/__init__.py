@@ -1,5 +1,5 @@
 """The README's claims rows, one module per evidence module of :mod:`initlab.evidence` (``theory_claims``,
-``spt_claims``, ``lra_claims``, ``splade_claims``).
+``spt_claims``, ``lra_claims``, ``splade_claims``, ``diagnose_claims``).
 
 Each row module holds its rows as :class:`Claim` records in a list ``CLAIMS`` and the functions that turn the
 loaded result files (``{file name under docs/results: parsed JSON}``) into one markdown verdict cell. No saved

@@ -83,3 +83,17 @@ def test_committed_confirmatory_results_give_every_row():
     for fn in cs.ROWS.values():
         text = fn(r)
         assert "preset `full`" in text and "9101-9105" in text and "**" in text
+
+
+def test_the_seeds_named_are_those_of_the_records():
+    """Issue 25: a row names the seeds its per-cell records hold, not the config's list."""
+    phase = _phase()
+    phase["rows"] = [row for row in phase["rows"] if row["seed"] != 9104]
+    phase["inspect"] = [x for x in phase["inspect"] if x["seed"] != 9104]
+    th = sc.SPLADEThresholds(high_norm=("modernbert",), normal_norm=("bert",))
+    phase["verdicts"] = {k: v.to_dict() for k, v in sc.evaluate_all(sc.as_raw(phase), th).items()}
+    deg = cs.degradation_row({cs.FULL: phase})
+    assert "3 seeds 9101-9103;" in deg and "(95 % t, 3 seeds)" in deg
+    del phase["verdicts"]
+    with pytest.raises(rules.VerdictRecordError):  # a record without its verdicts is an error here too
+        cs.degradation_row({cs.FULL: phase})

@@ -1,0 +1,136 @@
+"""The claim "initlab's diagnosis predicts SPT's gain", one verdict function, on the saved per-setting records.
+
+Imported as ``initlab.evidence.diagnose_claims``. Input: ``records`` as written by
+``python -m initlab.synthetic.diagnose.report`` (``docs/results/diagnose_validation/records.json``):
+``{"settings": {name: {"predicted_helps": bool, "blind_share": float, "seeds": {seed: {"scratch": acc, "spt":
+acc}}}}}`` (test accuracies as fractions at the best validation epoch). The preregistered analysis
+(docs/diagnose.md, section 2):
+
+* :func:`outcome` -- a setting's measured SPT gain ``spt − scratch`` (paired over seeds) by the gain rule
+  (:func:`initlab.evidence.rules.gain`, 95 % t-interval, δ = :data:`MIN_GAIN` = 5 points, tolerance :data:`TOL`):
+  *reproduced* = SPT helps; *partly* or *not reproduced* = it does not help by δ; *inconclusive*; fewer than
+  :data:`MIN_SEEDS` seeds = *not run*;
+* :func:`part` -- the prediction judged against that outcome: *reproduced* (they agree), *not reproduced*
+  (they disagree), *inconclusive* (the outcome is undecided);
+* :func:`predicts_gain` -- the claim: :func:`initlab.evidence.rules.all_of` over the settings with an outcome
+  (an intersection-union test: *reproduced* only if the prediction is right on every setting);
+* :func:`confusion` and :func:`correlation` -- the confusion table and the Pearson (Fisher-z 95 % interval) and
+  Spearman (bootstrap 95 % interval) correlations between predicted blind share and mean measured gain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from initlab.evidence import rules
+from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED, Verdict
+
+__all__ = ["MIN_GAIN", "TOL", "MIN_SEEDS", "gains", "outcome", "part", "predicts_gain", "confusion", "correlation"]
+
+MIN_GAIN = 0.05  # 5 points, the synthetic SPT experiment's δ
+TOL = 0.002  # one test sequence in 512
+MIN_SEEDS = 2
+
+
+def gains(rec: Mapping[str, Any]) -> list[float]:
+    """Per-seed ``spt − scratch`` test accuracy of one setting record, in seed order."""
+    seeds = rec.get("seeds") or {}
+    return [float(seeds[s]["spt"]) - float(seeds[s]["scratch"]) for s in sorted(seeds, key=int)]
+
+
+def outcome(rec: Mapping[str, Any]) -> Verdict:
+    """The measured outcome of one setting (module docstring)."""
+    d = gains(rec)
+    if len(d) < MIN_SEEDS:
+        return rules.not_run("gain", [f"{MIN_SEEDS} paired seeds (have {len(d)})"])
+    return rules.gain(d, min_gain=MIN_GAIN, tol=TOL)
+
+
+def helps(v: Verdict) -> bool | None:
+    """True (SPT helps by δ), False (it does not), None (undecided or not run)."""
+    if v.word == REPRODUCED:
+        return True
+    if v.word in (PARTLY, NOT):
+        return False
+    return None
+
+
+def part(name: str, rec: Mapping[str, Any]) -> Verdict:
+    """One setting's part of the claim: the prediction against the measured outcome (module docstring)."""
+    o = outcome(rec)
+    pred = bool(rec["predicted_helps"])
+    label = f"{name}: predicted {'helps' if pred else 'does not help'}"
+    if o.word == NOT_RUN:
+        return dataclasses.replace(o, reason=f"{label}; {o.reason}")
+    truth = helps(o)
+    if truth is None:
+        word = INCONCLUSIVE
+    else:
+        word = REPRODUCED if truth == pred else NOT
+    return dataclasses.replace(o, word=word, rule="prediction", reason=label)
+
+
+def predicts_gain(records: Mapping[str, Any]) -> Verdict:
+    """The claim's verdict: all-of over the settings that have an outcome; ``not run`` when none has."""
+    parts = [part(n, r) for n, r in records["settings"].items()]
+    have = [p for p in parts if p.word != NOT_RUN]
+    if not have:
+        return rules.not_run("all_of", [p.reason for p in parts])
+    v = rules.all_of(have, rule="all_of")
+    missing = [p.reason for p in parts if p.word == NOT_RUN]
+    return dataclasses.replace(v, reason="; ".join(missing) if missing else "")
+
+
+def confusion(records: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"table": {(predicted, measured): [settings]}, "undecided": [settings], "not_run": [settings]}`` with
+    predicted / measured in ``{"helps", "does not help"}``."""
+    table: dict[tuple[str, str], list[str]] = {(p, m): [] for p in ("helps", "does not help") for m in ("helps", "does not help")}
+    undecided, not_run = [], []
+    for n, r in records["settings"].items():
+        o = outcome(r)
+        if o.word == NOT_RUN:
+            not_run.append(n)
+            continue
+        t = helps(o)
+        if t is None:
+            undecided.append(n)
+            continue
+        table[("helps" if r["predicted_helps"] else "does not help", "helps" if t else "does not help")].append(n)
+    return {"table": table, "undecided": undecided, "not_run": not_run}
+
+
+def correlation(records: Mapping[str, Any], *, n_resamples: int = 9999, seed: int = 0) -> dict[str, float]:
+    """Pearson r (Fisher-z 95 % interval, ``scipy.stats.pearsonr``) and Spearman rho (percentile bootstrap 95 %
+    interval over settings, ``scipy.stats.bootstrap``) between the predicted blind share and the mean measured gain
+    (points) over the settings with at least :data:`MIN_SEEDS` seeds. NaN where undefined (fewer than 3 settings,
+    or a constant variable)."""
+    from scipy import stats as ss
+
+    xs, ys = [], []
+    for r in records["settings"].values():
+        d = gains(r)
+        if len(d) >= MIN_SEEDS:
+            xs.append(float(r["blind_share"]))
+            ys.append(100.0 * float(np.mean(d)))
+    out = {"n": len(xs), "pearson": math.nan, "pearson_lo": math.nan, "pearson_hi": math.nan,
+           "spearman": math.nan, "spearman_lo": math.nan, "spearman_hi": math.nan}
+    if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
+        return out
+    pr = ss.pearsonr(xs, ys)
+    ci = pr.confidence_interval(0.95)
+    out.update(pearson=float(pr.statistic), pearson_lo=float(ci.low), pearson_hi=float(ci.high))
+    out["spearman"] = float(ss.spearmanr(xs, ys).statistic)
+
+    def rho(x, y):
+        if np.ptp(x) == 0 or np.ptp(y) == 0:
+            return 0.0  # a resample with a constant variable carries no rank association
+        return ss.spearmanr(x, y).statistic
+
+    bs = ss.bootstrap((np.asarray(xs), np.asarray(ys)), rho, paired=True, vectorized=False, n_resamples=n_resamples,
+                      method="percentile", random_state=np.random.default_rng(seed))
+    out.update(spearman_lo=float(bs.confidence_interval.low), spearman_hi=float(bs.confidence_interval.high))
+    return out

@@ -1,0 +1,36 @@
+"""initlab.evidence.diagnose_claims on hand-made records."""
+
+from __future__ import annotations
+
+import math
+
+from initlab.evidence import diagnose_claims as dc
+
+
+def _rec(pred, share, pairs):
+    return {"predicted_helps": pred, "blind_share": share,
+            "seeds": {str(i): {"scratch": a, "spt": b} for i, (a, b) in enumerate(pairs)}}
+
+
+def test_right_wrong_undecided_and_not_run():
+    recs = {"settings": {
+        "helps_right": _rec(True, 0.9, [(0.5, 0.9), (0.52, 0.93), (0.5, 0.95)]),
+        "not_right": _rec(False, 0.2, [(0.9, 0.9), (0.95, 0.94), (0.97, 0.96)]),
+        "helps_wrong": _rec(True, 0.95, [(0.97, 0.96), (0.99, 0.99), (0.98, 0.97)]),
+        "noisy": _rec(True, 0.9, [(0.5, 0.9), (0.5, 0.5), (0.5, 0.7)]),
+        "one_seed": _rec(False, 0.1, [(0.5, 0.6)]),
+    }}
+    words = {n: dc.part(n, r).word for n, r in recs["settings"].items()}
+    assert words == {"helps_right": "reproduced", "not_right": "reproduced", "helps_wrong": "not reproduced",
+                     "noisy": "inconclusive", "one_seed": "not run"}
+    c = dc.confusion(recs)
+    assert c["table"][("helps", "helps")] == ["helps_right"] and c["table"][("does not help", "does not help")] == ["not_right"]
+    assert c["table"][("helps", "does not help")] == ["helps_wrong"]
+    assert c["undecided"] == ["noisy"] and c["not_run"] == ["one_seed"]
+    v = dc.predicts_gain(recs)
+    assert v.word in ("partly", "inconclusive") and "one_seed" in v.reason
+    right = {"settings": {k: recs["settings"][k] for k in ("helps_right", "not_right")}}
+    assert dc.predicts_gain(right).word == "reproduced"
+    r = dc.correlation(recs, n_resamples=199)
+    assert r["n"] == 4 and -1 <= r["pearson_lo"] <= r["pearson"] <= r["pearson_hi"] <= 1
+    assert not math.isnan(r["spearman_lo"])
