@@ -266,7 +266,7 @@ def test_spt_rows_need_a_verdict_record_and_a_summary_its_records_give():
     vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), spt_claims.SPTThresholds())
     s["verdicts"] = {k: v.to_dict() for k, v in vs.items()}
     cell = spt_rows.spt_gain_row(_spt(s))
-    assert cell.startswith("`full` (seeds 8101-8104,") and "(95 % t, 4 seeds)" in cell
+    assert cell.startswith("`full` (seeds 8101-8104,") and "(95 % t, uncorrected, 4 seeds)" in cell
 
 
 # ------------------------------------------------------------------------------------------------

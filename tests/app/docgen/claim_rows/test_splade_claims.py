@@ -93,7 +93,7 @@ def test_the_seeds_named_are_those_of_the_records():
     th = sc.SPLADEThresholds(high_norm=("modernbert",), normal_norm=("bert",))
     phase["verdicts"] = {k: v.to_dict() for k, v in sc.evaluate_all(sc.as_raw(phase), th).items()}
     deg = cs.degradation_row({cs.FULL: phase})
-    assert "3 seeds 9101-9103;" in deg and "(95 % t, 3 seeds)" in deg
+    assert "3 seeds 9101-9103;" in deg and "(95 % t, uncorrected, 3 seeds)" in deg
     del phase["verdicts"]
     with pytest.raises(rules.VerdictRecordError):  # a record without its verdicts is an error here too
         cs.degradation_row({cs.FULL: phase})
