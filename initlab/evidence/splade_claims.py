@@ -455,7 +455,7 @@ def landscape_regret(raw: Raw, th: SPLADEThresholds, rule: str = "inspect") -> V
     or naming the missing cells."""
     on, n_all = _matters(raw, th)
     if not on:
-        return rules.not_run("equivalence", [_flat_reason(n_all, th)])
+        return Verdict(NOT_RUN, "equivalence", reason=_flat_reason(n_all, th))
     reg = [r[f"regret_{rule}"] for r in on]
     if any(v is None for v in reg):
         return rules.not_run("equivalence", [f"the {rule} rule's k in the grid for every backbone where k matters"])
@@ -468,7 +468,7 @@ def landscape_rule_difference(raw: Raw, th: SPLADEThresholds, a: str = "edge", b
     backbones where k matters only; ``not run`` as in :func:`landscape_regret`."""
     on, n_all = _matters(raw, th)
     if not on:
-        return rules.not_run("gain", [_flat_reason(n_all, th)])
+        return Verdict(NOT_RUN, "gain", reason=_flat_reason(n_all, th))
     pairs = [(r[f"regret_{a}"], r[f"regret_{b}"]) for r in on]
     if any(x is None or y is None for x, y in pairs):
         return rules.not_run("gain", [f"the {a} and {b} rules' k in the grid where k matters"])
