@@ -48,8 +48,8 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("spt",), ("splade",)],  # the two experiments, independent
     ],
     "initlab.synthetic.splade": [
-        [("config", "data", "model", "families", "train", "measure")],  # the pieces both SPLADE experiments use
-        [("inflation",), ("phase",), ("calibration",)],  # the inflation sweep, the phase diagram and the collapse
+        [("config", "data", "domains", "model", "families", "train", "measure")],  # the pieces the SPLADE experiments use
+        [("inflation",), ("phase",), ("calibration",), ("ood",)],  # the inflation sweep, the phase diagram and the collapse
         # calibration (which reads the phase diagram's saved files only), independent
     ],
 }
