@@ -16,7 +16,8 @@ Vocabulary (``vocab_size`` ids, special tokens included; every count is determin
 A document of domain ``c`` has ``doc_len_min``..``doc_len_max`` words (uniform): ``key_concepts`` key
 concepts drawn from ``c``'s concept distribution (without replacement), each with its own *document surface*
 (drawn from the concept's surface distribution). Each word is, with probability ``p_key``, a mention of a key
-concept (its document surface with probability ``surface_consistency``, else any surface of it), with
+concept (its document surface with probability ``surface_consistency``, else any surface of it; each document
+surface occurs at least once, replacing a word that is no key concept's document surface), with
 ``p_domain`` another concept of ``c`` (concept and surface Zipfian), else a general word (``c``'s ranking).
 A query is made from one source document: ``query_concepts`` of its key concepts, each written with a surface
 *other than the document's* with probability ``p_synonym`` (uniform over the other surfaces), else the
@@ -218,9 +219,12 @@ def make_domain_corpus(c: DomainCorpusConfig) -> DomainCorpus:
                     toks.append(words[d][int(dom_c[t])][int(dom_s[t])])
                 else:
                     toks.append(general[gen_rank[d][int(gen_w[t])]])
-            for j in range(c.key_concepts):  # every key concept is mentioned at least once, with its surface
-                if not any(t in words[d][keys[j]] for t in toks):
-                    toks[int(doc_rng.integers(length))] = words[d][keys[j]][surf[j]]
+            for j in range(c.key_concepts):  # every key concept's document surface occurs at least once
+                w = words[d][keys[j]][int(surf[j])]
+                if w not in toks:
+                    free = [t for t, x in enumerate(toks) if not any(x == words[d][keys[i]][int(surf[i])]
+                                                                      for i in range(c.key_concepts))]
+                    toks[free[int(doc_rng.integers(len(free)))]] = w
             docs[did] = " ".join(toks)
             doc_domain[did] = d
             doc_keys[did] = [(int(k), int(s)) for k, s in zip(keys, surf)]
