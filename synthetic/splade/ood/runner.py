@@ -102,7 +102,8 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
     ``ndcg_select`` / ``ndcg_test`` = out-of-domain nDCG@10 (mean over the held-out domains) on the two query halves
     at the stop; ``id_select`` / ``id_test`` the in-domain dev set's; ``init_infonce``, ``final_infonce`` (the
     in-domain dev loss at the stop), ``steps``, ``stopped_by``, ``collapsed``, ``failed``; ``ood_at`` /
-    ``id_at`` ``{step: nDCG@10 test half}`` at the checkpoints (a length past the stop has the stop's value)."""
+    ``id_at`` ``{step: nDCG@10 test half}`` and ``ood_select_at`` / ``id_select_at`` (select half) at the checkpoints
+    and the stop (a length past the stop has the stop's value: the model the rule kept)."""
     out = []
     for f in cfg.families:
         for k in cfg.ks:
@@ -112,11 +113,12 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
                 tr = c.get("training") or {}
                 ood, dev = fin.get("ood_mean", {}), fin.get("dev", {})
                 cps = {int(st): v for st, v in (tr.get("checkpoints") or {}).items()}
-                at_ood, at_id = {}, {}
+                at_ood, at_id, sel_ood, sel_id = {}, {}, {}, {}
                 for L in sorted(set(cfg.checkpoints) | set(cps)):
                     src = cps.get(L) or (fin if tr and L >= tr.get("steps", 0) else None)
                     if src:
                         at_ood[str(L)], at_id[str(L)] = src["ood_mean"]["ndcg_test"], src["dev"]["ndcg_test"]
+                        sel_ood[str(L)], sel_id[str(L)] = src["ood_mean"]["ndcg_select"], src["dev"]["ndcg_select"]
                 out.append({"family": f, "mode": "tied", "s": 1.0, "k": float(k), "seed": s,
                             "ndcg_select": ood.get("ndcg_select"), "ndcg_test": ood.get("ndcg_test"),
                             "id_select": dev.get("ndcg_select"), "id_test": dev.get("ndcg_test"),
@@ -125,7 +127,8 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
                             "collapsed": bool(c.get("collapse")), "failed": bool(c.get("failed")),
                             "d_active_dims": fin.get("d_active_dims"), "q_active_dims": fin.get("q_active_dims"),
                             "head_frobenius": c.get("head_frobenius"), "cpu_seconds": c.get("cpu_seconds"),
-                            "cpu_seconds_per_step": c.get("cpu_seconds_per_step"), "ood_at": at_ood, "id_at": at_id})
+                            "cpu_seconds_per_step": c.get("cpu_seconds_per_step"), "ood_at": at_ood, "id_at": at_id,
+                            "ood_select_at": sel_ood, "id_select_at": sel_id})
     return out
 
 

@@ -120,3 +120,45 @@ def test_tiny_run_end_to_end(tmp_path):
     assert "OOD synthetic SPLADE" in (rd.root / "summary.md").read_text()
     again = run_ood(tmp_path / "run2", cfg, workers=1, progress=False)  # deterministic
     assert read_json(again.root / "results.json")["rows"][0]["ndcg_test"] == rep["rows"][0]["ndcg_test"]
+
+
+def _report(V, losses):
+    """A results.json with bert / modernbert at k in {1, 4}: ``losses[(family, domain)] = {length: loss}``."""
+    rows = []
+    for fam in ("bert", "modernbert"):
+        for k in (1.0, 4.0):
+            at = {dom: {str(L): 0.5 + (l if k == 4.0 else 0.0) for L, l in losses[(fam, dom)].items()} for dom in ("ood", "id")}
+            rows.append({"family": fam, "k": k, "seed": 0, "ood_at": at["ood"], "ood_select_at": at["ood"],
+                         "id_at": at["id"], "id_select_at": at["id"]})
+    return {"config": {"corpus": {"vocab_size": V}, "claims": {"high_norm": ["roberta", "modernbert"],
+                                                               "normal_norm": ["bert", "albert"]}},
+            "rows": rows, "cap_bound": 1, "trained": 4, "bm25": {"bm25_seed=0": {"seed": 0, "ood_mean": {"ndcg_test": 0.4},
+                                                                                  "dev": {"ndcg_test": 0.45}}}}
+
+
+def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
+    import json
+
+    from initlab.synthetic.splade.ood.map import build_map
+
+    losses = {("modernbert", "ood"): {100: 0.02, 300: 0.08}, ("modernbert", "id"): {100: 0.01, 300: 0.03},
+              ("bert", "ood"): {100: 0.0, 300: 0.01}, ("bert", "id"): {100: 0.06, 300: 0.0}}
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "results.json").write_text(json.dumps(_report(2048, losses)))
+    m = build_map([d])
+    assert m["exploratory"] and len(m["points"]) == 2 * 2 * 2
+    assert [(c["length"], c["domain"]) for c in m["region"]] == [(300, "ood")]  # modernbert loses 0.08, bert 0.01
+    assert (m["nearest_miss"]["length"], m["nearest_miss"]["domain"]) == (300, "id")  # gap 0.03: the largest outside
+    # k = 4 no longer helps modernbert out of domain at 300 steps: no region, the nearest miss says where it was closest
+    losses[("modernbert", "ood")][300] = 0.04
+    (d / "results.json").write_text(json.dumps(_report(2048, losses)))
+    m = build_map([d])
+    assert m["region"] == [] and m["nearest_miss"]["gap"] == pytest.approx(0.03)
+    from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
+
+    (tmp_path / "map.json").write_text(json.dumps(m))
+    (png,) = draw_map(tmp_path)
+    assert png.name == "splade_ood_map.png" and png.stat().st_size > 10_000
+    with pytest.raises(FileNotFoundError, match="results.json"):
+        build_map([tmp_path / "nothing"])
