@@ -42,11 +42,12 @@ def corpus_for(cfg: OODConfig, seed: int) -> DomainCorpus:
 
 
 def pretrain(folder: str, family: str, cfg: OODConfig, seed: int, on_step: Any = None) -> str:
-    """MLM-pretrain (or reuse) ``family``'s backbone in ``folder`` on every document of the seed's corpus."""
+    """MLM-pretrain (or reuse) ``family``'s backbone in ``folder`` on every document of the seed's corpus, the head
+    computed at the masked positions only (the same loss; :func:`initlab.synthetic.splade.model.sparse_mlm_loss`)."""
     with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
         warnings.simplefilter("ignore")
         return str(prepare_family_backbone(Path(folder), family, corpus_for(cfg, seed), backbone_for(cfg, family), seed,
-                                           on_step=on_step))
+                                           on_step=on_step, sparse_mlm=True))
 
 
 def _load(backbone_dir: Path, cfg: OODConfig, seed: int):

@@ -157,7 +157,8 @@ _GRID = ("families", "ks", "seeds", "claims", "backbone", "family_backbones")
 
 def pretrain_key(cfg: OODConfig, family: str, seed: int) -> dict[str, Any]:
     """What a backbone depends on: family, seed, its recipe and the corpus."""
-    return {"family": family, "seed": seed, "backbone": to_dict(backbone_for(cfg, family)), "corpus": to_dict(cfg.corpus)}
+    return {"family": family, "seed": seed, "backbone": to_dict(backbone_for(cfg, family)), "corpus": to_dict(cfg.corpus),
+            "mlm_head": "masked positions only"}
 
 
 def train_key(cfg: OODConfig, family: str, k: float, seed: int) -> dict[str, Any]:
