@@ -46,7 +46,7 @@ import numpy as np
 
 from initlab.synthetic.splade.data import SPECIAL_TOKENS
 
-__all__ = ["DomainCorpusConfig", "EvalSet", "DomainCorpus", "make_domain_corpus", "vocabulary_layout"]
+__all__ = ["DomainCorpusConfig", "EvalSet", "DomainCorpus", "make_domain_corpus", "vocabulary_layout", "token_stats"]
 
 
 @dataclass(frozen=True)
