@@ -2,8 +2,8 @@
 
 Runs the cells of the chosen stages in this process, one torch thread, into a temporary folder, through
 :func:`initlab.executor.run_cells`, and prints for each kind of cell its CPU seconds per unit: the numbers
-``initlab.stages.THEORY_SECONDS``, ``initlab.synthetic.splade.phase.runner.STEP_SECONDS`` /
-``MLM_STEP_SECONDS``, ``initlab.stages.SCORE_SCALE_CELL_SECONDS`` and
+``initlab.theory.verify.stage.THEORY_SECONDS``, ``initlab.synthetic.splade.phase.runner.STEP_SECONDS`` /
+``MLM_STEP_SECONDS``, ``initlab.theory.score_scale.stage.CELL_SECONDS`` and
 ``initlab.synthetic.spt.plan.REFERENCE_EPOCH_SECONDS`` (``--stages spt``: a few epochs of SPT and of fine-tuning
 per model shape, CPU seconds per epoch) hold. CPU seconds, not wall seconds:
 on shared cores the wall time of a cell depends on the load, its CPU time much less. Also prints
@@ -33,13 +33,13 @@ def speed_line() -> str:
 
 
 def bench_theory(preset: str, tmp: Path) -> None:
-    from initlab import stages
     from initlab.executor import run_cells
     from initlab.runs import RunDir
     from initlab.theory.verify import runner as verify
+    from initlab.theory.verify import stage as theory_stage
 
     cfg = verify.PRESETS[preset]
-    cells = stages.theory_cells(cfg)
+    cells = theory_stage.cells(cfg)
     rep = run_cells(RunDir(tmp / "theory"), cells, workers=1, progress=False)
     print(f"theory ({preset}: {cfg.cases} cases, symbolic {cfg.symbolic}): CPU s per statement (derivation, checks "
           "scaled to 20 cases), from the wall split the cell recorded")
@@ -69,7 +69,7 @@ def bench_splade(preset: str, tmp: Path) -> None:
 
 
 def bench_score_scale(preset: str, tmp: Path) -> None:
-    from initlab import stages
+    from initlab.app import stages
     from initlab.theory.score_scale import closed_form
 
     cfg = closed_form.PRESETS[preset]

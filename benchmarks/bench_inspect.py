@@ -56,7 +56,7 @@ def build_checkpoint(folder: Path) -> int:
 
 def run_inspect(path: Path) -> None:
     """The full ``initlab mlmhead inspect PATH`` command, output discarded."""
-    from initlab.commands.mlmhead import inspect_main
+    from initlab.app.commands.mlmhead import inspect_main
 
     with contextlib.redirect_stdout(io.StringIO()):
         rc = inspect_main([str(path)])
@@ -91,7 +91,7 @@ def main() -> int:
         n_params = build_checkpoint(tmp)
         print(f"built random bert-base masked LM: {n_params / 1e6:.1f}M parameters in {time.perf_counter() - t0:.1f} s")
         path = tmp / "bert-base-random"
-        import initlab.commands.mlmhead  # noqa: F401  (imports outside the timing, for both sides alike)
+        import initlab.app.commands.mlmhead  # noqa: F401  (imports outside the timing, for both sides alike)
 
         cmp = interleaved({"inspect": lambda: run_inspect(path), "reference": lambda: run_reference(path)},
                           baseline="reference", repeats=args.repeats, warmup=args.warmup)

@@ -22,7 +22,9 @@ the interruption message on Ctrl-C.
 
 Cell functions have the signature ``fn(root, name, args, progress) -> result`` (``root``: the run folder
 as a string; ``args``: the cell's JSON-able arguments; ``progress``: a :class:`Progress`; ``result``:
-JSON-able). They are named ``"package.module:function"`` so any worker can import them.
+JSON-able). A cell holds its function itself (a module-level function: a reader or a tool follows it from the
+plan to its code); what travels to a worker is its name, ``"package.module:function"`` (:attr:`Cell.target`), which
+the worker imports, so the local pool and Dask pickle only strings.
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from initlab.runs import DivergenceError, NonFiniteError, RunDir
+from initlab.runs import DivergenceError, NonFiniteError, RunDir, cell_file
 from initlab.textio import read_text
 
-__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "run_cells",
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells", "run_cells",
            "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
 
 
@@ -56,8 +58,8 @@ class Cell:
 
     Attributes:
         name: unique in the run; the RunDir cell name (``cells/<name>.json``).
-        fn: ``"package.module:function"``, importable by name in any worker; called as
-            ``fn(root, name, args, progress)`` and returning the JSON-able result.
+        fn: the cell function, a module-level function (or its name ``"package.module:function"``), importable by
+            name in any worker; called as ``fn(root, name, args, progress)`` and returning the JSON-able result.
         args: the JSON-able arguments of the cell (they travel to the worker).
         key: the config the result depends on (:meth:`initlab.runs.RunDir.save_cell`'s key guard).
         needs: names of cells that must be finished first (e.g. the pretraining a fine-tuning loads).
@@ -68,7 +70,7 @@ class Cell:
     """
 
     name: str
-    fn: str
+    fn: Callable[..., Any] | str
     args: Mapping[str, Any]
     key: Any
     needs: tuple[str, ...] = ()
@@ -79,13 +81,29 @@ class Cell:
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("Cell.name: expected a non-empty name")
-        if ":" not in self.fn or not all(self.fn.split(":", 1)):
+        target = self.target
+        if ":" not in target or not all(target.split(":", 1)):
             raise ValueError(f"Cell {self.name}: fn: expected 'package.module:function', got {self.fn!r}")
         if not (self.units >= 0 and self.unit_seconds >= 0):
             raise ValueError(f"Cell {self.name}: units and unit_seconds: expected >= 0, got {self.units}, {self.unit_seconds}")
         if self.max_units is not None and self.max_units < self.units:
             raise ValueError(f"Cell {self.name}: max_units ({self.max_units}) < units ({self.units})")
         object.__setattr__(self, "needs", tuple(self.needs))
+
+    @property
+    def target(self) -> str:
+        """``"package.module:function"``: the name a worker imports :attr:`fn` by.
+
+        Raises:
+            ValueError: ``fn`` is a function that cannot be imported by that name (a nested function, a lambda,
+                a function of ``__main__``).
+        """
+        if isinstance(self.fn, str):
+            return self.fn
+        module, qualname = getattr(self.fn, "__module__", None), getattr(self.fn, "__qualname__", "")
+        if not module or module == "__main__" or getattr(sys.modules.get(module), qualname, None) is not self.fn:
+            raise ValueError(f"Cell {self.name}: fn: expected a module-level function importable by name, got {self.fn!r}")
+        return f"{module}:{qualname}"
 
     @property
     def expected_seconds(self) -> float:
@@ -177,6 +195,16 @@ def default_workers() -> int:
     except (OSError, ValueError):
         pass
     return max(1, n)
+
+
+def remaining_cells(out_dir: Any, cells: Sequence[Cell]) -> list[Cell]:
+    """The cells of ``cells`` without a saved result in the run folder ``out_dir`` (none when it is finished:
+    ``DONE``); nothing is created or checked, so it is safe before a run, for :func:`estimate`."""
+    from pathlib import Path
+
+    if (Path(out_dir) / "DONE").exists():
+        return []
+    return [c for c in cells if not cell_file(out_dir, c.name).exists()]
 
 
 def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0, startup: float = 0.0) -> tuple[float, float]:
@@ -631,7 +659,7 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         elif workers == 1:
             _run_inline(root, todo, bar, rep, on_error)
         else:
-            modules = sorted({c.fn.split(":", 1)[0] for c in todo} | set(preload))
+            modules = sorted({c.target.split(":", 1)[0] for c in todo} | set(preload))
             _run_pool(root, todo, workers, modules, bar, rep, on_error, gpus)
     finally:
         bar.close()  # before any interruption message: no stale bar is redrawn after it
@@ -730,7 +758,7 @@ def _run_inline(root: str, todo: Sequence[Cell], bar: _Bar, rep: ExecutionReport
                     continue
                 prog = Progress(c.name, lambda ev: bar.event(*ev))
                 try:
-                    out = _execute(root, c.name, c.fn, c.args, c.key, prog, in_worker=False)
+                    out = _execute(root, c.name, c.target, c.args, c.key, prog, in_worker=False)
                 except Exception as err:  # noqa: BLE001 - handed to the on_error policy
                     lost |= _failure(rep, todo, c, None, err, on_error)
                     continue
@@ -791,7 +819,7 @@ def _run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[s
                     pending.remove(c)
                 elif all(n in ended or n not in by_name for n in c.needs):
                     with _sigint_ignored_in_children():  # submit() may start a worker process
-                        fut = pool.submit(_pool_execute, root, c.name, c.fn, c.args, c.key)
+                        fut = pool.submit(_pool_execute, root, c.name, c.target, c.args, c.key)
                     running[fut] = c
                     pending.remove(c)
             if not running:
@@ -885,7 +913,7 @@ def _run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: _Bar, rep: E
                 if c.name in lost:
                     pending.remove(c)
                 elif all(n in ended or n not in by_name for n in c.needs):
-                    fut = client.submit(_dask_execute, root, c.name, c.fn, dict(c.args), c.key, topic, pure=False,
+                    fut = client.submit(_dask_execute, root, c.name, c.target, dict(c.args), c.key, topic, pure=False,
                                         key=f"initlab-{c.name}-{uuid.uuid4().hex[:8]}")
                     running[fut] = c
                     pending.remove(c)

@@ -24,7 +24,7 @@ def epochs(root, name, args, progress):
 
 
 def demo_sweep_main(argv, prog=None):
-    """A command (registered by the SIGINT test's driver in initlab.cli.COMMANDS): 4 cells of 6 slow epochs in 2
+    """A command (registered by the SIGINT test's driver in initlab.app.cli.COMMANDS): 4 cells of 6 slow epochs in 2
     worker processes, resumable."""
     from initlab.executor import Cell, run_cells
     from initlab.runs import RunDir

@@ -4,7 +4,8 @@ Every ``import`` and ``from ... import`` of every module under the ``initlab`` n
 inside functions included (a lazy import is still a dependency), and each import of another initlab
 package must go to the same package or a lower layer. Inside a package with sub-packages
 (:data:`SUBLAYERS`) the same rule holds one level down: the two synthetic experiments do not import each
-other, the theory topics do not import each other or the verification runner. The folders are found
+other, the theory topics do not import each other or the verification runner, and the roof (``initlab.app``)
+is stacked as stages, commands, cli, then docgen (the one home of generated documents). The folders are found
 through ``pyproject.toml``'s ``package-dir`` mapping, so this test follows the design card's top-level
 layout; every package folder must also be listed in ``pyproject.toml`` so that a wheel ships it.
 """
@@ -30,9 +31,7 @@ LAYERS: list[set[str]] = [
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
     {"initlab.paper_figs"},
     {"initlab.synthetic", "initlab.realdata"},
-    {"initlab.stages"},
-    {"initlab.commands"},
-    {"initlab.cli"},
+    {"initlab.app"},  # the roof: everything that imports the experiments (its own layers in SUBLAYERS)
 ]
 
 #: inside a package: its layers, lowest first; each layer a list of groups, each group the module prefixes
@@ -51,6 +50,20 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("config", "data", "domains", "model", "families", "train", "measure")],  # the pieces the SPLADE experiments use
         [("inflation",), ("phase",), ("calibration",), ("ood",)],  # the inflation sweep, the phase diagram and the collapse
         # calibration (which reads the phase diagram's saved files only), independent
+    ],
+    "initlab.app": [
+        [("stages",)],  # the reproduce stages: run an experiment, draw its figures
+        [("commands",)],  # one module per CLI group, thin over the library and the stages
+        [("cli",)],  # the console script: registry and dispatch
+        [("docgen",)],  # the one home of generated documents (it reads the registry and runs commands' code)
+    ],
+    "initlab.app.docgen": [
+        [("claim_rows",), ("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",)],
+        [("claims",), ("cli_docs",)],  # the README's claims table (over its rows); the command table and page
+    ],
+    "initlab.app.docgen.claim_rows": [
+        # one row module per evidence module, independent (their shared Claim record is the package itself)
+        [("theory_claims",), ("spt_claims",), ("lra_claims",), ("splade_claims",)],
     ],
 }
 
@@ -164,16 +177,70 @@ def violations(modules: dict[str, Path] | None = None) -> list[str]:
     return sorted(set(bad))
 
 
+def _module_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the initlab modules it imports (each import resolved to the longest existing module name; a
+    ``from package import module`` is an edge to the module only)."""
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        deps: set[str] = set()
+        targets = _imports(name, path)
+        for target, _ in targets:
+            parts = target.split(".")
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            dep = ".".join(parts)
+            if not dep or dep == name:
+                continue
+            if modules[dep].name == "__init__.py" and any(t.startswith(dep + ".") and t in modules for t, _ in targets):
+                continue  # the package named only as the place of a module imported from it
+            deps.add(dep)
+        edges[name] = deps
+    return edges
+
+
+def import_cycles(modules: dict[str, Path] | None = None) -> list[list[str]]:
+    """Every set of modules that import each other in a cycle (strongly connected, more than one module)."""
+    edges = _module_edges(modules if modules is not None else _modules())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
 def _listed_packages() -> set[str]:
     return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
 
 
 def test_every_module_is_found():
     mods = _modules()
-    for name in ("initlab.cli", "initlab.theory.subspace", "initlab.synthetic.spt", "initlab.synthetic.spt.runner",
+    for name in ("initlab.app.cli", "initlab.theory.subspace", "initlab.synthetic.spt", "initlab.synthetic.spt.runner",
                  "initlab.synthetic.splade.phase.cell", "initlab.theory.attention.checks", "initlab.theory.verify.base",
                  "initlab.realdata.lra.train", "initlab.paper_figs.spt_figures", "initlab.nn.encoder",
-                 "initlab.mlmhead.heads", "initlab.stages", "initlab.commands.theory_doc", "initlab.executor"):
+                 "initlab.mlmhead.heads", "initlab.app.stages", "initlab.app.docgen.theory_doc", "initlab.executor"):
         assert name in mods, name
 
 
@@ -210,6 +277,18 @@ def test_the_check_catches_an_upward_import(tmp_path):
     ("initlab.executor.fake", "def f():\n    from initlab.synthetic.splade.phase import runner\n",
      "initlab.executor imports initlab.synthetic.splade.phase"),
     ("initlab.runs.fake", "from initlab.executor import run_cells\n", "initlab.runs imports initlab.executor"),
+    ("initlab.synthetic.spt.fake", "def f():\n    from initlab.app import stages\n", "initlab.synthetic imports initlab.app"),
+    ("initlab.paper_figs.fake", "from initlab.app.docgen import claims\n", "initlab.paper_figs imports initlab.app.docgen"),
+    ("initlab.app.stages.fake", "from initlab.app.commands import fail\n",
+     "initlab.app.stages.fake imports initlab.app.commands (initlab.app: commands is not below stages)"),
+    ("initlab.app.commands.fake", "def f():\n    from initlab.app.docgen import tables\n",
+     "initlab.app.commands.fake imports initlab.app.docgen (initlab.app: docgen is not below commands)"),
+    ("initlab.app.cli.fake", "from initlab.app.docgen.cli_docs import COMMANDS\n",
+     "initlab.app.cli.fake imports initlab.app.docgen.cli_docs (initlab.app: docgen is not below cli)"),
+    ("initlab.app.docgen.claim_rows.spt_claims.fake", "from initlab.app.docgen import claims\n",
+     "initlab.app.docgen.claim_rows.spt_claims.fake imports initlab.app.docgen.claims (initlab.app.docgen: claims is not below claim_rows)"),
+    ("initlab.app.docgen.claim_rows.lra_claims.fake", "from initlab.app.docgen.claim_rows.spt_claims import spt_runs\n",
+     "initlab.app.docgen.claim_rows.lra_claims.fake imports initlab.app.docgen.claim_rows.spt_claims"),
 ])
 def test_the_check_catches_sideways_and_upward_imports_between_sub_packages(tmp_path, name, source, expected):
     """Mutations one level down: an experiment importing the other, a shared piece importing an experiment, a
@@ -225,3 +304,16 @@ def test_every_module_of_a_sub_layered_package_has_a_group(tmp_path):
     fake.write_text("")
     bad = [b for b in violations({**_modules(), "initlab.theory.stray": fake}) if "stray" in b]
     assert bad and "belongs to no sub-layer of initlab.theory" in bad[0]
+
+
+def test_no_import_cycles():
+    """Two modules that import each other (even lazily, inside a function) have no order to be read in."""
+    assert import_cycles() == []
+
+
+def test_the_cycle_check_catches_a_lazy_cycle(tmp_path):
+    """Mutation: the phase runner imports the summary lazily; a summary importing the runner back is a cycle."""
+    fake = tmp_path / "summary.py"
+    fake.write_text("def f():\n    from initlab.synthetic.splade.phase.runner import plan\n")
+    mods = {**_modules(), "initlab.synthetic.splade.phase.summary": fake}
+    assert ["initlab.synthetic.splade.phase.runner", "initlab.synthetic.splade.phase.summary"] in import_cycles(mods)

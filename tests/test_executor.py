@@ -199,7 +199,7 @@ def test_a_local_pool_gives_the_same_files_as_this_process(tmp_path, cells_impor
 DRIVER = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent that ignores SIGINT (a background job) passes that on
-from initlab import cli
+from initlab.app import cli
 cli.COMMANDS[("demosweep", None)] = ("executor_sweep:demo_sweep_main", "a demo sweep")
 sys.exit(cli.main(["demosweep", sys.argv[1]]))
 """
@@ -234,3 +234,38 @@ def test_sigint_stops_cleanly_and_a_rerun_resumes(tmp_path, cells_importable):
         assert rec["epochs"] == 6
         if epochs < 6:  # interrupted mid-cell: the rerun starts after its last checkpointed epoch
             assert rec["resumed_from"] == epochs
+
+
+def test_a_cell_holds_its_function_and_sends_its_name():
+    """A cell keeps the function object (a reader follows it to the code); workers get its importable name."""
+    from initlab.theory.score_scale import table
+
+    cell = Cell("x", table.table_cell, {}, None)
+    assert cell.fn is table.table_cell and cell.target == "initlab.theory.score_scale.table:table_cell"
+
+    def nested(root, name, args, progress):
+        return None
+
+    for fn in (nested, lambda root, name, args, progress: None):
+        with pytest.raises(ValueError, match="module-level function"):
+            Cell("y", fn, {}, None)
+    assert Cell("z", "initlab.theory.score_scale.table:table_cell", {}, None).target.endswith(":table_cell")
+
+
+def test_every_planned_cell_names_the_function_it_holds():
+    """Every stage's plan: the name a worker imports resolves to the very function the cell holds."""
+    from initlab.executor import _resolve
+    from initlab.synthetic.splade.phase import runner as phase
+    from initlab.synthetic.spt import PRESETS as SPT_PRESETS
+    from initlab.synthetic.spt.plan import plan as spt_plan
+    from initlab.theory.score_scale import closed_form
+    from initlab.theory.score_scale import stage as score_scale_stage
+    from initlab.theory.verify import runner as verify
+    from initlab.theory.verify import stage as theory_stage
+
+    cells = (theory_stage.cells(verify.PRESETS["quick"]) + score_scale_stage.cells(closed_form.PRESETS["quick"], "quick")
+             + spt_plan(SPT_PRESETS["quick"]) + phase.plan(phase.PRESETS["quick"]))
+    assert {c.target.split(":")[1] for c in cells} >= {"statement_cell", "table_cell", "spt_cell", "finetune_cell",
+                                                       "cell_pretrain", "cell_train", "cell_inspect"}
+    for c in cells:
+        assert callable(c.fn) and _resolve(c.target) is c.fn, c.name

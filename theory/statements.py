@@ -6,9 +6,9 @@ of its closed form(s), sympy derivation, verify check and tests. The module docs
 :mod:`initlab.theory.attention.gradient`, :mod:`~initlab.theory.attention.masked_reconstruction`,
 :mod:`~initlab.theory.attention.rowidentical`, :mod:`~initlab.theory.attention.padding_dropout` and
 :mod:`~initlab.theory.attention.depth` hold the derivations; ``docs/theory.md`` is rendered from this
-registry and ``docs/theory.template.md`` by :mod:`initlab.commands.theory_doc`,
+registry and ``docs/theory.template.md`` by :mod:`initlab.app.docgen.theory_doc`,
 
-    python -m initlab.commands.theory_doc --docs docs/theory.md
+    python -m initlab.app.docgen.theory_doc --docs docs/theory.md
 
 (a test fails when the committed page differs from the generator's output).
 """

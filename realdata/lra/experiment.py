@@ -30,7 +30,7 @@ from typing import Sequence
 from initlab.runs import atomic_write_json, atomic_write_text
 
 __all__ = ["GAIN_POINTS", "PROX_UNIFORM_FACTOR", "PROX_SCRATCH_FACTOR", "verdict", "summarise", "run_listops_plateau",
-           "summary_markdown"]
+           "summary_markdown", "expected_seconds"]
 
 GAIN_POINTS = 2.0  # percentage points of test accuracy, paired mean over seeds
 PROX_UNIFORM_FACTOR = 2.0  # SPT proximity mass at fine-tuning start vs the uniform-attention baseline
@@ -97,6 +97,17 @@ def summary_markdown(summary: dict, seconds: float | None) -> str:
     if seconds is not None:
         lines.append(f"Wall time of this call: {seconds:.0f} s.")
     return "\n".join(lines) + "\n"
+
+
+#: seconds of the whole run on the reference machine: the toy preset (``initlab reproduce --preset quick``), else the
+#: preregistered CPU ListOps run ("about 8 CPU-minutes", docs/lra.md)
+EXPECTED_SECONDS = {"toy": 30.0, "preregistered": 480.0}
+
+
+def expected_seconds(out: str | Path, toy: bool = False) -> tuple[float, float]:
+    """``(expected, at most)`` reference seconds of the run still to do in ``out`` (0 when finished: ``DONE``)."""
+    t = 0.0 if (Path(out) / "DONE").exists() else EXPECTED_SECONDS["toy" if toy else "preregistered"]
+    return (t, t)
 
 
 def run_listops_plateau(out: str | Path, seeds: Sequence[int] | None = None, *, overwrite: bool = False,

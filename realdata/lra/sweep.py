@@ -218,11 +218,11 @@ def plan(ablation: str, conds: list) -> list[Cell]:
             if pcell not in placed:
                 pcfg = pretrain_config(cfg)
                 ms_list = sorted(milestones.get(key, ()))
-                cells.append(Cell(pcell, f"{__name__}:cell_pretrain",
+                cells.append(Cell(pcell, cell_pretrain,
                                   {"config": to_dict(pcfg), "milestones": ms_list, "dir": f"pretrain/{key}"},
                                   {"config": to_dict(pcfg), "milestones": ms_list}, units=pcfg.spt_epochs, unit_seconds=sec))
                 placed.add(pcell)
-        cells.append(Cell(f"{name}-seed{seed}", f"{__name__}:cell_finetune",
+        cells.append(Cell(f"{name}-seed{seed}", cell_finetune,
                           {"config": to_dict(cfg), "seed": seed, "condition": name, "milestone": ms, "ablation": ablation,
                            "pretrain_cell": pcell},
                           {"config": to_dict(cfg), "spt_milestone": ms}, needs=needs, units=cfg.epochs, unit_seconds=sec))

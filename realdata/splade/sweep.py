@@ -14,7 +14,7 @@ Layout of a sweep folder ``OUT``::
 The cells run through :func:`initlab.executor.run_cells`: in this process (``workers=1``, the library
 default), in local worker processes (one per GPU on a GPU machine, each seeing only its GPU), or on a Dask
 cluster (``scheduler``; start one Dask worker per GPU, docs/cluster.md). Multi-GPU training of one cell stays
-with ``torchrun`` / ``accelerate`` (``torchrun --nproc_per_node N -m initlab.cli splade sweep ...`` runs the
+with ``torchrun`` / ``accelerate`` (``torchrun --nproc_per_node N -m initlab.app.cli splade sweep ...`` runs the
 cells one after another, each on N GPUs).
 """
 
@@ -215,7 +215,7 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
     elif workers is None:
         workers = torch.cuda.device_count() if gpus else None
     inline = workers == 1 and scheduler is None
-    plan = [Cell(cell_name(cfg), f"{__name__}:cell_train_eval", {"config": to_dict(cfg), "progress": progress and inline},
+    plan = [Cell(cell_name(cfg), cell_train_eval, {"config": to_dict(cfg), "progress": progress and inline},
                  to_dict(cfg), units=cfg.max_steps, unit_seconds=STEP_SECONDS["tiny" if cfg.tiny_model else "gpu"])
             for cfg in cells]
     rep = run_cells(run, plan, workers=workers, scheduler=scheduler, progress=progress and not inline,

@@ -6,7 +6,7 @@ weight warm-up (:mod:`initlab.realdata.splade.losses`).
 Role of this module: checks before anything is written, the training triples, the NaN guard, the training
 run and its outputs.
 
-Multi-GPU: run the same command under ``torchrun --nproc_per_node N -m initlab.cli splade train ...``;
+Multi-GPU: run the same command under ``torchrun --nproc_per_node N -m initlab.app.cli splade train ...``;
 the Trainer uses DDP and the per-device batch is ``global_batch_size / N``.
 
 NaN policy: before every optimizer step the loss of the step and the gradients are checked

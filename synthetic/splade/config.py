@@ -13,11 +13,38 @@ from initlab.config import derive
 from initlab.synthetic.splade.data import CorpusConfig
 from initlab.synthetic.splade.model import BackboneConfig
 
-__all__ = ["SpladeSweepConfig", "BASE", "PRESETS", "vocab_size", "cell_name"]
+__all__ = ["TrainingRecipe", "SpladeSweepConfig", "BASE", "PRESETS", "vocab_size", "cell_name"]
 
 
 @dataclass(frozen=True)
-class SpladeSweepConfig:
+class TrainingRecipe:
+    """The SPLADE training recipe both synthetic SPLADE experiments share (the inflation sweep's
+    :class:`SpladeSweepConfig` and the phase diagram's :class:`initlab.synthetic.splade.phase.config.PhaseConfig`
+    derive from it; :mod:`initlab.synthetic.splade.train` and :mod:`initlab.synthetic.splade.measure` read only
+    these fields).
+
+    ``steps`` of ``batch_size`` (query, positive) pairs; ``lr`` AdamW's peak learning rate with a linear warm-up
+    over ``lr_warmup_ratio`` of the steps, then linear decay (transformers' default); ``lambda_q`` / ``lambda_d`` the
+    maximum FLOPS regulariser weights, reached after a quadratic warm-up over ``reg_warmup_ratio`` of the steps;
+    ``query_max_len`` / ``doc_max_len`` the token limits T (incl. [CLS] and [SEP]); the loss is logged every
+    ``log_every`` steps; ``init_batch`` queries and documents are measured at initialisation.
+    """
+
+    steps: int = 200
+    batch_size: int = 32
+    lr: float = 5e-4
+    lr_warmup_ratio: float = 0.1
+    lambda_q: float = 5e-2
+    lambda_d: float = 3e-2
+    reg_warmup_ratio: float = 1 / 3
+    query_max_len: int = 12
+    doc_max_len: int = 32
+    log_every: int = 10
+    init_batch: int = 64
+
+
+@dataclass(frozen=True)
+class SpladeSweepConfig(TrainingRecipe):
     """The sweep: corpus, backbone, the (inflation x k x seed) grid and the SPLADE recipe.
 
     ``lambda_q`` / ``lambda_d`` are the maximum FLOPS regulariser weights reached after the quadratic
@@ -33,17 +60,6 @@ class SpladeSweepConfig:
     inflations: tuple[float, ...] = (1.0, 4.0, 16.0)
     ks: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
     seeds: tuple[int, ...] = (0,)
-    steps: int = 200
-    batch_size: int = 32
-    lr: float = 5e-4
-    lr_warmup_ratio: float = 0.1
-    lambda_q: float = 5e-2
-    lambda_d: float = 3e-2
-    reg_warmup_ratio: float = 1 / 3
-    query_max_len: int = 12
-    doc_max_len: int = 32
-    log_every: int = 10
-    init_batch: int = 64
     dense_fraction: float = 0.9
     torch_threads: int = 1
 

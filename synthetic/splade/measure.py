@@ -18,7 +18,7 @@ import torch
 
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.nn.pooling import splade_pool
-from initlab.synthetic.splade.config import SpladeSweepConfig
+from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import SyntheticCorpus
 from initlab.synthetic.splade.train import quiet
 from initlab.theory.score_scale.per_entry import EntryMoments, expected_flops, pooled_active_probability, token_classes
@@ -68,7 +68,7 @@ def _rms(g: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def measure_init(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int) -> dict[str, float]:
+def measure_init(model, corpus: SyntheticCorpus, cfg: TrainingRecipe, seed: int) -> dict[str, float]:
     """Scale quantities at initialization (before any SPLADE step), for comparison with the theory.
 
     Returns a dict with:
@@ -170,7 +170,7 @@ def _dev_score_stats(q: torch.Tensor, d: torch.Tensor, corpus: SyntheticCorpus) 
             "score_neg": float(scores[neg_mask].mean()), "score_spread": float(gaps.pow(2).mean().sqrt())}
 
 
-def _in_batch_gradients(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) -> dict[str, float]:
+def _in_batch_gradients(model, corpus: SyntheticCorpus, cfg: TrainingRecipe) -> dict[str, float]:
     """On the first ``init_batch`` train pairs (B queries, B documents, in-batch negatives): ``L_q`` (mean
     query tokens), ``ranking_loss`` (InfoNCE, nats), ``softmax_entropy_ratio`` (entropy / ln B of the score
     softmax) and the RMS per-document norms of the gradients w.r.t. the document logits ``z_d : (B, T, V)``
@@ -200,7 +200,7 @@ def _in_batch_gradients(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig) 
     }
 
 
-def evaluate(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, return_vectors: bool = False):
+def evaluate(model, corpus: SyntheticCorpus, cfg: TrainingRecipe, return_vectors: bool = False):
     """nDCG@10 and MRR@10 (``ir_measures``, graded qrels) on the dev queries, active dims and FLOPS.
 
     As with an inverted index, a query retrieves only documents sharing at least one active term

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import torch
 
-from initlab.synthetic.splade.config import SpladeSweepConfig
+from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import SyntheticCorpus
 from initlab.synthetic.splade.model import inflate_head
 
@@ -50,7 +50,7 @@ def quiet():
         st_logger.setLevel(old_st)
 
 
-def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: SpladeSweepConfig, seed: int):
+def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: TrainingRecipe, seed: int):
     """SparseEncoder = Transformer(fill-mask) + SpladePooling(max) over the cached backbone, with
     ``W_head <- W_head * inflation / k`` (inflation by :func:`inflate_head`, then
     :func:`initlab.mlmhead.rescale_mlm_head`).
@@ -117,7 +117,7 @@ def finite_guard_callback(where: str):
     return guard
 
 
-def train_cell(model, corpus: SyntheticCorpus, cfg: SpladeSweepConfig, seed: int, work_dir: Path,
+def train_cell(model, corpus: SyntheticCorpus, cfg: TrainingRecipe, seed: int, work_dir: Path,
                callbacks: Sequence[Any] = ()) -> list[dict[str, float]]:
     """SPLADE training of ``model`` with SparseEncoderTrainer; returns the logged loss curve.
 

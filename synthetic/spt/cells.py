@@ -23,11 +23,12 @@ import numpy as np
 import torch
 
 from initlab.config import derive, load_config
+from initlab.nn.attention_metrics import attention_entropy, proximity_mass, relative_position_score
 from initlab.nn.encoder import SequenceTransformer, freeze, load_partial
 from initlab.nn.masking import mask_tokens
 from initlab.runs import RunDir, atomic_write_bytes
 from initlab.synthetic.spt.config import SPTConfig, condition_spec, model_config
-from initlab.synthetic.spt.metrics import attention_entropy, proximity_mass, relative_position_score, score_gradients_at_init
+from initlab.synthetic.spt.metrics import score_gradients_at_init
 from initlab.synthetic.spt.tasks import MASK_ID, make_task
 from initlab.synthetic.spt.training import Checkpoint, finetune, pretrain
 

@@ -1,9 +1,8 @@
 """Attention and gradient measurements for the synthetic SPT experiments.
 
-Letters: B batch, H heads, T length (queries i = rows, keys j = columns).
+Letters: B batch, H heads, T length (queries i = rows, keys j = columns). The attention-map metrics (proximity
+mass, Toeplitz part, relative-position score, entropy) are in :mod:`initlab.nn.attention_metrics`.
 
-* the attention-map metrics (proximity mass, Toeplitz part, relative-position score, entropy) live in
-  :mod:`initlab.nn.attention_metrics` and are re-exported here;
 * :func:`score_gradients_at_init` -- for the label loss and the masked-reconstruction loss, the
   gradient with respect to the first layer's scores S and its blind-subspace component
   (:func:`initlab.theory.subspace.blind_component`): the experiment's link to the theorem;
@@ -17,23 +16,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from initlab.nn.attention_metrics import (
-    attention_entropy,
-    proximity_mass,
-    relative_position_score,
-    toeplitz_part,
-    toeplitz_part_reference,
-    uniform_proximity_mass,
-)
 from initlab.theory.subspace import blind_component
 
 __all__ = [
-    "proximity_mass",
-    "uniform_proximity_mass",
-    "toeplitz_part",
-    "toeplitz_part_reference",
-    "relative_position_score",
-    "attention_entropy",
     "score_gradients_at_init",
     "count_classifier_accuracy",
     "token_counts",

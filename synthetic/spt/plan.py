@@ -23,7 +23,7 @@ import torch
 
 from initlab.config import to_dict
 from initlab.executor import Cell
-from initlab.synthetic.spt.cells import ft_cell_name, spt_cell_name
+from initlab.synthetic.spt.cells import finetune_cell, ft_cell_name, init_grad_cell, spt_cell, spt_cell_name
 from initlab.synthetic.spt.config import LABEL_ONLY, SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
 
 __all__ = ["PRIORITY", "EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "measure_epoch_seconds",
@@ -163,7 +163,7 @@ def plan(cfg: SPTConfig) -> list[Cell]:
     cells: list[Cell] = []
     for s in cfg.seeds:
         a = {"kind": "init_grad", "seed": s}
-        cells.append(Cell(f"init_grad__seed{s}", "initlab.synthetic.spt.cells:init_grad_cell", a, cell_key(cfg, a),
+        cells.append(Cell(f"init_grad__seed{s}", init_grad_cell, a, cell_key(cfg, a),
                           units=1.0, max_units=1.0, unit_seconds=1.0))
     placed: set[str] = set()
     for n in names:
@@ -180,7 +180,7 @@ def plan(cfg: SPTConfig) -> list[Cell]:
                          "snapshots": snapshots}
                     exp, cap = expected_epochs(cfg, "spt", source=src)
                     cap = max(cap, max(a["snapshots"], default=0))
-                    cells.append(Cell(sname, "initlab.synthetic.spt.cells:spt_cell", a, cell_key(cfg, a), units=exp,
+                    cells.append(Cell(sname, spt_cell, a, cell_key(cfg, a), units=exp,
                                       max_units=cap, unit_seconds=sec("spt", sp["variant"], sp["depth"])))
                     placed.add(sname)
             if sp["budget"] == "matched":
@@ -190,7 +190,7 @@ def plan(cfg: SPTConfig) -> list[Cell]:
                 if lr is not None:
                     a["lr_sweep"] = True
                 exp, cap = expected_epochs(cfg, "finetune", n)
-                cells.append(Cell(ft_cell_name(n, s, lr), "initlab.synthetic.spt.cells:finetune_cell", a, cell_key(cfg, a),
+                cells.append(Cell(ft_cell_name(n, s, lr), finetune_cell, a, cell_key(cfg, a),
                                   needs=tuple(needs), units=exp, max_units=cap,
                                   unit_seconds=sec("finetune", sp["variant"], sp["depth"])))
     return cells

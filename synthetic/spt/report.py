@@ -21,7 +21,7 @@ import numpy as np
 from initlab.evidence import spt_claims, text
 from initlab.evidence.rules import Verdict
 from initlab.synthetic.spt.config import LABEL_ONLY, SPTConfig, condition_names, condition_spec
-from initlab.synthetic.spt.metrics import uniform_proximity_mass
+from initlab.nn.attention_metrics import uniform_proximity_mass
 
 __all__ = ["RAW_KEYS", "summarize", "verdicts", "lr_choice", "report_markdown", "mean_sd"]
 

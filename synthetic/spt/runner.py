@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from initlab.config import to_dict
-from initlab.executor import estimate, run_cells
+from initlab.executor import estimate, remaining_cells, run_cells
 from initlab.runs import RunDir, atomic_write_json, atomic_write_text
 from initlab.synthetic.spt.config import SPTConfig
 from initlab.synthetic.spt.plan import plan
@@ -77,12 +77,11 @@ def run(
 
 
 def expected_seconds(cfg: SPTConfig, out: str | Path | None, workers: int, speed: float = 1.0) -> tuple[float, float]:
-    """(expected, at most) wall seconds of the cells of ``cfg`` not yet finished in ``out`` (None: all), from the
-    cost model (:mod:`initlab.synthetic.spt.plan`) at ``speed`` (:func:`initlab.executor.measure_speed`)."""
-    cells = plan(cfg)
-    if out is not None and (Path(out) / "config.json").exists():
-        rd = RunDir(out, resume=True, config=cfg)
-        cells = [c for c in cells if not rd.has_cell(c.name, key=c.key)]
+    """(expected, at most) wall seconds of the cells of ``cfg`` not yet saved in ``out`` (None: all), from the
+    cost model (:mod:`initlab.synthetic.spt.plan`) at ``speed`` (:func:`initlab.executor.measure_speed`), with the
+    workers' start-up (:data:`WORKER_START_SECONDS`). Nothing is created or checked (``initlab reproduce`` calls it
+    before the run)."""
+    cells = plan(cfg) if out is None else remaining_cells(out, plan(cfg))
     return estimate(cells, workers, speed=speed, startup=WORKER_START_SECONDS)
 
 

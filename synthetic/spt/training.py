@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 import io
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -115,6 +115,29 @@ class Checkpoint:
         torch.save(state, buf)
         atomic_write_bytes(self.path, buf.getvalue())
 
+    def resume(self, model: torch.nn.Module, opt: torch.optim.Optimizer, gen: torch.Generator,
+               fresh: Callable[[], dict[str, Any]], sched: Any = None) -> tuple[dict[str, Any], int]:
+        """``(loop state, epochs resumed)``: ``(fresh(), 0)`` when nothing is saved, else the saved state with
+        ``model``, ``opt``, ``gen`` (and a learning-rate scheduler ``sched``, when given and saved) restored to the
+        end of its last epoch."""
+        saved = self.load()
+        if saved is None:
+            return fresh(), 0
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+        if sched is not None and "sched" in saved:
+            sched.load_state_dict(saved["sched"])
+        gen.set_state(saved["gen"])
+        return saved["state"], saved["state"]["epoch"]
+
+    def save_epoch(self, model: torch.nn.Module, opt: torch.optim.Optimizer, gen: torch.Generator,
+                   state: dict[str, Any], sched: Any = None) -> None:
+        """Save the end of an epoch: what :meth:`resume` restores."""
+        saved = {"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "state": state}
+        if sched is not None:
+            saved["sched"] = sched.state_dict()
+        self.save(saved)
+
     def clear(self) -> None:
         if self.path is not None and self.path.exists():
             self.path.unlink()
@@ -180,19 +203,9 @@ def pretrain(
         model.train()
         return v
 
-    saved = ck.load()
-    if saved is None:
-        curve = [val_loss()]
-        st: dict[str, Any] = {"epoch": 0, "step": 0, "curve": curve, "stop": None, "best_epoch": 0,
-                              "states": {"rule": _state(model)}}
-        resumed = 0
-    else:
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["opt"])
-        gen.set_state(saved["gen"])
-        st = saved["state"]
-        curve = st["curve"]
-        resumed = st["epoch"]
+    st, resumed = ck.resume(model, opt, gen, lambda: {"epoch": 0, "step": 0, "curve": [val_loss()], "stop": None,
+                                                      "best_epoch": 0, "states": {"rule": _state(model)}})
+    curve = st["curve"]
     if progress is not None:
         progress.start(resumed)
     guard = LossGuard(where)
@@ -211,7 +224,7 @@ def pretrain(
             st["stop"] = spt_stop_epoch(curve, window, min_rel, max_epochs)
         if st["epoch"] in snapshots:
             st["states"][st["epoch"]] = _state(model)
-        ck.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "state": st})
+        ck.save_epoch(model, opt, gen, st)
         if progress is not None:
             progress.advance(1)
     ck.clear()
@@ -251,19 +264,11 @@ def finetune(
     ck = checkpoint or Checkpoint(None)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=weight_decay)
     x, y, n = data["xtr"], data["ytr"], len(data["xtr"])
-    saved = ck.load()
-    if saved is None:
-        st: dict[str, Any] = {"epoch": 0, "step": 0, "init_test_acc": accuracy(model, data["xte"], data["yte"]),
-                              "history": [{"epoch": 0, "train_loss": float("nan"), "train_acc": float("nan"),
-                                           "val_acc": accuracy(model, data["xva"], data["yva"])}],
-                              "best": _state(model)}
-        resumed = 0
-    else:
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["opt"])
-        gen.set_state(saved["gen"])
-        st = saved["state"]
-        resumed = st["epoch"]
+    st, resumed = ck.resume(model, opt, gen, lambda: {
+        "epoch": 0, "step": 0, "init_test_acc": accuracy(model, data["xte"], data["yte"]),
+        "history": [{"epoch": 0, "train_loss": float("nan"), "train_acc": float("nan"),
+                     "val_acc": accuracy(model, data["xva"], data["yva"])}],
+        "best": _state(model)})
     val = [h["val_acc"] for h in st["history"]]
     if progress is not None:
         progress.start(resumed)
@@ -283,7 +288,7 @@ def finetune(
         st["history"].append({"epoch": st["epoch"], "train_loss": tot / n, "train_acc": correct / n, "val_acc": val[-1]})
         if select_on_validation(val) == st["epoch"]:
             st["best"] = _state(model)
-        ck.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": gen.get_state(), "state": st})
+        ck.save_epoch(model, opt, gen, st)
         if progress is not None:
             progress.advance(1)
     b = select_on_validation(val)

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from initlab.cli import main as cli_main
+from initlab.app.cli import main as cli_main
 from initlab.mlmhead import K_GRID, head_projection, inspect_model, recommend_k, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
 from initlab.nn.pooling import splade_pool as splade_from_logits
 

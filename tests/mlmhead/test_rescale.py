@@ -8,7 +8,7 @@ import pytest
 import torch
 import transformers
 
-from initlab.commands.mlmhead import rescale_main
+from initlab.app.commands.mlmhead import rescale_main
 from initlab.mlmhead import K_ATTR, head_bias, head_projection, is_tied, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
 
 FAMILIES = ["bert", "distilbert", "albert", "roberta", "modernbert"]

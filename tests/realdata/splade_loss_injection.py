@@ -71,6 +71,6 @@ if __name__ == "__main__":
         record_dropout_probe(sys.argv[2])
     else:
         multiply_loss(float(sys.argv[1]), int(sys.argv[2]))
-    from initlab import cli
+    from initlab.app import cli
 
     sys.exit(cli.main(sys.argv[3:]))

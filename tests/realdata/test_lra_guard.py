@@ -32,7 +32,7 @@ def _spt_loss_times(monkeypatch, factor: float, at_step: int):
 @pytest.mark.parametrize("factor, words", [(float("nan"), "non-finite loss (nan) at step 3"),
                                            (1e6, "loss diverged")])
 def test_lra_pretrain_cli_stops_on_nan_or_divergence_without_done(tmp_path, monkeypatch, capsys, factor, words):
-    from initlab import cli
+    from initlab.app import cli
 
     _spt_loss_times(monkeypatch, factor, at_step=3)
     out = tmp_path / "pt"

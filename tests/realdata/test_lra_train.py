@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from initlab.cli import main as cli
+from initlab.app.cli import main as cli
 from initlab.realdata.lra import train as T
 from initlab.realdata.lra.config import ABLATIONS, TASK_PRESETS, TOY
 from initlab.realdata.lra.sweep import expand_conditions, pretrain_key
@@ -216,7 +216,7 @@ def test_lra_causal_and_cross_task_pretraining(tmp_path):
 
 
 def test_lra_reproduce_stage_quick(tmp_path):
-    from initlab.stages import lra_listops
+    from initlab.app.stages import lra_listops
 
     md = lra_listops(tmp_path / "lra", preset="quick")
     assert md.startswith("## CPU ListOps under the plateau rule") and "| 0 |" in md
@@ -228,7 +228,7 @@ def test_lra_reproduce_stage_quick(tmp_path):
 def test_lra_sweep_cli_names_bad_seeds(tmp_path, capsys):
     import pytest as _pytest
 
-    from initlab.commands.lra import sweep_main
+    from initlab.app.commands.lra import sweep_main
 
     with _pytest.raises(SystemExit) as exc:
         sweep_main(["--ablation", "hybrid", "--seeds", "a,b", "--out", str(tmp_path / "s")])

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from initlab.config import derive, load_config
-from initlab.commands.splade import train_main
+from initlab.app.commands.splade import train_main
 from initlab.realdata.splade.config import PRESETS, SpladeTrainConfig
 from initlab.realdata.splade.data import load_eval_set
 from initlab.realdata.splade.evaluate import encode_texts, evaluate_set
@@ -182,7 +182,7 @@ def test_two_process_ddp_flops_term_equals_single_process(toy_run, tmp_path):
     out = tmp_path / "ddp"
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), "-m", "initlab.cli", "splade", "train", "--out", str(out)] + TRAIN_ARGS
+           "--master_port", str(_free_port()), "-m", "initlab.app.cli", "splade", "train", "--out", str(out)] + TRAIN_ARGS
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "train_results.json").read_text())["world_size"] == 2

@@ -159,7 +159,7 @@ def make_loss(name: str, n: int, gen: torch.Generator) -> Callable[[Tensor], Ten
 
 @dataclass
 class AttentionCase:
-    """One random instance of the item-4 setting (all tensors float64).
+    """One random instance of the one-layer attention setting of the module docstring (all tensors float64).
 
     Attributes:
         X: ``(T, d)``; S: ``(H, T, T)``; W_V: ``(H, d, e)``; W_O: ``(H e, m)`` or None;

@@ -1,6 +1,7 @@
 """T4: masked reconstruction sees the blind subspace.
 
-Setting: the item-4 layer with a masked-token reconstruction loss instead of a pooled label loss.
+Setting: the one attention layer of :mod:`initlab.theory.attention.case` (scores S, row-softmax A, values V) with a
+masked-token reconstruction loss instead of a pooled label loss.
 Tokens ``x : (T,)`` in ``{0..K-1}``; a mask ``m : (T,)`` in {0, 1} (1 = masked, u = 1 - m); the input
 token is ``xt_j = x_j`` if unmasked, else [MASK]. Values ``V_j = e_{xt_j} W_V`` with the [MASK] value 0,
 ``Y = A V``, per-position decoder logits ``z_i = Y_i W_D`` and

@@ -16,10 +16,11 @@ from typing import Any
 from initlab.config import derive, to_dict
 from initlab.evidence.splade_claims import SPLADEThresholds
 from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
+from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import CorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
-__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CONFIRM_SEEDS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key"]
+__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CONFIRM_SEEDS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key", "inspect_name"]
 
 
 #: the three ways of applying s and k (see the module docstring).
@@ -27,13 +28,13 @@ MODES: tuple[str, ...] = ("tied", "k_output", "s_output")
 
 
 @dataclass(frozen=True)
-class PhaseConfig:
+class PhaseConfig(TrainingRecipe):
     """The phase-diagram sweep: grid, SPLADE recipe and the thresholds of the analysis, fixed before running.
 
     Grid: ``families`` x ``head_scales`` (s) x ``ks`` (k) in ``modes``; ``output_ks`` are the k of the
     ``k_output`` and ``s_output`` modes (k = 1 of ``k_output`` is the tied cell). Backbones: ``backbone`` (shape
     and MLM recipe) for every family, except those named in ``family_backbones``, which have their own
-    (:func:`backbone_for`). Recipe: as :class:`initlab.synthetic.splade.config.SpladeSweepConfig` (``steps``
+    (:func:`backbone_for`). Recipe: the shared :class:`initlab.synthetic.splade.config.TrainingRecipe` (``steps``
     AdamW steps of batch ``batch_size``, peak ``lr``, FLOPS regulariser weights ``lambda_q``/``lambda_d`` after a
     quadratic warm-up over ``reg_warmup_ratio`` of the steps, T limits ``query_max_len``/``doc_max_len``, losses
     logged every ``log_every`` steps, ``init_batch`` pairs for the initial InfoNCE).
@@ -59,15 +60,7 @@ class PhaseConfig:
     output_ks: tuple[float, ...] = (4.0, 16.0, 64.0)
     modes: tuple[str, ...] = ("tied", "k_output")
     seeds: tuple[int, ...] = (0,)
-    steps: int = 150
-    batch_size: int = 32
-    lr: float = 5e-4
-    lr_warmup_ratio: float = 0.1
-    lambda_q: float = 5e-2
-    lambda_d: float = 3e-2
-    reg_warmup_ratio: float = 1 / 3
-    query_max_len: int = 12
-    doc_max_len: int = 32
+    steps: int = 150  # the recipe (TrainingRecipe) at this experiment's defaults
     log_every: int = 5
     init_batch: int = 32
     posthoc_ks: tuple[float, ...] = (4.0, 16.0, 64.0)
@@ -210,6 +203,11 @@ def check_config(cfg: PhaseConfig) -> None:
 
 
 _GRID_FIELDS = ("families", "head_scales", "ks", "output_ks", "modes", "seeds", "claims", "backbone", "family_backbones")
+
+
+def inspect_name(family: str, s: float, seed: int) -> str:
+    """The cell name of the ``mlmhead inspect`` report of one (family, s, seed) backbone."""
+    return f"inspect_{family}_s={s:g}_seed={seed}"
 
 
 def cell_key(cfg: PhaseConfig, spec: CellSpec) -> dict[str, Any]:

@@ -9,7 +9,7 @@ exploratory variant of the per-entry model with a text-level component (:func:`t
 k = 1 two checks of the model's assumptions (:func:`independence_checks`: the prediction with each entry's
 empirical logit distribution instead of a Gaussian, and the active dims measured after shuffling the text tokens
 across texts) and the share of active entries whose maximum sits at a special token ([CLS], [SEP]).
-Run by ``python -m initlab.commands.prediction_check``; numbers in docs/mlmhead.md.
+Run by ``python -m initlab.app.docgen.prediction_check``; numbers in docs/mlmhead.md.
 """
 
 from __future__ import annotations

@@ -43,16 +43,16 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from initlab.config import from_dict, to_dict
-from initlab.executor import Cell, Progress, check_scheduler, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, estimate, remaining_cells, run_cells
 from initlab.runs import RunDir, cell_file
 from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
-from initlab.synthetic.splade.phase.config import (PRESETS, CellSpec, PhaseConfig, backbone_for, cell_key, cell_spec,
+from initlab.synthetic.splade.phase.config import (PRESETS, CellSpec, PhaseConfig, backbone_for, cell_key, cell_spec, inspect_name,
                                                    check_config, grid)
 
 #: ``PRESETS`` is re-exported: ``initlab.synthetic.splade.phase.runner.PRESETS`` is the documented name of the presets.
 __all__ = ["PRESETS", "run_phase", "plan", "collapse_note", "cell_pretrain", "cell_train", "cell_inspect",
-           "inspect_name", "STEP_SECONDS"]
+           "STEP_SECONDS"]
 
 #: The cost model: CPU seconds per SPLADE training step on one core of the reference machine, per family (a
 #: cell's set-up, evaluation and scale measurements spread over its steps), of one MLM pretraining step, and of
@@ -106,7 +106,7 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
         for seed in cfg.seeds:
             bb = backbone_for(cfg, f)
             key = {"family": f, "seed": seed, "backbone": to_dict(bb), "corpus": to_dict(cfg.corpus)}
-            cells.append(Cell(f"pretrain_{f}_seed={seed}", f"{__name__}:cell_pretrain",
+            cells.append(Cell(f"pretrain_{f}_seed={seed}", cell_pretrain,
                               {"config": conf, "family": f, "seed": seed, "folder": _bb_folder(f, seed)}, key,
                               units=bb.mlm_steps, unit_seconds=MLM_STEP_SECONDS.get(f, 0.03)))
     seen: set[str] = set()
@@ -115,14 +115,14 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
             continue
         seen.add(p["cell"])
         sp = cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"])
-        cells.append(Cell(sp.name, f"{__name__}:cell_train",
+        cells.append(Cell(sp.name, cell_train,
                           {"config": conf, "spec": asdict(sp), "backbone": _bb_folder(sp.family, sp.seed)},
                           cell_key(cfg, sp), needs=(f"pretrain_{sp.family}_seed={sp.seed}",), units=cfg.steps,
                           unit_seconds=STEP_SECONDS.get(sp.family, 0.1)))
     for f in cfg.families:
         for s in cfg.head_scales:
             for seed in cfg.seeds:
-                cells.append(Cell(inspect_name(f, s, seed), f"{__name__}:cell_inspect",
+                cells.append(Cell(inspect_name(f, s, seed), cell_inspect,
                                   {"config": conf, "family": f, "s": s, "seed": seed, "backbone": _bb_folder(f, seed)},
                                   _inspect_key(cfg, f, s, seed), needs=(f"pretrain_{f}_seed={seed}",),
                                   unit_seconds=INSPECT_SECONDS))
@@ -132,6 +132,13 @@ def plan(cfg: PhaseConfig) -> list[Cell]:
 # ------------------------------------------------------------------------------------------------
 # the sweep
 # ------------------------------------------------------------------------------------------------
+
+def expected_seconds(out_dir: str | Path, cfg: PhaseConfig, workers: int) -> tuple[float, float]:
+    """``(expected, at most)`` reference seconds of the cells of ``cfg`` not yet saved in ``out_dir``, with the
+    workers' start-up (:data:`WORKER_START_SECONDS`); nothing is created or checked."""
+    return estimate(remaining_cells(out_dir, plan(cfg)), workers, startup=WORKER_START_SECONDS)
+
+
 def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bool = True,
               draw: Callable[[Path], Any] | None = None, workers: int | None = None,
               scheduler: str | None = None) -> RunDir:
@@ -206,11 +213,6 @@ def collapse_note(root: Path, cfg: PhaseConfig) -> str:
                    "scale (e = h = 1) or with a non-finite loss; not expected:")
         out += unexpected
     return "\n".join(out)
-
-
-def inspect_name(family: str, s: float, seed: int) -> str:
-    """The cell name of the ``mlmhead inspect`` report of one (family, s, seed) backbone."""
-    return f"inspect_{family}_s={s:g}_seed={seed}"
 
 
 def _inspect_key(cfg: PhaseConfig, family: str, s: float, seed: int) -> dict[str, Any]:

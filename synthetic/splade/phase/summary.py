@@ -40,8 +40,7 @@ def write_report(rd: RunDir, cfg, points: list[dict[str, Any]], seconds: float |
     ``verdicts``, a record of the verdicts of :mod:`initlab.evidence.splade_claims` at writing time (checked
     against a recomputation by every reader, never read as words)."""
     from initlab.evidence import splade_claims as sc
-    from initlab.synthetic.splade.phase.config import cell_key, cell_spec
-    from initlab.synthetic.splade.phase.runner import inspect_name
+    from initlab.synthetic.splade.phase.config import cell_key, cell_spec, inspect_name
 
     cells = {}
     for p in points:

@@ -1,4 +1,5 @@
-"""Tests of initlab.synthetic.spt.metrics: attention measures and the init-gradient link to the theorem."""
+"""Tests of initlab.nn.attention_metrics (the attention measures the SPT experiment reports) and of
+initlab.synthetic.spt.metrics (the init-gradient link to the theorem)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.synthetic.spt.metrics import (
+from initlab.nn.attention_metrics import (
     attention_entropy,
     proximity_mass,
     relative_position_score,
-    score_gradients_at_init,
     toeplitz_part,
     toeplitz_part_reference,
     uniform_proximity_mass,
 )
+from initlab.synthetic.spt.metrics import score_gradients_at_init
 from initlab.nn.encoder import ModelConfig, SequenceTransformer
 from initlab.nn.masking import mask_tokens
 from initlab.synthetic.spt.tasks import MASK_ID, TaskConfig, make_task

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from initlab import stages
-from initlab.commands import synthetic as synthetic_cmd
+from initlab.app import stages
+from initlab.app.commands import synthetic as synthetic_cmd
 from initlab.config import derive
 from initlab.evidence import spt_claims
 from initlab.paper_figs import spt_figures

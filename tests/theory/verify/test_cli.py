@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from initlab import stages
-from initlab.commands import theory as theory_cmd
-from initlab import cli
+from initlab.app import stages
+from initlab.theory.attention import curves
+from initlab.app.commands import theory as theory_cmd
+from initlab.app import cli
 from initlab.config import derive
 from initlab.theory.attention import checks
 from initlab.theory.verify import base as verify_base
@@ -72,8 +73,8 @@ def test_verify_reproduce_stage_writes_resumes_and_overwrites(tmp_path, monkeypa
     calls = []
     real = verify.run_verify
     monkeypatch.setattr(verify, "run_verify", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(stages, "t2_band_curve", lambda seed, Ts, widths, reps: real_t2(seed, [4, 16], (1,), 1))
-    monkeypatch.setattr(stages, "t4_projection_curve", lambda seed, ps, T, K, q, w, n: real_t4(seed, [0.0, 0.8], 8, 3, q, w, 1000))
+    monkeypatch.setattr(curves, "t2_band_curve", lambda seed, Ts, widths, reps: real_t2(seed, [4, 16], (1,), 1))
+    monkeypatch.setattr(curves, "t4_projection_curve", lambda seed, ps, T, K, q, w, n: real_t4(seed, [0.0, 0.8], 8, 3, q, w, 1000))
     out = tmp_path / "theory"
     md = stages.theory(out, "quick", overwrite=False, workers=1)  # in this process: the monkeypatches apply
     for name in ("DONE", "config.json", "verify.json", "summary.md", "t2_band_ratio.png", "t4_projection_vs_p.png", "t2_curve.json", "t4_curve.json"):
@@ -91,12 +92,12 @@ def test_verify_reproduce_stage_writes_resumes_and_overwrites(tmp_path, monkeypa
         stages.theory(tmp_path / "x", "huge")
 
 
-real_t2 = stages.t2_band_curve
-real_t4 = stages.t4_projection_curve
+real_t2 = curves.t2_band_curve
+real_t4 = curves.t4_projection_curve
 
 
 def test_verify_t2_curve_shrinks_with_T():
-    rows = stages.t2_band_curve(0, [8, 256], (2,), 2)
+    rows = curves.t2_band_curve(0, [8, 256], (2,), 2)
     small, big = rows
     assert big["bound"] < small["bound"]
     assert big["mean_ratio"] < small["mean_ratio"]

@@ -1,4 +1,4 @@
-"""The model check of inspect's predicted active dims on MLM-pretrained backbones (python -m initlab.commands.prediction_check)."""
+"""The model check of inspect's predicted active dims on MLM-pretrained backbones (python -m initlab.app.docgen.prediction_check)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from initlab.commands import prediction_check
+from initlab.app.docgen import prediction_check
 from initlab.config import derive
 from initlab.synthetic.splade.phase import config as phc
 from initlab.synthetic.splade.phase import prediction as P

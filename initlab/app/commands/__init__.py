@@ -1,0 +1,108 @@
+"""One module per CLI group; every argparse ``main()`` of initlab lives here.
+
+The rules every command follows for bad input (docs/conventions.md, "Bad input"), in one place:
+
+* a malformed command line (an unknown option, a value of the wrong type or range) is argparse's error:
+  usage, then ``PROG: error: argument --flag: ...`` naming that one argument, exit 2. The range checks are
+  the ``type=`` functions below (:func:`int_at_least`, :func:`finite_float`, :func:`positive_float`,
+  :func:`int_list`), so each message names only the argument at fault;
+* anything found after parsing (a missing or wrong-kind path, an unreadable file, a config value that does
+  not fit) is :func:`fail`: one line ``PROG: error: MESSAGE`` on stderr, exit 2, no traceback;
+* a diverged training exits 1 (:class:`initlab.runs.NonFiniteError`), Ctrl-C 130 (:mod:`initlab.app.cli`).
+
+:func:`add_executor_options` adds the options every sweep shares (``--workers``, ``--scheduler``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Callable, NoReturn
+
+__all__ = ["fail", "int_at_least", "finite_float", "positive_float", "int_list", "add_executor_options"]
+
+
+def fail(parser: argparse.ArgumentParser, err: BaseException | str) -> NoReturn:
+    """Exit 2 with ``PROG: error: MESSAGE`` on one line of stderr (raises ``SystemExit(2)``)."""
+    print(f"{parser.prog}: error: {err}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def int_at_least(low: int, below: int | None = None, *, bound_text: str | None = None) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer >= ``low`` (and < ``below`` when given); the error names the argument
+    and the bounds (``bound_text`` replaces the ``>= low`` wording, e.g. ``"in [0, 2^40)"``)."""
+    want = bound_text or (f">= {low}" if below is None else f"in [{low}, {below})")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer {want}, got {text!r}") from None
+        if value < low or (below is not None and value >= below):
+            raise argparse.ArgumentTypeError(f"expected an integer {want}, got {value}")
+        return value
+
+    parse.__name__ = f"int {want}"
+    return parse
+
+
+def finite_float(text: str) -> float:
+    """An argparse ``type=``: a finite float (not nan or inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse ``type=``: a finite float > 0."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def int_list(low: int) -> Callable[[str], list[int]]:
+    """An argparse ``type=``: comma-separated integers >= ``low`` (at least one), e.g. ``0,1,2``."""
+
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated integers >= {low} such as {low},{low + 1}; "
+                                             f"got {text!r}") from None
+        if not values or any(v < low for v in values):
+            raise argparse.ArgumentTypeError(f"expected comma-separated integers >= {low} such as {low},{low + 1}; "
+                                             f"got {text!r}")
+        return values
+
+    parse.__name__ = f"ints>={low}"
+    return parse
+
+
+
+
+def _scheduler(text: str) -> str:
+    from initlab.executor import check_scheduler
+
+    try:
+        return check_scheduler(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).split(": ", 1)[1]) from None
+
+
+def add_executor_options(parser: argparse.ArgumentParser, *, scheduler: bool = True, gpu: bool = False) -> None:
+    """``--workers N`` (default: one per core, or per GPU with ``gpu``) and, with ``scheduler``, ``--scheduler ADDRESS``."""
+    default = "one per GPU on a machine with GPUs, else one per core" if gpu else "one per core"
+    parser.add_argument("--workers", type=int_at_least(1), default=None,
+                        help=f"worker processes running cells in parallel, one torch thread each (default: {default}; "
+                             "1 runs them in this process)")
+    if scheduler:
+        parser.add_argument("--scheduler", default=None, metavar="ADDRESS", type=_scheduler,
+                            help="run the cells on a Dask cluster: its scheduler address (tcp://host:8786; the --out folder "
+                                 "must be on a filesystem every worker sees), or local:N for N local Dask worker processes; "
+                                 "needs pip install 'initlab[cluster]' (docs/cluster.md)")

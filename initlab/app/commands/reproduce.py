@@ -1,0 +1,39 @@
+"""``initlab reproduce``: the CPU reproduction of both phenomena, one report.
+
+The stages (theory, spt, score_scale, splade; optional lra_listops) are in :mod:`initlab.app.stages`.
+Each writes into ``OUT/<stage>/``; a finished stage (its folder holds ``DONE``) is not redone, so an
+interrupted ``initlab reproduce`` resumes where it stopped. ``OUT/report.md`` collects the stages'
+summaries, every figure the stages drew, the warnings they raised, and each stage's wall time, CPU seconds and
+cores used. The expected duration is printed first (the stages' cost models times this machine's measured
+speed). ``--workers`` (default: one per core) and ``--scheduler`` go to every stage's cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from initlab.app.commands import add_executor_options, fail
+from initlab.runs import RunExistsError, check_output_path
+from initlab.app.stages import OPTIONAL_STAGES, PRESETS, STAGES, run_reproduce
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "initlab reproduce", description="The CPU reproduction of both phenomena, one report.")
+    parser.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder (default: results/reproduce)")
+    parser.add_argument("--preset", choices=PRESETS, default="default", help="experiment size (default: default, the CPU reproduction)")
+    parser.add_argument("--only", default=None, help=f"comma-separated stages (default: {','.join(STAGES)}; optional: {','.join(OPTIONAL_STAGES)})")
+    parser.add_argument("--overwrite", action="store_true", help="redo finished stages (old folders are moved aside)")
+    add_executor_options(parser)
+    args = parser.parse_args(argv)
+    stages = None if args.only is None else [s.strip() for s in args.only.split(",") if s.strip()]
+    try:
+        # the report folder itself is never "finished": each stage folder is (its DONE), checked by the stage
+        check_output_path(args.out, flag="--out", kind="folder", overwrite=True)
+        run_reproduce(args.out, args.preset, stages, args.overwrite, workers=args.workers, scheduler=args.scheduler)
+    except (ValueError, RunExistsError, ImportError) as err:
+        fail(parser, err)
+    return 0

@@ -1,0 +1,89 @@
+"""``initlab synthetic spt|splade``: thin argparse layers over :mod:`initlab.synthetic`.
+
+``initlab synthetic run`` is the former name of ``initlab synthetic spt``, kept for one release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from initlab.app.commands import add_executor_options, fail, int_at_least
+from initlab.executor import default_workers
+from initlab.paper_figs import spt_figures, synthetic_splade_figures
+from initlab.runs import NonFiniteError, RunExistsError, check_input_path, check_output_path
+from initlab.synthetic.splade.phase import runner as splade_phase
+from initlab.synthetic import spt as synthetic_spt
+from initlab.textio import read_text
+
+__all__ = ["spt_main", "run_main", "splade_main"]
+
+
+def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic spt", description=synthetic_spt.__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(synthetic_spt.PRESETS), default="default", help="experiment size (default: default)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_spt/<preset>)")
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_executor_options(parser, scheduler=True)
+    parser.add_argument("--partial-report", action="store_true",
+                        help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
+    args = parser.parse_args(argv)
+    out = args.out or Path("results/synthetic_spt") / args.preset
+    if args.partial_report:
+        try:  # a report of a run that exists: never a fresh folder with an empty report
+            check_input_path(out, flag="--out", kind="folder", what="the folder of an unfinished initlab synthetic spt run")
+            print(synthetic_spt.partial_report(synthetic_spt.PRESETS[args.preset], out))
+        except (ValueError, RunExistsError) as err:
+            fail(parser, err)
+        return 0
+    try:
+        check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
+        md = synthetic_spt.run(synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
+                 workers=args.workers, scheduler=args.scheduler, draw=spt_figures.make_figures)
+    except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, RunExistsError) as err:
+        fail(parser, err)
+    print(md)
+    print(f"results: {out}")
+    return 0
+
+
+def run_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Deprecated alias of :func:`spt_main` (``initlab synthetic run``); kept for one release."""
+    print("initlab synthetic run: deprecated, use `initlab synthetic spt` (same options); `run` will be removed "
+          "in the next release", file=sys.stderr)
+    return spt_main(argv, prog="initlab synthetic spt")
+
+
+def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab synthetic splade``: the per-family phase diagram (head scale s x rescaling k), its tables and figures."""
+    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade",
+                                     description=splade_phase.__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(splade_phase.PRESETS), default="default",
+                        help="quick (smoke test); default (what initlab reproduce runs: bert and modernbert, seeds "
+                             "9101-9102, tied k in 1, 4, 16, 64, output-only k = 64); explore (the exploratory natural-norm "
+                             "run, seeds 0-2); full (the preregistered confirmatory run: 4 families, seeds 9101-9105); "
+                             "imposed-s* (the earlier runs with an imposed head scale s; docs/synthetic_splade.md)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade/PRESET)")
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    add_executor_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    out = args.out or Path("results/synthetic_splade") / args.preset
+    t0 = time.perf_counter()
+    try:
+        check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
+        rd = splade_phase.run_phase(out, splade_phase.PRESETS[args.preset], overwrite=args.overwrite,
+                                    progress=not args.no_progress, draw=synthetic_splade_figures.draw_phase,
+                                    workers=args.workers, scheduler=args.scheduler)
+    except (FileExistsError, ValueError, ImportError) as err:
+        fail(parser, err)
+    print(read_text(rd.root / "summary.md"))
+    print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
+    return 0

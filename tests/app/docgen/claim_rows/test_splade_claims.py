@@ -1,0 +1,107 @@
+"""The README SPLADE rows of initlab.app.docgen.claim_rows.splade_claims: computed from raw per-seed numbers, never from words."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import pytest
+
+from initlab.config import to_dict
+from initlab.evidence import rules, splade_claims as sc
+from initlab.app.docgen.claim_rows import splade_claims as cs
+
+ROOT = Path(__file__).resolve().parents[4]
+SEEDS = [9101, 9102, 9103, 9104]
+KS = (1.0, 4.0, 16.0, 64.0)
+
+
+def _phase(high_k1=0.50, normal_far=0.30, out_far=0.85):
+    rows, insp, natural = [], [], {}
+    thr = math.sqrt(2 * math.log(32))
+    for seed, j in zip(SEEDS, (0.0, 0.01, -0.01, 0.005)):
+        for fam, norm in (("modernbert", 31.7), ("bert", 8.7)):
+            natural[f"{fam}_seed={seed}"] = {"family": fam, "seed": seed, "head_frobenius": norm + j}
+            for k in KS:
+                if fam == "modernbert":
+                    v, init, final = {1.0: high_k1, 4.0: 0.75, 16.0: 0.85, 64.0: 0.8}[k] + j, (30.0 if k == 1 else 3.0), (2.0 if k == 1 else 1.0)
+                else:
+                    v, init, final = (0.85 if k < 64 else normal_far) + j, 2.0, 1.0
+                rows.append({"family": fam, "mode": "tied", "s": 1.0, "k": k, "seed": seed, "ndcg_select": v, "ndcg_test": v,
+                             "init_infonce": init, "final_infonce": final, "collapsed": fam == "bert" and k == 64.0,
+                             "failed": False})
+            insp.append({"family": fam, "s": 1.0, "seed": seed, "recommended_k": 16.0 if fam == "modernbert" else 4.0,
+                         "table": [{"k": k, "score_sd": (60 if fam == "modernbert" else 5) * thr / k ** 2} for k in KS]})
+        for k, v in ((1.0, 0.85 + j), (64.0, out_far + j)):
+            rows.append({"family": "bert", "mode": "k_output", "s": 1.0, "k": k, "seed": seed, "ndcg_select": v,
+                         "ndcg_test": v, "init_infonce": 2.0, "final_infonce": 1.0, "collapsed": False, "failed": False})
+    th = sc.SPLADEThresholds(high_norm=("modernbert",), normal_norm=("bert",))
+    phase = {"config": {"seeds": SEEDS, "init_batch": 32, "claims": to_dict(th)}, "natural_scale": natural, "rows": rows,
+             "inspect": insp}
+    phase["verdicts"] = {k: v.to_dict() for k, v in sc.evaluate_all(sc.as_raw(phase), th).items()}
+    return phase
+
+
+def test_rows_state_the_run_and_the_verdicts_from_the_numbers():
+    r = {cs.FULL: _phase()}
+    deg = cs.degradation_row(r)
+    assert deg.startswith("**reproduced** (interaction; synthetic, preset `full`, 4 seeds 9101-9104; ")
+    assert "W_head Frobenius modernbert 31.7 ± 0.0, bert 8.7 ± 0.0" in deg
+    assert "high-norm modernbert − normal-norm bert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [" in deg
+    assert "Per family: modernbert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [" in deg and "(95 % t, 4 seeds)" in deg
+    assert "Preregistered claim (high initial loss, poor minimum, controls not degraded): **reproduced**" in deg
+    fix = cs.fix_row(r)
+    assert fix.startswith("**reproduced** (synthetic, preset `full`") and "real backbones **not run**" in fix
+    assert "within ± 0.03 nDCG@10: **reproduced**: +0.000 [+0.000, +0.000] (90 % TOST over 8 (family, seed) backbones)" in fix
+    assert "`mlmhead inspect` keeps its own rule (neither alternative beat it by the preregistered rule)" in fix
+    assert "Against the landscape: k matters (best − worst nDCG@10 over k in 1..16 at least 3 × 0.03) on 4 of 8 " \
+           "backbones (modernbert 4); elsewhere k does not matter here." in fix
+    over = cs.over_rescaling_row(r)
+    assert over.startswith("hurts: **reproduced**") and "collapse flagged in 4 of 4 of those cells" in over
+    assert "Input side of the tie" in over and "output-only − tied at k = 64: **reproduced**" in over
+
+
+def test_editing_raw_numbers_changes_the_cells_and_a_stale_record_is_refused():
+    flat = _phase(high_k1=0.85, normal_far=0.85)  # recomputed record: nothing degrades
+    r = {cs.FULL: flat}
+    assert cs.degradation_row(r).startswith("**partly**") or cs.degradation_row(r).startswith("**not reproduced**")
+    assert cs.over_rescaling_row(r).startswith("hurts: **not reproduced**")
+    stale = copy.deepcopy(_phase())
+    for row in stale["rows"]:  # numbers edited after the record was written
+        if row["family"] == "bert" and row["k"] == 64.0 and row["mode"] == "tied":
+            row["ndcg_test"] = row["ndcg_select"] = 0.85
+    with pytest.raises(rules.VerdictRecordError, match="over_rescaling"):
+        cs.over_rescaling_row({cs.FULL: stale})
+    with pytest.raises(KeyError):
+        cs.fix_row({})
+
+
+def test_committed_confirmatory_results_give_every_row():
+    path = ROOT / "docs" / "results" / cs.FULL
+    if not path.is_file():
+        pytest.skip("the confirmatory run's phase.json is not committed yet")
+    from initlab.app.docgen.claims import load_results
+
+    r = load_results(ROOT / "docs" / "results", [cs.FULL])
+    for fn in cs.ROWS.values():
+        text = fn(r)
+        assert "preset `full`" in text and "9101-9105" in text and "**" in text
+
+
+def test_claims_missing_from_the_saved_record_are_labelled_post_hoc():
+    phase = _phase()
+    for c in sc.POSTHOC_SINCE_FULL:  # a record written before these claims existed (the preregistered full run's)
+        del phase["verdicts"][c]
+    r = {cs.FULL: phase}
+    assert cs.degradation_row(r).startswith("**reproduced** (interaction, a post-hoc analysis: not preregistered "
+                                            "for this run; synthetic, preset `full`")
+    assert "Against the landscape, a post-hoc analysis: not preregistered for this run: k matters" in cs.fix_row(r)
+    flat = _phase(high_k1=0.85)  # the landscape is flat on every backbone (bert's k = 64 lies outside 1..16)
+    for row in flat["rows"]:
+        if row["family"] == "modernbert" and row["k"] == 4.0:
+            row["ndcg_test"] = row["ndcg_select"] = 0.85 + (row["ndcg_test"] - 0.75)
+    flat["verdicts"] = {k: v.to_dict() for k, v in sc.evaluate_all(sc.as_raw(flat), sc.SPLADEThresholds(
+        high_norm=("modernbert",), normal_norm=("bert",))).items()}
+    assert cs.fix_row({cs.FULL: flat}).endswith("on 0 of 8 backbones (none); everywhere else, and so for every "
+                                                "regret verdict: k does not matter here")

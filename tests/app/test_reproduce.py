@@ -1,0 +1,182 @@
+"""``initlab reproduce`` orchestration: stage resolution, report assembly, bad input."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from initlab.app import stages
+from initlab.app.commands import reproduce
+
+
+@pytest.mark.parametrize("name", [s.name for s in stages.REGISTRY])
+def test_every_stage_has_the_stage_signature(name):
+    stage = {**stages.STAGES, **stages.OPTIONAL_STAGES}[name]
+    params = inspect.signature(stage.run).parameters
+    assert list(params)[:3] == ["out_dir", "preset", "overwrite"]
+    assert params["workers"].kind == params["scheduler"].kind == inspect.Parameter.KEYWORD_ONLY
+    assert stage.estimate is not None
+
+
+@pytest.mark.parametrize("preset", stages.PRESETS)
+def test_every_estimate_of_an_empty_folder_is_positive_and_creates_nothing(tmp_path, preset):
+    for stage in stages.REGISTRY:
+        expected, most = stage.estimate(tmp_path / stage.name, preset, 2)
+        assert 0 < expected <= most, stage.name
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_registry_lists_the_default_run_in_order():
+    assert list(stages.STAGES) == ["theory", "spt", "score_scale", "splade"]
+    assert list(stages.OPTIONAL_STAGES) == ["lra_listops"]
+
+
+def _stages(**funcs):
+    return {name: stages.Stage(name, f) for name, f in funcs.items()}
+
+
+def test_report_collects_stage_summaries_in_order(tmp_path, monkeypatch):
+    calls = []
+
+    def stage_a(out_dir, preset, overwrite, **kw):
+        calls.append(("a", out_dir.name, preset, overwrite))
+        return "## stage A\nresult 1"
+
+    def stage_b(out_dir, preset, overwrite, **kw):
+        calls.append(("b", out_dir.name, preset, overwrite))
+        return "## stage B\nresult 2"
+
+    monkeypatch.setattr(stages, "STAGES", _stages(a=stage_a, b=stage_b))
+    report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
+    assert calls == [("a", "a", "quick", False), ("b", "b", "quick", False)]
+    text = report.read_text()
+    assert text.index("## stage A") < text.index("## stage B")
+    assert "preset `quick`" in text
+
+
+def test_bad_preset_and_stage_are_named(tmp_path):
+    with pytest.raises(ValueError, match="preset"):
+        stages.run_reproduce(tmp_path, preset="huge")
+    with pytest.raises(ValueError, match="nope"):
+        stages.run_reproduce(tmp_path, stages=["nope"])
+    with pytest.raises(SystemExit):
+        reproduce.main(["--only", "nope", "--out", str(tmp_path / "x")])
+
+
+def test_resumed_report_keeps_the_real_stage_times(tmp_path, monkeypatch):
+    import time
+
+    def slow(out_dir, preset, overwrite, **kw):
+        if (out_dir / "DONE").exists() and not overwrite:
+            return "## slow\nsaved"
+        time.sleep(0.3)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "DONE").write_text("x")
+        return "## slow\nsaved"
+
+    monkeypatch.setattr(stages, "STAGES", _stages(slow=slow))
+    first = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
+    second = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
+
+    def seconds(text):
+        line = next(ln for ln in text.splitlines() if ln.startswith("_stage `slow` took"))
+        return float(line.split("took ")[1].split(" s")[0])
+
+    assert seconds(first) >= 0.3
+    assert seconds(second) == seconds(first) and "resumed run: not redone" in second
+
+
+def test_theory_and_score_scale_stages_refuse_a_changed_config(tmp_path):
+    from initlab.config import derive
+    from initlab.runs import ConfigMismatchError, RunDir
+    from initlab.theory.score_scale import closed_form as score_scale
+    from initlab.theory.verify import runner as verify
+
+    # an interrupted stage folder (no DONE) written under another config is not resumed
+    RunDir(tmp_path / "theory", config=derive(verify.PRESETS["quick"], cases=verify.PRESETS["quick"].cases + 1))
+    with pytest.raises(ConfigMismatchError, match="differs in: cases"):
+        stages.theory(tmp_path / "theory", preset="quick")
+    other = derive(score_scale.PRESETS["quick"], mc_batches=score_scale.PRESETS["quick"].mc_batches + 1)
+    RunDir(tmp_path / "ss", config=other)
+    with pytest.raises(ConfigMismatchError, match="differs in: mc_batches"):
+        stages.score_scale_stage(tmp_path / "ss", preset="quick")
+    # a cell computed under another config (same config.json) is not reused either
+    cfg = score_scale.PRESETS["quick"]
+    run = RunDir(tmp_path / "ss2", config=cfg)
+    sigma, k = cfg.sigmas[0], cfg.ks[0]
+    run.save_cell(f"sigma={sigma:g}_k={k:g}", {"sigma": sigma, "k": k}, key={"config": {"old": 1}, "sigma": sigma, "k": k})
+    with pytest.raises(ConfigMismatchError, match="cell 'sigma="):
+        stages.score_scale_stage(tmp_path / "ss2", preset="quick")
+
+
+def test_empty_stage_list_is_an_error_not_an_empty_report(tmp_path):
+    with pytest.raises(ValueError, match="--only: no stage names"):
+        stages.run_reproduce(tmp_path / "out", stages=[])
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_of_one_preset_refuses_another(tmp_path, monkeypatch):
+    from initlab.runs import ConfigMismatchError
+
+    def stage(out_dir, preset, overwrite, **kw):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "DONE").write_text("x")
+        return f"## stage\nmade by {preset}"
+
+    monkeypatch.setattr(stages, "STAGES", _stages(s=stage))
+    stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
+    with pytest.raises(ConfigMismatchError, match="preset 'quick', not 'default'"):
+        stages.run_reproduce(tmp_path / "out", preset="default", speed=1.0)
+    assert "made by quick" in (tmp_path / "out" / "report.md").read_text()  # untouched
+    assert "made by default" in stages.run_reproduce(tmp_path / "out", preset="default", overwrite=True, speed=1.0).read_text()
+
+
+def test_report_links_point_into_the_stage_folders():
+    md = "![acc](spt_accuracy.png) [cfg](config.json) [web](https://x.org/a.png) Figures: `spt_accuracy.png`"
+    assert stages.relink(md, "spt") == ("![acc](spt/spt_accuracy.png) [cfg](spt/config.json) "
+                                        "[web](https://x.org/a.png) Figures: `spt/spt_accuracy.png`")
+
+
+def test_the_report_embeds_every_figure_once_with_links_from_the_report_folder(tmp_path):
+    stage = tmp_path / "spt"
+    for rel in ("a.png", "maps/b.png", "cells/x.png", "ckpt/y.png"):
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stage / rel).write_bytes(b"png")
+    figs = stages.stage_figures(stage)
+    assert [f.as_posix() for f in figs] == ["a.png", "maps/b.png"]  # working folders are not figures
+    md = stages.relink("Figures: `a.png`\n\n![a](a.png)", "spt")
+    out = stages.embed_figures(md, "spt", figs)
+    assert out.count("](spt/a.png)") == 1 and "![b](spt/maps/b.png)" in out
+    assert all((tmp_path / link).is_file() for link in ("spt/a.png", "spt/maps/b.png"))
+
+
+def test_expected_durations_scale_the_cost_models_and_skip_finished_work(tmp_path):
+    got = stages.expected_durations(tmp_path, "quick", ["theory", "splade", "score_scale"], workers=2, speed=1.0)
+    slow = stages.expected_durations(tmp_path, "quick", ["theory", "splade", "score_scale"], workers=2, speed=3.0)
+    assert set(got) == {"theory", "splade", "score_scale"} and all(e > 0 and m >= e for e, m in got.values())
+    assert slow["splade"][0] == pytest.approx(3 * got["splade"][0])
+    (tmp_path / "splade").mkdir()
+    (tmp_path / "splade" / "DONE").write_text("x")
+    assert stages.expected_durations(tmp_path, "quick", ["splade"], workers=2)["splade"] == (0.0, 0.0)
+
+
+def test_reproduce_prints_the_expected_duration_first_and_the_cpu_use(tmp_path, monkeypatch, capsys):
+    def stage(out_dir, preset, overwrite, **kw):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        import warnings
+
+        warnings.warn("something odd", RuntimeWarning)
+        return "## stage\nok"
+
+    monkeypatch.setattr(stages, "STAGES", {"s": stages.Stage("s", stage, lambda out, preset, workers: (120.0, 300.0))})
+    report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=2.0, workers=2).read_text()
+    out = capsys.readouterr()
+    first = out.out.strip().splitlines()[0]
+    assert first.startswith("initlab reproduce --preset quick: expected duration about 4 min (at most 10 min)")
+    assert "of CPU" in out.out and "of 2 cores" in report
+    assert "RuntimeWarning: something odd" in out.err and "`RuntimeWarning: something odd`" in report
+    import json
+
+    rec = json.loads((tmp_path / "out" / "stage_times.json").read_text())["s"]
+    assert rec["cores"] == 2 and rec["cpu_seconds"] >= 0 and rec["expected_seconds"] == 240.0
