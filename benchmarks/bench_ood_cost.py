@@ -29,6 +29,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--json", type=Path, default=None, help="also write the measurements here")
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation (its cost is linear in V and documents)")
+    p.add_argument("--sparse-mlm", action="store_true", help="MLM head at the masked positions only (what the OOD backbones use)")
+    p.add_argument("--mlm-only", action="store_true", help="measure the MLM steps only")
     a = p.parse_args()
     import torch
 
@@ -55,8 +57,12 @@ def main() -> None:
             model = build_family_model(fam, V, bb, 0)
             texts = list(corpus.docs.values())
             ticks: list[float] = []
-            pretrain_mlm(model, tok, texts, bb, 0, on_step=lambda: ticks.append(time.process_time()))
+            pretrain_mlm(model, tok, texts, bb, 0, on_step=lambda: ticks.append(time.process_time()), sparse=a.sparse_mlm)
             mlm = statistics.median(b - a_ for a_, b in zip(ticks[1:], ticks[2:]))
+            if a.mlm_only:
+                out.append({"vocab": V, "family": fam, "mlm_step_s": mlm, "sparse_mlm": a.sparse_mlm, "load": os.getloadavg()[0]})
+                print(f"V={V:6d} {fam:10s} MLM step {mlm:.3f} s ({'sparse' if a.sparse_mlm else 'dense'} head)", flush=True)
+                continue
             with tempfile.TemporaryDirectory() as tmp:
                 model.save_pretrained(tmp)
                 tok.save_pretrained(tmp)
@@ -73,7 +79,7 @@ def main() -> None:
                 if not a.no_eval:
                     evaluate_sets(enc, corpus, cfg.query_max_len, cfg.doc_max_len)
                 ev = float("nan") if a.no_eval else time.process_time() - c0
-            row = {"vocab": V, "family": fam, "mlm_step_s": mlm, "splade_step_s": step, "eval_s": ev, "corpus_s": gen,
+            row = {"vocab": V, "family": fam, "mlm_step_s": mlm, "sparse_mlm": a.sparse_mlm, "splade_step_s": step, "eval_s": ev, "corpus_s": gen,
                    "load": os.getloadavg()[0]}
             out.append(row)
             print(f"V={V:6d} {fam:10s} MLM step {mlm:.3f} s, SPLADE step {step:.3f} s, one evaluation {ev:.1f} s, "

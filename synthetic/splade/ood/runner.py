@@ -46,6 +46,11 @@ def mlm_step_seconds(vocab: int) -> float:
     return MLM_STEP_SECONDS[0] + MLM_STEP_SECONDS[1] * vocab / 1000
 
 
+#: the cells' importable module (not ``__name__``: run as ``python -m``, this module is ``__main__``, which a worker
+#: process cannot import by that name)
+_TARGET = "initlab.synthetic.splade.ood.runner:"
+
+
 def _bb(family: str, seed: int) -> str:
     return f"backbone/{family}_seed={seed}"
 
@@ -78,19 +83,19 @@ def plan(cfg: OODConfig) -> list[Cell]:
     """The cells of ``cfg``: per seed BM25, per (family, seed) the backbone, then per (family, k, seed) training."""
     conf = to_dict(cfg)
     V = cfg.corpus.vocab_size
-    cells = [Cell(f"bm25_seed={s}", f"{__name__}:cell_bm25", {"config": conf, "seed": s},
+    cells = [Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s},
                   {"corpus": to_dict(cfg.corpus), "seed": s}, unit_seconds=5.0) for s in cfg.seeds]
     for f in cfg.families:
         for s in cfg.seeds:
             bb = backbone_for(cfg, f)
-            cells.append(Cell(f"pretrain_{f}_seed={s}", f"{__name__}:cell_pretrain",
+            cells.append(Cell(f"pretrain_{f}_seed={s}", _TARGET + "cell_pretrain",
                               {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
                               units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V)))
     evals = len(cfg.checkpoints) + 1
     for f in cfg.families:
         for k in cfg.ks:
             for s in cfg.seeds:
-                cells.append(Cell(cell_name(f, k, s), f"{__name__}:cell_train",
+                cells.append(Cell(cell_name(f, k, s), _TARGET + "cell_train",
                                   {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
                                   train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
                                   unit_seconds=step_seconds(V) + evals * EVAL_SECONDS_PER_KID * V / 1000 / cfg.max_steps))
