@@ -1,4 +1,4 @@
-"""Figure of the OOD synthetic SPLADE's exploratory map, drawn from its saved ``map.json`` only (no training here).
+"""Figure of the OOD synthetic SPLADE's exploratory map, drawn from its saved map.json only (no training here).
 
 ``python -m initlab.paper_figs.synthetic_splade_ood_figures MAP_DIR [--out DIR]`` reads ``MAP_DIR/map.json``
 (written by ``python -m initlab.synthetic.splade.ood.map``) and writes ``splade_ood_map.png``: one column per

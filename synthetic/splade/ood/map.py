@@ -9,7 +9,8 @@ domains against the in-domain dev set). A map point is *in the region* when ever
 ``min_gain`` (0.05) at k = 1 and no normal-norm family does; the *nearest miss* is the point with the largest
 high-norm loss minus normal-norm loss. One seed per point: exploratory, no interval.
 
-``python -m initlab.synthetic.splade.ood.map RUN_DIR [RUN_DIR ...] --out map.json`` writes the map.
+``python -m initlab.synthetic.splade.ood.map RUN_DIR [RUN_DIR ...] --out map.json`` writes the map (and ``map.md``,
+:func:`map_markdown`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Sequence
 from initlab.runs import atomic_write_text
 from initlab.textio import read_json
 
-__all__ = ["map_points", "region", "build_map", "main"]
+__all__ = ["map_points", "region", "build_map", "map_markdown", "main"]
 
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
@@ -98,13 +99,41 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
     return {"exploratory": True, "runs": runs, "points": points, "bm25": bm25, **reg}
 
 
+def map_markdown(m: dict[str, Any]) -> str:
+    """The map in words and one table: every point (vocabulary, length, domain, family: best k, nDCG@10 at it and at
+    k = 1, the loss of k = 1), BM25 per vocabulary, then the region or, if there is none, the nearest miss."""
+    L = ["| vocabulary | steps | domain | family | best k | nDCG@10 best k | nDCG@10 k = 1 | loss of k = 1 |",
+         "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    for p in sorted(m["points"], key=lambda p: (p["vocab"], p["seed"], p["domain"] != "ood", p["length"], p["family"])):
+        L.append(f"| {p['vocab']} | {p['length']} | {'out of domain' if p['domain'] == 'ood' else 'in domain'} | "
+                 f"{p['family']} | {p['k_best']:g} | {p['best']:.3f} | {p['k1']:.3f} | {p['loss']:+.3f} |")
+    L.append("")
+    for b in m["bm25"]:
+        L.append(f"BM25 at {b['vocab']} ids (seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}.")
+    high, normal, g = ", ".join(m["high_norm"]), ", ".join(m["normal_norm"]), m["min_gain"]
+    if m["region"]:
+        where = "; ".join(f"{c['vocab']} ids, {c['length']} steps, {c['domain']}" for c in m["region"])
+        L.append(f"\nRegion (every high-norm family ({high}) loses at least {g:g} at k = 1, no normal-norm family "
+                 f"({normal}) does): {where}.")
+    else:
+        L.append(f"\nNo map point has every high-norm family ({high}) losing at least {g:g} nDCG@10 at k = 1 while "
+                 f"no normal-norm family ({normal}) does.")
+    c = m["nearest_miss"]
+    if c:
+        L.append(f"Nearest miss (largest high-norm minus normal-norm loss outside the region): {c['vocab']} ids, "
+                 f"{c['length']} steps, {'out of domain' if c['domain'] == 'ood' else 'in domain'}: high-norm loss "
+                 f"{c['high_min']:+.3f}, normal-norm {c['normal_max']:+.3f}, difference {c['gap']:+.3f}.")
+    return "\n".join(L) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade.ood.map", description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="+", type=Path)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("runs", nargs="+", type=Path, help="finished (or partially reported) OOD run folders")
+    p.add_argument("--out", type=Path, required=True, help="map.json to write (and map.md beside it)")
     a = p.parse_args(argv)
     m = build_map(a.runs)
     atomic_write_text(a.out, json.dumps(m, indent=1))
+    atomic_write_text(a.out.with_suffix(".md"), map_markdown(m))
     print(f"{len(m['points'])} map points, {len(m['region'])} in the region; nearest miss: {m['nearest_miss']}")
     return 0
 

@@ -4,7 +4,9 @@ Role: :func:`run_ood` runs (or resumes) one preset of :mod:`initlab.synthetic.sp
 (``config.json``, ``backbone/<family>_seed=S/``, ``cells/*.json``, ``results.json``, ``summary.md``, ``DONE``);
 :func:`rows` turns the cells into the per-seed rows the claim functions of :mod:`initlab.evidence.splade_claims`
 read (primary metric: out-of-domain nDCG@10, mean over the held-out domains; ``id_*`` the in-domain dev set).
-``python -m initlab.synthetic.splade.ood.runner --preset NAME --out DIR [--workers N]`` runs a preset.
+``initlab synthetic splade-ood --preset NAME --out DIR [--workers N]`` runs a preset
+(:func:`initlab.app.commands.synthetic.splade_ood_main`; ``python -m initlab.synthetic.splade.ood.runner`` is the
+same for a checkout without the console script).
 
 Cost model (:data:`STEP_SECONDS_PER_KID`, :func:`step_seconds`): CPU seconds of one SPLADE training step and of one
 MLM step on one core, linear in the vocabulary V (the head's ``V x d`` projection and the ``(tokens, V)`` logits
@@ -27,18 +29,37 @@ from initlab.runs import RunDir, atomic_write_text
 from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
                                                  pretrain_key, train_key)
 
-__all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "main"]
+__all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
+           "cell_seconds", "main"]
 
-#: cost model (module docstring): CPU seconds per SPLADE step = a + b V / 1000, per MLM step the same form; the
-#: numbers are measured on this project's 2-core machine under load (docs/synthetic_splade_ood.md#cost)
-STEP_SECONDS = (0.25, 0.075)
-MLM_STEP_SECONDS = (0.05, 0.035)
-EVAL_SECONDS_PER_KID = 0.5
+#: cost model (module docstring): CPU seconds per SPLADE step = a + b V / 1000 (batch 32, documents of 60-100 words),
+#: per MLM step the same form (head at the masked positions only), per evaluation of every set b V / 1000 (1600
+#: documents); fitted to ``python benchmarks/bench_ood_cost.py`` on this project's 2 shared cores at load 11-15
+#: (SPLADE step 0.441 s at 2048 ids, 5.697 s at 30000; MLM step 0.170 s and 0.506 s; one evaluation 7.0 s at
+#: 2048 ids, the 30000-id evaluation not measured: extrapolated linearly), docs/synthetic_splade_ood.md#cost
+STEP_SECONDS = (0.056, 0.188)
+MLM_STEP_SECONDS = (0.145, 0.012)
+EVAL_SECONDS_PER_KID = 3.4
 
 
 def step_seconds(vocab: int) -> float:
     """Cost model: CPU seconds of one SPLADE training step (batch 32, documents of 60-100 words) at vocabulary V."""
     return STEP_SECONDS[0] + STEP_SECONDS[1] * vocab / 1000
+
+
+def eval_seconds(vocab: int) -> float:
+    """Cost model: CPU seconds of one evaluation of every set (1600 documents) at vocabulary V."""
+    return EVAL_SECONDS_PER_KID * vocab / 1000
+
+
+def cell_seconds(cfg: OODConfig) -> dict[str, float]:
+    """Cost model: CPU seconds of each backbone (``pretrain_<family>``) and of one SPLADE cell at the cap with its
+    evaluations (``train``), and the whole grid of one seed (``seed_total``), for ``cfg``."""
+    V = cfg.corpus.vocab_size
+    out = {f"pretrain_{f}": backbone_for(cfg, f).mlm_steps * mlm_step_seconds(V) for f in cfg.families}
+    out["train"] = cfg.max_steps * step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V)
+    out["seed_total"] = sum(v for k, v in out.items() if k.startswith("pretrain_")) + out["train"] * len(cfg.families) * len(cfg.ks)
+    return out
 
 
 def mlm_step_seconds(vocab: int) -> float:
@@ -91,14 +112,17 @@ def plan(cfg: OODConfig) -> list[Cell]:
             cells.append(Cell(f"pretrain_{f}_seed={s}", _TARGET + "cell_pretrain",
                               {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
                               units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V)))
-    evals = len(cfg.checkpoints) + 1
-    for f in cfg.families:
-        for k in cfg.ks:
-            for s in cfg.seeds:
-                cells.append(Cell(cell_name(f, k, s), _TARGET + "cell_train",
-                                  {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
-                                  train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
-                                  unit_seconds=step_seconds(V) + evals * EVAL_SECONDS_PER_KID * V / 1000 / cfg.max_steps))
+    # training cells: seed by seed, k = 1 of every family first, then the high-norm families' other k, then the
+    # rest, so that a run cut short has each family's k = 1 and the high-norm side of the comparison first
+    order = sorted(((f, k, s) for f in cfg.families for k in cfg.ks for s in cfg.seeds),
+                   key=lambda x: (cfg.seeds.index(x[2]), x[1] != 1.0, x[0] not in cfg.claims.high_norm,
+                                  cfg.ks.index(x[1]), cfg.families.index(x[0])))
+    per_step = step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V) / cfg.max_steps
+    for f, k, s in order:
+        cells.append(Cell(cell_name(f, k, s), _TARGET + "cell_train",
+                          {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
+                          train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
+                          unit_seconds=per_step))
     return cells
 
 
@@ -113,6 +137,8 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
     for f in cfg.families:
         for k in cfg.ks:
             for s in cfg.seeds:
+                if cell_name(f, k, s) not in cells:  # not run (a partial report)
+                    continue
                 c = cells[cell_name(f, k, s)]
                 fin = c.get("final") or {}
                 tr = c.get("training") or {}
@@ -143,8 +169,9 @@ def id_rows(r: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: bool = True,
-            overwrite: bool = False) -> RunDir:
+            overwrite: bool = False, scheduler: str | None = None) -> RunDir:
     """Run (or resume) ``cfg`` into ``out``; writes ``results.json`` and ``summary.md`` from the cells, then ``DONE``.
+    ``workers`` local processes or the Dask cluster at ``scheduler`` (:func:`initlab.executor.run_cells`).
 
     Raises:
         ValueError: a bad config (:func:`check_config`), workers < 1.
@@ -153,7 +180,7 @@ def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: boo
     check_config(cfg)
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     t0 = time.perf_counter()
-    run_cells(rd, plan(cfg), workers=workers, progress=progress, desc="OOD synthetic SPLADE",
+    run_cells(rd, plan(cfg), workers=workers, scheduler=scheduler, progress=progress, desc="OOD synthetic SPLADE",
               preload=("transformers", "sentence_transformers"), startup=10.0)
     shutil.rmtree(rd.root / "trainer_tmp", ignore_errors=True)
     write_report(rd, cfg, seconds=time.perf_counter() - t0)
@@ -161,12 +188,15 @@ def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: boo
     return rd
 
 
-def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None) -> dict[str, Any]:
+def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, partial: bool = False) -> dict[str, Any]:
     """``results.json`` (config, natural scales, BM25, rows, cap-binding counts, costs, verdicts recomputed by
-    :mod:`initlab.evidence.splade_claims` on the OOD rows and on the in-domain rows) and ``summary.md``."""
+    :mod:`initlab.evidence.splade_claims` on the OOD rows and on the in-domain rows) and ``summary.md``.
+    ``partial``: from the cells finished so far (a run cut short; ``results.json`` says how many of the planned
+    cells it holds, and ``DONE`` is not written), else every cell must be finished."""
     from initlab.evidence import splade_claims as sc
 
-    cells = {c.name: rd.load_cell(c.name, key=c.key) for c in plan(cfg)}
+    planned = plan(cfg)
+    cells = {c.name: rd.load_cell(c.name, key=c.key) for c in planned if not partial or rd.has_cell(c.name, key=c.key)}
     r = rows(cfg, cells)
     nat = {n: v for n, v in cells.items() if n.startswith("pretrain_")}
     bm25 = {n: v for n, v in cells.items() if n.startswith("bm25_")}
@@ -176,6 +206,7 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None) -> di
     rep = {"config": to_dict(cfg), "flops_weights": list(flops_weights(cfg)), "natural_scale": nat, "bm25": bm25,
            "rows": r, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
            "cap_bound": sum(x["stopped_by"] == "cap" for x in r), "trained": len(r), "sweep_seconds": seconds,
+           "cells_finished": len(cells), "cells_planned": len(planned), "partial": partial,
            "pretrain_cpu_seconds": {n: v.get("pretrain_cpu_seconds") for n, v in nat.items()}}
     rd.write_json("results.json", rep)
     atomic_write_text(rd.root / "summary.md", summary_markdown(rep))
@@ -196,6 +227,7 @@ def summary_markdown(rep: dict[str, Any]) -> str:
          f"rule: patience {cfg['patience']} x {cfg['eval_every']} steps, {cfg['plateau_rel']:g} relative; FLOPS weights "
          f"lambda_q {rep['flops_weights'][0]:.3g}, lambda_d {rep['flops_weights'][1]:.3g}; seeds {cfg['seeds']}; "
          f"cap-bound cells {rep['cap_bound']} of {rep['trained']}"
+         + (f"; PARTIAL: {rep['cells_finished']} of {rep['cells_planned']} cells finished" if rep.get("partial") else "")
          + (f"; sweep {rep['sweep_seconds']:.0f} s." if rep.get("sweep_seconds") else "."), ""]
     L += ["| seed | BM25 nDCG@10 OOD (test half) | BM25 in-domain | types seen | singleton share | mean doc length | "
           "query words in the source document |", "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -221,11 +253,18 @@ def summary_markdown(rep: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade.ood.runner",
                                 description="run one preset of the OOD synthetic SPLADE (exploratory)")
-    p.add_argument("--preset", choices=sorted(PRESETS), required=True)
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--preset", choices=sorted(PRESETS), required=True, help="the preset to run")
+    p.add_argument("--out", type=Path, required=True, help="the run folder")
+    p.add_argument("--workers", type=int, default=1, help="worker processes")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--report-partial", action="store_true",
+                   help="only write results.json and summary.md from the cells finished so far (a run cut short)")
     a = p.parse_args(argv)
+    if a.report_partial:
+        cfg = PRESETS[a.preset]
+        write_report(RunDir(a.out, resume=True, config=cfg), cfg, partial=True)
+        print((a.out / "summary.md").read_text())
+        return 0
     rd = run_ood(a.out, PRESETS[a.preset], workers=a.workers, progress=not a.no_progress)
     print((rd.root / "summary.md").read_text())
     return 0

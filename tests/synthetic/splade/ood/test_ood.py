@@ -120,6 +120,16 @@ def test_tiny_run_end_to_end(tmp_path):
     assert "OOD synthetic SPLADE" in (rd.root / "summary.md").read_text()
     again = run_ood(tmp_path / "run2", cfg, workers=1, progress=False)  # deterministic
     assert read_json(again.root / "results.json")["rows"][0]["ndcg_test"] == rep["rows"][0]["ndcg_test"]
+    # a run cut short: the report from the finished cells says so, and holds only their rows
+    from initlab.runs import RunDir
+    from initlab.synthetic.splade.ood.runner import write_report
+
+    for ext in ("json", "key"):
+        (again.root / "cells" / f"{oc.cell_name('bert', 4.0, 0)}.{ext}").unlink()
+    (again.root / "DONE").unlink()  # a run cut short never wrote DONE
+    part = write_report(RunDir(again.root, resume=True, config=cfg), cfg, partial=True)
+    assert part["partial"] and part["cells_finished"] == part["cells_planned"] - 1 and len(part["rows"]) == 1
+    assert "PARTIAL: 3 of 4 cells finished" in (again.root / "summary.md").read_text()
 
 
 def _report(V, losses):
@@ -155,6 +165,11 @@ def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
     (d / "results.json").write_text(json.dumps(_report(2048, losses)))
     m = build_map([d])
     assert m["region"] == [] and m["nearest_miss"]["gap"] == pytest.approx(0.03)
+    from initlab.synthetic.splade.ood.map import map_markdown
+
+    text = map_markdown(m)
+    assert "No map point has every high-norm family (modernbert) losing at least 0.05" in text
+    assert "| 2048 | 300 | out of domain | modernbert | 4 | 0.540 | 0.500 | +0.040 |" in text
     from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
 
     (tmp_path / "map.json").write_text(json.dumps(m))
