@@ -48,8 +48,12 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     ],
     "initlab.synthetic.splade": [
         [("config", "data", "domains", "model", "families", "train", "measure")],  # the pieces the SPLADE experiments use
-        [("inflation",), ("phase",), ("calibration",), ("ood",)],  # the inflation sweep, the phase diagram and the collapse
-        # calibration (which reads the phase diagram's saved files only), independent
+        [("phase",), ("calibration",), ("ood",)],  # the phase diagram, the collapse calibration (which reads the phase
+        # diagram's saved files only) and the out-of-domain experiment, independent
+    ],
+    "initlab.executor": [
+        [("core",)],  # cells, progress, the cost model, the worker side, the report, the bar
+        [("local",), ("cluster",)],  # this process or a local pool; the Dask bridge: independent
     ],
     "initlab.app": [
         [("stages",)],  # the reproduce stages: run an experiment, draw its figures
@@ -274,11 +278,13 @@ def test_the_check_catches_an_upward_import(tmp_path):
     ("initlab.theory.score_scale.fake", "from initlab.theory.attention.case import random_case\n",
      "initlab.theory.score_scale.fake imports initlab.theory.attention.case (initlab.theory: attention is not below score_scale)"),
     ("initlab.config.fake", "from initlab.runs import atomic_write_json\n", "initlab.config imports initlab.runs"),
-    ("initlab.executor.fake", "def f():\n    from initlab.synthetic.splade.phase import runner\n",
+    ("initlab.executor.core.fake", "def f():\n    from initlab.synthetic.splade.phase import runner\n",
      "initlab.executor imports initlab.synthetic.splade.phase"),
     ("initlab.runs.fake", "from initlab.executor import run_cells\n", "initlab.runs imports initlab.executor"),
     ("initlab.synthetic.spt.fake", "def f():\n    from initlab.app import stages\n", "initlab.synthetic imports initlab.app"),
     ("initlab.paper_figs.fake", "from initlab.app.docgen import claims\n", "initlab.paper_figs imports initlab.app.docgen"),
+    ("initlab.executor.local.fake", "from initlab.executor.cluster import run_dask\n",
+     "initlab.executor.local.fake imports initlab.executor.cluster (initlab.executor: cluster is not below local)"),
     ("initlab.app.stages.fake", "from initlab.app.commands import fail\n",
      "initlab.app.stages.fake imports initlab.app.commands (initlab.app: commands is not below stages)"),
     ("initlab.app.commands.fake", "def f():\n    from initlab.app.docgen import tables\n",

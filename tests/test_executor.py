@@ -254,7 +254,7 @@ def test_a_cell_holds_its_function_and_sends_its_name():
 
 def test_every_planned_cell_names_the_function_it_holds():
     """Every stage's plan: the name a worker imports resolves to the very function the cell holds."""
-    from initlab.executor import _resolve
+    from initlab.executor.core import _resolve
     from initlab.synthetic.splade.phase import runner as phase
     from initlab.synthetic.spt import PRESETS as SPT_PRESETS
     from initlab.synthetic.spt.plan import plan as spt_plan

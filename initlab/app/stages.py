@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_figures, theory_figures
+from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_phase_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
 from initlab.executor import check_scheduler, default_workers, format_seconds, measure_speed, run_cells, track_reports
@@ -204,7 +204,7 @@ def splade(out_dir: Path, preset: str = "default", overwrite: bool = False, *, w
     cfg = splade_phase.PRESETS[preset]
     if finished_summary(out_dir, preset, overwrite) is None:
         splade_phase.run_phase(out_dir, cfg, overwrite=overwrite, progress=True, workers=workers, scheduler=scheduler,
-                               draw=synthetic_splade_figures.draw_phase)
+                               draw=synthetic_splade_phase_figures.draw_phase)
     figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
     md = read_text(out_dir / "summary.md") + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
     note = splade_phase.collapse_note(out_dir, cfg)

@@ -5,7 +5,7 @@ quantities that :mod:`initlab.theory.score_scale.closed_form` predicts (head nor
 fraction, FLOPS regulariser, score spread, in-batch InfoNCE loss and the two gradient norms w.r.t. the
 document logits); :func:`evaluate` gives nDCG@10 / MRR@10 (``ir_measures``), active dims and FLOPS
 (expected multiplications per query-document pair, Formal et al. 2021 sec. 4 / Paria et al., ICLR
-2020); :func:`detect_collapse` applies the one detector :func:`initlab.nn.collapse.detect_collapse`.
+2020). Collapse is judged by the one detector, :func:`initlab.nn.collapse.detect_collapse`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.nn.pooling import splade_pool
 from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import SyntheticCorpus
 from initlab.synthetic.splade.train import quiet
 from initlab.theory.score_scale.per_entry import EntryMoments, expected_flops, pooled_active_probability, token_classes
 
-__all__ = ["splade_vectors", "flops_pairs", "batch_features", "measure_init", "evaluate", "detect_collapse"]
+__all__ = ["splade_vectors", "flops_pairs", "batch_features", "measure_init", "evaluate"]
 
 
 @torch.no_grad()
@@ -247,11 +246,3 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: TrainingRecipe, return_vectors
         "finite_vectors": finite,
     }
     return (metrics, q, d, q.double() @ d.double().T) if return_vectors else metrics
-
-
-def detect_collapse(loss_curve: list[dict[str, float]], q_active: float, d_active: float, vocab_size: int,
-                    finite_weights: bool = True, dense_fraction: float = 0.9, **more: Any) -> list[str]:
-    """Reasons a trained cell counts as collapsed (empty list: not collapsed), from the one detector
-    :func:`initlab.nn.collapse.detect_collapse` (``more``: its ``doc_vectors`` / ``scores`` arguments)."""
-    return shared_detect_collapse(losses=loss_curve, q_active=q_active, d_active=d_active, vocab_size=vocab_size,
-                                  finite_weights=finite_weights, dense_fraction=dense_fraction, **more).reasons

@@ -14,25 +14,21 @@
   LayerNorm (after word + position + token-type embeddings are summed) then partly normalises the
   inflation away in the hidden states (the position/type parts weigh less), so hidden states change
   a little, the logits ``z = H W_head^T + b`` mostly by the factor.
-* :func:`prepare_backbone` -- the above, cached in a folder (``save_pretrained`` + tokenizer), deterministic
-  by seed, so a sweep pretrains once per seed.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from typing import Any
 
 import torch
 
-from initlab.synthetic.splade.data import SPECIAL_TOKENS, SyntheticCorpus
+from initlab.synthetic.splade.data import SPECIAL_TOKENS
 
 __all__ = ["BackboneConfig", "build_tokenizer", "build_model", "mlm_param_groups", "pretrain_mlm", "sparse_mlm_loss",
-           "inflate_head", "head_weight", "prepare_backbone"]
+           "inflate_head", "head_weight"]
 
 
 @dataclass(frozen=True)
@@ -193,27 +189,3 @@ def inflate_head(model, factor: float):
         raise ValueError(f"inflation factor: expected a finite number > 0, got {factor!r}")
     head_weight(model).mul_(float(factor))
     return model
-
-
-def prepare_backbone(folder: Path, corpus: SyntheticCorpus, cfg: BackboneConfig, seed: int, progress: bool = False) -> Path:
-    """Pretrained tiny backbone (inflation 1) saved in ``folder``; reused if already there.
-
-    The folder holds ``config.json``, ``model.safetensors``, the tokenizer files and ``mlm_losses.json``.
-    Returns ``folder``.
-    """
-    folder = Path(folder)
-    if (folder / "mlm_losses.json").exists():
-        return folder
-    tokenizer = build_tokenizer(corpus.vocab)
-    model = build_model(len(corpus.vocab), cfg, seed)
-    losses = pretrain_mlm(model, tokenizer, list(corpus.docs.values()), cfg, seed, progress=progress)
-    tmp = folder.with_name(folder.name + ".tmp")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / "mlm_losses.json").write_text(json.dumps(losses))
-    if folder.exists():  # a half-finished earlier attempt
-        import shutil
-
-        shutil.rmtree(folder)
-    tmp.rename(folder)
-    return folder

@@ -1,9 +1,8 @@
 """The SparseEncoder of one synthetic SPLADE cell: building it over the cached backbone and training it.
 
-Role: model construction and the training loop. :func:`load_encoder` wraps the cached MLM-pretrained
-backbone as sentence-transformers' ``SparseEncoder`` (``Transformer(fill-mask)`` + ``SpladePooling("max")``,
-term weight ``a_j = max_t log(1 + ReLU(z_tj))``, SPLADE v2, arXiv:2109.10086, eq. 1) with the head
-inflated and rescaled by k; :func:`train_cell` runs ``SparseEncoderTrainer`` with
+Role: the training loop of a sentence-transformers ``SparseEncoder`` (``Transformer(fill-mask)`` +
+``SpladePooling("max")``, term weight ``a_j = max_t log(1 + ReLU(z_tj))``, SPLADE v2, arXiv:2109.10086, eq. 1;
+built by :mod:`initlab.synthetic.splade.phase.cell`): :func:`train_cell` runs ``SparseEncoderTrainer`` with
 ``SpladeLoss(SparseMultipleNegativesRankingLoss)`` and the FLOPS regulariser (Paria et al., ICLR 2020),
 stopping at the first non-finite gradient or loss (:func:`finite_guard_callback`). :func:`quiet`
 silences the libraries' logs inside a cell.
@@ -22,9 +21,8 @@ import torch
 
 from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import SyntheticCorpus
-from initlab.synthetic.splade.model import inflate_head
 
-__all__ = ["quiet", "load_encoder", "finite_guard_callback", "train_cell"]
+__all__ = ["quiet", "finite_guard_callback", "train_cell"]
 
 
 @contextlib.contextmanager
@@ -48,31 +46,6 @@ def quiet():
             transformers.logging.enable_progress_bar()
         transformers.logging.set_verbosity(old)
         st_logger.setLevel(old_st)
-
-
-def load_encoder(backbone_dir: Path, inflation: float, k: float, cfg: TrainingRecipe, seed: int):
-    """SparseEncoder = Transformer(fill-mask) + SpladePooling(max) over the cached backbone, with
-    ``W_head <- W_head * inflation / k`` (inflation by :func:`inflate_head`, then
-    :func:`initlab.mlmhead.rescale_mlm_head`).
-
-    Raises:
-        ValueError: inflation or k not finite and > 0.
-    """
-    from sentence_transformers.base.modules import Transformer
-    from sentence_transformers.sparse_encoder import SparseEncoder
-    from sentence_transformers.sparse_encoder.modules import SpladePooling
-
-    from initlab.mlmhead import rescale_mlm_head
-    from initlab.mlmhead.precision import dtype_kwargs
-
-    torch.manual_seed(seed)
-    with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
-                         model_kwargs=dtype_kwargs(torch.float32))
-        model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
-    inflate_head(tr.auto_model, inflation)
-    rescale_mlm_head(tr.auto_model, k)
-    return model
 
 
 def finite_guard_callback(where: str):

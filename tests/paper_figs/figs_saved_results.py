@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 
 import numpy as np
 
@@ -100,28 +99,6 @@ def write_phase(root):
                                                  "regret": {"hit_rate": 0.5, "mean_regret": 0.01},
                                                  "regret_edge": {"hit_rate": 0.33, "mean_regret": 0.02}}))
     (root / "theory.json").write_text(json.dumps({"rows": theory}))
-    return root
-
-
-def write_sweep(root):
-    """config.json, cells/*.json and theory_curves.json of the synthetic SPLADE inflation x k sweep."""
-    (root / "cells").mkdir(parents=True)
-    infs, ks = (1.0, 4.0, 16.0), (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
-    (root / "config.json").write_text(json.dumps({"config": {"inflations": infs, "ks": ks, "seeds": [0]}}))
-    theory, mc = {}, {}
-    for inf in infs:
-        theory[str(inf)] = [{"active_logit": 0.25, "active_dims_d": 470.0, "flops_cost": 390.0 - 5 * k,
-                             "Ea_d": inf / k, "score_spread": 10 * inf / k, "grad_ratio": 0.15} for k in ks]
-        mc[str(inf)] = theory[str(inf)]
-        for k in ks:
-            curve = [{"step": s, "ranking": 3.0 * inf / k * math.exp(-s / 50) + 1.2, "flops_q": 0.1 * inf / k,
-                      "flops_d": 0.2 * inf / k} for s in range(10, 210, 10)]
-            init = {"token_active_fraction": 0.2, "d_active_dims": 220.0 + k, "flops": 120.0 + k, "mean_a": 0.9 * inf / k,
-                    "score_spread": 15 * inf / k, "grad_flops": 0.05 * k, "grad_rank": 1.0}
-            cell = {"inflation": inf, "k": k, "seed": 0, "flops": 35.0 + 5 * k / inf, "ndcg@10": 0.86 - 0.01 * inf / k,
-                    "collapse": [] if k < 32 else ["all-zero documents"], "loss_curve": curve, "init": init}
-            (root / "cells" / f"inf={inf:g}_k={k:g}_seed=0.json").write_text(json.dumps(cell))
-    (root / "theory_curves.json").write_text(json.dumps({"theory": theory, "monte_carlo": mc, "note": ""}))
     return root
 
 

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from initlab.paper_figs import (common, lra_figures, score_scale_figures, splade_scale_figures, spt_figures,
-                                synthetic_splade_figures, synthetic_splade_phase_figures, theory_figures)
+                                synthetic_splade_phase_figures, theory_figures)
 
 import figs_saved_results as fx
 from figs_checks import all_problems, colorbar_problems, label_problems, legend_problems, overlap_problems
@@ -39,10 +39,6 @@ def _phase(tmp):
     return synthetic_splade_phase_figures.draw_phase(fx.write_phase(tmp / "phase"))
 
 
-def _sweep(tmp):
-    return synthetic_splade_figures.draw_all(fx.write_sweep(tmp / "sweep"))
-
-
 def _lra(tmp):
     d = fx.write_lra(tmp / "lra")
     data = json.loads((d / "results.json").read_text())
@@ -57,7 +53,7 @@ def _splade_scale(tmp):
 
 
 DRAWERS = {"spt": (_spt, 5), "theory": (_theory, 4), "score_scale": (_score_scale, 1), "phase": (_phase, 7),
-           "sweep": (_sweep, 3), "lra": (_lra, 2), "splade_scale": (_splade_scale, 2)}
+           "lra": (_lra, 2), "splade_scale": (_splade_scale, 2)}
 
 
 @pytest.mark.parametrize("name", sorted(DRAWERS))
@@ -148,7 +144,6 @@ def test_figure_command_lines_draw_and_reject_a_wrong_folder(tmp_path, capsys):
     assert theory_figures.main([str(fx.write_theory(tmp_path / "theory"))]) == 0
     assert synthetic_splade_phase_figures.main([str(fx.write_phase(tmp_path / "phase")), "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "splade_phase_bert.png").exists()
-    assert synthetic_splade_figures.main([str(fx.write_sweep(tmp_path / "sweep")), "--no-theory"]) == 0
     lra = fx.write_lra(tmp_path / "lra")
     assert lra_figures.main([str(lra)]) == 0
     (lra / "results.json").unlink()  # the folder of the CPU ListOps plateau experiment: summary.json only
@@ -158,7 +153,7 @@ def test_figure_command_lines_draw_and_reject_a_wrong_folder(tmp_path, capsys):
     capsys.readouterr()
     empty = tmp_path / "empty"
     empty.mkdir()
-    for mod in (spt_figures, theory_figures, synthetic_splade_phase_figures, synthetic_splade_figures, lra_figures,
+    for mod in (spt_figures, theory_figures, synthetic_splade_phase_figures, lra_figures,
                 splade_scale_figures):
         with pytest.raises(SystemExit) as got:
             mod.main([str(empty)])

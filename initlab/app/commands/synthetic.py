@@ -13,7 +13,7 @@ from typing import Sequence
 
 from initlab.app.commands import add_executor_options, fail, int_at_least
 from initlab.executor import default_workers
-from initlab.paper_figs import spt_figures, synthetic_splade_figures
+from initlab.paper_figs import spt_figures, synthetic_splade_phase_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_input_path, check_output_path
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.synthetic import spt as synthetic_spt
@@ -80,7 +80,7 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
     try:
         check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
         rd = splade_phase.run_phase(out, splade_phase.PRESETS[args.preset], overwrite=args.overwrite,
-                                    progress=not args.no_progress, draw=synthetic_splade_figures.draw_phase,
+                                    progress=not args.no_progress, draw=synthetic_splade_phase_figures.draw_phase,
                                     workers=args.workers, scheduler=args.scheduler)
     except (FileExistsError, ValueError, ImportError) as err:
         fail(parser, err)

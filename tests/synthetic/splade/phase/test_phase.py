@@ -194,7 +194,7 @@ def test_non_finite_gradient_stops_the_cell_and_records_it_as_failed(backbone, t
 
 @pytest.fixture(scope="module")
 def phase_run(tmp_path_factory):
-    from initlab.paper_figs.synthetic_splade_figures import draw_phase
+    from initlab.paper_figs.synthetic_splade_phase_figures import draw_phase
 
     out = tmp_path_factory.mktemp("phase") / "run"
     torch.set_num_threads(1)

@@ -1,4 +1,10 @@
-"""The cell executor: run the independent cells of a sweep in local worker processes or on a Dask cluster.
+"""The cell executor's core: cells, progress, the cost model, what runs in a worker, the report and the bar.
+
+The two ways of running cells build on it: :mod:`initlab.executor.local` (this process, or a pool of local
+worker processes) and :mod:`initlab.executor.cluster` (the Dask bridge); :func:`initlab.executor.run_cells`
+chooses between them. What follows describes the executor as a whole.
+
+Run the independent cells of a sweep in local worker processes or on a Dask cluster.
 
 A sweep (``initlab synthetic splade``, ``initlab lra sweep``, ``initlab splade sweep``, ``initlab synthetic
 spt``) is a list of :class:`Cell` objects: one condition and seed, one grid point. :func:`run_cells` runs the
@@ -33,20 +39,19 @@ import contextlib
 import importlib
 import math
 import os
-import queue
 import signal
 import socket
 import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from initlab.runs import DivergenceError, NonFiniteError, RunDir, cell_file
 from initlab.textio import read_text
 
-__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells", "run_cells",
-           "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells",
+           "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports",
+           "sigint_ignored_in_children"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -117,7 +122,7 @@ class Cell:
 # ------------------------------------------------------------------------------------------------
 # progress
 # ------------------------------------------------------------------------------------------------
-_WORKER_QUEUE: Any = None  # the local pool's progress queue, set in each worker by _pool_init
+_WORKER_QUEUE: Any = None  # the local pool's progress queue, set in each worker by local._pool_init
 
 
 class Progress:
@@ -383,28 +388,20 @@ def _execute(root: str, name: str, fn: str, args: Mapping[str, Any], key: Any, p
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
-def _pool_init(q: Any, modules: Sequence[str]) -> None:
-    """Local pool worker start: ignore Ctrl-C (the parent stops the workers), import torch and the cells'
-    modules once."""
-    global _WORKER_QUEUE
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _WORKER_QUEUE = q
-    worker_setup()
-    for m in modules:
-        importlib.import_module(m)
-    if "transformers" in sys.modules:
-        with contextlib.suppress(Exception):
-            sys.modules["transformers"].logging.disable_progress_bar()
-    worker_setup()
+@contextlib.contextmanager
+def sigint_ignored_in_children() -> Iterator[None]:
+    """Processes started inside the block inherit SIGINT ignored (Python keeps an ignored SIGINT at start-up),
+    so a Ctrl-C to the terminal's process group reaches only this process, which stops the workers."""
+    import threading
 
-
-def _pool_execute(root, name, fn, args, key) -> dict[str, Any]:
-    return _execute(root, name, fn, args, key, Progress(name, ("pool",)))
-
-
-def _dask_execute(root, name, fn, args, key, topic) -> dict[str, Any]:
-    worker_setup()
-    return _execute(root, name, fn, args, key, Progress(name, ("dask", topic)))
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -566,107 +563,6 @@ class _Bar:
             self.bar = None
 
 
-# ------------------------------------------------------------------------------------------------
-# run_cells
-# ------------------------------------------------------------------------------------------------
-def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
-              progress: bool = True, desc: str = "", on_error: str = "raise", preload: Sequence[str] = (),
-              speed: float | None = None, gpus: bool = False, startup: float = 0.0) -> ExecutionReport:
-    """Run the cells of ``cells`` not yet finished in ``rd``, respecting ``needs``; returns an :class:`ExecutionReport`.
-
-    Finished cells (``rd.has_cell(name, key=cell.key)``) are skipped; a finished cell saved under another
-    key raises :class:`initlab.runs.ConfigMismatchError` before anything runs. Each result is saved by the
-    executor, in the worker, as ``rd.save_cell(name, result, key=cell.key)``.
-
-    Args:
-        workers: worker processes (None: :func:`default_workers`); 1 runs the cells in this process.
-            With ``scheduler``, the Dask workers are the cluster's and ``workers`` only sizes the estimate.
-        scheduler: None (local), a Dask scheduler address (``tcp://host:8786``; the run folder must be
-            on a filesystem the workers share, under the same path), or ``local:N`` (an in-process
-            ``LocalCluster`` of N single-threaded worker processes).
-        progress: show one bar over the work units (stderr) and the expected duration before it.
-        desc: the bar's label.
-        on_error: what a cell whose training diverged (:class:`NonFiniteError`) does: ``"raise"`` stops the
-            run and re-raises it with its fields; ``"record"`` lists the cell in ``report.failed`` and
-            ``report.nonfinite`` (not saved, so a rerun retries it), fails the cells that need it and goes
-            on. Any other exception of a cell stops the run (running cells are stopped) and is re-raised
-            as itself, with a note naming the cell.
-        preload: modules each local worker imports when it starts (the cells' own modules always are).
-        speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured); None:
-            measured here (1 s) when ``progress``, else 1.
-        startup: reference seconds a local worker needs to start (its imports): for the first estimate, and
-            the cells run in this process when a pool would not finish sooner than one process.
-        gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``), and ``workers`` is
-            capped at the GPU count.
-
-    Raises:
-        ValueError: duplicate cell names, ``needs`` naming no cell (neither in ``cells`` nor finished),
-            a cycle, ``workers < 1``, a bad ``scheduler`` or ``on_error``.
-        KeyboardInterrupt: Ctrl-C; the bar is closed first, the workers are stopped, finished cells are kept.
-        ImportError: ``scheduler`` given and dask distributed is not installed.
-    """
-    if on_error not in ("raise", "record"):
-        raise ValueError(f"on_error: expected 'raise' or 'record', got {on_error!r}")
-    workers = default_workers() if workers is None else int(workers)
-    if workers < 1:
-        raise ValueError(f"workers (--workers): expected >= 1, got {workers}")
-    if scheduler is not None:
-        _check_scheduler(scheduler)
-    names = [c.name for c in cells]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise ValueError(f"cells: duplicate names {dup}")
-    t0 = time.perf_counter()
-    rep = ExecutionReport(workers=workers, scheduler=scheduler)
-    finished = {c.name for c in cells if rd.has_cell(c.name, key=c.key)}  # ConfigMismatchError before any work
-    todo = [c for c in cells if c.name not in finished]
-    known = set(names)
-    for c in todo:
-        bad = [n for n in c.needs if n not in known and not rd.has_cell(n)]
-        if bad:
-            raise ValueError(f"cell {c.name}: needs {bad}, which are neither cells of this run nor finished")
-    _dependency_order(todo)  # a cycle: ValueError before any work
-    rep.skipped = [n for n in names if n in finished]
-    for t in _TRACKERS:
-        t.append(rep)
-    if not todo:
-        rep.wall_seconds = time.perf_counter() - t0
-        return rep
-    if scheduler is not None and scheduler.startswith("local:"):
-        workers = int(scheduler.split(":", 1)[1])
-        rep.workers = workers
-    if gpus and scheduler is None:
-        workers = min(workers, max(1, _gpu_count()))
-        rep.workers = workers
-    if scheduler is None and workers > 1 and startup > 0:  # a pool only where it pays for its start-up
-        serial = sum(c.expected_seconds for c in todo)
-        if estimate(todo, workers, startup=startup)[0] >= serial:
-            workers = rep.workers = 1
-    if speed is None:
-        speed = measure_speed(1.0) if progress else 1.0
-    done_before = sum(float(c.units) for c in cells if c.name in finished)
-    if progress:  # the plan first, then the bar below it
-        exp, most = estimate(todo, workers, speed=speed, startup=startup if scheduler is None else 0.0)
-        where = f"Dask scheduler {scheduler}" if scheduler else ("this process" if workers == 1 else f"{workers} worker processes")
-        print(f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
-              + f" in {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model x "
-              f"machine speed {speed:.2f})", file=sys.stderr, flush=True)
-    bar = _Bar(todo, done_before, workers, speed, desc, progress)
-    root = str(rd.root.resolve())
-    try:
-        if scheduler is not None:
-            _run_dask(root, todo, scheduler, bar, rep, on_error)
-        elif workers == 1:
-            _run_inline(root, todo, bar, rep, on_error)
-        else:
-            modules = sorted({c.target.split(":", 1)[0] for c in todo} | set(preload))
-            _run_pool(root, todo, workers, modules, bar, rep, on_error, gpus)
-    finally:
-        bar.close()  # before any interruption message: no stale bar is redrawn after it
-        rep.wall_seconds = time.perf_counter() - t0
-    return rep
-
-
 def check_scheduler(scheduler: str) -> str:
     """``scheduler`` if it reads as a Dask scheduler address (``tcp://host:8786``, ``host:8786``) or
     ``local:N`` (N >= 1); else ValueError naming the expected forms. Nothing is contacted."""
@@ -682,15 +578,6 @@ def _check_scheduler(scheduler: str) -> None:
     elif "://" not in scheduler and not scheduler.count(":") == 1:
         raise ValueError(f"--scheduler {scheduler}: expected a Dask scheduler address such as tcp://host:8786, "
                          "or local:N for an in-process cluster of N workers")
-
-
-def _gpu_count() -> int:
-    try:
-        import torch
-
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # pragma: no cover
-        return 0
 
 
 def _record(rep: ExecutionReport, bar: _Bar, cell: Cell, out: dict[str, Any]) -> None:
@@ -743,198 +630,3 @@ def _failure(rep: ExecutionReport, cells: Sequence[Cell], cell: Cell, out: dict[
     return lost
 
 
-def _run_inline(root: str, todo: Sequence[Cell], bar: _Bar, rep: ExecutionReport, on_error: str) -> None:
-    import torch
-
-    from initlab.runs import torch_threads
-
-    det, warn = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    lost: set[str] = set()
-    with torch_threads(1):
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        try:
-            for c in _dependency_order(todo):
-                if c.name in lost:
-                    continue
-                prog = Progress(c.name, lambda ev: bar.event(*ev))
-                try:
-                    out = _execute(root, c.name, c.target, c.args, c.key, prog, in_worker=False)
-                except Exception as err:  # noqa: BLE001 - handed to the on_error policy
-                    lost |= _failure(rep, todo, c, None, err, on_error)
-                    continue
-                _record(rep, bar, c, out)
-                if "nonfinite" in out:
-                    lost |= _failure(rep, todo, c, out, None, on_error)
-        finally:
-            torch.use_deterministic_algorithms(det, warn_only=warn)
-
-
-@contextlib.contextmanager
-def _sigint_ignored_in_children() -> Iterator[None]:
-    """Processes started inside the block inherit SIGINT ignored (Python keeps an ignored SIGINT at start-up),
-    so a Ctrl-C to the terminal's process group reaches only this process, which stops the workers."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
-def _run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[str], bar: _Bar,
-              rep: ExecutionReport, on_error: str, gpus: bool) -> None:
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    workers = min(workers, len(todo))
-    if gpus:
-        counter = ctx.Value("i", 0)
-        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init_gpu, initargs=(q, modules, counter))
-    else:
-        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init, initargs=(q, modules))
-    pending = list(_dependency_order(todo))
-    running: dict[Any, Cell] = {}
-    ended: set[str] = set()
-    lost: set[str] = set()
-    by_name = {c.name: c for c in todo}
-
-    def drain() -> None:
-        while True:
-            try:
-                ev = q.get_nowait()
-            except (queue.Empty, OSError, ValueError):
-                return
-            bar.event(*ev)
-
-    try:
-        while pending or running:
-            for c in list(pending):
-                if c.name in lost:
-                    pending.remove(c)
-                elif all(n in ended or n not in by_name for n in c.needs):
-                    with _sigint_ignored_in_children():  # submit() may start a worker process
-                        fut = pool.submit(_pool_execute, root, c.name, c.target, c.args, c.key)
-                    running[fut] = c
-                    pending.remove(c)
-            if not running:
-                break
-            done, _ = wait(list(running), timeout=0.2, return_when=FIRST_COMPLETED)
-            drain()
-            for fut in done:
-                c = running.pop(fut)
-                lost |= _take(fut, rep, bar, todo, c, on_error, ended)  # a cell's error, or a worker that died
-            bar.refresh()
-    except BaseException:
-        bar.close()
-        _stop_pool(pool)
-        raise
-    else:
-        pool.shutdown(wait=True)
-    finally:
-        with contextlib.suppress(Exception):
-            q.close()
-
-
-def _pool_init_gpu(q: Any, modules: Sequence[str], counter: Any) -> None:
-    with counter.get_lock():
-        i = counter.value
-        counter.value += 1
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(i)
-    _pool_init(q, modules)
-
-
-def _stop_pool(pool: Any) -> None:
-    """Stop a ProcessPoolExecutor now: its running cells are lost (their checkpoints stay), queued ones cancelled."""
-    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
-    if terminate is not None:  # pragma: no cover
-        terminate()
-        return
-    procs = list(getattr(pool, "_processes", {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.terminate()
-    for p in procs:
-        with contextlib.suppress(Exception):
-            p.join(5)
-
-
-# ------------------------------------------------------------------------------------------------
-# Dask
-# ------------------------------------------------------------------------------------------------
-def _dask_client(scheduler: str):
-    try:
-        import distributed
-    except ImportError as err:
-        raise ImportError(f"--scheduler {scheduler}: needs dask distributed; install it with "
-                          "pip install 'initlab[cluster]' (or pip install 'dask[distributed]')") from err
-    import logging
-
-    if scheduler.startswith("local:"):
-        n = int(scheduler.split(":", 1)[1])
-        with _sigint_ignored_in_children():
-            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                               dashboard_address=None, silence_logs=logging.ERROR)
-        return distributed.Client(cluster), cluster
-    return distributed.Client(scheduler, timeout="30s"), None
-
-
-def _run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: _Bar, rep: ExecutionReport, on_error: str) -> None:
-    client, cluster = _dask_client(scheduler)
-    events: queue.Queue = queue.Queue()
-    topic = f"initlab-progress-{uuid.uuid4().hex}"
-    client.subscribe_topic(topic, lambda ev: events.put(ev[1]))  # ev = (scheduler timestamp, message)
-    by_name = {c.name: c for c in todo}
-    pending = list(_dependency_order(todo))
-    running: dict[Any, Cell] = {}
-    ended: set[str] = set()
-    lost: set[str] = set()
-
-    def drain() -> None:
-        while True:
-            try:
-                ev = events.get_nowait()
-            except queue.Empty:
-                return
-            with contextlib.suppress(Exception):
-                bar.event(*ev)
-
-    try:
-        rep.workers = max(1, len(client.scheduler_info().get("workers", {})))
-        bar.workers = rep.workers
-        while pending or running:
-            for c in list(pending):
-                if c.name in lost:
-                    pending.remove(c)
-                elif all(n in ended or n not in by_name for n in c.needs):
-                    fut = client.submit(_dask_execute, root, c.name, c.target, dict(c.args), c.key, topic, pure=False,
-                                        key=f"initlab-{c.name}-{uuid.uuid4().hex[:8]}")
-                    running[fut] = c
-                    pending.remove(c)
-            if not running:
-                break
-            time.sleep(0.2)
-            drain()
-            for fut in [f for f in running if f.done()]:
-                c = running.pop(fut)
-                lost |= _take(fut, rep, bar, todo, c, on_error, ended)  # an error, or a worker lost too often (KilledWorker)
-            bar.refresh()
-    except BaseException:
-        bar.close()
-        with contextlib.suppress(BaseException):
-            client.cancel(list(running), force=True)
-        raise
-    finally:
-        with contextlib.suppress(BaseException):
-            client.unsubscribe_topic(topic)
-        with contextlib.suppress(BaseException):
-            client.close()
-        if cluster is not None:
-            with contextlib.suppress(BaseException):
-                cluster.close()

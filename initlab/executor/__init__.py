@@ -1,0 +1,121 @@
+"""The cell executor: run the independent cells of a sweep in this process, in local worker processes or on a
+Dask cluster (:func:`run_cells`), resumably, with one progress bar and a cost-model estimate.
+
+Three rooms: :mod:`initlab.executor.core` (cells, progress, the cost model, what runs in a worker, the report, the
+bar; its docstring describes the executor), :mod:`initlab.executor.local` (this process or a local pool) and
+:mod:`initlab.executor.cluster` (the Dask bridge). The public names are imported here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Sequence
+
+from initlab.executor.cluster import run_dask
+from initlab.executor.core import (REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, _TRACKERS, _Bar,
+                                   _check_scheduler, _dependency_order, check_scheduler, default_workers, estimate,
+                                   format_seconds, measure_speed, remaining_cells, track_reports, worker_setup)
+from initlab.executor.local import gpu_count, run_inline, run_pool
+from initlab.runs import RunDir
+
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells",
+           "run_cells", "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
+
+
+def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
+              progress: bool = True, desc: str = "", on_error: str = "raise", preload: Sequence[str] = (),
+              speed: float | None = None, gpus: bool = False, startup: float = 0.0) -> ExecutionReport:
+    """Run the cells of ``cells`` not yet finished in ``rd``, respecting ``needs``; returns an :class:`ExecutionReport`.
+
+    Finished cells (``rd.has_cell(name, key=cell.key)``) are skipped; a finished cell saved under another
+    key raises :class:`initlab.runs.ConfigMismatchError` before anything runs. Each result is saved by the
+    executor, in the worker, as ``rd.save_cell(name, result, key=cell.key)``.
+
+    Args:
+        workers: worker processes (None: :func:`default_workers`); 1 runs the cells in this process.
+            With ``scheduler``, the Dask workers are the cluster's and ``workers`` only sizes the estimate.
+        scheduler: None (local), a Dask scheduler address (``tcp://host:8786``; the run folder must be
+            on a filesystem the workers share, under the same path), or ``local:N`` (an in-process
+            ``LocalCluster`` of N single-threaded worker processes).
+        progress: show one bar over the work units (stderr) and the expected duration before it.
+        desc: the bar's label.
+        on_error: what a cell whose training diverged (:class:`NonFiniteError`) does: ``"raise"`` stops the
+            run and re-raises it with its fields; ``"record"`` lists the cell in ``report.failed`` and
+            ``report.nonfinite`` (not saved, so a rerun retries it), fails the cells that need it and goes
+            on. Any other exception of a cell stops the run (running cells are stopped) and is re-raised
+            as itself, with a note naming the cell.
+        preload: modules each local worker imports when it starts (the cells' own modules always are).
+        speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured); None:
+            measured here (1 s) when ``progress``, else 1.
+        startup: reference seconds a local worker needs to start (its imports): for the first estimate, and
+            the cells run in this process when a pool would not finish sooner than one process.
+        gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``), and ``workers`` is
+            capped at the GPU count.
+
+    Raises:
+        ValueError: duplicate cell names, ``needs`` naming no cell (neither in ``cells`` nor finished),
+            a cycle, ``workers < 1``, a bad ``scheduler`` or ``on_error``.
+        KeyboardInterrupt: Ctrl-C; the bar is closed first, the workers are stopped, finished cells are kept.
+        ImportError: ``scheduler`` given and dask distributed is not installed.
+    """
+    if on_error not in ("raise", "record"):
+        raise ValueError(f"on_error: expected 'raise' or 'record', got {on_error!r}")
+    workers = default_workers() if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers (--workers): expected >= 1, got {workers}")
+    if scheduler is not None:
+        _check_scheduler(scheduler)
+    names = [c.name for c in cells]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"cells: duplicate names {dup}")
+    t0 = time.perf_counter()
+    rep = ExecutionReport(workers=workers, scheduler=scheduler)
+    finished = {c.name for c in cells if rd.has_cell(c.name, key=c.key)}  # ConfigMismatchError before any work
+    todo = [c for c in cells if c.name not in finished]
+    known = set(names)
+    for c in todo:
+        bad = [n for n in c.needs if n not in known and not rd.has_cell(n)]
+        if bad:
+            raise ValueError(f"cell {c.name}: needs {bad}, which are neither cells of this run nor finished")
+    _dependency_order(todo)  # a cycle: ValueError before any work
+    rep.skipped = [n for n in names if n in finished]
+    for t in _TRACKERS:
+        t.append(rep)
+    if not todo:
+        rep.wall_seconds = time.perf_counter() - t0
+        return rep
+    if scheduler is not None and scheduler.startswith("local:"):
+        workers = int(scheduler.split(":", 1)[1])
+        rep.workers = workers
+    if gpus and scheduler is None:
+        workers = min(workers, max(1, gpu_count()))
+        rep.workers = workers
+    if scheduler is None and workers > 1 and startup > 0:  # a pool only where it pays for its start-up
+        serial = sum(c.expected_seconds for c in todo)
+        if estimate(todo, workers, startup=startup)[0] >= serial:
+            workers = rep.workers = 1
+    if speed is None:
+        speed = measure_speed(1.0) if progress else 1.0
+    done_before = sum(float(c.units) for c in cells if c.name in finished)
+    if progress:  # the plan first, then the bar below it
+        exp, most = estimate(todo, workers, speed=speed, startup=startup if scheduler is None else 0.0)
+        where = f"Dask scheduler {scheduler}" if scheduler else ("this process" if workers == 1 else f"{workers} worker processes")
+        print(f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
+              + f" in {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model x "
+              f"machine speed {speed:.2f})", file=sys.stderr, flush=True)
+    bar = _Bar(todo, done_before, workers, speed, desc, progress)
+    root = str(rd.root.resolve())
+    try:
+        if scheduler is not None:
+            run_dask(root, todo, scheduler, bar, rep, on_error)
+        elif workers == 1:
+            run_inline(root, todo, bar, rep, on_error)
+        else:
+            modules = sorted({c.target.split(":", 1)[0] for c in todo} | set(preload))
+            run_pool(root, todo, workers, modules, bar, rep, on_error, gpus)
+    finally:
+        bar.close()  # before any interruption message: no stale bar is redrawn after it
+        rep.wall_seconds = time.perf_counter() - t0
+    return rep
