@@ -269,3 +269,48 @@ def test_every_planned_cell_names_the_function_it_holds():
                                                        "cell_pretrain", "cell_train", "cell_inspect"}
     for c in cells:
         assert callable(c.fn) and _resolve(c.target) is c.fn, c.name
+
+
+# ------------------------------------------------------------------------------------------------
+# progress written to a file or pipe: plain lines at a coarse interval, never carriage-return redraws (issue 25)
+# ------------------------------------------------------------------------------------------------
+def test_progress_into_a_file_is_plain_lines_at_a_coarse_interval(monkeypatch):
+    import io
+
+    now = [0.0]
+    monkeypatch.setattr(ex.time, "monotonic", lambda: now[0])
+    log = io.StringIO()  # not a terminal, as a reproduce log or CI output
+    monkeypatch.setattr(ex.sys, "stderr", log)
+    cells = [Cell(f"c{i}", "m:f", {}, 1, units=100, unit_seconds=1.0) for i in range(2)]
+    bar = ex._Bar(cells, done_before=0.0, workers=1, speed=1.0, desc="t", enabled=True)
+    for step in range(200):  # one advance a second for 200 s: a terminal bar would redraw 200 times
+        now[0] += 1.0
+        bar.event(f"c{step // 100}", "advance", 1.0, None)
+        if step % 100 == 99:
+            bar.finish(f"c{step // 100}")
+    bar.close()
+    text = log.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert 2 <= len(lines) <= 200 / ex.LOG_INTERVAL + 3, lines  # the first, one per interval, the last
+    assert lines[-1].startswith("t: 100%") and "200/200" in lines[-1]
+    plain = io.StringIO()
+    for _ in ex.progress_bar(range(1000), file=plain, desc="loop"):
+        pass
+    assert "\r" not in plain.getvalue() and len(plain.getvalue().splitlines()) <= 3
+    quiet = io.StringIO()
+    for _ in ex.progress_bar(range(10), file=quiet, disable=True):  # a disabled bar writes nothing and closes
+        pass
+    assert quiet.getvalue() == ""
+
+
+def test_no_tqdm_bar_bypasses_progress_bar():
+    """Every progress bar of the package goes through ``initlab.executor.progress_bar`` (no direct tqdm use)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    direct = [str(p.relative_to(root)) for folder in ("initlab", "realdata", "synthetic", "theory", "paper_figs")
+              for p in (root / folder).rglob("*.py")
+              if p.relative_to(root).as_posix() != "initlab/executor/core.py" and re.search(r"^\s*from tqdm|^\s*import tqdm", p.read_text(), re.M)]
+    assert direct == []

@@ -259,7 +259,31 @@ def planned_seeds(v: Verdict, power: float = 0.8) -> int | None:
 
 
 class VerdictRecordError(ValueError):
-    """A saved verdict record disagrees with the verdicts recomputed from the saved raw numbers."""
+    """A saved verdict record disagrees with the verdicts recomputed from the saved raw numbers (or is missing)."""
+
+
+class SummaryRecordError(ValueError):
+    """A stored summary number (a mean, a seed list, a count) disagrees with its per-seed records."""
+
+
+def check_summary(where: str, fields: list[tuple[str, Any, Any]]) -> None:
+    """Refuse a stored summary whose numbers its per-seed records no longer give.
+
+    ``fields``: ``(name, stored, recomputed from the records)``; numbers compare to ``1e-9`` relative, lists and
+    other values exactly. Stored numbers are never shown: this only refuses a file edited on one side.
+
+    Raises:
+        SummaryRecordError: naming ``where`` and every field that differs.
+    """
+    def same(a: Any, b: Any) -> bool:
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+            return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+        return a == b
+
+    bad = [f"{name}: stored {stored!r}, the records give {got!r}" for name, stored, got in fields if not same(stored, got)]
+    if bad:
+        raise SummaryRecordError(f"{where}: the stored summary disagrees with its per-seed records (" + "; ".join(bad)
+                                 + "); regenerate the summary from the records, or restore the edited records")
 
 
 def check_record(saved: dict[str, Any], recomputed: dict[str, Verdict], where: str) -> None:

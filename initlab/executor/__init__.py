@@ -13,14 +13,16 @@ import time
 from typing import Sequence
 
 from initlab.executor.cluster import run_dask
-from initlab.executor.core import (REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, _TRACKERS, _Bar,
-                                   _check_scheduler, _dependency_order, check_scheduler, default_workers, estimate,
-                                   format_seconds, measure_speed, remaining_cells, track_reports, worker_setup)
+from initlab.executor.core import (LOG_INTERVAL, REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, _TRACKERS,
+                                   _Bar, _check_scheduler, _dependency_order, check_scheduler, default_workers, estimate,
+                                   format_seconds, is_terminal, measure_speed, progress_bar, remaining_cells,
+                                   track_reports, worker_setup)
 from initlab.executor.local import gpu_count, run_inline, run_pool
 from initlab.runs import RunDir
 
 __all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells",
-           "run_cells", "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports"]
+           "run_cells", "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports",
+           "progress_bar", "is_terminal", "LOG_INTERVAL"]
 
 
 def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,

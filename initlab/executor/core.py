@@ -457,6 +457,78 @@ def track_reports() -> Iterator[list[ExecutionReport]]:
 # ------------------------------------------------------------------------------------------------
 # the progress bar
 # ------------------------------------------------------------------------------------------------
+#: seconds between two progress lines when the output is not a terminal (a log file, a pipe, CI): there a
+#: carriage-return redraw every second would leave thousands of partial lines in the log
+LOG_INTERVAL = 30.0
+
+
+def is_terminal(file: Any) -> bool:
+    """Whether ``file`` is an interactive terminal (where a bar may redraw itself in place)."""
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        return False
+
+
+def progress_bar(iterable: Any = None, *, file: Any = None, **kwargs: Any) -> Any:
+    """A tqdm bar on ``file`` (default ``sys.stderr``): in place on a terminal (or in a notebook); elsewhere plain
+    lines, one at most every :data:`LOG_INTERVAL` seconds plus the first and the last, never a carriage return.
+
+    Every progress bar of initlab goes through here (the executor's bar, encoding, retrieval, training loops).
+    ``kwargs`` are tqdm's (``total``, ``desc``, ``disable``, ``leave``, ...).
+    """
+    from tqdm import auto, std
+
+    file = sys.stderr if file is None else file
+    if is_terminal(file) or auto.tqdm is not std.tqdm and auto.tqdm.__module__.startswith("tqdm.notebook"):
+        return auto.tqdm(iterable, file=file, **kwargs)
+    kwargs.pop("dynamic_ncols", None)
+    kwargs["mininterval"] = max(float(kwargs.get("mininterval") or 0.0), LOG_INTERVAL)
+    kwargs["maxinterval"] = max(float(kwargs.get("maxinterval") or 0.0), LOG_INTERVAL)
+    return _line_bar_class()(iterable, file=file, **kwargs)
+
+
+_LINE_BAR: list[type] = []
+
+
+def _line_bar_class() -> type:
+    """tqdm with ``display`` writing one whole line per draw (no ``\\r``, no clearing)."""
+    if not _LINE_BAR:
+        from tqdm.std import tqdm
+
+        class LineBar(tqdm):
+            def display(self, msg: str | None = None, pos: int | None = None) -> bool:
+                text = (self.__str__() if msg is None else msg).strip()
+                if text:
+                    self.fp.write(text + "\n")
+                    self.fp.flush()
+                return True
+
+            def clear(self, nolock: bool = False) -> None:  # nothing drawn in place: nothing to clear
+                return None
+
+            def close(self) -> None:  # tqdm ends a bar with a bare "\\n" after its last draw: here a blank line
+                fp = getattr(self, "fp", None)
+                if self.disable or fp is None:  # a disabled bar never drew (and has no file)
+                    return super().close()
+
+                class _NoBareNewline:
+                    def write(self, s: str) -> Any:
+                        return None if s == "\n" else fp.write(s)
+
+                    def flush(self) -> Any:
+                        return fp.flush()
+
+                self.fp = _NoBareNewline()
+                try:
+                    super().close()
+                finally:
+                    self.fp = fp
+
+        _LINE_BAR.append(LineBar)
+    return _LINE_BAR[0]
+
+
 class _Bar:
     """One bar over work units; time left from this invocation's measured speed (resumed work excluded)."""
 
@@ -473,13 +545,12 @@ class _Bar:
         self.done_before, self.workers, self.speed = done_before, workers, speed
         self.t0 = self._drawn = time.monotonic()
         self.bar = None
+        self.interval = 1.0 if is_terminal(sys.stderr) else LOG_INTERVAL  # seconds between two draws
         if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=self._total(), initial=done_before, desc=desc or "cells", unit="unit",
-                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} {unit}s "
-                                       "[{elapsed} elapsed{postfix}]",
-                            file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+            self.bar = progress_bar(total=self._total(), initial=done_before, desc=desc or "cells", unit="unit",
+                                    bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} {unit}s "
+                                               "[{elapsed} elapsed{postfix}]",
+                                    file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
             self.bar.set_postfix_str(self._left(), refresh=False)
 
     def _total(self) -> float:
@@ -549,7 +620,7 @@ class _Bar:
         if self.bar is None:
             return
         now = time.monotonic()
-        if not force and now - self._drawn < 1.0:
+        if now - self._drawn < self.interval and (not force or self.interval > 1.0):  # a log: coarse lines only
             return
         self._drawn = now
         self.bar.n = self._n()
@@ -559,6 +630,9 @@ class _Bar:
 
     def close(self) -> None:
         if self.bar is not None:
+            self.bar.n = self._n()  # the last line shows the final count even where a coarse draw was skipped
+            self.bar.total = max(self._total(), self.bar.n)
+            self.bar.set_postfix_str(self._left(), refresh=False)
             self.bar.close()
             self.bar = None
 

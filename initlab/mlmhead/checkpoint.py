@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, family_of, is_tied
+from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, RESIZE_FIX, check_vocab, family_of, is_tied
 from initlab.mlmhead.precision import dtype_kwargs, stored_dtype
 from initlab.runs import file_where_folder_expected, unreadable_file
 
@@ -94,6 +94,8 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
             **dtype_kwargs(dtype if dtype is not None else (stored or torch.float32)),
         )
     except Exception as err:  # a truncated or foreign weights file: safetensors/torch errors of many types
+        if "ignore_mismatched_sizes" in str(err):  # transformers: "... look at the above report!"
+            raise _mismatch_error(src, config, trust_remote_code) from None
         if not is_unreadable_weights(err):
             raise
         raise unreadable_file(f"MODEL {src}", err, "checkpoint (its weights file could not be read)") from None
@@ -120,7 +122,30 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
                 f"MODEL {src}: tokenizer has {len(tokenizer)} tokens but the model's vocabulary has "
                 f"{config.vocab_size}; the checkpoint's tokenizer files are missing or do not match"
             )
+        try:
+            check_vocab(model, tokenizer)
+        except ValueError as err:
+            raise ValueError(f"MODEL {src}: {err}") from None
     return model, tokenizer
+
+
+def _mismatch_error(src: str, config: Any, trust_remote_code: bool) -> ValueError:
+    """The one-line error for a checkpoint whose tensors do not have the shapes its config gives (e.g. an MLM-head
+    bias left at the old vocabulary size): each parameter with both shapes, and the fix."""
+    import transformers
+
+    _quiet_transformers()
+    try:
+        _, info = transformers.AutoModelForMaskedLM.from_pretrained(
+            src, config=config, trust_remote_code=trust_remote_code, output_loading_info=True,
+            ignore_mismatched_sizes=True)
+        found = sorted(info.get("mismatched_keys", ()))
+    except Exception:  # pragma: no cover - the first error already said the checkpoint cannot load
+        found = []
+    shown = "; ".join(f"{key} has shape {tuple(ckpt)} in the checkpoint but {tuple(want)} in the model its config "
+                      f"builds (vocab_size {config.vocab_size})" for key, ckpt, want in found[:3]) or \
+        "a tensor's shape differs from what the config gives"
+    return ValueError(f"MODEL {src}: {shown}; {RESIZE_FIX}")
 
 
 def _check_out(out: Path, overwrite: bool) -> None:

@@ -91,6 +91,68 @@ def head_bias(model: Any) -> torch.Tensor | None:
     return getattr(_output_module(model), "bias", None)
 
 
+def _param_name(model: Any, tensor: torch.Tensor) -> str:
+    """The name of ``tensor`` among ``model``'s parameters (``"the MLM-head bias"`` if it is not one)."""
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if p is tensor:
+            return name
+    return "the MLM-head bias"
+
+
+#: the fix named by every vocabulary-size error
+RESIZE_FIX = ("call model.resize_token_embeddings(len(tokenizer)) on the model loaded with its tokenizer and save "
+              "both again (it resizes the input embeddings, the MLM head and its bias together)")
+
+
+def check_head_shapes(model: Any) -> None:
+    """Refuse an MLM head whose bias does not have one entry per row of ``W_head (V, d)``.
+
+    Raises:
+        ValueError: one line naming the bias parameter, both shapes and the fix (:data:`RESIZE_FIX`).
+    """
+    W, b = head_projection(model), head_bias(model)
+    if b is not None and tuple(b.shape) != (W.shape[0],):
+        raise ValueError(f"MLM-head bias {_param_name(model, b)} has shape {tuple(b.shape)} but W_head has "
+                         f"{W.shape[0]} rows (expected bias shape {(int(W.shape[0]),)}): tokens were added or removed "
+                         f"without resizing it; {RESIZE_FIX}")
+
+
+def reachable_rows(tokenizer: Any, vocab: int) -> torch.Tensor:
+    """``(V,)`` bool: the rows of a ``V``-row vocabulary projection that some token id of ``tokenizer`` reaches.
+
+    A model vocabulary may be padded beyond its tokenizer (ModernBERT pads to a multiple of 64): the rows past
+    every token id are logits no text can be written with. Ids of ``tokenizer.get_vocab()`` (added tokens
+    included) at or beyond ``V`` are ignored here (:func:`check_vocab` refuses them).
+    """
+    ids = torch.tensor(sorted(set(tokenizer.get_vocab().values())), dtype=torch.long)
+    rows = torch.zeros(int(vocab), dtype=torch.bool)
+    rows[ids[ids < vocab]] = True
+    return rows
+
+
+def check_vocab(model: Any, tokenizer: Any) -> dict[str, int]:
+    """Check that every token id of ``tokenizer`` has a row in ``model``'s input embeddings and MLM head.
+
+    Returns:
+        ``{"tokenizer": len(tokenizer), "rows": V, "reached_rows": n, "unreached_rows": V - n}``; unreached rows
+        (a vocabulary padded beyond the tokenizer) are accepted and left out of the sparse statistics by callers.
+    Raises:
+        ValueError: one line naming both sizes and the fix, when a token id is beyond the model's rows (a token
+            added to the tokenizer without :meth:`resize_token_embeddings`), or the bias has the wrong size
+            (:func:`check_head_shapes`).
+    """
+    check_head_shapes(model)
+    V = int(head_projection(model).shape[0])
+    emb = model.get_input_embeddings()
+    rows = min(V, int(emb.weight.shape[0])) if emb is not None else V
+    top = max(tokenizer.get_vocab().values()) + 1
+    if top > rows:
+        raise ValueError(f"the tokenizer has {len(tokenizer)} tokens (ids up to {top - 1}) but the model's vocabulary has "
+                         f"{rows} rows: tokens were added to the tokenizer without resizing the model; {RESIZE_FIX}")
+    reached = int(reachable_rows(tokenizer, V).sum())
+    return {"tokenizer": len(tokenizer), "rows": V, "reached_rows": reached, "unreached_rows": V - reached}
+
+
 def is_tied(model: Any) -> bool:
     """Whether ``W_head`` shares storage with the input embeddings (one tensor)."""
     w = head_projection(model)
@@ -126,11 +188,12 @@ def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
         ``model`` (modified in place).
     Raises:
         ValueError: ``k <= 0``, NaN or inf, or so extreme that ``W_head / k`` over/underflows; unknown
-            family; model without an MLM head.
+            family; model without an MLM head; a bias of the wrong size (:func:`check_head_shapes`).
         TypeError: ``k`` not a number, or ``model`` not a transformers model.
     """
     k = _check_k(k)
     out = _output_module(model)  # validates family and head before anything changes
+    check_head_shapes(model)
     with torch.no_grad():  # a k so small (large) that W_head / k overflows (underflows) is refused up front
         w = out.weight.detach()
         q = w / k

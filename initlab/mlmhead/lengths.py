@@ -22,7 +22,11 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-__all__ = ["usable_length", "check_length", "fitting_default"]
+__all__ = ["usable_length", "check_length", "fitting_default", "truncation_counts", "warn_truncation",
+           "TRUNCATION_WARN_SHARE"]
+
+#: a warning is raised when more than this share of the tokens of a set of texts is cut by the length limit
+TRUNCATION_WARN_SHARE = 0.01
 
 _ABSOLUTE = {"bert", "distilbert", "albert"}
 _OFFSET = {"roberta", "xlm-roberta", "camembert"}
@@ -70,3 +74,36 @@ def fitting_default(preferred: int, model_or_config: Any, tokenizer: Any = None)
     is checked with :func:`check_length` and refused when too long, never capped."""
     limit, _ = usable_length(model_or_config, tokenizer)
     return int(preferred) if limit is None else min(int(preferred), int(limit))
+
+
+def truncation_counts(tokenizer: Any, texts: Any, max_length: int, *, batch: int = 1024) -> dict[str, Any]:
+    """What a length cut at ``max_length`` tokens (special tokens included) removes from ``texts``.
+
+    Each text is tokenised in full (batches of ``batch``, special tokens added as the model sees them) and its
+    length compared with ``max_length``.
+
+    Returns:
+        ``{"texts", "truncated_texts", "tokens", "tokens_cut", "tokens_cut_share", "max_length"}``: how many texts
+        are longer than ``max_length``, their tokens in all and the share of all tokens beyond the cut.
+    """
+    texts = list(texts)
+    n_trunc = total = cut = 0
+    for start in range(0, len(texts), batch):
+        ids = tokenizer(texts[start:start + batch], add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        for row in ids:
+            total += len(row)
+            if len(row) > max_length:
+                n_trunc += 1
+                cut += len(row) - max_length
+    return {"texts": len(texts), "truncated_texts": n_trunc, "tokens": total, "tokens_cut": cut,
+            "tokens_cut_share": cut / total if total else 0.0, "max_length": int(max_length)}
+
+
+def warn_truncation(what: str, counts: dict[str, Any], *, stacklevel: int = 2) -> None:
+    """Warn (``RuntimeWarning``) when more than :data:`TRUNCATION_WARN_SHARE` of the tokens of ``counts``
+    (:func:`truncation_counts`) are cut, naming ``what`` (e.g. ``"scifact documents"``)."""
+    if counts["tokens_cut_share"] > TRUNCATION_WARN_SHARE:
+        warnings.warn(f"{what}: {counts['truncated_texts']} of {counts['texts']} texts are longer than "
+                      f"{counts['max_length']} tokens; {counts['tokens_cut_share']:.1%} of their tokens are cut and never "
+                      "seen by the model (raise the length limit if the model allows it)", RuntimeWarning,
+                      stacklevel=stacklevel + 1)

@@ -12,8 +12,9 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from initlab.mlmhead.heads import K_ATTR, K_GRID, _check_k, family_of, head_bias, head_projection, is_tied
-from initlab.mlmhead.lengths import check_length
+from initlab.mlmhead.heads import (K_ATTR, K_GRID, _check_k, check_vocab, family_of, head_bias, head_projection, is_tied,
+                                   reachable_rows)
+from initlab.mlmhead.lengths import check_length, truncation_counts, warn_truncation
 from initlab.mlmhead.tiny import default_texts
 from initlab.theory.score_scale import per_entry
 from initlab.theory.score_scale.splade_terms import splade_term_weights as splade_from_logits
@@ -108,13 +109,19 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ValueError("texts: expected at least 2 non-empty strings")
     ks = [_check_k(k) for k in ks]
+    vocab = check_vocab(model, tokenizer)  # one-line errors for a vocabulary or bias of the wrong size
     W = head_projection(model)
     bias = head_bias(model)
+    reached = reachable_rows(tokenizer, int(W.shape[0]))
+    rows = None if bool(reached.all()) else reached  # None: every row is a token (no slicing, the common case)
     report = _head_summary(model, W, bias, len(texts))
+    report.update({"vocab_reached": vocab["reached_rows"], "unreached_rows": vocab["unreached_rows"]})
     lengths, buckets = _length_buckets(tokenizer, texts, max_length)
     report["mean_tokens"] = sum(lengths) / len(lengths)
-    n_entries = sum(int(bk["attention_mask"].sum()) for bk in buckets) * W.shape[0]
-    moments = per_entry.EntryMoments(bias, int(W.shape[0]))
+    report["truncation"] = truncation_counts(tokenizer, texts, max_length)
+    warn_truncation("mlmhead inspect texts", report["truncation"])
+    n_entries = sum(int(bk["attention_mask"].sum()) for bk in buckets) * vocab["reached_rows"]
+    moments = per_entry.EntryMoments(bias if rows is None or bias is None else bias[rows], vocab["reached_rows"])
     W0 = W.detach().clone()
     model.eval()
     table = []
@@ -123,7 +130,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         for k in [1.0] + [k for k in ks if k != 1.0]:  # k = 1 first: the hidden-state reference
             with torch.no_grad():
                 W.copy_(W0 / k)
-            acc, a_parts, H_parts = _logit_pass(model, buckets, moments if H_ref is None else None)
+            acc, a_parts, H_parts = _logit_pass(model, buckets, moments if H_ref is None else None, rows)
             if H_ref is None:
                 H_ref = H_parts
             if k not in ks:  # the reference pass only
@@ -131,16 +138,17 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
             a = torch.cat(a_parts).double()  # (n_texts, V), length-sorted order
             S = a @ a.T  # scores s(q, d) between all texts
             table.append(_table_row(k, acc, n_entries, a, S, torch.cat(H_parts), torch.cat(H_ref)))
+            table[-1]["unreached_active_dims_per_text"] = acc["unreached_active"] / a.shape[0]
             if collapse is not None:
                 h = a.shape[0] // 2  # first half of the texts as queries against the second half as documents
                 verdict = collapse(q_active=table[-1]["active_dims_per_text"], d_active=table[-1]["active_dims_per_text"],
-                                   vocab_size=int(W.shape[0]), doc_vectors=a, scores=S[:h, h:] if h >= 2 else None)
+                                   vocab_size=vocab["reached_rows"], doc_vectors=a, scores=S[:h, h:] if h >= 2 else None)
                 table[-1].update({"collapsed": verdict.collapsed, "collapse_reasons": list(verdict.reasons)})
     finally:
         with torch.no_grad():
             W.copy_(W0)
     table.sort(key=lambda r: r["k"])
-    report["prediction"] = _predict_active_dims(table, moments, buckets, bias)
+    report["prediction"] = _predict_active_dims(table, moments, buckets, moments.bias)
     report["max_length"] = int(max_length)
     report["table"] = table
     report["recommended"] = recommend_k(table, batch)
@@ -181,16 +189,21 @@ def _length_buckets(tokenizer: Any, texts: Sequence[str], max_length: int) -> tu
     return lengths, buckets
 
 
-def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]], moments: per_entry.EntryMoments | None = None
-                ) -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
+def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]], moments: per_entry.EntryMoments | None = None,
+                rows: torch.Tensor | None = None) -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
     """One pass over the buckets at the current head scale: running sums of the logits over (non-padding token,
     vocabulary) entries, the SPLADE term weights ``(b, V)`` per bucket and the last hidden states ``(N_tokens, d)``;
-    with ``moments``, the per-class, per-entry moments of the logits are accumulated too."""
-    acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0}
+    with ``moments``, the per-class, per-entry moments of the logits are accumulated too. ``rows (V,)`` bool: the
+    vocabulary rows some token id reaches (None: all); the others are left out of everything but
+    ``acc["unreached_active"]``, their SPLADE active dimensions summed over texts (reported apart)."""
+    acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0, "unreached_active": 0}
     a_parts, H_parts = [], []
     for bk in buckets:
         z, H = _forward(model, {"input_ids": bk["input_ids"], "attention_mask": bk["attention_mask"]})
         m = bk["attention_mask"].bool()
+        if rows is not None:
+            acc["unreached_active"] += int((splade_from_logits(z[..., ~rows], m) > 0).sum())
+            z = z[..., rows]
         if moments is not None:
             moments.add(z, bk["classes"], m)
         zt = z[m]  # (N_tokens, V)
@@ -321,6 +334,17 @@ def format_inspect(rep: dict[str, Any]) -> str:
         "bias: none" if b is None else
         f"bias: mean {b['mean']:.4g}, std {b['std']:.4g}, min {b['min']:.4g}, max {b['max']:.4g}",
         f"texts: {rep['n_texts']} (mean {rep['mean_tokens']:.1f} tokens)",
+    ]
+    if rep.get("unreached_rows"):
+        un = ", ".join(f"{r['unreached_active_dims_per_text']:.1f}" for r in rep["table"])
+        lines.append(f"vocabulary: {rep['vocab']} rows, {rep['vocab_reached']} reached by a token id; the other "
+                     f"{rep['unreached_rows']} (padding) are left out of every number below (active dims per text "
+                     f"there, by k: {un})")
+    tr = rep.get("truncation")
+    if tr and tr["truncated_texts"]:
+        lines.append(f"truncation: {tr['truncated_texts']} of {rep['n_texts']} texts cut at --max-length {rep['max_length']} "
+                     f"({tr['tokens_cut_share']:.1%} of their tokens)")
+    lines += [
         f"pred. dims: {rep['prediction']['note']}",
         "",
         " | ".join(f"{title:>10}" for _, title, _ in _TABLE_FMT),

@@ -242,4 +242,4 @@ def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool, *, worke
     cells = plan(ablation, conds)
     run_cells(run, cells, workers=workers, scheduler=scheduler, progress=progress, desc=f"LRA {ablation}",
               gpus=torch.cuda.is_available())
-    return [_revive(run.load_cell(c.name, key=c.key)) for c in cells if c.fn.endswith(":cell_finetune")]
+    return [_revive(run.load_cell(c.name, key=c.key)) for c in cells if c.fn is cell_finetune]

@@ -57,9 +57,9 @@ __all__ = ["load_data", "build_model", "pretrain", "finetune", "make_accelerator
 
 
 def _progress(it, total: int, desc: str, enabled: bool):
-    from tqdm.auto import tqdm
+    from initlab.executor import progress_bar
 
-    return tqdm(it, total=total, desc=desc, disable=not enabled, leave=False, mininterval=2.0)
+    return progress_bar(it, total=total, desc=desc, disable=not enabled, leave=False, mininterval=2.0)
 
 
 # ---------------------------------------------------------------------------------------------- SPT

@@ -48,7 +48,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from .evalset import RetrievalSet, put_unique
+from .evalset import SETS_HOLDING_QUERIES, RetrievalSet, put_unique
 from .files import BEIR_LAYOUT, MSMARCO_LAYOUT, load_beir_folder, load_msmarco_folder
 
 __all__ = [
@@ -126,7 +126,8 @@ def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int 
                  f"ir_datasets {dataset_id} qrels record {i + 1}", f"judgement of query {r.query_id!r} for document")
     binary_rel = 2 if "trec-dl" in dataset_id else 1
     return RetrievalSet(name or dataset_id, corpus, queries, qrels, binary_rel, source=f"ir_datasets:{dataset_id}",
-                        ignore_identical_ids=dataset_id.startswith("beir/"))
+                        ignore_identical_ids=dataset_id.startswith("beir/"),
+                        holds_queries=any(dataset_id.startswith(f"beir/{n}") for n in SETS_HOLDING_QUERIES))
 
 
 def load_nanobeir(name: str, *, local_folder: str | Path | None = None,

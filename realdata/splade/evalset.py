@@ -12,7 +12,11 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["RetrievalSet", "put_unique", "first_ids"]
+__all__ = ["RetrievalSet", "put_unique", "first_ids", "identical_id_policy", "SETS_HOLDING_QUERIES"]
+
+#: BEIR sets whose corpus holds their queries under the same ids (the reason for BEIR's ``ignore_identical_ids``):
+#: there a document with the query's id is the query, whatever its stored text (a title may precede it)
+SETS_HOLDING_QUERIES = ("arguana", "quora")
 
 
 @dataclass
@@ -20,9 +24,12 @@ class RetrievalSet:
     """An evaluation set. ``corpus``: doc id -> text; ``queries``: query id -> text;
     ``qrels``: query id -> {doc id: relevance (int)}. ``name`` labels results; ``ndcg_rel`` is the
     minimum relevance counted by binary measures (2 for TREC DL 2019 passage, else 1).
-    ``ignore_identical_ids``: drop a retrieved document whose id equals the query id (BEIR's evaluation does
-    this by default, ``EvaluateRetrieval.evaluate(ignore_identical_ids=True)``; it matters for ArguAna and
-    Quora, whose queries are also corpus documents)."""
+    ``ignore_identical_ids``: apply BEIR's convention (``EvaluateRetrieval.evaluate(ignore_identical_ids=True)``,
+    which matters for ArguAna and Quora, whose queries are also corpus documents) the way
+    :func:`identical_id_policy` decides it: a retrieved document whose id equals the query's is dropped only where
+    it *is* the query (the same text, or ``holds_queries``) and the qrels do not judge it relevant.
+    ``holds_queries``: the set is known to hold its queries in the corpus under their ids
+    (:data:`SETS_HOLDING_QUERIES`)."""
 
     name: str
     corpus: dict[str, str]
@@ -32,6 +39,7 @@ class RetrievalSet:
     source: str = ""
     meta: dict = field(default_factory=dict)
     ignore_identical_ids: bool = False
+    holds_queries: bool = False
 
     def __post_init__(self) -> None:
         if not self.corpus:
@@ -57,6 +65,37 @@ class RetrievalSet:
                           f"never retrieved): {first_ids(unknown_docs)}", RuntimeWarning, stacklevel=3)
         self.queries = {q: self.queries[q] for q in judged}
         self.qrels = {q: self.qrels[q] for q in judged}
+
+
+def _same_text(query: str, doc: str) -> bool:
+    """The document holds the query's text (case and spacing aside). A set whose documents add a title to the
+    query's text is recognised by name instead (:data:`SETS_HOLDING_QUERIES`)."""
+    q, d = " ".join(query.split()).casefold(), " ".join(doc.split()).casefold()
+    return bool(q) and d == q
+
+
+def identical_id_policy(ds: RetrievalSet) -> tuple[set[str], dict[str, int]]:
+    """Which queries' identical-id document is dropped from their ranking, and the counts of the decision.
+
+    The rule (docs/splade_at_scale.md, "Evaluation"): with ``ds.ignore_identical_ids``, the document whose id
+    equals query ``q``'s id is dropped from ``q``'s ranking only where it is the query, i.e. it holds the
+    query's text (:func:`_same_text`) or the set is known to hold its queries (``ds.holds_queries``), and
+    the qrels do not judge it relevant to ``q`` (a judged-relevant document is never dropped). Ids alone decide
+    nothing, so renaming the ids of a set (queries and documents apart) cannot change its metrics unless it
+    makes a query share an id with its own text.
+
+    Returns:
+        ``(drop, counts)``: the query ids whose own document is dropped, and ``counts`` with
+        ``queries_with_a_document_of_their_id``, ``dropped_as_the_query``, ``kept_judged_relevant``,
+        ``kept_other_text`` (all 0 when the convention is off).
+    """
+    shared = [q for q in ds.queries if q in ds.corpus] if ds.ignore_identical_ids else []
+    judged = [q for q in shared if ds.qrels.get(q, {}).get(q, 0) > 0]
+    other = [q for q in shared if q not in judged and not ds.holds_queries and not _same_text(ds.queries[q], ds.corpus[q])]
+    drop = set(shared) - set(judged) - set(other)
+    counts = {"queries_with_a_document_of_their_id": len(shared), "dropped_as_the_query": len(drop),
+              "kept_judged_relevant": len(judged), "kept_other_text": len(other)}
+    return drop, counts
 
 
 def first_ids(ids: list[str], n: int = 10) -> str:

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from initlab.textio import open_text
 
-from .evalset import RetrievalSet, put_unique
+from .evalset import SETS_HOLDING_QUERIES, RetrievalSet, put_unique
 
 __all__ = ["MSMARCO_LAYOUT", "BEIR_LAYOUT", "read_tsv", "read_id_text_tsv", "read_trec_qrels", "load_msmarco_folder",
            "load_beir_folder"]
@@ -123,7 +123,9 @@ def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | Non
     """Load a BEIR dataset folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
 
     Document text is ``title + " " + text`` when the title is non-empty (as BEIR's evaluation does).
-    ``ignore_identical_ids`` as in BEIR's evaluation (see :class:`RetrievalSet`).
+    ``ignore_identical_ids`` as in BEIR's evaluation, decided per query by
+    :func:`~.evalset.identical_id_policy`; a folder (or ``name``) of :data:`~.evalset.SETS_HOLDING_QUERIES` is
+    known to hold its queries.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -153,5 +155,6 @@ def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | Non
             raise ValueError(f"{qpath}:{lineno}: score {s!r} of query {q!r}, document {d!r} is not a number; {BEIR_LAYOUT}") from None
         put_unique(qrels.setdefault(q, {}), d, rel, seen.setdefault(q, {}), f"{qpath}:{lineno}",
              f"judgement of query {q!r} for document")
-    return RetrievalSet(name or folder.name, corpus, queries, qrels, 1, source=str(folder),
-                        ignore_identical_ids=ignore_identical_ids)
+    label = name or folder.name
+    return RetrievalSet(label, corpus, queries, qrels, 1, source=str(folder), ignore_identical_ids=ignore_identical_ids,
+                        holds_queries=label.lower() in SETS_HOLDING_QUERIES or folder.name.lower() in SETS_HOLDING_QUERIES)

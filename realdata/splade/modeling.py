@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["build_tiny_backbone", "build_splade", "load_splade", "checkpoint_is_safetensors"]
+__all__ = ["build_tiny_backbone", "build_splade", "fit_vocab_to_tokenizer", "text_module", "vocab_rows", "load_splade", "checkpoint_is_safetensors"]
 
 _SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 #: position table of the tiny in-process backbone (the README's recipe): inputs up to 128 tokens.
@@ -67,9 +67,14 @@ def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, d
     (master) weights: float32 by default whatever the checkpoint stores; ``"stored"`` keeps the checkpoint's.
     A warning names the stored dtype when it differs (:func:`~initlab.mlmhead.precision.resolve_weights_dtype`).
 
+    A vocabulary padded beyond the tokenizer (ModernBERT pads to a multiple of 64) is cut to the rows token ids
+    reach (:func:`fit_vocab_to_tokenizer`), so the sparse vectors, the FLOPS regulariser and the scores of training
+    hold no dimension that no token can name.
+
     Raises:
         ValueError: ``k <= 0`` (from :func:`rescale_mlm_head`), a backbone without an MLM head, or an unknown
-            ``weights_dtype``.
+            ``weights_dtype``; a tokenizer with token ids beyond the model's rows, or an MLM-head bias of the wrong
+            size (one line with both sizes and the fix, :func:`initlab.mlmhead.heads.check_vocab`).
     """
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling, Transformer
@@ -86,9 +91,72 @@ def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, d
                      model_kwargs={**kw, **dtype_kwargs(dtype)}, config_kwargs=dict(kw), processor_kwargs=dict(kw))
     if tr.auto_model.dtype != dtype:  # remote code may ignore the keyword: the master weights must be `dtype`
         tr.auto_model.to(dtype)
+    fit_vocab_to_tokenizer(tr.auto_model, tr.tokenizer, what=f"backbone {backbone}")
     rescale_mlm_head(tr.auto_model, float(k))
     model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device=device)
     return model
+
+
+def fit_vocab_to_tokenizer(model, tokenizer, *, what: str = "model") -> dict[str, int]:
+    """Check ``model``'s vocabulary against ``tokenizer`` and cut rows past every token id.
+
+    Returns :func:`initlab.mlmhead.heads.check_vocab`'s counts (before the cut). When the reached rows are the
+    first ``n`` (padding at the end, as ModernBERT's), ``model.resize_token_embeddings(n)`` drops the others from
+    the input embeddings, the MLM head and its bias together; unreached rows elsewhere are refused.
+
+    Raises:
+        ValueError: a token id without a row, a bias of the wrong size, or unreached rows that are not at the end.
+    """
+    from initlab.mlmhead.heads import check_vocab, head_projection, reachable_rows
+
+    try:
+        counts = check_vocab(model, tokenizer)
+    except ValueError as err:
+        raise ValueError(f"{what}: {err}") from None
+    if counts["unreached_rows"]:
+        rows = reachable_rows(tokenizer, counts["rows"])
+        n = counts["reached_rows"]
+        if not bool(rows[:n].all()):
+            raise ValueError(f"{what}: {counts['unreached_rows']} vocabulary rows no token id reaches lie between token "
+                             "ids; expected them at the end of the vocabulary (padding); fix the tokenizer's ids")
+        model.resize_token_embeddings(n)
+        if int(head_projection(model).shape[0]) != n:  # pragma: no cover - a family whose head does not follow
+            raise ValueError(f"{what}: could not cut the vocabulary to the tokenizer's {n} rows")
+    return counts
+
+
+def text_module(model):
+    """``(tokenizer, query length, document length)`` of a SparseEncoder's first (Transformer) module, or
+    ``None`` for an encoder without one (a stand-in with only ``encode_query``/``encode_document``)."""
+    try:
+        tr = model[0]
+        tok = tr.tokenizer
+    except (TypeError, IndexError, KeyError, AttributeError):
+        return None
+    longest = getattr(tr, "max_seq_length", None)
+    q = getattr(tr, "query_length", None) or longest
+    d = getattr(tr, "document_length", None) or longest
+    return (tok, int(q), int(d)) if tok is not None and q and d else None
+
+
+def vocab_rows(model):
+    """``(V,)`` bool of the vocabulary rows some token id reaches (:func:`initlab.mlmhead.heads.reachable_rows`), or
+    ``None`` when every row is reached or the encoder has no Transformer module.
+
+    Raises:
+        ValueError: one line naming both sizes and the fix, when a token id has no row (a token added to the
+            tokenizer without ``resize_token_embeddings``), or the MLM-head bias has the wrong size.
+    """
+    from initlab.mlmhead.heads import check_vocab, head_projection, reachable_rows
+
+    try:
+        tr = model[0]
+        auto, tok = tr.auto_model, tr.tokenizer
+    except (TypeError, IndexError, KeyError, AttributeError):
+        return None
+    check_vocab(auto, tok)
+    rows = reachable_rows(tok, int(head_projection(auto).shape[0]))
+    return None if bool(rows.all()) else rows
 
 
 def checkpoint_is_safetensors(folder: str | Path) -> bool:

@@ -208,9 +208,9 @@ class SparseIndex:
         blocks = [(a, min(a + per, n_q)) for a in range(0, n_q, per)]
         plan = _SearchPlan(self, q, k)
 
-        from tqdm.auto import tqdm
+        from initlab.executor import progress_bar
 
-        bar = tqdm(total=n_q, disable=not progress, desc="retrieve")
+        bar = progress_bar(total=n_q, disable=not progress, desc="retrieve")
         try:
             if on_cpu:
                 _run_single_threaded_workers(min(workers, len(blocks)), blocks, plan, out_s, out_i, bar)

@@ -70,6 +70,7 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
         check_eval_spec(name, data_root=data_root or None)
     model = load_splade(model_dir, trust_remote_code=trust_remote_code)  # fails before anything is written
     check_checkpoint_lengths(model, model_dir)
+    check_checkpoint_vocab(model, model_dir)
     mdir = Path(model_dir).resolve()
     key = {"model": str(mdir), "sets": list(set_names), "top_k": top_k, "data_root": str(data_root or ""),
            "approx": bool(approx),
@@ -80,10 +81,10 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
         check_same_record(out / "eval_key.json", key, what="evaluation (checkpoint, sets or settings)")
     run = RunDir(out, overwrite=overwrite, config=key, config_name="eval_key.json")
     rows = []
-    from tqdm.auto import tqdm
+    from initlab.executor import progress_bar
 
     try:
-        for name in tqdm(list(set_names), desc="eval sets"):
+        for name in progress_bar(list(set_names), desc="eval sets"):
             cell = f"eval_{name}"
             if run.has_cell(cell, key=key):
                 rows.append(run.load_cell(cell, key=key))
@@ -104,10 +105,21 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     summary = summarise(rows)
     res = {"model": str(model_dir), **(meta or {}), "summary": summary, "sets": rows}
     run.write_json("results.json", res)
-    run.write_csv("results.csv", [{k: v for k, v in r.items() if k != "reasons"} for r in rows])
+    run.write_csv("results.csv", [_flat({k: v for k, v in r.items() if k != "reasons"}) for r in rows])
     if mark_done:
         run.mark_done()
     return res
+
+
+def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A result row with nested dicts (``identical_ids``, ``truncation``) spread into ``outer.inner`` columns."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def check_checkpoint_lengths(model, model_dir: str | Path) -> None:
@@ -120,6 +132,18 @@ def check_checkpoint_lengths(model, model_dir: str | Path) -> None:
         value = getattr(tr, name, None)
         if value:
             check_length(int(value), tr.auto_model.config, flag=f"{model_dir}: {name}")
+
+
+def check_checkpoint_vocab(model, model_dir: str | Path) -> None:
+    """Every token id of the checkpoint's tokenizer has a vocabulary row and the MLM-head bias its size
+    (:func:`initlab.mlmhead.heads.check_vocab`); ValueError (one line, both sizes and the fix) before anything is
+    written."""
+    from .modeling import vocab_rows
+
+    try:
+        vocab_rows(model)
+    except ValueError as err:
+        raise ValueError(f"{model_dir}: {err}") from None
 
 
 def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ import torch
 from transformers import TrainerCallback
 
 from initlab.config import to_dict
+from initlab.executor import is_terminal
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import (LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json,
                           check_input_path, check_same_record, rank_seed)
@@ -192,7 +194,8 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
 
     Writes (rank 0): ``config.json``, ``model/`` (safetensors), ``loss_curve.csv`` (+ png),
     ``flops_terms.json`` (unweighted query/document FLOPS term of every step from ``first_step``; a resumed
-    run holds the steps after its checkpoint only), ``train_results.json``.
+    run holds the steps after its checkpoint only), ``train_results.json`` (with ``truncation``: the training
+    queries and documents the length limits cut, :func:`training_truncation`).
     A finished training (``out/train_results.json`` and ``out/model``) is refused unless ``overwrite``
     (moved aside); ``reuse_finished=True`` (used by :func:`.sweep.run_cell` to resume a cell whose
     evaluation was interrupted) returns its saved results instead. Everything that can be checked (config
@@ -232,6 +235,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     torch.manual_seed(cfg.seed)
     model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
                          trust_remote_code=cfg.trust_remote_code, weights_dtype=cfg.weights_dtype)
+    text_cut = training_truncation(model, columns)  # counted on every training text, warned above a small share
     loss, reg_cb = make_loss(model, cfg, world)
     guard = NonFiniteGuard(out / "checkpoints")
     trainer = _guarded_trainer(model=model, args=args, train_dataset=Dataset.from_dict(columns), loss=loss,
@@ -249,7 +253,26 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         raise
     if not trainer.is_world_process_zero():
         return {}
-    return _write_results(cfg, out, model, trainer, loss, reg_cb, last, world)
+    return _write_results(cfg, out, model, trainer, loss, reg_cb, last, world, text_cut)
+
+
+def training_truncation(model, columns: dict[str, list]) -> dict[str, Any] | None:
+    """How many training queries and documents (positives and negatives) the model's query and document length
+    limits cut, and the share of their tokens cut (:func:`initlab.mlmhead.lengths.truncation_counts`); a
+    ``RuntimeWarning`` above :data:`~initlab.mlmhead.lengths.TRUNCATION_WARN_SHARE`. ``None`` without a tokenizer."""
+    from initlab.mlmhead.lengths import truncation_counts, warn_truncation
+
+    from .modeling import text_module
+
+    mod = text_module(model)
+    if mod is None:
+        return None
+    tok, q_len, d_len = mod
+    docs = list(columns.get("positive", [])) + list(columns.get("negative", []))
+    out = {"queries": truncation_counts(tok, columns.get("query", []), q_len), "documents": truncation_counts(tok, docs, d_len)}
+    for kind, counts in out.items():
+        warn_truncation(f"training {kind}", counts, stacklevel=2)
+    return out
 
 
 def _finished_training(cfg: SpladeTrainConfig, out: Path, overwrite: bool, reuse_finished: bool) -> dict[str, Any] | None:
@@ -311,14 +334,16 @@ def _training_arguments(cfg: SpladeTrainConfig, out: Path, world: int, progress:
         report_to=[],
         router_mapping={"query": "query", "positive": "document", "negative": "document"},
         dataloader_drop_last=True,
-        disable_tqdm=not progress,
+        # the Trainer's own tqdm bar redraws in place; into a log (not a terminal) its PrinterCallback's plain lines,
+        # one per logging step, are the progress instead (initlab.executor.progress_bar's rule)
+        disable_tqdm=not progress or not is_terminal(sys.stderr),
         ddp_find_unused_parameters=False,
         logging_nan_inf_filter=False,  # never log the mean of earlier losses in place of a NaN (NaN policy)
     )
 
 
 def _write_results(cfg: SpladeTrainConfig, out: Path, model, trainer, loss, reg_cb, last: str | None,
-                   world: int) -> dict[str, Any]:
+                   world: int, text_cut: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rank 0 after training: ``model/``, ``loss_curve.csv`` (+ png), ``flops_terms.json``, ``train_results.json``;
     returns the results dict."""
     model.save(str(out / "model"), safe_serialization=True)
@@ -352,6 +377,7 @@ def _write_results(cfg: SpladeTrainConfig, out: Path, model, trainer, loss, reg_
         "train_runtime_s": next((r.get("train_runtime") for r in trainer.state.log_history if "train_runtime" in r), None),
         "train_samples_per_second": next((r.get("train_samples_per_second") for r in trainer.state.log_history if "train_samples_per_second" in r), None),
         "weights_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),  # the trained master weights
+        "truncation": text_cut,
         "config": to_dict(cfg),
     }
     atomic_write_json(out / "train_results.json", res)

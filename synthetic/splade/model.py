@@ -157,9 +157,9 @@ def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: 
     guard = LossGuard("synthetic SPLADE MLM pretraining")
     steps = range(cfg.mlm_steps)
     if progress:
-        from tqdm.auto import tqdm
+        from initlab.executor import progress_bar
 
-        steps = tqdm(steps, desc="MLM pretraining", leave=False)
+        steps = progress_bar(steps, desc="MLM pretraining", leave=False)
     for step in steps:
         idx = torch.randint(len(examples), (cfg.mlm_batch,), generator=gen).tolist()
         batch = collator([examples[i] for i in idx])

@@ -39,10 +39,10 @@ def table_cell(root: str, name: str, args: dict[str, Any], progress: Any) -> dic
 
 def score_scale_table(cfg: ScoreScaleConfig, *, with_mc: bool = False, progress: bool = False) -> list[dict[str, Any]]:
     """Rows for every (sigma, k) of ``cfg``: theory (``th_*``) and, with ``with_mc``, Monte Carlo (``mc_*``)."""
-    from tqdm.auto import tqdm
+    from initlab.executor import progress_bar
 
     cells = [(s, k) for s in cfg.sigmas for k in cfg.ks]
-    return [table_row(cfg, sigma, k, with_mc) for sigma, k in tqdm(cells, desc="score-scale", disable=not progress)]
+    return [table_row(cfg, sigma, k, with_mc) for sigma, k in progress_bar(cells, desc="score-scale", disable=not progress)]
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:

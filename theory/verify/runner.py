@@ -117,9 +117,9 @@ def _run(cfg: VerifyConfig, names: list[str], progress: bool, t0: float, results
     derivs = [n for n in DERIVATIONS if n in names] if cfg.symbolic else []
     bar = None
     if progress:
-        from tqdm import tqdm
+        from initlab.executor import progress_bar
 
-        bar = tqdm(total=len(derivs) + len(names), desc="verify (sympy derivations, then checks)", unit="step",
+        bar = progress_bar(total=len(derivs) + len(names), desc="verify (sympy derivations, then checks)", unit="step",
                    file=sys.stderr)
     steps = _Steps(bar, report)
     try:

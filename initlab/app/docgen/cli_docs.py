@@ -24,7 +24,6 @@ FIGURE_SCRIPTS: dict[str, str] = {
     "initlab.paper_figs.spt_figures": "redraw the synthetic SPT figures from a finished run folder",
     "initlab.paper_figs.score_scale_figures": "redraw the score-scale theory-vs-Monte-Carlo figure",
     "initlab.paper_figs.synthetic_splade_phase_figures": "redraw the synthetic SPLADE phase-diagram figures from an initlab synthetic splade folder",
-    "initlab.paper_figs.synthetic_splade_ood_figures": "redraw the OOD synthetic SPLADE map figure from a folder holding map.json",
     "initlab.paper_figs.splade_scale_figures": "redraw the SPLADE-at-scale figure (NanoBEIR nDCG@10 vs FLOPS) from a sweep folder",
     "initlab.paper_figs.lra_figures": "redraw the bar chart of an LRA sweep folder",
     "initlab.paper_figs.headline_figures": "draw the README's headline figures from the saved results in docs/results",

@@ -91,7 +91,7 @@ def theory(fail: tuple[str, ...] = (), no_sympy: bool = False) -> dict:
                            for n in names]}
 
 
-def spt_summary(gain: float = 0.35, partial: bool = False, record: bool = False) -> dict:
+def spt_summary(gain: float = 0.35, partial: bool = False, record: bool = True) -> dict:
     """A saved SPT summary with per-seed raw numbers (5 seeds): SPT ``gain`` points above scratch on average."""
     from initlab.evidence import spt_claims
 
@@ -119,12 +119,19 @@ def spt_summary(gain: float = 0.35, partial: bool = False, record: bool = False)
     return out
 
 
-def lra(spt_accs=(0.39, 0.35, 0.38)) -> dict:
-    scratch = (0.37, 0.36, 0.35)
-    return {"verdict": "no difference detected", "preset": "cpu-listops-plateau", "seeds": [10, 11, 12], "spt_mean": 0.376,
-            "scratch_mean": 0.363, "mean_diff_points": 1.3,
-            "per_seed": [{"spt_test_acc": a, "scratch_test_acc": b} for a, b in zip(spt_accs, scratch)],
-            "proximity_verdict": "no proximity bias at fine-tuning start", "prox_init_spt_mean": 0.31,
+def lra(spt_accs=(0.39, 0.35, 0.38), seeds=(10, 11, 12)) -> dict:
+    """A saved ListOps summary whose stored means are those of its per-seed records (as the experiment writes it)."""
+    import statistics as st
+
+    scratch = (0.37, 0.36, 0.35)[:len(seeds)]
+    prox = (0.29, 0.31, 0.33)[:len(seeds)]
+    per = [{"seed": sd, "spt_test_acc": a, "scratch_test_acc": b, "prox_init_spt": p, "prox_init_scratch": 0.274 - 0.001 * i,
+            "uniform_proximity": 0.274} for i, (sd, a, b, p) in enumerate(zip(seeds, spt_accs, scratch, prox))]
+    return {"verdict": "no difference detected", "preset": "cpu-listops-plateau", "seeds": list(seeds),
+            "spt_mean": st.mean(spt_accs), "scratch_mean": st.mean(scratch),
+            "mean_diff_points": 100 * (st.mean(spt_accs) - st.mean(scratch)), "per_seed": per,
+            "proximity_verdict": "no proximity bias at fine-tuning start",
+            "prox_init_spt_mean": st.mean(prox), "prox_init_scratch_mean": st.mean(x["prox_init_scratch"] for x in per),
             "uniform_proximity_mean": 0.274}
 
 
@@ -180,7 +187,7 @@ def test_spt_rows_follow_the_raw_numbers():
     assert "frozen attention − scratch **reproduced**" in spt_rows.frozen_ffn_row(r) and "±3 points" in spt_rows.frozen_ffn_row(r)
     assert "**reproduced**: SPT − scratch first-layer proximity mass" in spt_rows.proximity_row(r)
     few = spt_rows.few_epochs_other_data_row(r)
-    assert "few epochs (10): share **not reproduced**" in few and "10: +0.0 ± 0.1" in few
+    assert "few epochs (10): share **not reproduced**" in few and "10: +0.0 ± 0.0" in few  # from the records
     none = _spt(spt_summary(0.0))  # SPT no better than scratch, in the raw numbers: every share is unjudgeable
     assert "SPT − scratch **not reproduced**" in spt_rows.spt_gain_row(none)
     assert "share **inconclusive**" in spt_rows.attention_weights_row(none)
@@ -207,12 +214,59 @@ def test_lra_row_recomputes_the_interval_verdict():
     cell = lra_rows.lra_row({lra_rows.LRA: lra()})
     assert cell.startswith("**not run** at LRA scale") and "SPT − scratch **inconclusive**" in cell
     assert "own rule" not in cell and "no proximity bias" not in cell  # saved words are never shown
-    assert "proximity mass at fine-tuning start 0.310 after SPT vs 0.274 for uniform attention (seed means; no interval)" in cell
+    assert "test accuracy SPT 0.373 vs scratch 0.360 (seed means)" in cell
+    assert ("proximity mass at fine-tuning start, SPT − scratch +0.037 [" in cell and "(95 % t, 3 seeds; an interval only"
+            in cell and "SPT 0.310, scratch 0.273, uniform attention 0.274 (seed means)" in cell)
     cell = lra_rows.lra_row({lra_rows.LRA: lra((0.47, 0.46, 0.451))})
     assert "SPT − scratch **reproduced**" in cell
     empty = lra()
-    empty["per_seed"] = []
+    empty["per_seed"], empty["seeds"] = [], []
     assert lra_rows.lra_row({lra_rows.LRA: empty}).endswith("CPU ListOps: **not run**")
+
+
+def test_lra_row_prints_what_the_records_give_and_refuses_a_stale_summary():
+    """Issue 25: an edited seed left the stored mean (0.376) printed beside the recomputed verdict, and a dropped
+    seed left "seeds 10-12" beside a 2-seed interval."""
+    from initlab.evidence.rules import SummaryRecordError, VerdictRecordError
+
+    edited = lra()
+    edited["per_seed"][0]["spt_test_acc"] = 0.49  # one seed edited, the stored means not
+    with pytest.raises(SummaryRecordError, match=r"lra_listops_summary.json: the stored summary disagrees .*spt_mean"):
+        lra_rows.lra_row({lra_rows.LRA: edited})
+    cell = lra_rows.lra_row({lra_rows.LRA: lra((0.49, 0.35, 0.38))})  # a consistent file: the records' mean is printed
+    assert "test accuracy SPT 0.407 vs scratch 0.360" in cell
+    two = lra((0.39, 0.35), seeds=(10, 11))
+    cell = lra_rows.lra_row({lra_rows.LRA: two})
+    assert "seeds 10, 11)" in cell and "(95 % t, 2 seeds)" in cell and "10-12" not in cell
+    dropped = lra()
+    dropped["per_seed"] = dropped["per_seed"][:2]  # a seed dropped, the stored seed list and means not
+    with pytest.raises(SummaryRecordError, match="seeds: stored"):
+        lra_rows.lra_row({lra_rows.LRA: dropped})
+    no_verdict = lra()
+    del no_verdict["verdict"]
+    with pytest.raises(VerdictRecordError, match="no saved verdict"):
+        lra_rows.lra_row({lra_rows.LRA: no_verdict})
+
+
+def test_spt_rows_need_a_verdict_record_and_a_summary_its_records_give():
+    from initlab.evidence.rules import SummaryRecordError, VerdictRecordError
+
+    s = spt_summary(0.35, record=False)
+    with pytest.raises(VerdictRecordError, match="no saved verdict record"):  # was skipped silently
+        spt_rows.spt_gain_row(_spt(s))
+    s = spt_summary(0.35)
+    s["summary"]["conditions"][0]["diff_mean"] = 0.05  # the stored SPT-epoch gain, its records say 0
+    with pytest.raises(SummaryRecordError, match=r"spt_e10.diff_mean: stored 0.05"):
+        spt_rows.few_epochs_other_data_row(_spt(s))
+    s = spt_summary(0.35)
+    for recs in s["summary"]["per_seed"].values():
+        del recs[-1]  # seed 8105 dropped from every record (config still lists it)
+    from initlab.evidence import spt_claims
+
+    vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), spt_claims.SPTThresholds())
+    s["verdicts"] = {k: v.to_dict() for k, v in vs.items()}
+    cell = spt_rows.spt_gain_row(_spt(s))
+    assert cell.startswith("`full` (seeds 8101-8104,") and "(95 % t, 4 seeds)" in cell
 
 
 # ------------------------------------------------------------------------------------------------

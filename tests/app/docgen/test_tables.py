@@ -1,8 +1,10 @@
 """The committed result tables in docs/generated/<preset>/ are not stale.
 
 Runs ``initlab reproduce --preset P`` into a temporary folder, regenerates the tables with
-``python -m initlab.app.docgen.tables`` and compares them with the committed copies (numbers to within one
-unit of their last printed digit). Only the stages with a committed page are run. ``quick`` runs in CI (all
+``python -m initlab.app.docgen.tables`` and compares them with the committed copies: the numbers of untrained computations (theory checks, the score-scale
+theory and Monte Carlo) to within one unit of their last printed digit; the tables of trained models
+(``tables.TRAINED_STAGES``) on structure and words only, since their numbers and near-threshold verdicts move
+with the CPU. Trained numbers are not compared with committed ones. Only the stages with a committed page are run. ``quick`` runs in CI (all
 four stages, about a minute on 2 idle cores, about two under load); ``default`` is marked ``slow``
 (``pytest -m slow``; the committed pages, and so the run, cover the stages theory and score_scale, about 25 s on
 2 idle cores). When this fails after an intended change, regenerate the copies with the command in the failure
@@ -45,6 +47,23 @@ def test_compare_tables_tolerates_last_digit_and_kernel_noise_only():
     assert tables.compare_tables(page, page.replace("intro", "another caption")) == []
 
 
+def test_trained_stages_compare_structure_and_words_not_numbers():
+    """Issue 25: a trained model's numbers move with the CPU (modernbert best k - k = 1: +0.057 committed, +0.053
+    on a 2-core AVX-512 machine, beyond one printed unit and 5 %); across machines a trained stage's tables are
+    compared on structure and words only, and a verdict near its threshold may flip."""
+    page = ("| family | best k - k = 1 | flag |\n| --- | --- | ---: |\n| modernbert | +0.057 [unbounded] | 0.082 1C |\n"
+            "\n| claim | verdict |\n| --- | --- |\n| a | **inconclusive**: +0.041 [-0.217, +0.299] (90 % TOST, 2 seeds) |\n"
+            "| b | **not run**: missing: scratch_matched |\n")
+    drifted = page.replace("+0.057", "+0.053").replace("0.082 1C", "0.079").replace("**inconclusive**: +0.041", "**reproduced**: +0.001")
+    assert tables.compare_tables(page, drifted) != []  # as numbers of an untrained computation: a real change
+    assert tables.compare_tables(page, drifted, trained=True) == []
+    assert "spt" in tables.TRAINED_STAGES and "splade" in tables.TRAINED_STAGES and "theory" not in tables.TRAINED_STAGES
+    for changed in (page.replace("modernbert", "bert"), page.replace("[unbounded]", "[wide]"),
+                    page.replace("missing: scratch_matched", "missing: spt"), page.replace("| flag |", "| flags |"),
+                    page + "| c | x |\n", page.replace("| a |", "| a | b |")):
+        assert tables.compare_tables(page, changed, trained=True) != [], changed
+
+
 def test_extract_tables_keeps_captions_and_skips_timings():
     md = "## Stage\n\nCaption line one\nline two.\n\n| a |\n| --- |\n| 1 |\n\n_stage took 3 s_\n\n| b |\n| --- |\n"
     assert tables.extract_tables(md) == [("Caption line one line two.", ["| a |", "| --- |", "| 1 |"]), ("", ["| b |", "| --- |"])]
@@ -68,6 +87,7 @@ def test_committed_tables_match_a_fresh_run(preset, tmp_path):
     assert tables.main([str(results), "--out", str(out)]) == 0
     fresh = sorted(p.name for p in out.glob("*.md"))
     assert fresh == sorted(p.name for p in committed.glob("*.md")), f"stages differ; regenerate: {regenerate(preset)}"
-    for name in fresh:
-        diffs = tables.compare_tables((committed / name).read_text(encoding="utf-8"), (out / name).read_text(encoding="utf-8"))
+    for name in fresh:  # trained stages: structure and words only (their numbers move with the CPU)
+        diffs = tables.compare_tables((committed / name).read_text(encoding="utf-8"), (out / name).read_text(encoding="utf-8"),
+                                      trained=name.removesuffix(".md") in tables.TRAINED_STAGES)
         assert not diffs, f"docs/generated/{preset}/{name} is stale; regenerate: {regenerate(preset)}\n" + "\n".join(diffs[:10])

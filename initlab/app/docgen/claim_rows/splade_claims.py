@@ -74,7 +74,7 @@ def load_phase(r: Results, name: str = FULL) -> tuple[dict[str, Any], sc.SPLADET
 
 
 def _scope(phase: Mapping[str, Any]) -> str:
-    seeds = phase["config"]["seeds"]
+    seeds = sorted({int(r["seed"]) for r in phase["rows"]})  # the seeds of the per-cell records, not the config
     span = f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2 else \
         ", ".join(str(s) for s in seeds)
     return f"synthetic, preset `full`, {len(seeds)} seeds {span}"

@@ -7,6 +7,7 @@ not test. Also the side-by-side tables of ``python -m initlab.app.docgen.claims 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,12 +42,63 @@ def spt_runs(r: Results) -> list[tuple[str, dict[str, Any], dict[str, Verdict]]]
         s = r[name]
         th = _spt_thresholds(s["config"])
         vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), th)
-        if "verdicts" in s:
-            rules.check_record(s["verdicts"], vs, name)
+        if "verdicts" not in s:  # every saved run carries the verdicts it was written with (SPLADE's rule too)
+            raise rules.VerdictRecordError(f"{name}: no saved verdict record ('verdicts'); a run's summary must keep "
+                                           "the verdicts it was written with (re-collect it with --collect-spt)")
+        rules.check_record(s["verdicts"], vs, name)
+        check_spt_summary(s, name)
         prereg = f", preregistered in `{s['preregistration']}`" if s.get("preregistration") else ""
         partial = ", partial run" if s.get("partial") else ""
-        out.append((f"`{preset}` ({seeds_text(s['config']['seeds'])}{prereg}{partial})", s, vs))
+        out.append((f"`{preset}` ({seeds_text(record_seeds(s['summary']['per_seed']))}{prereg}{partial})", s, vs))
     return out
+
+
+def record_seeds(per_seed: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[int]:
+    """The seeds of a run's per-seed records (every condition's), sorted: what its rows name, never the config."""
+    return sorted({int(rec["seed"]) for recs in per_seed.values() for rec in recs})
+
+
+def _paired(per_seed: Mapping[str, Sequence[Mapping[str, Any]]], cond: str, control: str = "scratch") -> list[float]:
+    """Per-seed ``test_acc`` differences ``cond - control`` over the seeds both hold, in seed order."""
+    a = {int(x["seed"]): float(x["test_acc"]) for x in per_seed.get(cond, [])}
+    c = {int(x["seed"]): float(x["test_acc"]) for x in per_seed.get(control, [])}
+    return [a[k] - c[k] for k in sorted(a) if k in c]
+
+
+def epoch_curve(per_seed: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[tuple[int, float, float]]:
+    """``(SPT epochs, mean, sd)`` of the per-seed gain over scratch of every ``spt_e<N>`` condition, from the
+    records (sd NaN for one seed)."""
+    out = []
+    for cond in per_seed:
+        if cond.startswith("spt_e") and cond[len("spt_e"):].isdigit():
+            d = _paired(per_seed, cond)
+            if d:
+                out.append((int(cond[len("spt_e"):]), statistics.mean(d),
+                            statistics.stdev(d) if len(d) > 1 else math.nan))
+    return sorted(out)
+
+
+def check_spt_summary(s: Mapping[str, Any], where: str) -> None:
+    """A synthetic SPT summary's stored per-condition numbers (seed counts, mean test accuracy, the SPT-epoch gains)
+    must be what its per-seed records give.
+
+    Raises:
+        initlab.evidence.rules.SummaryRecordError: naming ``where`` and each field that differs.
+    """
+    per = s["summary"]["per_seed"]
+    fields = []
+    for c in s["summary"].get("conditions", []):
+        recs = per.get(c["condition"])
+        if recs is None:
+            continue
+        name = c["condition"]
+        if "n_seeds" in c:
+            fields.append((f"{name}.n_seeds", c["n_seeds"], len(recs)))
+        if "test_acc_mean" in c:
+            fields.append((f"{name}.test_acc_mean", c["test_acc_mean"], statistics.mean(float(x["test_acc"]) for x in recs)))
+        if name.startswith("spt_e") and "diff_mean" in c and _paired(per, name):
+            fields.append((f"{name}.diff_mean", c["diff_mean"], statistics.mean(_paired(per, name))))
+    rules.check_summary(where, fields)
 
 
 def _per_run(r: Results, cell) -> str:
@@ -123,12 +175,10 @@ def attention_weights_row(r: Results) -> str:
 def few_epochs_other_data_row(r: Results) -> str:
     def cell(s, vs):
         out = [f"few epochs ({_spt_thresholds(s['config']).few_epochs}): share {one(vs['few_epochs'])}"]
-        conds = {c["condition"]: c for c in s["summary"]["conditions"]}
-        curve = sorted((int(n[len("spt_e"):]), c) for n, c in conds.items() if n.startswith("spt_e") and "diff_mean" in c)
+        curve = epoch_curve(s["summary"]["per_seed"])  # from the per-seed records, never the stored means
         if curve:
             out.append("SPT-epoch curve, gain over scratch (mean ± sd, points): " + ", ".join(
-                f"{e}: {100 * c['diff_mean']:+.1f}" + (f" ± {100 * c['diff_sd']:.1f}" if math.isfinite(c["diff_sd"]) else "")
-                for e, c in curve))
+                f"{e}: {100 * m:+.1f}" + (f" ± {100 * sd:.1f}" if math.isfinite(sd) else "") for e, m, sd in curve))
         cross = vs["cross_data"]
         if cross.word != NOT_RUN:
             names = ("count-task inputs", "i.i.d. tokens")
@@ -188,7 +238,8 @@ def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                                              if k in ("min_gain", "margin", "min_share")})
             vs = {c.id: (rules.not_run("all_of", ["per-seed proximity (not saved by that run)"]) if c.id == "proximity"
                          else c.verdict(raw, th)) for c in spt_claims.CLAIMS}
-        cols.append((f"{label} ({seeds_text(s['config']['seeds'])})", vs))
+        seeds = record_seeds(s["summary"]["per_seed"]) if "per_seed" in s["summary"] else s["config"]["seeds"]
+        cols.append((f"{label} ({seeds_text(seeds)})", vs))
     lines = ["| claim | " + " | ".join(c for c, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
     for c in spt_claims.CLAIMS:
         cells = []

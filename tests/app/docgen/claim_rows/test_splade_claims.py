@@ -105,3 +105,17 @@ def test_claims_missing_from_the_saved_record_are_labelled_post_hoc():
         high_norm=("modernbert",), normal_norm=("bert",))).items()}
     assert cs.fix_row({cs.FULL: flat}).endswith("on 0 of 8 backbones (none); everywhere else, and so for every "
                                                 "regret verdict: k does not matter here")
+
+
+def test_the_seeds_named_are_those_of_the_records():
+    """Issue 25: a row names the seeds its per-cell records hold, not the config's list."""
+    phase = _phase()
+    phase["rows"] = [row for row in phase["rows"] if row["seed"] != 9104]
+    phase["inspect"] = [x for x in phase["inspect"] if x["seed"] != 9104]
+    th = sc.SPLADEThresholds(high_norm=("modernbert",), normal_norm=("bert",))
+    phase["verdicts"] = {k: v.to_dict() for k, v in sc.evaluate_all(sc.as_raw(phase), th).items()}
+    deg = cs.degradation_row({cs.FULL: phase})
+    assert "3 seeds 9101-9103;" in deg and "(95 % t, 3 seeds)" in deg
+    del phase["verdicts"]
+    with pytest.raises(rules.VerdictRecordError):  # a record without its verdicts is an error here too
+        cs.degradation_row({cs.FULL: phase})
