@@ -48,9 +48,9 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("diagnose",)],  # the validation of initlab diagnose: runs both SPT arms with spt's training code
     ],
     "initlab.synthetic.splade": [
-        [("config", "data", "model", "families", "train", "measure")],  # the pieces both SPLADE experiments use
-        [("phase",), ("calibration",)],  # the phase diagram and the collapse calibration (which reads the phase
-        # diagram's saved files only), independent
+        [("config", "data", "domains", "model", "families", "train", "measure")],  # the pieces the SPLADE experiments use
+        [("phase",), ("calibration",), ("ood",)],  # the phase diagram, the collapse calibration (which reads the phase
+        # diagram's saved files only) and the out-of-domain experiment, independent
     ],
     "initlab.executor": [
         [("core",)],  # cells, progress, the cost model, the worker side, the report, the bar

@@ -21,6 +21,7 @@ COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("synthetic", "run"): ("initlab.app.commands.synthetic:run_main", "deprecated name of synthetic spt, kept for one release"),
     ("synthetic", "splade"): ("initlab.app.commands.synthetic:splade_main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),
     ("diagnose", None): ("initlab.app.commands.diagnose:main", "before training: is label-only training of a model on your data blind to query-dependent attention, and will self-pretraining help?"),
+    ("synthetic", "splade-ood"): ("initlab.app.commands.synthetic:splade_ood_main", "synthetic SPLADE out of domain: multi-domain corpus, BM25, plateau rule (exploratory)"),
     ("mlmhead", "inspect"): ("initlab.app.commands.mlmhead:inspect_main", "MLM-head scale report for a Hugging Face masked-LM checkpoint"),
     ("mlmhead", "rescale"): ("initlab.app.commands.mlmhead:rescale_main", "divide a checkpoint's MLM-head projection by k and save it"),
     ("splade", "train"): ("initlab.app.commands.splade:train_main", "train one SPLADE model (backbone x k) on MS MARCO"),

@@ -63,9 +63,11 @@ SPT_FAMILIES: tuple[Family, ...] = (
 SPLADE_FAMILIES: tuple[Family, ...] = (
     Family("primary", ("high_norm_degrades", "rescaling_fixes"),
            "a large MLM-head norm degrades SPLADE; dividing W_head by the recommended k fixes it"),
-    Family("secondary", ("over_rescaling", "input_side", "regret_inspect", "regret_bert", "regret_edge",
-                         "edge_beats_inspect", "bert_beats_inspect"),
-           "over-rescaling, the tie's input side, and the k rules' regrets and comparisons"),
+    Family("secondary", ("interaction", "over_rescaling", "input_side", "regret_inspect", "regret_bert", "regret_edge",
+                         "edge_beats_inspect", "bert_beats_inspect", "landscape_regret_inspect", "landscape_regret_edge",
+                         "landscape_regret_fixed", "landscape_edge_beats_inspect", "landscape_inspect_beats_fixed"),
+           "the high-norm x normal-norm interaction, over-rescaling, the tie's input side, and the k rules' regrets "
+           "and comparisons (on the grid and on the landscape)"),
 )
 
 FAMILIES: dict[str, tuple[Family, ...]] = {"spt": SPT_FAMILIES, "splade": SPLADE_FAMILIES}

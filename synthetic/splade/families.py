@@ -206,11 +206,12 @@ def natural_scale(model, tokenizer, texts: list[str], max_len: int) -> dict[str,
 
 
 def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, cfg: FamilyConfig, seed: int,
-                            progress: bool = False, on_step: Any = None) -> Path:
+                            progress: bool = False, on_step: Any = None, sparse_mlm: bool = False) -> Path:
     """MLM-pretrained tied backbone of ``family`` saved in ``folder`` (reused if finished there).
 
     The folder holds the model and tokenizer files, ``mlm_losses.json`` and ``natural_scale.json``
     (:func:`natural_scale` on the first 64 corpus documents, and ``pretrain_cpu_seconds``). Returns ``folder``.
+    ``sparse_mlm``: the MLM head at the masked positions only (:func:`initlab.synthetic.splade.model.sparse_mlm_loss`).
 
     Raises:
         ValueError: unknown ``family``.
@@ -224,7 +225,8 @@ def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, 
     c0 = time.process_time()
     tokenizer = family_tokenizer(family, corpus.vocab)
     model = build_family_model(family, len(corpus.vocab), cfg, seed)
-    losses = pretrain_mlm(model, tokenizer, list(corpus.docs.values()), cfg, seed, progress=progress, on_step=on_step)
+    losses = pretrain_mlm(model, tokenizer, list(corpus.docs.values()), cfg, seed, progress=progress, on_step=on_step,
+                          sparse=sparse_mlm)
     if not all(math.isfinite(x) for x in losses):
         raise FloatingPointError(f"{family} MLM pretraining: non-finite loss at step "
                                  f"{next(i for i, x in enumerate(losses) if not math.isfinite(x))}")

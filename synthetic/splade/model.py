@@ -27,7 +27,8 @@ import torch
 
 from initlab.synthetic.splade.data import SPECIAL_TOKENS
 
-__all__ = ["BackboneConfig", "build_tokenizer", "build_model", "mlm_param_groups", "pretrain_mlm", "inflate_head", "head_weight"]
+__all__ = ["BackboneConfig", "build_tokenizer", "build_model", "mlm_param_groups", "pretrain_mlm", "sparse_mlm_loss",
+           "inflate_head", "head_weight"]
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,38 @@ def mlm_param_groups(model, cfg) -> list[dict]:
     return [{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+#: the encoder body and the MLM prediction head of each masked-LM class (head: hidden ``(n, d)`` -> logits ``(n, V)``)
+_BODY_HEAD = {"BertForMaskedLM": ("bert", lambda m, h: m.cls(h)), "RobertaForMaskedLM": ("roberta", lambda m, h: m.lm_head(h)),
+              "AlbertForMaskedLM": ("albert", lambda m, h: m.predictions(h)),
+              "ModernBertForMaskedLM": ("model", lambda m, h: m.decoder(m.head(h)))}
+
+
+def sparse_mlm_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The masked-LM loss of ``model`` (BERT, RoBERTa, ALBERT or ModernBERT masked LM) computing the prediction head
+    only at the masked positions (``labels != -100``): the same mean cross-entropy as ``model(..., labels=labels).loss``
+    (the other positions carry no loss), without the ``(B, T, V)`` logits of the unmasked tokens (ModernBERT's own
+    ``sparse_prediction``, for every family). ``input_ids``, ``attention_mask``, ``labels``: ``(B, T)``.
+
+    Raises:
+        ValueError: a model class without a known body and head.
+    """
+    name = type(model).__name__
+    if name not in _BODY_HEAD:
+        raise ValueError(f"sparse_mlm_loss: expected one of {sorted(_BODY_HEAD)}, got {name}")
+    body, head = _BODY_HEAD[name]
+    h = getattr(model, body)(input_ids=input_ids, attention_mask=attention_mask)[0]  # (B, T, d)
+    sel = labels != -100
+    logits = head(model, h[sel])  # (n, V)
+    return torch.nn.functional.cross_entropy(logits, labels[sel])
+
+
 def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: int, progress: bool = False,
-                 on_step: Any = None) -> list[float]:
+                 on_step: Any = None, sparse: bool = False) -> list[float]:
     """Masked-token reconstruction on ``texts`` for ``cfg.mlm_steps`` AdamW steps; returns the loss per step.
     ``on_step``: called with no argument after each step (progress reports; it does not change the training).
+    ``sparse``: compute the head at the masked positions only (:func:`sparse_mlm_loss`; the same loss, far fewer
+    operations at a large vocabulary; float rounding differs from the dense path, so a backbone is not bitwise
+    the dense one's).
 
     Raises:
         initlab.runs.NonFiniteError: a NaN/inf loss, or one past the divergence rule
@@ -134,12 +163,15 @@ def pretrain_mlm(model, tokenizer, texts: list[str], cfg: BackboneConfig, seed: 
     for step in steps:
         idx = torch.randint(len(examples), (cfg.mlm_batch,), generator=gen).tolist()
         batch = collator([examples[i] for i in idx])
-        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
-        guard.check(out.loss.detach(), step=step)
+        if sparse:
+            loss = sparse_mlm_loss(model, batch["input_ids"], batch["attention_mask"], batch["labels"])
+        else:
+            loss = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+        guard.check(loss.detach(), step=step)
         opt.zero_grad(set_to_none=True)
-        out.loss.backward()
+        loss.backward()
         opt.step()
-        losses.append(float(out.loss.detach()))
+        losses.append(float(loss.detach()))
         if on_step is not None:
             on_step()
     model.eval()

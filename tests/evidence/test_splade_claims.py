@@ -162,3 +162,77 @@ def test_describe_claim_names_parts_units_and_intervals():
     assert text.startswith("**reproduced**: modernbert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [")
     assert "initial InfoNCE − ln B: **reproduced**: +26.53 [" in text and "(95 % t, 4 seeds)" in text
     assert "(90 % TOST, 4 seeds)" in text
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 28: the interaction (headline) and the regrets judged against the landscape
+# ------------------------------------------------------------------------------------------------
+def _set(raw, family, k, value, mode="tied"):
+    for r in raw["rows"]:
+        if r["family"] == family and r["k"] == k and r["mode"] == mode:
+            r["ndcg_test"] = r["ndcg_select"] = value + {0: 0.0, 1: 0.01, 2: -0.01, 3: 0.005}[r["seed"]]
+
+
+def test_interaction_is_the_high_norm_gain_minus_the_controls():
+    raw = _raw()  # modernbert gains 0.35 from k, bert nothing: the interaction is 0.35 on every seed
+    v = sc.interaction(raw, TH)
+    assert v.word == REPRODUCED and v.estimate == pytest.approx(0.35) and v.n == len(SEEDS)
+    assert sc.part_label(v) == "high-norm modernbert − normal-norm bert: nDCG@10 best k − k = 1"
+    gains = sc.family_gains(raw, TH)
+    assert list(gains) == ["modernbert", "bert"] and gains["modernbert"].estimate == pytest.approx(0.35)
+    # the control gains just as much from k (k = 1 edited down to 0.50 for bert too): the difference vanishes
+    both = _raw()
+    _set(both, "bert", 1.0, 0.50)
+    w = sc.interaction(both, TH)
+    assert w.estimate == pytest.approx(0.0, abs=1e-9) and w.word == NOT
+    assert sc.family_gains(both, TH)["bert"].word == REPRODUCED  # the per-family row alone would have "reproduced"
+    # a high-norm gain of 0.10 over a control gain of 0.07: real, under δ = 0.05 -> partly? 0.03 < δ with lo > 0
+    part = _raw()
+    _set(part, "modernbert", 1.0, 0.75)
+    _set(part, "bert", 1.0, 0.78)
+    assert sc.interaction(part, TH).word == PARTLY and sc.interaction(part, TH).estimate == pytest.approx(0.03)
+    no_control = {**raw, "rows": [r for r in raw["rows"] if r["family"] == "modernbert"]}
+    assert sc.interaction(no_control, TH).word == NOT_RUN
+
+
+def test_landscape_range_decides_where_regret_equivalence_is_judged():
+    raw = _raw()
+    rows = {(r["family"], r["seed"]): r for r in sc.landscape(raw, TH)}
+    mb = rows[("modernbert", 0)]  # k in 1..16: 0.50, 0.75, 0.85 -> range 0.35, best at 16, worst at 1
+    assert mb["range"] == pytest.approx(0.35) and (mb["k_best_test"], mb["k_worst_test"]) == (16.0, 1.0) and mb["matters"]
+    assert mb["regret_inspect"] == pytest.approx(0.0) and mb["regret_none"] == pytest.approx(0.35)
+    assert mb["k_fixed"] == 4.0 and mb["regret_fixed"] == pytest.approx(0.10)
+    bert = rows[("bert", 0)]  # flat 0.85 over 1..16 (k = 64 is outside the landscape's range)
+    assert bert["range"] == pytest.approx(0.0) and not bert["matters"]
+    v = sc.landscape_regret(raw, TH, "inspect")
+    assert v.word == REPRODUCED and v.n == len(SEEDS)  # judged on the 4 modernbert backbones only
+    assert "over the 4 of 8 family-seed backbones where k matters" in v.reason
+    assert sc.landscape_regret(raw, TH, "fixed").word == NOT  # 0.10 on every backbone where k matters
+    assert sc.landscape_rule_difference(raw, TH, "inspect", "fixed").word == REPRODUCED
+    assert sc.landscape_rule_difference(raw, TH, "edge", "inspect").word == NOT
+    # a flat landscape everywhere: no regret verdict, it says k does not matter here
+    flat = _raw(high_k1=0.85)
+    _set(flat, "modernbert", 4.0, 0.85)
+    assert all(not r["matters"] for r in sc.landscape(flat, TH))
+    for v in (sc.landscape_regret(flat, TH, "inspect"), sc.landscape_rule_difference(flat, TH)):
+        assert v.word == NOT_RUN and "k does not matter here" in v.reason
+    # the range just below / at 3 x the margin (0.09): edit one number across the line
+    edge = _raw(high_k1=0.85)
+    _set(edge, "modernbert", 4.0, 0.85)
+    _set(edge, "modernbert", 1.0, 0.85 - 0.089)
+    assert not any(r["matters"] for r in sc.landscape(edge, TH))
+    _set(edge, "modernbert", 1.0, 0.85 - 0.0905)
+    assert [r["matters"] for r in sc.landscape(edge, TH) if r["family"] == "modernbert"] == [True] * 4
+    table = sc.landscape_markdown(flat, TH)
+    assert "| bert | 0 | 0.000 (1 / 1) | no: k does not matter here |" in table and "inspect k: regret" in table
+
+
+def test_claims_added_later_are_posthoc_on_an_older_record_and_checked_on_a_newer_one():
+    raw = _raw()
+    full = {k: v.to_dict() for k, v in sc.evaluate_all(raw, TH).items()}
+    older = {k: v for k, v in full.items() if k not in sc.POSTHOC_SINCE_FULL}
+    assert sc.posthoc_claims(older) == list(sc.POSTHOC_SINCE_FULL) and sc.posthoc_claims(full) == []
+    assert sc.check_record(older, raw, TH, "phase.json")["interaction"].word == REPRODUCED  # recomputed, not required
+    stale = dict(full, interaction=dict(full["interaction"], word=NOT))
+    with pytest.raises(rules.VerdictRecordError, match="interaction"):
+        sc.check_record(stale, raw, TH, "phase.json")

@@ -1,4 +1,4 @@
-"""``initlab synthetic spt|splade``: thin argparse layers over :mod:`initlab.synthetic`.
+"""``initlab synthetic spt|splade|splade-ood``: thin argparse layers over :mod:`initlab.synthetic`.
 
 ``initlab synthetic run`` is the former name of ``initlab synthetic spt``, kept for one release.
 """
@@ -19,7 +19,7 @@ from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.synthetic import spt as synthetic_spt
 from initlab.textio import read_text
 
-__all__ = ["spt_main", "run_main", "splade_main"]
+__all__ = ["spt_main", "run_main", "splade_main", "splade_ood_main"]
 
 
 def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
@@ -82,6 +82,33 @@ def splade_main(argv: Sequence[str] | None = None, prog: str | None = None) -> i
         rd = splade_phase.run_phase(out, splade_phase.PRESETS[args.preset], overwrite=args.overwrite,
                                     progress=not args.no_progress, draw=synthetic_splade_phase_figures.draw_phase,
                                     workers=args.workers, scheduler=args.scheduler)
+    except (FileExistsError, ValueError, ImportError) as err:
+        fail(parser, err)
+    print(read_text(rd.root / "summary.md"))
+    print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+def splade_ood_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``initlab synthetic splade-ood``: the out-of-domain synthetic SPLADE (a generated multi-domain corpus with a
+    real-sized vocabulary, BM25, SPLADE to a dev-loss plateau); exploratory presets."""
+    from initlab.synthetic.splade.ood import runner as ood
+
+    parser = argparse.ArgumentParser(prog=prog or "initlab synthetic splade-ood", description=ood.__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", choices=list(ood.PRESETS), default="tiny",
+                        help="tiny (smoke test); map-v2k, map-v8k (the exploratory map at 2048 and 8192 ids); v30k (the "
+                             "30000-id vocabulary, costed in docs/synthetic_splade_ood.md)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default: results/synthetic_splade_ood/PRESET)")
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    add_executor_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    out = args.out or Path("results/synthetic_splade_ood") / args.preset
+    t0 = time.perf_counter()
+    try:
+        check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
+        rd = ood.run_ood(out, ood.PRESETS[args.preset], workers=args.workers, scheduler=args.scheduler,
+                         progress=not args.no_progress, overwrite=args.overwrite)
     except (FileExistsError, ValueError, ImportError) as err:
         fail(parser, err)
     print(read_text(rd.root / "summary.md"))

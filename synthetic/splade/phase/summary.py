@@ -153,6 +153,10 @@ def summary_markdown(rep: dict[str, Any], cfg) -> str:
           f"standard recipe: {', '.join(cfg.claims.normal_norm)}.", "", "| claim | verdict |", "| --- | --- |"]
     for c in sc.CLAIMS:
         L.append(f"| {c.title} | {sc.describe_claim(verdicts[c.id]).replace('|', '/')} |")
+    L += ["", "### Regrets against the landscape (range: best − worst nDCG@10 over tied k in "
+              f"1..{cfg.claims.landscape_k_max:g}; k matters where it is at least {cfg.claims.landscape_factor:g} × "
+              f"{cfg.claims.regret_margin:g}; fixed k = {cfg.claims.fixed_k:g}; none: k = 1)", "",
+          sc.landscape_markdown(raw, cfg.claims)]
     L += ["", "### Recommended k against the best k (tied; best k chosen on the select queries, nDCG@10 on the test "
               "queries)", "", "| family | s | seed | best k | inspect k (regret) | edge k (regret) | BERT-scale k (regret) |",
           "| --- | ---: | ---: | ---: | --- | --- | --- |"]

@@ -147,3 +147,39 @@ def test_a_backbone_saved_in_bf16_loads_in_float32(tmp_path):
     assert loaded.dtype == torch.float32
     encoder = cell._load(tmp_path, derive(BASE, doc_max_len=12), seed=0)
     assert {p.dtype for p in encoder.parameters()} == {torch.float32}
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "albert", "modernbert"])
+def test_sparse_mlm_loss_equals_the_models_own_loss_in_float64(family):
+    """The fast path (head at the masked positions only) against the slow, obvious reference (the model's own loss
+    over all positions), in float64: the same number, and the same gradients."""
+    import torch
+
+    from initlab.synthetic.splade.families import FamilyConfig, build_family_model
+    from initlab.synthetic.splade.model import sparse_mlm_loss
+
+    model = build_family_model(family, 50, FamilyConfig(d=16, layers=1, heads=2, ffn=32, albert_embedding=8, max_len=12), 0)
+    model = model.double().eval()  # no dropout: both paths see the same network
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, 50, (3, 10), generator=g)
+    mask = torch.ones_like(ids)
+    labels = torch.full_like(ids, -100)
+    labels[:, [1, 4, 7]] = ids[:, [1, 4, 7]]
+    ids[:, [1, 4, 7]] = 4
+    def reference():  # every position's logits, the loss over the masked ones (float64 throughout)
+        z = model(input_ids=ids, attention_mask=mask).logits
+        return torch.nn.functional.cross_entropy(z.reshape(-1, z.shape[-1]), labels.reshape(-1), ignore_index=-100)
+
+    ref = reference()
+    assert ref.item() == pytest.approx(model(input_ids=ids, attention_mask=mask, labels=labels).loss.item(), rel=1e-6)
+    fast = sparse_mlm_loss(model, ids, mask, labels)
+    assert fast.item() == pytest.approx(ref.item(), rel=1e-12, abs=1e-12)
+    g_ref = torch.autograd.grad(reference(), list(model.parameters()), allow_unused=True)
+    g_fast = torch.autograd.grad(sparse_mlm_loss(model, ids, mask, labels), list(model.parameters()), allow_unused=True)
+    for a, b in zip(g_ref, g_fast):
+        if a is None or b is None:
+            assert a is None and b is None or (a if a is not None else b).abs().max() == 0
+        else:
+            assert torch.allclose(a, b, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="sparse_mlm_loss"):
+        sparse_mlm_loss(torch.nn.Linear(2, 2), ids, mask, labels)

@@ -16,10 +16,16 @@ holds its threshold reads **inconclusive**, with the seed count that would decid
 Rows (the README's wording of the seed claims):
 
 * :func:`degradation_row` -- "A large MLM-head norm degrades SPLADE, starting from a very high loss and
-  ending in a poor minimum": :func:`initlab.evidence.splade_claims.high_norm_degrades`;
+  ending in a poor minimum": headline :func:`initlab.evidence.splade_claims.interaction` (high-norm gain from k
+  minus the normal-norm families'; a post-hoc analysis on a run whose saved record lacks it,
+  :func:`~initlab.evidence.splade_claims.posthoc_claims`, and said so in the cell), the per-family rows
+  (:func:`~initlab.evidence.splade_claims.family_gains`), then
+  :func:`~initlab.evidence.splade_claims.high_norm_degrades`;
 * :func:`fix_row` -- "Dividing W_head by k before training fixes it":
-  :func:`~initlab.evidence.splade_claims.rescaling_fixes` and the recommended k's regret (``inspect``'s rule, the
-  BERT-scale rule);
+  :func:`~initlab.evidence.splade_claims.rescaling_fixes`, the recommended k's regret (``inspect``'s rule, the
+  BERT-scale rule, the edge rule) and the landscape: how many backbones k matters on, and the regrets judged there
+  only (:func:`~initlab.evidence.splade_claims.landscape_regret`);
+* :func:`landscape_markdown` -- the table of every backbone's landscape range beside every rule's regret (docs).
 * :func:`over_rescaling_row` -- "Rescaling a normal-norm head too far hurts or collapses retrieval":
   :func:`~initlab.evidence.splade_claims.over_rescaling`, :func:`~initlab.evidence.splade_claims.input_side` and
   the collapse flags at ``k_far``.
@@ -41,7 +47,8 @@ from initlab.evidence import splade_claims as sc
 from initlab.evidence import text
 from initlab.evidence.text import bold
 
-__all__ = ["FULL", "FILES", "CLAIMS", "ROWS", "load_phase", "degradation_row", "fix_row", "over_rescaling_row"]
+__all__ = ["FULL", "FILES", "CLAIMS", "ROWS", "load_phase", "degradation_row", "fix_row", "over_rescaling_row",
+           "landscape_markdown"]
 
 Results = Mapping[str, Any]
 
@@ -84,12 +91,22 @@ def _norms(phase: Mapping[str, Any], families: tuple[str, ...]) -> str:
     return ", ".join(out)
 
 
+def _posthoc(phase: Mapping[str, Any], claim: str) -> str:
+    """", a post-hoc analysis (not preregistered for this run)" for a claim the run's saved record lacks, else ''."""
+    return (", a post-hoc analysis: not preregistered for this run" if claim in sc.posthoc_claims(phase.get("verdicts", {}))
+            else "")
+
+
 def degradation_row(r: Results) -> str:
-    """Row "A large MLM-head norm degrades SPLADE ...": the high-norm claim and its parts."""
+    """Row "A large MLM-head norm degrades SPLADE ...": the interaction (headline), the per-family gains beside it,
+    then the preregistered high-norm claim and its parts."""
     raw, th, v, phase = load_phase(r)
-    return (f"{bold(v['high_norm_degrades'].word)} ({_scope(phase)}; head norms from each family's own MLM "
-            f"pretraining, no imposed multiplier: W_head Frobenius {_norms(phase, th.high_norm + th.normal_norm)}; "
-            f"best k chosen on held-out queries). " + sc.describe_claim(v["high_norm_degrades"], with_word=False))
+    fams = "; ".join(sc.describe_claim(g, with_word=False) for g in sc.family_gains(raw, th).values())
+    return (f"{bold(v['interaction'].word)} (interaction{_posthoc(phase, 'interaction')}; {_scope(phase)}; head norms "
+            f"from each family's own MLM pretraining, no imposed multiplier: W_head Frobenius "
+            f"{_norms(phase, th.high_norm + th.normal_norm)}; best k chosen on held-out queries). "
+            + sc.describe_claim(v["interaction"], with_word=False) + f". Per family: {fams}. Preregistered claim "
+            f"(high initial loss, poor minimum, controls not degraded): " + sc.describe_claim(v["high_norm_degrades"]))
 
 
 def _regret(v: sc.Verdict) -> str:
@@ -108,7 +125,36 @@ def fix_row(r: Results) -> str:
             + sc.describe_claim(v["rescaling_fixes"], with_word=False)
             + f". Regret of `mlmhead inspect`'s k against the best k, equivalent to 0 within ± {th.regret_margin:g} "
               f"nDCG@10: {_regret(v['regret_inspect'])}; the BERT-scale rule's: {_regret(v['regret_bert'])}; the edge "
-              f"rule's: {_regret(v['regret_edge'])}; " + _shipped(sc.shipped_rule(raw, th)))
+              f"rule's: {_regret(v['regret_edge'])}; " + _shipped(sc.shipped_rule(raw, th)) + ". " + _landscape_text(raw, th, v, phase))
+
+
+def _landscape_text(raw: dict[str, Any], th: sc.SPLADEThresholds, v: Mapping[str, sc.Verdict],
+                    phase: Mapping[str, Any]) -> str:
+    """The regrets judged against the landscape, in words (post hoc where the run's record lacks them)."""
+    rows = sc.landscape(raw, th)
+    on = [x for x in rows if x["matters"]]
+    head = (f"Against the landscape{_posthoc(phase, 'landscape_regret_inspect')}: k matters (best − worst nDCG@10 "
+            f"over k in 1..{th.landscape_k_max:g} at least {th.landscape_factor:g} × {th.regret_margin:g}) on "
+            f"{len(on)} of {len(rows)} backbones ({_count_by_family(on)})")
+    if not on:
+        return head + "; everywhere else, and so for every regret verdict: k does not matter here"
+    return (head + "; elsewhere k does not matter here. There: "
+            + sc.describe_claim(v["landscape_regret_inspect"], with_word=False) + "; " + sc.describe_claim(v["landscape_regret_edge"], with_word=False)
+            + "; " + sc.describe_claim(v["landscape_regret_fixed"], with_word=False) + "; "
+            + sc.describe_claim(v["landscape_edge_beats_inspect"], with_word=False) + "; "
+            + sc.describe_claim(v["landscape_inspect_beats_fixed"], with_word=False))
+
+
+def _count_by_family(rows: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for x in rows:
+        counts[x["family"]] = counts.get(x["family"], 0) + 1
+    return ", ".join(f"{f} {n}" for f, n in counts.items()) or "none"
+
+
+def landscape_markdown(raw: Mapping[str, Any], th: sc.SPLADEThresholds) -> str:
+    """The landscape table (:func:`initlab.evidence.splade_claims.landscape_markdown`)."""
+    return sc.landscape_markdown(raw, th)
 
 
 def _shipped(rule: str) -> str:
@@ -145,8 +191,12 @@ def _ndcg_parts(v: sc.Verdict) -> list[tuple[str, sc.Verdict, str]]:
 
 
 def degradation_headline(r: Results) -> Headline:
-    v = load_phase(r)[2]["high_norm_degrades"]
-    return headline(_ndcg_parts(v), word=bold(v.word))
+    """The interaction (the headline test; "post hoc" where the run's record lacks it) and the per-family rows."""
+    raw, th, v, phase = load_phase(r)
+    inter = v["interaction"]
+    tag = " (interaction, post hoc)" if "interaction" in sc.posthoc_claims(phase.get("verdicts", {})) else " (interaction)"
+    parts = [("high-norm − normal-norm", inter, "ndcg")] + [(f, g, "ndcg") for f, g in sc.family_gains(raw, th).items()]
+    return headline(parts, word=bold(inter.word) + tag)
 
 
 def fix_headline(r: Results) -> Headline:

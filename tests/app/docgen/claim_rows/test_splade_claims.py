@@ -46,13 +46,17 @@ def _phase(high_k1=0.50, normal_far=0.30, out_far=0.85):
 def test_rows_state_the_run_and_the_verdicts_from_the_numbers():
     r = {cs.FULL: _phase()}
     deg = cs.degradation_row(r)
-    assert deg.startswith("**reproduced** (synthetic, preset `full`, 4 seeds 9101-9104; ")
+    assert deg.startswith("**reproduced** (interaction; synthetic, preset `full`, 4 seeds 9101-9104; ")
     assert "W_head Frobenius modernbert 31.7 ± 0.0, bert 8.7 ± 0.0" in deg
-    assert "modernbert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [" in deg and "(95 % t, uncorrected, 4 seeds)" in deg
+    assert "high-norm modernbert − normal-norm bert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [" in deg
+    assert "Per family: modernbert: nDCG@10 best k − k = 1: **reproduced**: +0.350 [" in deg and "(95 % t, uncorrected, 4 seeds)" in deg
+    assert "Preregistered claim (high initial loss, poor minimum, controls not degraded): **reproduced**" in deg
     fix = cs.fix_row(r)
     assert fix.startswith("**reproduced** (synthetic, preset `full`") and "real backbones **not run**" in fix
     assert "within ± 0.03 nDCG@10: **reproduced**: +0.000 [+0.000, +0.000] (90 % TOST over 8 (family, seed) backbones; Holm-adjusted p" in fix
-    assert fix.endswith("`mlmhead inspect` keeps its own rule (neither alternative beat it by the preregistered rule)")
+    assert "`mlmhead inspect` keeps its own rule (neither alternative beat it by the preregistered rule)" in fix
+    assert "Against the landscape: k matters (best − worst nDCG@10 over k in 1..16 at least 3 × 0.03) on 4 of 8 " \
+           "backbones (modernbert 4); elsewhere k does not matter here." in fix
     over = cs.over_rescaling_row(r)
     assert over.startswith("hurts: **reproduced**") and "collapse flagged in 4 of 4 of those cells" in over
     assert "Input side of the tie" in over and "output-only − tied at k = 64: **reproduced**" in over
@@ -83,6 +87,24 @@ def test_committed_confirmatory_results_give_every_row():
     for fn in cs.ROWS.values():
         text = fn(r)
         assert "preset `full`" in text and "9101-9105" in text and "**" in text
+
+
+def test_claims_missing_from_the_saved_record_are_labelled_post_hoc():
+    phase = _phase()
+    for c in sc.POSTHOC_SINCE_FULL:  # a record written before these claims existed (the preregistered full run's)
+        del phase["verdicts"][c]
+    r = {cs.FULL: phase}
+    assert cs.degradation_row(r).startswith("**reproduced** (interaction, a post-hoc analysis: not preregistered "
+                                            "for this run; synthetic, preset `full`")
+    assert "Against the landscape, a post-hoc analysis: not preregistered for this run: k matters" in cs.fix_row(r)
+    flat = _phase(high_k1=0.85)  # the landscape is flat on every backbone (bert's k = 64 lies outside 1..16)
+    for row in flat["rows"]:
+        if row["family"] == "modernbert" and row["k"] == 4.0:
+            row["ndcg_test"] = row["ndcg_select"] = 0.85 + (row["ndcg_test"] - 0.75)
+    flat["verdicts"] = {k: v.to_dict() for k, v in sc.evaluate_all(sc.as_raw(flat), sc.SPLADEThresholds(
+        high_norm=("modernbert",), normal_norm=("bert",))).items()}
+    assert cs.fix_row({cs.FULL: flat}).endswith("on 0 of 8 backbones (none); everywhere else, and so for every "
+                                                "regret verdict: k does not matter here")
 
 
 def test_the_seeds_named_are_those_of_the_records():

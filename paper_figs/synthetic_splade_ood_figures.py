@@ -1,0 +1,84 @@
+"""Figure of the OOD synthetic SPLADE's exploratory map, drawn from its saved map.json only (no training here).
+
+``python -m initlab.paper_figs.synthetic_splade_ood_figures MAP_DIR [--out DIR]`` reads ``MAP_DIR/map.json``
+(written by ``python -m initlab.synthetic.splade.ood.map``) and writes ``splade_ood_map.png``: one column per
+vocabulary size; top, the loss of k = 1 (nDCG@10 of the best k minus k = 1, test half of the queries, best k chosen
+on the select half) against training length, one colour per family, solid out of domain and dashed in domain, the
+0.05 line of the region; bottom, nDCG@10 out of domain at k = 1 (open markers) and at the best k (filled), with
+BM25 out of domain as a grey line. Exploratory: one seed per point, no interval.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from initlab.paper_figs.common import family_color, legend_below, pyplot, run_figure_cli, save
+from initlab.textio import read_json
+
+__all__ = ["load_map", "draw_map", "main"]
+
+
+def load_map(folder: str | Path) -> dict[str, Any]:
+    """The ``map.json`` of ``folder``.
+
+    Raises:
+        FileNotFoundError: no ``map.json`` there.
+    """
+    path = Path(folder) / "map.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: not found; expected the output of python -m initlab.synthetic.splade.ood.map")
+    return read_json(path)
+
+
+def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
+    """Draw ``splade_ood_map.png`` (module docstring) into ``out`` (default ``folder``); returns the written paths."""
+    m = load_map(folder)
+    plt = pyplot()
+    vocabs = sorted({p["vocab"] for p in m["points"]})
+    if not vocabs:
+        raise ValueError(f"{folder}/map.json: no map points")
+    fig, axes = plt.subplots(2, len(vocabs), figsize=(4.2 * len(vocabs) + 0.6, 6.4), squeeze=False, sharex="col")
+    for j, V in enumerate(vocabs):
+        top, bot = axes[0][j], axes[1][j]
+        pts = [p for p in m["points"] if p["vocab"] == V]
+        for fam in sorted({p["family"] for p in pts}):
+            col = family_color(fam, "black")
+            for dom, ls in (("ood", "-"), ("id", "--")):
+                q = sorted((p for p in pts if p["family"] == fam and p["domain"] == dom), key=lambda p: (p["seed"], p["length"]))
+                if q:
+                    top.plot([p["length"] for p in q], [p["loss"] for p in q], ls, marker="o", color=col, ms=4,
+                             label=f"{fam}, {'out of domain' if dom == 'ood' else 'in domain'}")
+            q = sorted((p for p in pts if p["family"] == fam and p["domain"] == "ood"), key=lambda p: p["length"])
+            if q:
+                bot.plot([p["length"] for p in q], [p["best"] for p in q], "-", marker="o", color=col, ms=4,
+                         label=f"{fam}, best k")
+                bot.plot([p["length"] for p in q], [p["k1"] for p in q], ":", marker="o", mfc="white", color=col, ms=4,
+                         label=f"{fam}, k = 1")
+        top.axhline(m.get("min_gain", 0.05), color="grey", lw=0.8, ls=":")
+        top.axhline(0.0, color="black", lw=0.5)
+        top.set_title(f"vocabulary {V}", fontsize=10)
+        top.set_ylabel("nDCG@10 best k − k = 1")
+        for b in m.get("bm25", []):
+            if b["vocab"] == V:
+                bot.axhline(b["ood"], color="grey", lw=1.0, label="BM25")
+        bot.set_xlabel("SPLADE training steps")
+        bot.set_ylabel("nDCG@10 out of domain")
+    legend_below(axes[1][0], ncol=3, offset=-0.25)
+    h, lab = axes[0][0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 1.04), ncol=2, fontsize=8, frameon=False)
+    fig.suptitle("exploratory map: loss of k = 1 (top), nDCG@10 (bottom); one seed", fontsize=10, y=1.09)
+    target = Path(out or folder) / "splade_ood_map.png"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return save(fig, target)
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    return run_figure_cli(
+        "initlab.paper_figs.synthetic_splade_ood_figures", __doc__, lambda a: draw_map(a.results_dir, a.out), argv, prog,
+        results_help="folder holding map.json (python -m initlab.synthetic.splade.ood.map)",
+        options=lambda p: p.add_argument("--out", type=Path, default=None, help="where to write the PNG (default: the folder)"))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,288 @@
+"""A generated multi-domain retrieval corpus that needs SPLADE's expansion: the OOD synthetic SPLADE's data.
+
+Role: the corpus of :mod:`initlab.synthetic.splade.ood` (issue 28), built so that lexical overlap alone fails
+where the MLM head's learned expansion could decide, and evaluated out of domain as BEIR is for the seed.
+
+Vocabulary (``vocab_size`` ids, special tokens included; every count is deterministic from the config):
+
+* *general* words ``g00000, ...`` (``general_fraction`` of the non-special ids), shared by every domain, Zipfian
+  (exponent ``zipf_general``); each domain has its own term statistics: its general-word ranking is the global
+  one with a fraction ``domain_shuffle`` of the ranks permuted among themselves;
+* *domain* words: the rest, split evenly over ``n_domains`` domains; each domain's words are grouped into
+  *concepts* of ``surfaces`` surface words each (synonyms, ``x03c00012s1``: domain 3, concept 12, surface 1).
+  A domain's concepts are Zipfian (exponent ``zipf_concepts``: a long tail of rare concepts), and within a
+  concept the surfaces are Zipfian too (exponent ``zipf_surfaces``: one usual word and rarer synonyms).
+
+A document of domain ``c`` has ``doc_len_min``..``doc_len_max`` words (uniform): ``key_concepts`` key
+concepts drawn from ``c``'s concept distribution (without replacement), each with its own *document surface*
+(drawn from the concept's surface distribution). Each word is, with probability ``p_key``, a mention of a key
+concept (its document surface with probability ``surface_consistency``, else any surface of it; each document
+surface occurs at least once, replacing a word that is no key concept's document surface), with
+``p_domain`` another concept of ``c`` (concept and surface Zipfian), else a general word (``c``'s ranking).
+A query is made from one source document: ``query_concepts`` of its key concepts, each written with a surface
+*other than the document's* with probability ``p_synonym`` (uniform over the other surfaces), else the
+document's, plus ``query_general`` general words, shuffled.
+
+Relevance: the source document grade 2; every other document of the same domain that shares at least 2 of the
+source's key concepts grade 1.
+
+Splits: the first ``n_domains - n_heldout`` domains are the *training* domains, the last ``n_heldout`` are
+*held out*. Training pairs (``n_train_queries``) come from training-domain documents; the *in-domain dev* set
+(``n_dev_queries`` queries, retrieval over every training-domain document: the MS MARCO dev analogue) from
+the same documents, another random stream; the *out-of-domain* sets (``n_ood_queries`` per held-out domain,
+retrieval over that domain's documents only, as each BEIR set is its own corpus) never appear in training.
+Every document of every domain is MLM-pretraining text (pretraining sees general text, as the real backbones'
+did; the SPLADE fine-tuning sees the training domains only).
+
+Everything is deterministic given ``seed`` (numpy ``default_rng`` streams).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from initlab.synthetic.splade.data import SPECIAL_TOKENS
+
+__all__ = ["DomainCorpusConfig", "EvalSet", "DomainCorpus", "make_domain_corpus", "vocabulary_layout", "token_stats"]
+
+
+@dataclass(frozen=True)
+class DomainCorpusConfig:
+    """Sizes and probabilities of the generated multi-domain corpus (module docstring). Counts are numbers of
+    ids, documents or queries; ``p_*`` probabilities; ``zipf_*`` exponents."""
+
+    vocab_size: int = 30000
+    n_domains: int = 8
+    n_heldout: int = 2
+    general_fraction: float = 0.2
+    surfaces: int = 3
+    zipf_general: float = 1.0
+    zipf_concepts: float = 1.1
+    zipf_surfaces: float = 1.0
+    domain_shuffle: float = 0.3
+    docs_per_domain: int = 300
+    doc_len_min: int = 60
+    doc_len_max: int = 100
+    key_concepts: int = 3
+    p_key: float = 0.25
+    p_domain: float = 0.35
+    surface_consistency: float = 0.8
+    query_concepts: int = 2
+    p_synonym: float = 0.6
+    query_general: int = 1
+    n_train_queries: int = 3000
+    n_dev_queries: int = 200
+    n_ood_queries: int = 100
+    seed: int = 0
+
+
+@dataclass
+class EvalSet:
+    """One evaluation set: ``queries`` ``{qid: text}``, ``qrels`` ``{qid: {doc_id: grade}}``, the retrieval
+    corpus ``doc_ids`` (a subset of the corpus documents) and ``domains`` it covers."""
+
+    name: str
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    doc_ids: list[str]
+    domains: list[int]
+
+
+@dataclass
+class DomainCorpus:
+    """The generated corpus.
+
+    Attributes:
+        vocab: all tokens, special tokens first (index = token id), ``len(vocab) == config.vocab_size``.
+        docs: ``{doc_id: text}`` of every domain (MLM pretraining text).
+        doc_domain: ``{doc_id: domain}``.
+        train_pairs: ``(query text, positive doc_id)`` from the training domains.
+        dev: the in-domain dev set; ``ood``: one :class:`EvalSet` per held-out domain.
+        train_domains / heldout_domains: domain indices.
+        dev_queries / qrels / dev_source: the dev set as the phase experiment's measurement code reads it.
+    """
+
+    config: DomainCorpusConfig
+    vocab: list[str]
+    docs: dict[str, str]
+    doc_domain: dict[str, int]
+    train_pairs: list[tuple[str, str]]
+    dev: EvalSet
+    ood: list[EvalSet]
+    train_domains: list[int]
+    heldout_domains: list[int]
+    dev_source: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def dev_queries(self) -> dict[str, str]:
+        return self.dev.queries
+
+    @property
+    def qrels(self) -> dict[str, dict[str, int]]:
+        return self.dev.qrels
+
+
+def _check(c: DomainCorpusConfig) -> None:
+    for name in ("vocab_size", "n_domains", "surfaces", "docs_per_domain", "doc_len_min", "key_concepts",
+                 "query_concepts", "n_train_queries", "n_dev_queries", "n_ood_queries"):
+        v = getattr(c, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"DomainCorpusConfig.{name}: expected a positive int, got {v!r}")
+    if not 1 <= c.n_heldout < c.n_domains:
+        raise ValueError(f"DomainCorpusConfig.n_heldout: expected 1 <= n_heldout < n_domains ({c.n_domains}), got {c.n_heldout}")
+    if c.surfaces < 2:
+        raise ValueError(f"DomainCorpusConfig.surfaces: expected >= 2 (a concept needs a synonym), got {c.surfaces}")
+    if c.doc_len_max < c.doc_len_min:
+        raise ValueError(f"DomainCorpusConfig.doc_len_max: expected >= doc_len_min ({c.doc_len_min}), got {c.doc_len_max}")
+    if c.query_concepts > c.key_concepts:
+        raise ValueError("DomainCorpusConfig.query_concepts: expected <= key_concepts")
+    for name in ("general_fraction", "domain_shuffle", "p_key", "p_domain", "surface_consistency", "p_synonym"):
+        v = getattr(c, name)
+        if not (isinstance(v, (int, float)) and 0 <= v <= 1):
+            raise ValueError(f"DomainCorpusConfig.{name}: expected a probability in [0, 1], got {v!r}")
+    if c.p_key + c.p_domain > 1:
+        raise ValueError(f"DomainCorpusConfig.p_key + p_domain: expected <= 1, got {c.p_key} + {c.p_domain}")
+    if c.query_general < 0:
+        raise ValueError(f"DomainCorpusConfig.query_general: expected >= 0, got {c.query_general}")
+    layout = vocabulary_layout(c)
+    if layout["concepts_per_domain"] < c.key_concepts or layout["general"] < 1:
+        raise ValueError(f"DomainCorpusConfig.vocab_size: {c.vocab_size} ids leave {layout['concepts_per_domain']} "
+                         f"concepts per domain and {layout['general']} general words; expected at least "
+                         f"key_concepts ({c.key_concepts}) concepts and one general word")
+
+
+def vocabulary_layout(c: DomainCorpusConfig) -> dict[str, int]:
+    """How the ``vocab_size`` ids are split: ``special``, ``general`` (the general words, plus the ids left over
+    by the domains' whole concepts), ``concepts_per_domain``, ``domain_words`` (all domains)."""
+    content = c.vocab_size - len(SPECIAL_TOKENS)
+    per_domain = int(round(content * (1 - c.general_fraction))) // c.n_domains
+    concepts = per_domain // c.surfaces
+    domain_words = concepts * c.surfaces * c.n_domains
+    return {"special": len(SPECIAL_TOKENS), "general": content - domain_words, "concepts_per_domain": concepts,
+            "domain_words": domain_words}
+
+
+def _zipf(n: int, s: float) -> np.ndarray:
+    p = 1.0 / np.arange(1, n + 1) ** s
+    return p / p.sum()
+
+
+def make_domain_corpus(c: DomainCorpusConfig) -> DomainCorpus:
+    """Generate the corpus of the module docstring, deterministically from ``c.seed``.
+
+    Raises:
+        ValueError: a field out of range or inconsistent sizes (the field is named).
+    """
+    _check(c)
+    lay = vocabulary_layout(c)
+    n_gen, n_con, S = lay["general"], lay["concepts_per_domain"], c.surfaces
+    general = [f"g{i:05d}" for i in range(n_gen)]
+    words = [[[f"x{d:02d}c{j:05d}s{s}" for s in range(S)] for j in range(n_con)] for d in range(c.n_domains)]
+    vocab = list(SPECIAL_TOKENS) + general + [w for dom in words for con in dom for w in con]
+    assert len(vocab) == c.vocab_size
+
+    setup, doc_rng, train_rng, dev_rng, ood_rng = (np.random.default_rng([c.seed, s]) for s in range(5))
+    p_gen, p_con, p_sur = _zipf(n_gen, c.zipf_general), _zipf(n_con, c.zipf_concepts), _zipf(S, c.zipf_surfaces)
+    gen_rank = []  # per domain: general word id at each rank
+    for _ in range(c.n_domains):
+        perm = np.arange(n_gen)
+        idx = setup.choice(n_gen, int(c.domain_shuffle * n_gen), replace=False)
+        perm[idx] = perm[setup.permutation(idx)]
+        gen_rank.append(perm)
+
+    docs: dict[str, str] = {}
+    doc_domain: dict[str, int] = {}
+    doc_keys: dict[str, list[tuple[int, int]]] = {}  # (concept, document surface)
+    for d in range(c.n_domains):
+        for i in range(c.docs_per_domain):
+            did = f"x{d:02d}d{i:05d}"
+            keys = doc_rng.choice(n_con, c.key_concepts, replace=False, p=p_con)
+            surf = doc_rng.choice(S, c.key_concepts, p=p_sur)
+            length = int(doc_rng.integers(c.doc_len_min, c.doc_len_max + 1))
+            u = doc_rng.random(length)
+            # one vectorised draw per kind of word (same distributions as word by word, far faster)
+            key_j = doc_rng.integers(c.key_concepts, size=length)
+            keep = doc_rng.random(length) < c.surface_consistency
+            any_s = doc_rng.integers(S, size=length)
+            dom_c = doc_rng.choice(n_con, size=length, p=p_con)
+            dom_s = doc_rng.choice(S, size=length, p=p_sur)
+            gen_w = doc_rng.choice(n_gen, size=length, p=p_gen)
+            toks = []
+            for t, x in enumerate(u):
+                if x < c.p_key:
+                    j = int(key_j[t])
+                    toks.append(words[d][keys[j]][int(surf[j]) if keep[t] else int(any_s[t])])
+                elif x < c.p_key + c.p_domain:
+                    toks.append(words[d][int(dom_c[t])][int(dom_s[t])])
+                else:
+                    toks.append(general[gen_rank[d][int(gen_w[t])]])
+            for j in range(c.key_concepts):  # every key concept's document surface occurs at least once
+                w = words[d][keys[j]][int(surf[j])]
+                if w not in toks:
+                    free = [t for t, x in enumerate(toks) if not any(x == words[d][keys[i]][int(surf[i])]
+                                                                      for i in range(c.key_concepts))]
+                    toks[free[int(doc_rng.integers(len(free)))]] = w
+            docs[did] = " ".join(toks)
+            doc_domain[did] = d
+            doc_keys[did] = [(int(k), int(s)) for k, s in zip(keys, surf)]
+
+    train_domains = list(range(c.n_domains - c.n_heldout))
+    heldout = list(range(c.n_domains - c.n_heldout, c.n_domains))
+    by_domain = {d: [x for x in docs if doc_domain[x] == d] for d in range(c.n_domains)}
+
+    def query(did: str, rng: np.random.Generator) -> str:
+        d = doc_domain[did]
+        keys = doc_keys[did]
+        toks = []
+        for j in rng.choice(len(keys), c.query_concepts, replace=False):
+            con, s = keys[int(j)]
+            if rng.random() < c.p_synonym:
+                s = int(rng.choice([x for x in range(S) if x != s]))
+            toks.append(words[d][con][s])
+        toks += [general[gen_rank[d][int(rng.choice(n_gen, p=p_gen))]] for _ in range(c.query_general)]
+        rng.shuffle(toks)
+        return " ".join(toks)
+
+    def qrels_of(did: str, pool: list[str]) -> dict[str, int]:
+        mine = {k for k, _ in doc_keys[did]}
+        rel = {o: 1 for o in pool if o != did and len(mine & {k for k, _ in doc_keys[o]}) >= 2}
+        rel[did] = 2
+        return rel
+
+    train_docs = [x for d in train_domains for x in by_domain[d]]
+    train_pairs = []
+    for _ in range(c.n_train_queries):
+        did = train_docs[int(train_rng.integers(len(train_docs)))]
+        train_pairs.append((query(did, train_rng), did))
+
+    def eval_set(name: str, pool: list[str], n: int, rng: np.random.Generator, domains: list[int]) -> tuple[EvalSet, dict]:
+        qs, qr, src = {}, {}, {}
+        for q in range(n):
+            did = pool[int(rng.integers(len(pool)))]
+            qid = f"{name}-q{q:05d}"
+            qs[qid] = query(did, rng)
+            qr[qid] = qrels_of(did, by_domain[doc_domain[did]])
+            src[qid] = did
+        return EvalSet(name, qs, qr, list(pool), domains), src
+
+    dev, dev_source = eval_set("dev", train_docs, c.n_dev_queries, dev_rng, train_domains)
+    ood = [eval_set(f"ood{d:02d}", by_domain[d], c.n_ood_queries, ood_rng, [d])[0] for d in heldout]
+    return DomainCorpus(c, vocab, docs, doc_domain, train_pairs, dev, ood, train_domains, heldout, dev_source)
+
+
+def token_stats(corpus: DomainCorpus) -> dict[str, float]:
+    """Descriptive statistics of a generated corpus: ``vocab_size``, ``tokens``, ``types_seen`` (distinct words in
+    the documents), ``singleton_share`` (of the seen types, those seen once: the long tail), ``mean_doc_len``,
+    ``query_doc_overlap`` (mean share of a dev query's words that occur in its source document)."""
+    from collections import Counter
+
+    counts = Counter(w for t in corpus.docs.values() for w in t.split())
+    overlap = [sum(w in set(corpus.docs[corpus.dev_source[q]].split()) for w in t.split()) / len(t.split())
+               for q, t in corpus.dev.queries.items()]
+    return {"vocab_size": len(corpus.vocab), "tokens": sum(counts.values()), "types_seen": len(counts),
+            "singleton_share": sum(v == 1 for v in counts.values()) / max(1, len(counts)),
+            "mean_doc_len": float(np.mean([len(t.split()) for t in corpus.docs.values()])),
+            "query_doc_overlap": float(np.mean(overlap)) if overlap else math.nan}

@@ -1,0 +1,134 @@
+"""One cell of the OOD synthetic SPLADE, run in a worker process: pretrain a backbone, train and evaluate one k.
+
+Role: :func:`pretrain` MLM-pretrains one family's backbone on every domain's documents with its own recipe
+(:func:`initlab.synthetic.splade.families.prepare_family_backbone`); :func:`run_cell` divides the tied head by k
+(as ``initlab mlmhead rescale``), measures the initial in-batch InfoNCE, trains to the plateau rule
+(:func:`initlab.synthetic.splade.ood.train.train_to_plateau`) and evaluates nDCG@10 in domain and out of domain at
+the checkpoints (:func:`initlab.synthetic.splade.ood.evaluate.evaluate_sets`); :func:`bm25_cell` scores BM25 on the
+same sets. :func:`corpus_for` is the corpus of a seed, cached per process.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from initlab.config import derive
+from initlab.runs import NonFiniteError, torch_threads
+from initlab.synthetic.splade.domains import DomainCorpus, DomainCorpusConfig, make_domain_corpus
+from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
+from initlab.synthetic.splade.ood.config import OODConfig, backbone_for
+from initlab.synthetic.splade.ood.evaluate import evaluate_sets
+from initlab.synthetic.splade.ood.train import train_to_plateau
+from initlab.synthetic.splade.train import quiet
+
+__all__ = ["corpus_for", "pretrain", "run_cell", "bm25_cell", "initial_infonce"]
+
+
+@functools.lru_cache(maxsize=2)
+def _corpus(cfg: DomainCorpusConfig) -> DomainCorpus:
+    return make_domain_corpus(cfg)
+
+
+def corpus_for(cfg: OODConfig, seed: int) -> DomainCorpus:
+    """The corpus of ``seed`` (``cfg.corpus`` with that seed), generated once per process."""
+    return _corpus(derive(cfg.corpus, seed=seed))
+
+
+def pretrain(folder: str, family: str, cfg: OODConfig, seed: int, on_step: Any = None) -> str:
+    """MLM-pretrain (or reuse) ``family``'s backbone in ``folder`` on every document of the seed's corpus, the head
+    computed at the masked positions only (the same loss; :func:`initlab.synthetic.splade.model.sparse_mlm_loss`)."""
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
+        warnings.simplefilter("ignore")
+        return str(prepare_family_backbone(Path(folder), family, corpus_for(cfg, seed), backbone_for(cfg, family), seed,
+                                           on_step=on_step, sparse_mlm=True))
+
+
+def _load(backbone_dir: Path, cfg: OODConfig, seed: int):
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    from initlab.mlmhead.precision import dtype_kwargs
+
+    torch.manual_seed(seed)
+    with quiet():
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
+                         model_kwargs=dtype_kwargs(torch.float32))
+        tr.auto_model.tie_weights()
+        return SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
+
+
+@torch.no_grad()
+def initial_infonce(model, corpus: DomainCorpus, cfg: OODConfig) -> float:
+    """In-batch InfoNCE (nats) of the first ``cfg.init_batch`` training pairs before training (chance: ln B)."""
+    from initlab.synthetic.splade.measure import splade_vectors
+
+    pairs = corpus.train_pairs[: cfg.init_batch]
+    q = splade_vectors(model, [p[0] for p in pairs], cfg.query_max_len).double()
+    d = splade_vectors(model, [corpus.docs[p[1]] for p in pairs], cfg.doc_max_len).double()
+    s = torch.nan_to_num(q @ d.T, nan=0.0, posinf=1e30, neginf=-1e30)
+    return float(torch.nn.functional.cross_entropy(s, torch.arange(len(pairs))))
+
+
+def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int, work_dir: str,
+             progress: Any = None) -> dict[str, Any]:
+    """Train and evaluate ``family``'s backbone with its tied head divided by ``k``; the JSON-ready record.
+
+    Keys: ``family``, ``k``, ``seed``, ``init_infonce``, ``head_frobenius`` (after dividing by k), ``training`` (the
+    result of :func:`train_to_plateau`: steps, stopped_by, dev losses, per-checkpoint evaluations), ``final`` (the
+    evaluation at the stop), ``failed`` (the non-finite error or None), ``collapse`` (reasons of
+    :func:`initlab.nn.collapse.detect_collapse`), ``seconds``, ``cpu_seconds``, ``cpu_seconds_per_step``.
+    """
+    from initlab.mlmhead import head_projection
+    from initlab.nn.collapse import detect_collapse
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    corpus = corpus_for(cfg, seed)
+    rec: dict[str, Any] = {"family": family, "k": float(k), "seed": seed, "failed": None}
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _load(Path(backbone_dir), cfg, seed)
+        hf = model[0].auto_model
+        scale_backbone(hf, 1.0 / k, 1.0 / k, tied=True)
+        rec["head_frobenius"] = float(head_projection(hf).detach().double().norm())
+        rec["init_infonce"] = initial_infonce(model, corpus, cfg)
+        c_train = time.process_time()
+        try:
+            tr = train_to_plateau(model, corpus, cfg, seed, Path(work_dir),
+                                  on_checkpoint=lambda step: evaluate_sets(model, corpus, cfg.query_max_len, cfg.doc_max_len),
+                                  progress=progress)
+        except NonFiniteError as err:
+            rec.update({"failed": str(err), "collapse": [str(err)], "training": None, "final": None,
+                        "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0})
+            return rec
+        c_train = time.process_time() - c_train
+        final = tr["checkpoints"][str(tr["steps"])]
+        finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
+        verdict = detect_collapse(losses=tr["loss_curve"], q_active=final["q_active_dims"], d_active=final["d_active_dims"],
+                                  vocab_size=len(corpus.vocab), finite_weights=finite)
+    rec.update({"training": tr, "final": final, "final_dev_loss": tr["dev_loss"][-1]["loss"], "collapse": verdict.reasons,
+                "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+                "cpu_seconds_per_step": c_train / max(1, tr["steps"])})
+    return rec
+
+
+def bm25_cell(cfg: OODConfig, seed: int) -> dict[str, Any]:
+    """BM25 (:mod:`initlab.synthetic.splade.ood.bm25`) on the seed's dev and out-of-domain sets, with corpus
+    statistics (:func:`initlab.synthetic.splade.domains.token_stats`)."""
+    import numpy as np
+
+    from initlab.synthetic.splade.domains import token_stats
+    from initlab.synthetic.splade.ood.bm25 import bm25_scores
+
+    corpus = corpus_for(cfg, seed)
+    ood = {es.name: bm25_scores(es, corpus.docs) for es in corpus.ood}
+    return {"seed": seed, "dev": bm25_scores(corpus.dev, corpus.docs), "ood": ood,
+            "ood_mean": {k: float(np.mean([m[k] for m in ood.values()])) for k in ("ndcg@10", "ndcg_select", "ndcg_test")},
+            "corpus": token_stats(corpus), "ln_batch": math.log(cfg.batch_size)}

@@ -1,0 +1,168 @@
+"""The OOD synthetic SPLADE's definition: config, presets, grid and cell keys.
+
+Role: what is run, fixed before running. :class:`OODConfig` holds the corpus
+(:class:`initlab.synthetic.splade.domains.DomainCorpusConfig`), the families and their MLM recipes (each its own,
+nothing multiplies a weight: :data:`initlab.synthetic.splade.phase.config`'s recipe directions, here over the
+longer documents), the tied k grid, the seeds and the SPLADE recipe with its stopping rule:
+
+* **plateau rule** (stated before any run): every ``eval_every`` steps the in-domain dev loss (in-batch InfoNCE of
+  the dev queries with their source documents, batches of ``batch_size``, no FLOPS term) is measured; once the
+  FLOPS warm-up is over (step >= ``reg_warmup_ratio x max_steps``), training stops when the dev loss has not gone
+  below ``(1 - plateau_rel) x`` its best value for ``patience`` evaluations in a row; ``max_steps`` is the cap
+  (a run stopped by it is *cap-bound*, counted in every report). The learning rate warms up linearly over
+  ``lr_warmup_ratio`` of the cap, then decays linearly to 0 at the cap (transformers' default schedule).
+* **FLOPS regulariser scaled to the vocabulary**: the weights reached after the quadratic warm-up (over
+  ``reg_warmup_ratio`` of the cap, as SPLADE's recipe warms up over its first third) are
+  ``lambda_q = lambda_q_ref x V / V_ref`` and ``lambda_d = lambda_d_ref x V / V_ref`` (:func:`flops_weights`), with
+  the real recipe's weights at the real vocabulary as reference: ``lambda_q_ref = 0.01``, ``lambda_d_ref = 0.008``
+  at ``V_ref = 30522`` (BERT's vocabulary; DistilSPLADE-max's weights as NAVER lists them for SPLADE v2,
+  arXiv:2109.10086). Linear in V: the FLOPS term ``sum_j (mean_i a_ij)^2`` of vectors with A active entries out
+  of V is about ``A^2 / V``, so the gradient it puts on each active entry goes as ``A / V``; a weight proportional
+  to V keeps that per-entry pressure the same at every vocabulary size.
+* **retrieval checkpoints**: nDCG@10 on every evaluation set at the steps ``checkpoints`` (and at the stop): the
+  *training length* axis of the exploratory map (steps into a run with this cap's schedule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from initlab.config import derive, to_dict
+from initlab.evidence.splade_claims import SPLADEThresholds
+from initlab.synthetic.splade.domains import DomainCorpusConfig
+from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
+
+__all__ = ["OODConfig", "BASE", "PRESETS", "RECIPES", "backbone_for", "flops_weights", "check_config", "cell_name",
+           "train_key", "pretrain_key", "V_REF"]
+
+#: the real vocabulary (BERT's), at which the reference FLOPS weights are the real recipe's
+V_REF = 30522
+
+
+@dataclass(frozen=True)
+class OODConfig:
+    """The OOD sweep (module docstring). Grid: ``families`` x ``ks`` (tied, as ``mlmhead rescale``) x ``seeds``;
+    a seed is the corpus's, the backbone's MLM pretraining's and the SPLADE training's. ``init_batch`` training
+    pairs give the initial InfoNCE."""
+
+    corpus: DomainCorpusConfig = DomainCorpusConfig()
+    backbone: FamilyConfig = FamilyConfig(max_len=104)
+    family_backbones: dict[str, FamilyConfig] = field(default_factory=dict)
+    families: tuple[str, ...] = ("bert", "modernbert")
+    ks: tuple[float, ...] = (1.0, 4.0, 16.0)
+    seeds: tuple[int, ...] = (0,)
+    max_steps: int = 600
+    eval_every: int = 50
+    patience: int = 3
+    plateau_rel: float = 0.01
+    checkpoints: tuple[int, ...] = (150, 300, 600)
+    batch_size: int = 32
+    lr: float = 5e-4
+    lr_warmup_ratio: float = 0.1
+    lambda_q_ref: float = 1e-2
+    lambda_d_ref: float = 8e-3
+    reg_warmup_ratio: float = 1 / 3
+    query_max_len: int = 16
+    doc_max_len: int = 104
+    log_every: int = 10
+    init_batch: int = 32
+    claims: SPLADEThresholds = SPLADEThresholds(high_norm=("roberta", "modernbert"), normal_norm=("bert", "albert"))
+    torch_threads: int = 1
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.family_backbones) - set(FAMILIES))
+        if unknown:
+            raise ValueError(f"family_backbones: expected family names from {list(FAMILIES)}, got {unknown}")
+
+
+def flops_weights(cfg: OODConfig) -> tuple[float, float]:
+    """``(lambda_q, lambda_d)`` after the warm-up, scaled to the vocabulary (module docstring)."""
+    v = cfg.corpus.vocab_size / V_REF
+    return cfg.lambda_q_ref * v, cfg.lambda_d_ref * v
+
+
+def backbone_for(cfg: OODConfig, family: str) -> FamilyConfig:
+    """The backbone shape and MLM recipe of ``family``: its entry in ``cfg.family_backbones``, else ``cfg.backbone``."""
+    return cfg.family_backbones.get(family, cfg.backbone)
+
+
+#: each family's own MLM recipe (the phase experiment's, docs/synthetic_splade.md#design), over documents of up to
+#: 102 tokens: BERT and ALBERT the standard recipe, RoBERTa and ModernBERT their long recipes
+_STD = FamilyConfig(max_len=104)
+RECIPES: dict[str, FamilyConfig] = {
+    "roberta": derive(_STD, mlm_steps=2000, mlm_lr=3e-3, mlm_beta2=0.98),
+    "modernbert": derive(_STD, mlm_steps=2000, mlm_lr=3e-3, mlm_weight_decay=1e-5, decay_embeddings=False,
+                         decay_norms_biases=False),
+}
+
+BASE = OODConfig(family_backbones=RECIPES)
+
+_SMALL = derive(BASE.corpus, docs_per_domain=200, n_train_queries=2400, n_dev_queries=160, n_ood_queries=80)
+
+PRESETS: dict[str, OODConfig] = {
+    # a smoke test of the whole pipeline (numbers not meaningful): tiny vocabulary and corpus, short recipes
+    "tiny": derive(BASE, corpus=derive(BASE.corpus, vocab_size=300, n_domains=4, n_heldout=1, docs_per_domain=30,
+                                       n_train_queries=200, n_dev_queries=20, n_ood_queries=20, doc_len_min=20,
+                                       doc_len_max=30, surfaces=2),
+                   backbone=derive(_STD, mlm_steps=20, max_len=34),
+                   family_backbones={"modernbert": derive(RECIPES["modernbert"], mlm_steps=40, max_len=34)},
+                   ks=(1.0, 16.0), max_steps=30, eval_every=10, checkpoints=(10, 30), doc_max_len=34, query_max_len=8,
+                   log_every=5, init_batch=8, batch_size=8),
+    # exploratory map (issue 28, item 4), cut to what the shared CPU allowed this round: one family of each recipe,
+    # k in {1, 4}, cap 300 steps with the plateau rule (checked every 25), checkpoints 100 / 200 / 300, one seed;
+    # vocabulary 2048 (map-v2k, run) and 8192 (map-v8k, defined, not run)
+    "map-v2k": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
+                      eval_every=25, checkpoints=(100, 200, 300)),
+    "map-v8k": derive(BASE, corpus=derive(_SMALL, vocab_size=8192), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
+                      eval_every=25, checkpoints=(100, 200, 300)),
+    # the real-sized vocabulary (30000 ids): defined, its cost measured (docs/synthetic_splade_ood.md#cost), not run
+    "v30k": derive(BASE, corpus=_SMALL, seeds=(0,)),
+}
+
+
+def check_config(cfg: OODConfig) -> None:
+    """Raise ``ValueError`` naming the field for an unknown family, a k that is not finite and > 0, a document
+    limit that the backbone's positions cannot hold, or a bad stopping rule."""
+    for f in cfg.families:
+        if f not in FAMILIES:
+            raise ValueError(f"families: expected names from {list(FAMILIES)}, got {f!r}")
+    for k in cfg.ks:
+        if not (k > 0 and k < float("inf")):
+            raise ValueError(f"ks: expected finite factors > 0, got {k!r}")
+    if 1.0 not in cfg.ks:
+        raise ValueError("ks: expected k = 1 in the grid (every claim compares with it)")
+    for f in cfg.families:
+        if backbone_for(cfg, f).max_len < cfg.doc_max_len:
+            raise ValueError(f"doc_max_len: {cfg.doc_max_len} exceeds {f}'s max_len {backbone_for(cfg, f).max_len}")
+    if cfg.corpus.doc_len_max + 2 > cfg.doc_max_len:
+        raise ValueError(f"doc_max_len: expected >= corpus.doc_len_max + 2 ({cfg.corpus.doc_len_max + 2}), got "
+                         f"{cfg.doc_max_len} (documents would be truncated)")
+    for name in ("max_steps", "eval_every", "patience", "batch_size", "init_batch"):
+        if getattr(cfg, name) < 1:
+            raise ValueError(f"{name}: expected >= 1, got {getattr(cfg, name)}")
+    if not 0 <= cfg.plateau_rel < 1:
+        raise ValueError(f"plateau_rel: expected a fraction in [0, 1), got {cfg.plateau_rel}")
+    if any(c < 1 or c > cfg.max_steps for c in cfg.checkpoints):
+        raise ValueError(f"checkpoints: expected steps in 1..max_steps ({cfg.max_steps}), got {list(cfg.checkpoints)}")
+
+
+def cell_name(family: str, k: float, seed: int) -> str:
+    """File-safe name of one training cell, e.g. ``modernbert_k=16_seed=0``."""
+    return f"{family}_k={k:g}_seed={seed}"
+
+
+_GRID = ("families", "ks", "seeds", "claims", "backbone", "family_backbones")
+
+
+def pretrain_key(cfg: OODConfig, family: str, seed: int) -> dict[str, Any]:
+    """What a backbone depends on: family, seed, its recipe and the corpus."""
+    return {"family": family, "seed": seed, "backbone": to_dict(backbone_for(cfg, family)), "corpus": to_dict(cfg.corpus),
+            "mlm_head": "masked positions only"}
+
+
+def train_key(cfg: OODConfig, family: str, k: float, seed: int) -> dict[str, Any]:
+    """What a training cell depends on: its (family, k, seed), its backbone and the whole recipe (not the grid)."""
+    recipe = {key: v for key, v in to_dict(cfg).items() if key not in _GRID}
+    return {"cell": {"family": family, "k": k, "seed": seed}, "backbone": to_dict(backbone_for(cfg, family)),
+            "recipe": recipe}

@@ -1,0 +1,76 @@
+"""Retrieval evaluation of the OOD synthetic SPLADE: a SPLADE encoder (or a BM25 run) on every evaluation set.
+
+Role: nDCG@10 (``ir_measures``, graded qrels) per :class:`initlab.synthetic.splade.domains.EvalSet`, on all its
+queries and on its two halves (``select``: even positions, ``test``: odd positions; the best k is chosen on one
+and judged on the other, :mod:`initlab.evidence.splade_claims`), plus the sparsity of the vectors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from initlab.synthetic.splade.domains import DomainCorpus, EvalSet
+
+__all__ = ["ndcg_of_run", "evaluate_sets", "encode_docs"]
+
+
+def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, float]:
+    """``{"ndcg@10", "ndcg_select", "ndcg_test"}`` of ``run`` (``{qid: {doc_id: score}}``) on ``es``; a query that
+    retrieves nothing scores 0."""
+    import ir_measures
+    from ir_measures import nDCG
+
+    qids = list(es.queries)
+    qrels = [ir_measures.Qrel(q, d, g) for q, rel in es.qrels.items() for d, g in rel.items()]
+    scored = [ir_measures.ScoredDoc(q, d, s) for q, ds in run.items() for d, s in ds.items()]
+    per = {q: 0.0 for q in qids}
+    for m in ir_measures.iter_calc([nDCG @ 10], qrels, scored):
+        per[m.query_id] = float(m.value)
+    return {"ndcg@10": float(np.mean([per[q] for q in qids])), "ndcg_select": float(np.mean([per[q] for q in qids[0::2]])),
+            "ndcg_test": float(np.mean([per[q] for q in qids[1::2]])) if len(qids) > 1 else float("nan")}
+
+
+def encode_docs(model, corpus: DomainCorpus, doc_max_len: int) -> dict[str, torch.Tensor]:
+    """SPLADE vectors ``(1, V)`` of every document any evaluation set retrieves from, by doc id."""
+    from initlab.synthetic.splade.measure import splade_vectors
+
+    need = sorted({d for es in [corpus.dev, *corpus.ood] for d in es.doc_ids})
+    vecs = splade_vectors(model, [corpus.docs[d] for d in need], doc_max_len)
+    return {d: vecs[i] for i, d in enumerate(need)}
+
+
+def evaluate_sets(model, corpus: DomainCorpus, query_max_len: int, doc_max_len: int) -> dict[str, Any]:
+    """nDCG@10 of the SPLADE ``model`` on the in-domain dev set and each out-of-domain set: ``{"dev": {...},
+    "ood": {name: {...}}, "ood_mean": {...}, "d_active_dims", "q_active_dims", "finite_vectors"}``; ``ood_mean``
+    averages the held-out domains' nDCG@10 (BEIR's mean over data sets). Non-finite scores count as not
+    retrieved; only documents with a positive score are retrieved (an inverted index)."""
+    from initlab.synthetic.splade.measure import splade_vectors
+
+    dvec = encode_docs(model, corpus, doc_max_len)
+    out: dict[str, Any] = {"ood": {}}
+    finite = all(bool(torch.isfinite(v).all()) for v in dvec.values())
+    q_active = []
+    for es in [corpus.dev, *corpus.ood]:
+        qids = list(es.queries)
+        q = splade_vectors(model, [es.queries[i] for i in qids], query_max_len).double()
+        d = torch.stack([dvec[x] for x in es.doc_ids]).double()
+        finite = finite and bool(torch.isfinite(q).all())
+        q_active.append(float((q > 0).sum(1).double().mean()))
+        scores = torch.nan_to_num(q @ d.T, nan=0.0, posinf=0.0, neginf=0.0)
+        top = torch.topk(scores, k=min(10, len(es.doc_ids)), dim=1)
+        run = {qid: {es.doc_ids[j]: float(v) for v, j in zip(top.values[i].tolist(), top.indices[i].tolist()) if v > 0}
+               for i, qid in enumerate(qids)}
+        m = ndcg_of_run(run, es)
+        if es.name == "dev":
+            out["dev"] = m
+        else:
+            out["ood"][es.name] = m
+    out["ood_mean"] = {k: float(np.mean([m[k] for m in out["ood"].values()])) for k in ("ndcg@10", "ndcg_select", "ndcg_test")}
+    allv = torch.stack(list(dvec.values()))
+    out["d_active_dims"] = float((allv > 0).sum(1).double().mean())
+    out["q_active_dims"] = float(np.mean(q_active))
+    out["finite_vectors"] = finite
+    return out

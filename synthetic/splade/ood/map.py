@@ -1,0 +1,142 @@
+"""The exploratory map of the OOD synthetic SPLADE (issue 28, item 4): where does head scale matter?
+
+Role: read finished OOD runs (``results.json`` of :mod:`initlab.synthetic.splade.ood.runner`, one per vocabulary
+size) and tabulate, per (vocabulary V, training length L, domain: out of domain or in domain, family, seed), the
+*loss of k = 1*: ``nDCG@10(best k) - nDCG@10(k = 1)`` on the test half of the queries, the best k chosen on the
+select half at the same length. The axes: head norm by recipe (the families: standard vs long recipe), training
+length (the checkpoints; past a cell's stop, its stop's value), vocabulary size (the runs), domain shift (held-out
+domains against the in-domain dev set). A map point is *in the region* when every high-norm family loses at least
+``min_gain`` (0.05) at k = 1 and no normal-norm family does; the *nearest miss* is the point with the largest
+high-norm loss minus normal-norm loss. One seed per point: exploratory, no interval.
+
+``python -m initlab.synthetic.splade.ood.map RUN_DIR [RUN_DIR ...] --out map.json`` writes the map (and ``map.md``,
+:func:`map_markdown`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from initlab.runs import atomic_write_text
+from initlab.textio import read_json
+
+__all__ = ["map_points", "region", "build_map", "map_markdown", "main"]
+
+
+def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The map points of one run report: ``{vocab, length, domain, family, seed, k_best, best, k1, loss}``."""
+    V = rep["config"]["corpus"]["vocab_size"]
+    out = []
+    by: dict[tuple[str, int], dict[float, dict[str, Any]]] = {}
+    for r in rep["rows"]:
+        by.setdefault((r["family"], r["seed"]), {})[float(r["k"])] = r
+    for (fam, seed), ks in sorted(by.items()):
+        if 1.0 not in ks:
+            continue
+        lengths = sorted({int(L) for r in ks.values() for L in r["ood_at"]})
+        for L in lengths:
+            for dom, test, sel in (("ood", "ood_at", "ood_select_at"), ("id", "id_at", "id_select_at")):
+                have = {k: r for k, r in ks.items() if str(L) in r.get(test, {}) and str(L) in r.get(sel, {})}
+                if 1.0 not in have:
+                    continue
+                kb = min(have, key=lambda k: (-have[k][sel][str(L)], k))
+                best, k1 = have[kb][test][str(L)], have[1.0][test][str(L)]
+                out.append({"vocab": V, "length": L, "domain": dom, "family": fam, "seed": seed, "k_best": kb,
+                            "best": best, "k1": k1, "loss": best - k1})
+    return out
+
+
+def region(points: list[dict[str, Any]], high: Sequence[str], normal: Sequence[str], min_gain: float = 0.05
+           ) -> dict[str, Any]:
+    """Per (vocab, length, domain, seed): the high-norm families' smallest loss, the normal-norm families' largest,
+    ``in_region`` (high >= ``min_gain`` and normal < ``min_gain``) and the ``gap`` (high mean - normal mean);
+    returns ``{"cells": [...], "region": [in-region cells], "nearest_miss": the out-of-region cell with the largest
+    gap, or None}``."""
+    groups: dict[tuple, dict[str, float]] = {}
+    for p in points:
+        groups.setdefault((p["vocab"], p["length"], p["domain"], p["seed"]), {})[p["family"]] = p["loss"]
+    cells = []
+    for (V, L, dom, seed), fam in sorted(groups.items()):
+        hi = [fam[f] for f in high if f in fam]
+        lo = [fam[f] for f in normal if f in fam]
+        if not hi or not lo:
+            continue
+        cells.append({"vocab": V, "length": L, "domain": dom, "seed": seed, "high_min": min(hi), "normal_max": max(lo),
+                      "gap": sum(hi) / len(hi) - sum(lo) / len(lo),
+                      "in_region": min(hi) >= min_gain and max(lo) < min_gain})
+    inside = [c for c in cells if c["in_region"]]
+    outside = [c for c in cells if not c["in_region"]]
+    return {"cells": cells, "region": inside, "nearest_miss": max(outside, key=lambda c: c["gap"]) if outside else None,
+            "min_gain": min_gain, "high_norm": list(high), "normal_norm": list(normal)}
+
+
+def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
+    """The map over the finished runs ``run_dirs`` (each with ``results.json``): points, region, BM25 per run.
+
+    Raises:
+        FileNotFoundError: a run folder without ``results.json`` (named).
+    """
+    points, bm25, runs = [], [], []
+    high = normal = None
+    for d in run_dirs:
+        path = Path(d) / "results.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: expected a finished OOD synthetic SPLADE run (results.json)")
+        rep = read_json(path)
+        points += map_points(rep)
+        high, normal = rep["config"]["claims"]["high_norm"], rep["config"]["claims"]["normal_norm"]
+        V = rep["config"]["corpus"]["vocab_size"]
+        runs.append({"dir": str(d), "vocab": V, "cap_bound": rep["cap_bound"], "trained": rep["trained"],
+                     "sweep_seconds": rep.get("sweep_seconds")})
+        for b in rep["bm25"].values():
+            bm25.append({"vocab": V, "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"], "id": b["dev"]["ndcg_test"]})
+    fams = {p["family"] for p in points}
+    reg = region(points, [f for f in high or () if f in fams], [f for f in normal or () if f in fams])
+    return {"exploratory": True, "runs": runs, "points": points, "bm25": bm25, **reg}
+
+
+def map_markdown(m: dict[str, Any]) -> str:
+    """The map in words and one table: every point (vocabulary, length, domain, family: best k, nDCG@10 at it and at
+    k = 1, the loss of k = 1), BM25 per vocabulary, then the region or, if there is none, the nearest miss."""
+    L = ["| vocabulary | steps | domain | family | best k | nDCG@10 best k | nDCG@10 k = 1 | loss of k = 1 |",
+         "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    for p in sorted(m["points"], key=lambda p: (p["vocab"], p["seed"], p["domain"] != "ood", p["length"], p["family"])):
+        L.append(f"| {p['vocab']} | {p['length']} | {'out of domain' if p['domain'] == 'ood' else 'in domain'} | "
+                 f"{p['family']} | {p['k_best']:g} | {p['best']:.3f} | {p['k1']:.3f} | {p['loss']:+.3f} |")
+    L.append("")
+    for b in m["bm25"]:
+        L.append(f"BM25 at {b['vocab']} ids (seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}.")
+    high, normal, g = ", ".join(m["high_norm"]), ", ".join(m["normal_norm"]), m["min_gain"]
+    if m["region"]:
+        where = "; ".join(f"{c['vocab']} ids, {c['length']} steps, {c['domain']}" for c in m["region"])
+        L.append(f"\nRegion (every high-norm family ({high}) loses at least {g:g} at k = 1, no normal-norm family "
+                 f"({normal}) does): {where}.")
+    else:
+        L.append(f"\nNo map point has every high-norm family ({high}) losing at least {g:g} nDCG@10 at k = 1 while "
+                 f"no normal-norm family ({normal}) does.")
+    c = m["nearest_miss"]
+    if c:
+        L.append(f"Nearest miss (largest high-norm minus normal-norm loss outside the region): {c['vocab']} ids, "
+                 f"{c['length']} steps, {'out of domain' if c['domain'] == 'ood' else 'in domain'}: high-norm loss "
+                 f"{c['high_min']:+.3f}, normal-norm {c['normal_max']:+.3f}, difference {c['gap']:+.3f}.")
+    return "\n".join(L) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade.ood.map", description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", type=Path, help="finished (or partially reported) OOD run folders")
+    p.add_argument("--out", type=Path, required=True, help="map.json to write (and map.md beside it)")
+    a = p.parse_args(argv)
+    m = build_map(a.runs)
+    atomic_write_text(a.out, json.dumps(m, indent=1))
+    atomic_write_text(a.out.with_suffix(".md"), map_markdown(m))
+    print(f"{len(m['points'])} map points, {len(m['region'])} in the region; nearest miss: {m['nearest_miss']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

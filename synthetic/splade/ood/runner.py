@@ -1,0 +1,274 @@
+"""The OOD synthetic SPLADE sweep: backbones, BM25 and training cells on the executor, then the report.
+
+Role: :func:`run_ood` runs (or resumes) one preset of :mod:`initlab.synthetic.splade.ood.config` into a run folder
+(``config.json``, ``backbone/<family>_seed=S/``, ``cells/*.json``, ``results.json``, ``summary.md``, ``DONE``);
+:func:`rows` turns the cells into the per-seed rows the claim functions of :mod:`initlab.evidence.splade_claims`
+read (primary metric: out-of-domain nDCG@10, mean over the held-out domains; ``id_*`` the in-domain dev set).
+``initlab synthetic splade-ood --preset NAME --out DIR [--workers N]`` runs a preset
+(:func:`initlab.app.commands.synthetic.splade_ood_main`; ``python -m initlab.synthetic.splade.ood.runner`` is the
+same for a checkout without the console script).
+
+Cost model (:data:`STEP_SECONDS_PER_KID`, :func:`step_seconds`): CPU seconds of one SPLADE training step and of one
+MLM step on one core, linear in the vocabulary V (the head's ``V x d`` projection and the ``(tokens, V)`` logits
+dominate), measured with ``python benchmarks/bench_ood_cost.py`` (docs/synthetic_splade_ood.md#cost).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from initlab.config import from_dict, to_dict
+from initlab.executor import Cell, Progress, run_cells
+from initlab.runs import RunDir, atomic_write_text
+from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
+                                                 pretrain_key, train_key)
+
+__all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
+           "cell_seconds", "main"]
+
+#: cost model (module docstring): CPU seconds per SPLADE step = a + b V / 1000 (batch 32, documents of 60-100 words),
+#: per MLM step the same form (head at the masked positions only), per evaluation of every set b V / 1000 (1600
+#: documents); fitted to ``python benchmarks/bench_ood_cost.py`` on this project's 2 shared cores at load 11-15
+#: (SPLADE step 0.441 s at 2048 ids, 5.697 s at 30000; MLM step 0.170 s and 0.506 s; one evaluation 7.0 s at
+#: 2048 ids, the 30000-id evaluation not measured: extrapolated linearly), docs/synthetic_splade_ood.md#cost
+STEP_SECONDS = (0.056, 0.188)
+MLM_STEP_SECONDS = (0.145, 0.012)
+EVAL_SECONDS_PER_KID = 3.4
+
+
+def step_seconds(vocab: int) -> float:
+    """Cost model: CPU seconds of one SPLADE training step (batch 32, documents of 60-100 words) at vocabulary V."""
+    return STEP_SECONDS[0] + STEP_SECONDS[1] * vocab / 1000
+
+
+def eval_seconds(vocab: int) -> float:
+    """Cost model: CPU seconds of one evaluation of every set (1600 documents) at vocabulary V."""
+    return EVAL_SECONDS_PER_KID * vocab / 1000
+
+
+def cell_seconds(cfg: OODConfig) -> dict[str, float]:
+    """Cost model: CPU seconds of each backbone (``pretrain_<family>``) and of one SPLADE cell at the cap with its
+    evaluations (``train``), and the whole grid of one seed (``seed_total``), for ``cfg``."""
+    V = cfg.corpus.vocab_size
+    out = {f"pretrain_{f}": backbone_for(cfg, f).mlm_steps * mlm_step_seconds(V) for f in cfg.families}
+    out["train"] = cfg.max_steps * step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V)
+    out["seed_total"] = sum(v for k, v in out.items() if k.startswith("pretrain_")) + out["train"] * len(cfg.families) * len(cfg.ks)
+    return out
+
+
+def mlm_step_seconds(vocab: int) -> float:
+    """Cost model: CPU seconds of one MLM pretraining step (batch 32) at vocabulary V."""
+    return MLM_STEP_SECONDS[0] + MLM_STEP_SECONDS[1] * vocab / 1000
+
+
+#: the cells' importable module (not ``__name__``: run as ``python -m``, this module is ``__main__``, which a worker
+#: process cannot import by that name)
+_TARGET = "initlab.synthetic.splade.ood.runner:"
+
+
+def _bb(family: str, seed: int) -> str:
+    return f"backbone/{family}_seed={seed}"
+
+
+def cell_pretrain(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    from initlab.synthetic.splade.ood.cell import pretrain
+
+    cfg = from_dict(OODConfig, args["config"])
+    pretrain(str(Path(root) / args["folder"]), args["family"], cfg, args["seed"], on_step=lambda: progress.advance(1))
+    from initlab.textio import read_json
+
+    return {"family": args["family"], "seed": args["seed"], **read_json(Path(root) / args["folder"] / "natural_scale.json")}
+
+
+def cell_train(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    from initlab.synthetic.splade.ood.cell import run_cell
+
+    cfg = from_dict(OODConfig, args["config"])
+    return run_cell(str(Path(root) / args["backbone"]), cfg, args["family"], args["k"], args["seed"],
+                    str(Path(root) / "trainer_tmp" / name), progress=progress)
+
+
+def cell_bm25(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    from initlab.synthetic.splade.ood.cell import bm25_cell
+
+    return bm25_cell(from_dict(OODConfig, args["config"]), args["seed"])
+
+
+def plan(cfg: OODConfig) -> list[Cell]:
+    """The cells of ``cfg``: per seed BM25, per (family, seed) the backbone, then per (family, k, seed) training."""
+    conf = to_dict(cfg)
+    V = cfg.corpus.vocab_size
+    cells = [Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s},
+                  {"corpus": to_dict(cfg.corpus), "seed": s}, unit_seconds=5.0) for s in cfg.seeds]
+    for f in cfg.families:
+        for s in cfg.seeds:
+            bb = backbone_for(cfg, f)
+            cells.append(Cell(f"pretrain_{f}_seed={s}", _TARGET + "cell_pretrain",
+                              {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
+                              units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V)))
+    # training cells: seed by seed, k = 1 of every family first, then the high-norm families' other k, then the
+    # rest, so that a run cut short has each family's k = 1 and the high-norm side of the comparison first
+    order = sorted(((f, k, s) for f in cfg.families for k in cfg.ks for s in cfg.seeds),
+                   key=lambda x: (cfg.seeds.index(x[2]), x[1] != 1.0, x[0] not in cfg.claims.high_norm,
+                                  cfg.ks.index(x[1]), cfg.families.index(x[0])))
+    per_step = step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V) / cfg.max_steps
+    for f, k, s in order:
+        cells.append(Cell(cell_name(f, k, s), _TARGET + "cell_train",
+                          {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
+                          train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
+                          unit_seconds=per_step))
+    return cells
+
+
+def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per (family, k, seed) the row the claim functions read (``raw["rows"]`` of :mod:`initlab.evidence.splade_claims`):
+    ``ndcg_select`` / ``ndcg_test`` = out-of-domain nDCG@10 (mean over the held-out domains) on the two query halves
+    at the stop; ``id_select`` / ``id_test`` the in-domain dev set's; ``init_infonce``, ``final_infonce`` (the
+    in-domain dev loss at the stop), ``steps``, ``stopped_by``, ``collapsed``, ``failed``; ``ood_at`` /
+    ``id_at`` ``{step: nDCG@10 test half}`` and ``ood_select_at`` / ``id_select_at`` (select half) at the checkpoints
+    and the stop (a length past the stop has the stop's value: the model the rule kept)."""
+    out = []
+    for f in cfg.families:
+        for k in cfg.ks:
+            for s in cfg.seeds:
+                if cell_name(f, k, s) not in cells:  # not run (a partial report)
+                    continue
+                c = cells[cell_name(f, k, s)]
+                fin = c.get("final") or {}
+                tr = c.get("training") or {}
+                ood, dev = fin.get("ood_mean", {}), fin.get("dev", {})
+                cps = {int(st): v for st, v in (tr.get("checkpoints") or {}).items()}
+                at_ood, at_id, sel_ood, sel_id = {}, {}, {}, {}
+                for L in sorted(set(cfg.checkpoints) | set(cps)):
+                    src = cps.get(L) or (fin if tr and L >= tr.get("steps", 0) else None)
+                    if src:
+                        at_ood[str(L)], at_id[str(L)] = src["ood_mean"]["ndcg_test"], src["dev"]["ndcg_test"]
+                        sel_ood[str(L)], sel_id[str(L)] = src["ood_mean"]["ndcg_select"], src["dev"]["ndcg_select"]
+                out.append({"family": f, "mode": "tied", "s": 1.0, "k": float(k), "seed": s,
+                            "ndcg_select": ood.get("ndcg_select"), "ndcg_test": ood.get("ndcg_test"),
+                            "id_select": dev.get("ndcg_select"), "id_test": dev.get("ndcg_test"),
+                            "init_infonce": c.get("init_infonce"), "final_infonce": c.get("final_dev_loss"),
+                            "steps": tr.get("steps"), "stopped_by": tr.get("stopped_by"),
+                            "collapsed": bool(c.get("collapse")), "failed": bool(c.get("failed")),
+                            "d_active_dims": fin.get("d_active_dims"), "q_active_dims": fin.get("q_active_dims"),
+                            "head_frobenius": c.get("head_frobenius"), "cpu_seconds": c.get("cpu_seconds"),
+                            "cpu_seconds_per_step": c.get("cpu_seconds_per_step"), "ood_at": at_ood, "id_at": at_id,
+                            "ood_select_at": sel_ood, "id_select_at": sel_id})
+    return out
+
+
+def id_rows(r: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same rows with the in-domain dev nDCG@10 as the metric (the secondary claims)."""
+    return [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"]) for x in r]
+
+
+def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: bool = True,
+            overwrite: bool = False, scheduler: str | None = None) -> RunDir:
+    """Run (or resume) ``cfg`` into ``out``; writes ``results.json`` and ``summary.md`` from the cells, then ``DONE``.
+    ``workers`` local processes or the Dask cluster at ``scheduler`` (:func:`initlab.executor.run_cells`).
+
+    Raises:
+        ValueError: a bad config (:func:`check_config`), workers < 1.
+        initlab.runs.RunExistsError / ConfigMismatchError: as :class:`initlab.runs.RunDir`.
+    """
+    check_config(cfg)
+    rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
+    t0 = time.perf_counter()
+    run_cells(rd, plan(cfg), workers=workers, scheduler=scheduler, progress=progress, desc="OOD synthetic SPLADE",
+              preload=("transformers", "sentence_transformers"), startup=10.0)
+    shutil.rmtree(rd.root / "trainer_tmp", ignore_errors=True)
+    write_report(rd, cfg, seconds=time.perf_counter() - t0)
+    rd.mark_done()
+    return rd
+
+
+def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, partial: bool = False) -> dict[str, Any]:
+    """``results.json`` (config, natural scales, BM25, rows, cap-binding counts, costs, verdicts recomputed by
+    :mod:`initlab.evidence.splade_claims` on the OOD rows and on the in-domain rows) and ``summary.md``.
+    ``partial``: from the cells finished so far (a run cut short; ``results.json`` says how many of the planned
+    cells it holds, and ``DONE`` is not written), else every cell must be finished."""
+    from initlab.evidence import splade_claims as sc
+
+    planned = plan(cfg)
+    cells = {c.name: rd.load_cell(c.name, key=c.key) for c in planned if not partial or rd.has_cell(c.name, key=c.key)}
+    r = rows(cfg, cells)
+    nat = {n: v for n, v in cells.items() if n.startswith("pretrain_")}
+    bm25 = {n: v for n, v in cells.items() if n.startswith("bm25_")}
+    raw = {"rows": r, "inspect": [], "batch": cfg.init_batch}
+    verdicts = {k: v.to_dict() for k, v in sc.evaluate_all(raw, cfg.claims).items()}
+    id_verdicts = {k: v.to_dict() for k, v in sc.evaluate_all({**raw, "rows": id_rows(r)}, cfg.claims).items()}
+    rep = {"config": to_dict(cfg), "flops_weights": list(flops_weights(cfg)), "natural_scale": nat, "bm25": bm25,
+           "rows": r, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
+           "cap_bound": sum(x["stopped_by"] == "cap" for x in r), "trained": len(r), "sweep_seconds": seconds,
+           "cells_finished": len(cells), "cells_planned": len(planned), "partial": partial,
+           "pretrain_cpu_seconds": {n: v.get("pretrain_cpu_seconds") for n, v in nat.items()}}
+    rd.write_json("results.json", rep)
+    atomic_write_text(rd.root / "summary.md", summary_markdown(rep))
+    return rep
+
+
+def _f(v: Any, spec: str = ".3f") -> str:
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
+
+
+def summary_markdown(rep: dict[str, Any]) -> str:
+    """The run's tables: corpus, BM25, natural head norms, nDCG@10 per (family, k) out of domain and in domain, the
+    stopping rule's outcome, the costs; exploratory unless the run was preregistered (said by the reader)."""
+    cfg = rep["config"]
+    L = ["## OOD synthetic SPLADE", "",
+         f"Vocabulary {cfg['corpus']['vocab_size']}, {cfg['corpus']['n_domains']} domains ({cfg['corpus']['n_heldout']} "
+         f"held out), {cfg['corpus']['docs_per_domain']} documents per domain; SPLADE cap {cfg['max_steps']} steps, plateau "
+         f"rule: patience {cfg['patience']} x {cfg['eval_every']} steps, {cfg['plateau_rel']:g} relative; FLOPS weights "
+         f"lambda_q {rep['flops_weights'][0]:.3g}, lambda_d {rep['flops_weights'][1]:.3g}; seeds {cfg['seeds']}; "
+         f"cap-bound cells {rep['cap_bound']} of {rep['trained']}"
+         + (f"; PARTIAL: {rep['cells_finished']} of {rep['cells_planned']} cells finished" if rep.get("partial") else "")
+         + (f"; sweep {rep['sweep_seconds']:.0f} s." if rep.get("sweep_seconds") else "."), ""]
+    L += ["| seed | BM25 nDCG@10 OOD (test half) | BM25 in-domain | types seen | singleton share | mean doc length | "
+          "query words in the source document |", "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for b in rep["bm25"].values():
+        cs = b["corpus"]
+        L.append(f"| {b['seed']} | {_f(b['ood_mean']['ndcg_test'])} | {_f(b['dev']['ndcg_test'])} | {cs['types_seen']} | "
+                 f"{_f(cs['singleton_share'], '.2f')} | {_f(cs['mean_doc_len'], '.1f')} | {_f(cs['query_doc_overlap'], '.2f')} |")
+    L += ["", "| backbone | head Frobenius | logit std | MLM CPU s |", "| --- | ---: | ---: | ---: |"]
+    for n, v in rep["natural_scale"].items():
+        L.append(f"| {n[len('pretrain_'):]} | {_f(v.get('head_frobenius'), '.1f')} | {_f(v.get('logit_std'), '.2f')} | "
+                 f"{_f(v.get('pretrain_cpu_seconds'), '.0f')} |")
+    L += ["", "| family | k | seed | nDCG@10 OOD (test) | in-domain (test) | OOD at checkpoints | initial InfoNCE | "
+          "dev loss at stop | steps (stopped by) | active dims d | CPU s / step |",
+          "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |"]
+    for x in rep["rows"]:
+        at = ", ".join(f"{k}: {v:.3f}" for k, v in x["ood_at"].items())
+        L.append(f"| {x['family']} | {x['k']:g} | {x['seed']} | {_f(x['ndcg_test'])} | {_f(x['id_test'])} | {at} | "
+                 f"{_f(x['init_infonce'], '.2f')} | {_f(x['final_infonce'], '.2f')} | {x['steps']} ({x['stopped_by']}) | "
+                 f"{_f(x['d_active_dims'], '.0f')} | {_f(x['cpu_seconds_per_step'], '.2f')} |")
+    return "\n".join(L) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade.ood.runner",
+                                description="run one preset of the OOD synthetic SPLADE (exploratory)")
+    p.add_argument("--preset", choices=sorted(PRESETS), required=True, help="the preset to run")
+    p.add_argument("--out", type=Path, required=True, help="the run folder")
+    p.add_argument("--workers", type=int, default=1, help="worker processes")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--report-partial", action="store_true",
+                   help="only write results.json and summary.md from the cells finished so far (a run cut short)")
+    a = p.parse_args(argv)
+    if a.report_partial:
+        cfg = PRESETS[a.preset]
+        write_report(RunDir(a.out, resume=True, config=cfg), cfg, partial=True)
+        print((a.out / "summary.md").read_text())
+        return 0
+    rd = run_ood(a.out, PRESETS[a.preset], workers=a.workers, progress=not a.no_progress)
+    print((rd.root / "summary.md").read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

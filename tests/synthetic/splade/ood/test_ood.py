@@ -1,0 +1,179 @@
+"""The OOD synthetic SPLADE: BM25 anchor, plateau rule, FLOPS scaling, rows for the claims, a tiny run end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from initlab.config import derive
+from initlab.evidence import splade_claims as sc
+from initlab.synthetic.splade.domains import EvalSet
+from initlab.synthetic.splade.ood import config as oc
+from initlab.synthetic.splade.ood.bm25 import bm25_run, bm25_scores
+from initlab.synthetic.splade.ood.evaluate import ndcg_of_run
+from initlab.synthetic.splade.ood.runner import rows
+from initlab.synthetic.splade.ood.train import PlateauRule
+
+
+def _toy_set():
+    docs = {"a": "apple banana apple", "b": "car road car", "c": "banana split dessert", "d": "road trip map"}
+    es = EvalSet("toy", {"q1": "apple", "q2": "road map", "q3": "zebra"}, {"q1": {"a": 2}, "q2": {"d": 2, "b": 1},
+                                                                            "q3": {"c": 2}}, list(docs), [0])
+    return docs, es
+
+
+def test_bm25_ranks_the_lexical_match_first_and_scores_a_query_without_known_words_zero():
+    docs, es = _toy_set()
+    run = bm25_run(es, docs)
+    assert max(run["q1"], key=run["q1"].get) == "a" and set(run["q1"]) == {"a"}  # score-0 documents not retrieved
+    assert max(run["q2"], key=run["q2"].get) == "d" and set(run["q2"]) == {"b", "d"}
+    assert run["q3"] == {}
+    m = bm25_scores(es, docs)
+    # q1 perfect (1), q2 d then b: ideal order, perfect (1), q3 nothing retrieved (0); halves: q1, q3 / q2
+    assert m["ndcg@10"] == pytest.approx(2 / 3) and m["ndcg_select"] == pytest.approx(0.5) and m["ndcg_test"] == pytest.approx(1.0)
+
+
+def test_ndcg_of_run_counts_an_unretrieved_query_as_zero_and_uses_grades():
+    _, es = _toy_set()
+    swapped = {"q1": {"a": 1.0}, "q2": {"b": 2.0, "d": 1.0}, "q3": {}}  # the grade-1 document above the grade-2 one
+    m = ndcg_of_run(swapped, es)
+    ideal = 2 / math.log2(2) + 1 / math.log2(3)  # trec_eval's nDCG: the grade is the gain
+    assert m["ndcg_test"] == pytest.approx((1 / math.log2(2) + 2 / math.log2(3)) / ideal)
+
+
+def test_plateau_rule_waits_for_the_warm_up_and_counts_stale_evaluations():
+    r = PlateauRule(patience=2, rel=0.1, start=30)
+    # 10: best 5.0; 20: 4.8 not < 4.5 (stale 1); 30: 4.9 (stale 2, past start): stop
+    assert [r.update(s, v) for s, v in ((10, 5.0), (20, 4.8), (30, 4.9))] == [False, False, True]
+    r = PlateauRule(patience=2, rel=0.1, start=100)
+    assert [r.update(s, v) for s, v in ((10, 5.0), (20, 4.8), (30, 4.9), (100, 4.9))] == [False] * 3 + [True]
+    r = PlateauRule(patience=2, rel=0.0, start=0)
+    assert not any(r.update(s, 10.0 - s) for s in range(10))  # strictly improving: never stops
+
+
+def test_flops_weights_are_the_real_recipe_at_the_real_vocabulary_and_linear_in_v():
+    cfg = oc.BASE
+    assert oc.flops_weights(derive(cfg, corpus=derive(cfg.corpus, vocab_size=oc.V_REF))) == pytest.approx((0.01, 0.008))
+    a = oc.flops_weights(derive(cfg, corpus=derive(cfg.corpus, vocab_size=2000)))
+    b = oc.flops_weights(derive(cfg, corpus=derive(cfg.corpus, vocab_size=8000)))
+    assert b[0] == pytest.approx(4 * a[0]) and b[1] == pytest.approx(4 * a[1])
+
+
+@pytest.mark.parametrize("change, field", [(dict(ks=(2.0, 4.0)), "ks"), (dict(families=("gpt",)), "families"),
+                                           (dict(doc_max_len=50), "doc_max_len"), (dict(checkpoints=(0,)), "checkpoints"),
+                                           (dict(plateau_rel=1.5), "plateau_rel")])
+def test_bad_config_names_the_field(change, field):
+    with pytest.raises(ValueError, match=field):
+        oc.check_config(dataclasses.replace(oc.BASE, **change))
+
+
+def _cell(ood_test, id_test, steps, stopped, checkpoints):
+    ev = lambda o, i: {"ood_mean": {"ndcg_select": o, "ndcg_test": o, "ndcg@10": o},  # noqa: E731
+                       "dev": {"ndcg_select": i, "ndcg_test": i, "ndcg@10": i}, "d_active_dims": 50.0, "q_active_dims": 5.0}
+    cps = {str(s): ev(o, o + 0.2) for s, o in checkpoints.items()}
+    cps[str(steps)] = ev(ood_test, id_test)
+    return {"init_infonce": 5.0, "final_dev_loss": 1.0, "head_frobenius": 10.0, "collapse": [], "failed": None,
+            "training": {"steps": steps, "stopped_by": stopped, "checkpoints": cps}, "final": ev(ood_test, id_test)}
+
+
+def test_rows_read_ood_as_primary_and_fill_lengths_past_the_stop_and_the_claims_use_them():
+    cfg = dataclasses.replace(oc.BASE, families=("bert", "modernbert"), ks=(1.0, 4.0), seeds=(0, 1, 2),
+                              checkpoints=(150, 300, 600))
+    cells = {}
+    for s, j in zip(cfg.seeds, (0.0, 0.01, -0.01)):
+        cells[oc.cell_name("bert", 1.0, s)] = _cell(0.40 + j, 0.60, 600, "cap", {150: 0.3, 300: 0.35, 600: 0.40 + j})
+        cells[oc.cell_name("bert", 4.0, s)] = _cell(0.41 + j, 0.61, 350, "plateau", {150: 0.3, 300: 0.4})
+        cells[oc.cell_name("modernbert", 1.0, s)] = _cell(0.20 + j, 0.58, 250, "plateau", {150: 0.1})
+        cells[oc.cell_name("modernbert", 4.0, s)] = _cell(0.45 + j, 0.62, 600, "cap", {150: 0.3, 300: 0.4, 600: 0.45 + j})
+    r = rows(cfg, cells)
+    b4 = next(x for x in r if x["family"] == "bert" and x["k"] == 4.0 and x["seed"] == 0)
+    assert b4["ndcg_test"] == 0.41 and b4["id_test"] == 0.61 and b4["stopped_by"] == "plateau" and b4["steps"] == 350
+    assert b4["ood_at"] == {"150": 0.3, "300": 0.4, "350": 0.41, "600": 0.41}  # past the stop: the stop's value
+    m1 = next(x for x in r if x["family"] == "modernbert" and x["k"] == 1.0 and x["seed"] == 0)
+    assert m1["ood_at"]["300"] == 0.2 and m1["ood_at"]["600"] == 0.2
+    raw = {"rows": r, "inspect": [], "batch": 32}
+    th = cfg.claims
+    v = sc.interaction(raw, th)  # modernbert gains 0.25 OOD, bert 0.01: interaction 0.24 on every seed
+    assert v.word == "reproduced" and v.estimate == pytest.approx(0.24)
+    from initlab.synthetic.splade.ood.runner import id_rows
+
+    w = sc.interaction({**raw, "rows": id_rows(r)}, th)  # in domain: 0.04 vs 0.01: no high-norm-specific gain of 0.05
+    assert w.estimate == pytest.approx(0.03) and w.word in ("partly", "not reproduced")
+
+
+def test_tiny_run_end_to_end(tmp_path):
+    from initlab.synthetic.splade.ood.runner import run_ood
+    from initlab.textio import read_json
+
+    cfg = derive(oc.PRESETS["tiny"], families=("bert",), ks=(1.0, 4.0), max_steps=12, eval_every=4, checkpoints=(8,),
+                 family_backbones={})
+    rd = run_ood(tmp_path / "run", cfg, workers=1, progress=False)
+    rep = read_json(rd.root / "results.json")
+    assert rep["trained"] == 2 and 0 <= rep["cap_bound"] <= 2 and (rd.root / "DONE").exists()
+    for x in rep["rows"]:
+        assert 0 <= x["ndcg_test"] <= 1 and 0 <= x["id_test"] <= 1 and x["steps"] <= 12
+        assert x["stopped_by"] in ("plateau", "cap") and set(x["ood_at"]) >= {"8"}
+    (b,) = rep["bm25"].values()
+    assert 0 < b["ood_mean"]["ndcg_test"] <= 1 and b["corpus"]["vocab_size"] == 300
+    assert "OOD synthetic SPLADE" in (rd.root / "summary.md").read_text()
+    again = run_ood(tmp_path / "run2", cfg, workers=1, progress=False)  # deterministic
+    assert read_json(again.root / "results.json")["rows"][0]["ndcg_test"] == rep["rows"][0]["ndcg_test"]
+    # a run cut short: the report from the finished cells says so, and holds only their rows
+    from initlab.runs import RunDir
+    from initlab.synthetic.splade.ood.runner import write_report
+
+    for ext in ("json", "key"):
+        (again.root / "cells" / f"{oc.cell_name('bert', 4.0, 0)}.{ext}").unlink()
+    (again.root / "DONE").unlink()  # a run cut short never wrote DONE
+    part = write_report(RunDir(again.root, resume=True, config=cfg), cfg, partial=True)
+    assert part["partial"] and part["cells_finished"] == part["cells_planned"] - 1 and len(part["rows"]) == 1
+    assert "PARTIAL: 3 of 4 cells finished" in (again.root / "summary.md").read_text()
+
+
+def _report(V, losses):
+    """A results.json with bert / modernbert at k in {1, 4}: ``losses[(family, domain)] = {length: loss}``."""
+    rows = []
+    for fam in ("bert", "modernbert"):
+        for k in (1.0, 4.0):
+            at = {dom: {str(L): 0.5 + (l if k == 4.0 else 0.0) for L, l in losses[(fam, dom)].items()} for dom in ("ood", "id")}
+            rows.append({"family": fam, "k": k, "seed": 0, "ood_at": at["ood"], "ood_select_at": at["ood"],
+                         "id_at": at["id"], "id_select_at": at["id"]})
+    return {"config": {"corpus": {"vocab_size": V}, "claims": {"high_norm": ["roberta", "modernbert"],
+                                                               "normal_norm": ["bert", "albert"]}},
+            "rows": rows, "cap_bound": 1, "trained": 4, "bm25": {"bm25_seed=0": {"seed": 0, "ood_mean": {"ndcg_test": 0.4},
+                                                                                  "dev": {"ndcg_test": 0.45}}}}
+
+
+def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
+    import json
+
+    from initlab.synthetic.splade.ood.map import build_map
+
+    losses = {("modernbert", "ood"): {100: 0.02, 300: 0.08}, ("modernbert", "id"): {100: 0.01, 300: 0.03},
+              ("bert", "ood"): {100: 0.0, 300: 0.01}, ("bert", "id"): {100: 0.06, 300: 0.0}}
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "results.json").write_text(json.dumps(_report(2048, losses)))
+    m = build_map([d])
+    assert m["exploratory"] and len(m["points"]) == 2 * 2 * 2
+    assert [(c["length"], c["domain"]) for c in m["region"]] == [(300, "ood")]  # modernbert loses 0.08, bert 0.01
+    assert (m["nearest_miss"]["length"], m["nearest_miss"]["domain"]) == (300, "id")  # gap 0.03: the largest outside
+    # k = 4 no longer helps modernbert out of domain at 300 steps: no region, the nearest miss says where it was closest
+    losses[("modernbert", "ood")][300] = 0.04
+    (d / "results.json").write_text(json.dumps(_report(2048, losses)))
+    m = build_map([d])
+    assert m["region"] == [] and m["nearest_miss"]["gap"] == pytest.approx(0.03)
+    from initlab.synthetic.splade.ood.map import map_markdown
+
+    text = map_markdown(m)
+    assert "No map point has every high-norm family (modernbert) losing at least 0.05" in text
+    assert "| 2048 | 300 | out of domain | modernbert | 4 | 0.540 | 0.500 | +0.040 |" in text
+    from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
+
+    (tmp_path / "map.json").write_text(json.dumps(m))
+    (png,) = draw_map(tmp_path)
+    assert png.name == "splade_ood_map.png" and png.stat().st_size > 10_000
+    with pytest.raises(FileNotFoundError, match="results.json"):
+        build_map([tmp_path / "nothing"])
