@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer
+from initlab.textio import decode_text
 
 __all__ = ["Backend", "load_backend", "backend_from_model", "capture_scores", "INITLAB_PRESETS", "BUILTIN_CONFIGS", "builtin_config"]
 
@@ -54,7 +55,8 @@ def builtin_config(name: str) -> dict[str, Any]:
     """
     if name not in BUILTIN_CONFIGS:
         raise ValueError(f"MODEL builtin:{name}: unknown; expected one of {', '.join('builtin:' + n for n in BUILTIN_CONFIGS)}")
-    return json.loads(resources.files("initlab.diagnose").joinpath(f"configs/{name}.json").read_text(encoding="utf-8"))
+    return json.loads(decode_text(resources.files("initlab.diagnose").joinpath(f"configs/{name}.json").read_bytes(),
+                                  f"initlab.diagnose configs/{name}.json"))
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from initlab.diagnose.models import backend_from_model
 from initlab.runs import atomic_write_json
 from initlab.synthetic.diagnose.settings import BUDGET, SEEDS, SETTINGS, setting_data, setting_model
 from initlab.synthetic.spt.tasks import MASK_ID
+from initlab.textio import read_json
 
 __all__ = ["setting_diagnosis", "collect", "results_markdown", "main"]
 
@@ -50,7 +51,7 @@ def collect(run: str | Path | None, diagnoses: dict[str, dict[str, Any]]) -> dic
                 for arm in ("scratch", "spt"):
                     p = Path(run) / "cells" / f"{name}__seed{seed}__{arm}.json"
                     if p.exists():
-                        c = json.loads(p.read_text())
+                        c = read_json(p)
                         arms[arm] = c["test_acc"]
                         arms[f"{arm}_epochs"] = c["epochs_run"]
                         if arm == "spt":

@@ -28,6 +28,7 @@ from initlab.runs import RunDir, atomic_write_bytes, atomic_write_json
 from initlab.synthetic.diagnose.settings import BUDGET, SEEDS, SETTINGS, Budget, Setting, setting_data, setting_model
 from initlab.synthetic.spt.tasks import MASK_ID
 from initlab.synthetic.spt.training import Checkpoint, finetune, pretrain
+from initlab.textio import read_json
 
 __all__ = ["run_arm", "run_all", "cell_name", "main"]
 
@@ -51,7 +52,7 @@ def run_arm(root: Path, s: Setting, seed: int, arm: str, b: Budget = BUDGET, log
     """Run (or resume) one arm of one setting and seed; returns and saves its record."""
     out = root / "cells" / f"{cell_name(s.name, seed, arm)}.json"
     if out.exists():
-        return json.loads(out.read_text())
+        return read_json(out)
     data = setting_data(s, seed, b)
     model = setting_model(s, seed, b)
     t0 = time.time()

@@ -28,6 +28,7 @@ from initlab.executor import Cell, Progress, run_cells
 from initlab.runs import RunDir, atomic_write_text
 from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
                                                  pretrain_key, train_key)
+from initlab.textio import read_text
 
 __all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
            "cell_seconds", "main"]
@@ -263,10 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.report_partial:
         cfg = PRESETS[a.preset]
         write_report(RunDir(a.out, resume=True, config=cfg), cfg, partial=True)
-        print((a.out / "summary.md").read_text())
+        print(read_text(a.out / "summary.md"))
         return 0
     rd = run_ood(a.out, PRESETS[a.preset], workers=a.workers, progress=not a.no_progress)
-    print((rd.root / "summary.md").read_text())
+    print(read_text(rd.root / "summary.md"))
     return 0
 
 
