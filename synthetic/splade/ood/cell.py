@@ -28,7 +28,10 @@ from initlab.synthetic.splade.ood.evaluate import evaluate_sets
 from initlab.synthetic.splade.ood.train import train_to_plateau
 from initlab.synthetic.splade.train import quiet
 
-__all__ = ["corpus_for", "pretrain", "run_cell", "bm25_cell", "initial_infonce"]
+__all__ = ["corpus_for", "pretrain", "run_cell", "bm25_cell", "initial_infonce", "inspect_cell", "INSPECT_TEXTS"]
+
+#: documents ``initlab mlmhead inspect`` measures each backbone on (the first ones of the seed's corpus)
+INSPECT_TEXTS = 64
 
 
 @functools.lru_cache(maxsize=2)
@@ -117,6 +120,23 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
                 "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
                 "cpu_seconds_per_step": c_train / max(1, tr["steps"])})
     return rec
+
+
+def inspect_cell(backbone_dir: str, cfg: OODConfig, family: str, seed: int) -> dict[str, Any]:
+    """``initlab mlmhead inspect`` (:func:`initlab.mlmhead.report.inspect_model`) on the pretrained backbone (s = 1):
+    texts the first :data:`INSPECT_TEXTS` documents of the seed's corpus, k grid ``cfg.ks``, batch B
+    ``cfg.batch_size``; the report (its ``recommended`` entry holds the recommended k) with ``family``, ``s`` and
+    ``seed``. The rules ``inspect`` and ``edge`` of :func:`initlab.evidence.splade_claims.rule_k` read it."""
+    from initlab.mlmhead.report import inspect_model
+    from initlab.synthetic.splade.families import load_family_backbone
+
+    corpus = corpus_for(cfg, seed)
+    with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
+        warnings.simplefilter("ignore")
+        model, tok = load_family_backbone(Path(backbone_dir))
+        rep = inspect_model(model, tok, list(corpus.docs.values())[:INSPECT_TEXTS], ks=cfg.ks,
+                            max_length=cfg.doc_max_len, batch=cfg.batch_size)
+    return {**rep, "family": family, "s": 1.0, "seed": seed, "family_name": rep["family"]}
 
 
 def bm25_cell(cfg: OODConfig, seed: int) -> dict[str, Any]:

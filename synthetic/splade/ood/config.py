@@ -116,6 +116,13 @@ PRESETS: dict[str, OODConfig] = {
                       eval_every=25, checkpoints=(100, 200, 300)),
     "map-v8k": derive(BASE, corpus=derive(_SMALL, vocab_size=8192), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
                       eval_every=25, checkpoints=(100, 200, 300)),
+    # preregistered confirmation (issue 28, item 7; docs/synthetic_splade_ood.md#confirmation-preregistered): the
+    # map's setting (2048 ids, the nearest miss), bert (control) and modernbert (high norm), k in {1, 4, 16} with
+    # k = 16 as the over-rescaling k_far, cap 300 with the plateau rule, checkpoints 100 / 200 / 300, fresh seeds
+    # 9201-9203 (the count set by the CPU budget, not by power)
+    "confirm-v2k": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(9201, 9202, 9203), ks=(1.0, 4.0, 16.0),
+                          max_steps=300, eval_every=25, checkpoints=(100, 200, 300),
+                          claims=derive(BASE.claims, k_far=16.0)),
     # the real-sized vocabulary (30000 ids): defined, its cost measured (docs/synthetic_splade_ood.md#cost), not run
     "v30k": derive(BASE, corpus=_SMALL, seeds=(0,)),
 }

@@ -95,6 +95,13 @@ def cell_train(root: str, name: str, args: dict[str, Any], progress: Progress) -
                     str(Path(root) / "trainer_tmp" / name), progress=progress)
 
 
+def cell_inspect(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    from initlab.synthetic.splade.ood.cell import inspect_cell
+
+    return inspect_cell(str(Path(root) / args["backbone"]), from_dict(OODConfig, args["config"]), args["family"],
+                        args["seed"])
+
+
 def cell_bm25(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from initlab.synthetic.splade.ood.cell import bm25_cell
 
@@ -102,28 +109,36 @@ def cell_bm25(root: str, name: str, args: dict[str, Any], progress: Progress) ->
 
 
 def plan(cfg: OODConfig) -> list[Cell]:
-    """The cells of ``cfg``: per seed BM25, per (family, seed) the backbone, then per (family, k, seed) training."""
+    """The cells of ``cfg``, seed by seed (a run cut short has whole seeds): BM25, per family the backbone and its
+    ``mlmhead inspect`` report, then the training cells (k = 1 of every family first, then the high-norm families'
+    other k, then the rest)."""
+    from initlab.synthetic.splade.ood.cell import INSPECT_TEXTS
+
     conf = to_dict(cfg)
     V = cfg.corpus.vocab_size
-    cells = [Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s},
-                  {"corpus": to_dict(cfg.corpus), "seed": s}, unit_seconds=5.0) for s in cfg.seeds]
-    for f in cfg.families:
-        for s in cfg.seeds:
+    per_step = step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V) / cfg.max_steps
+    cells = []
+    for s in cfg.seeds:
+        cells.append(Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s},
+                          {"corpus": to_dict(cfg.corpus), "seed": s}, unit_seconds=5.0))
+        for f in cfg.families:
             bb = backbone_for(cfg, f)
             cells.append(Cell(f"pretrain_{f}_seed={s}", _TARGET + "cell_pretrain",
                               {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
                               units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V)))
-    # training cells: seed by seed, k = 1 of every family first, then the high-norm families' other k, then the
-    # rest, so that a run cut short has each family's k = 1 and the high-norm side of the comparison first
-    order = sorted(((f, k, s) for f in cfg.families for k in cfg.ks for s in cfg.seeds),
-                   key=lambda x: (cfg.seeds.index(x[2]), x[1] != 1.0, x[0] not in cfg.claims.high_norm,
-                                  cfg.ks.index(x[1]), cfg.families.index(x[0])))
-    per_step = step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V) / cfg.max_steps
-    for f, k, s in order:
-        cells.append(Cell(cell_name(f, k, s), _TARGET + "cell_train",
-                          {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
-                          train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
-                          unit_seconds=per_step))
+            cells.append(Cell(f"inspect_{f}_seed={s}", _TARGET + "cell_inspect",
+                              {"config": conf, "family": f, "seed": s, "backbone": _bb(f, s)},
+                              {"backbone": pretrain_key(cfg, f, s), "ks": list(cfg.ks), "texts": INSPECT_TEXTS,
+                               "batch": cfg.batch_size, "max_length": cfg.doc_max_len},
+                              needs=(f"pretrain_{f}_seed={s}",), unit_seconds=eval_seconds(V) / 4))
+        order = sorted(((f, k) for f in cfg.families for k in cfg.ks),
+                       key=lambda x: (x[1] != 1.0, x[0] not in cfg.claims.high_norm, cfg.ks.index(x[1]),
+                                      cfg.families.index(x[0])))
+        for f, k in order:
+            cells.append(Cell(cell_name(f, k, s), _TARGET + "cell_train",
+                              {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
+                              train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
+                              unit_seconds=per_step))
     return cells
 
 
@@ -201,11 +216,14 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     r = rows(cfg, cells)
     nat = {n: v for n, v in cells.items() if n.startswith("pretrain_")}
     bm25 = {n: v for n, v in cells.items() if n.startswith("bm25_")}
-    raw = {"rows": r, "inspect": [], "batch": cfg.init_batch}
+    from initlab.synthetic.splade.phase.report import inspect_rows
+
+    insp = inspect_rows([v for n, v in cells.items() if n.startswith("inspect_")])
+    raw = {"rows": r, "inspect": insp, "batch": cfg.init_batch}
     verdicts = {k: v.to_dict() for k, v in sc.evaluate_all(raw, cfg.claims).items()}
     id_verdicts = {k: v.to_dict() for k, v in sc.evaluate_all({**raw, "rows": id_rows(r)}, cfg.claims).items()}
     rep = {"config": to_dict(cfg), "flops_weights": list(flops_weights(cfg)), "natural_scale": nat, "bm25": bm25,
-           "rows": r, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
+           "rows": r, "inspect": insp, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
            "cap_bound": sum(x["stopped_by"] == "cap" for x in r), "trained": len(r), "sweep_seconds": seconds,
            "cells_finished": len(cells), "cells_planned": len(planned), "partial": partial,
            "pretrain_cpu_seconds": {n: v.get("pretrain_cpu_seconds") for n, v in nat.items()}}

@@ -129,7 +129,7 @@ def test_tiny_run_end_to_end(tmp_path):
     (again.root / "DONE").unlink()  # a run cut short never wrote DONE
     part = write_report(RunDir(again.root, resume=True, config=cfg), cfg, partial=True)
     assert part["partial"] and part["cells_finished"] == part["cells_planned"] - 1 and len(part["rows"]) == 1
-    assert "PARTIAL: 3 of 4 cells finished" in (again.root / "summary.md").read_text()
+    assert "PARTIAL: 4 of 5 cells finished" in (again.root / "summary.md").read_text()
 
 
 def _report(V, losses):
