@@ -5,7 +5,9 @@
 vocabulary size; top, the loss of k = 1 (nDCG@10 of the best k minus k = 1, test half of the queries, best k chosen
 on the select half) against training length, one colour per family, solid out of domain and dashed in domain, the
 0.05 line of the region; bottom, nDCG@10 out of domain at k = 1 (open markers) and at the best k (filled), with
-BM25 out of domain as a grey line. Exploratory: one seed per point, no interval.
+BM25 out of domain as a grey line (the mean over the seeds). With several seeds (the map's ``across_seeds``) the
+lines are the means over the seeds with ± 1 sample sd bars, and each seed's loss is a faint dot. Descriptive, no
+verdict.
 """
 
 from __future__ import annotations
@@ -42,32 +44,45 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     for j, V in enumerate(vocabs):
         top, bot = axes[0][j], axes[1][j]
         pts = [p for p in m["points"] if p["vocab"] == V]
+        acr = [x for x in (m.get("across_seeds") or {}).get("families", []) if x["vocab"] == V]
         for fam in sorted({p["family"] for p in pts}):
             col = family_color(fam, "black")
             for dom, ls in (("ood", "-"), ("id", "--")):
+                label = f"{fam}, {'out of domain' if dom == 'ood' else 'in domain'}"
+                q = sorted((x for x in acr if x["family"] == fam and x["domain"] == dom), key=lambda x: x["length"])
+                if q:  # the mean over the seeds, ± 1 sd, each seed a faint dot
+                    top.errorbar([x["length"] for x in q], [x["loss_mean"] for x in q],
+                                 yerr=[x["loss_sd"] or 0.0 for x in q], fmt=ls, marker="o", color=col, ms=4, capsize=2,
+                                 label=label)
+                    d = [p for p in pts if p["family"] == fam and p["domain"] == dom]
+                    top.plot([p["length"] for p in d], [p["loss"] for p in d], ".", color=col, alpha=0.3, ms=3)
+                    continue
                 q = sorted((p for p in pts if p["family"] == fam and p["domain"] == dom), key=lambda p: (p["seed"], p["length"]))
                 if q:
-                    top.plot([p["length"] for p in q], [p["loss"] for p in q], ls, marker="o", color=col, ms=4,
-                             label=f"{fam}, {'out of domain' if dom == 'ood' else 'in domain'}")
-            q = sorted((p for p in pts if p["family"] == fam and p["domain"] == "ood"), key=lambda p: p["length"])
+                    top.plot([p["length"] for p in q], [p["loss"] for p in q], ls, marker="o", color=col, ms=4, label=label)
+            q = sorted((x for x in acr if x["family"] == fam and x["domain"] == "ood"), key=lambda x: x["length"])
+            best, k1 = (("best_mean", "k1_mean") if q else ("best", "k1"))
+            q = q or sorted((p for p in pts if p["family"] == fam and p["domain"] == "ood"), key=lambda p: p["length"])
             if q:
-                bot.plot([p["length"] for p in q], [p["best"] for p in q], "-", marker="o", color=col, ms=4,
+                bot.plot([p["length"] for p in q], [p[best] for p in q], "-", marker="o", color=col, ms=4,
                          label=f"{fam}, best k")
-                bot.plot([p["length"] for p in q], [p["k1"] for p in q], ":", marker="o", mfc="white", color=col, ms=4,
+                bot.plot([p["length"] for p in q], [p[k1] for p in q], ":", marker="o", mfc="white", color=col, ms=4,
                          label=f"{fam}, k = 1")
         top.axhline(m.get("min_gain", 0.05), color="grey", lw=0.8, ls=":")
         top.axhline(0.0, color="black", lw=0.5)
         top.set_title(f"vocabulary {V}", fontsize=10)
         top.set_ylabel("nDCG@10 best k − k = 1")
-        for b in m.get("bm25", []):
-            if b["vocab"] == V:
-                bot.axhline(b["ood"], color="grey", lw=1.0, label="BM25")
+        bm = [b["ood"] for b in m.get("bm25", []) if b["vocab"] == V]
+        if bm:
+            bot.axhline(sum(bm) / len(bm), color="grey", lw=1.0, label="BM25")
         bot.set_xlabel("SPLADE training steps")
         bot.set_ylabel("nDCG@10 out of domain")
     legend_below(axes[1][0], ncol=3, offset=-0.25)
     h, lab = axes[0][0].get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 1.04), ncol=2, fontsize=8, frameon=False)
-    fig.suptitle("exploratory map: loss of k = 1 (top), nDCG@10 (bottom); one seed", fontsize=10, y=1.09)
+    n = len({p["seed"] for p in m["points"]})
+    seeds = "one seed" if n == 1 else f"{n} seeds, mean ± sd"
+    fig.suptitle(f"map: loss of k = 1 (top), nDCG@10 (bottom); {seeds}", fontsize=10, y=1.09)
     target = Path(out or folder) / "splade_ood_map.png"
     target.parent.mkdir(parents=True, exist_ok=True)
     return save(fig, target)

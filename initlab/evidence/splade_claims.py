@@ -79,7 +79,8 @@ __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k
            "rescaling_fixes", "over_rescaling", "input_side", "recommended_regret", "rule_difference", "evaluate_all",
            "by_id", "check_record", "regrets", "describe_claim", "part_label", "shipped_rule", "interaction",
            "family_gains", "landscape", "landscape_regret", "landscape_rule_difference", "posthoc_claims",
-           "LANDSCAPE_RULES", "landscape_markdown", "POSTHOC_SINCE_FULL", "evaluate_corrected"]
+           "LANDSCAPE_RULES", "landscape_markdown", "POSTHOC_SINCE_FULL", "evaluate_corrected", "complete_seeds",
+           "on_seeds"]
 
 Raw = Mapping[str, Any]
 #: the preregistered rules (their regrets are claims of the ``full`` run); ``fixed`` and ``none`` are the landscape's
@@ -157,6 +158,24 @@ def as_raw(phase: Mapping[str, Any]) -> dict[str, Any]:
              "table": [{"k": float(t["k"]), "score_sd": float(t["score_sd"])} for t in i["table"]]}
             for i in phase.get("inspect", [])]
     return {"rows": rows, "inspect": insp, "batch": int(phase["config"]["init_batch"])}
+
+
+def complete_seeds(rows: Sequence[Mapping[str, Any]], families: Sequence[str], ks: Sequence[float]) -> list[int]:
+    """The seeds whose every tied (``family``, ``k``) cell of the grid ``families x ks`` (s = 1) has a row: the
+    seeds a run cut short may be judged on (a seed missing a k would choose its best k on a smaller grid)."""
+    want = {(f, float(k)) for f in families for k in ks}
+    have: dict[int, set[tuple[str, float]]] = {}
+    for r in rows:
+        if r.get("mode", "tied") == "tied" and float(r.get("s", 1.0)) == 1.0:
+            have.setdefault(int(r["seed"]), set()).add((r["family"], float(r["k"])))
+    return sorted(s for s, got in have.items() if want <= got)
+
+
+def on_seeds(raw: Raw, seeds: Sequence[int]) -> dict[str, Any]:
+    """``raw`` restricted to the rows and inspect reports of ``seeds``."""
+    keep = {int(s) for s in seeds}
+    return {**raw, "rows": [r for r in raw["rows"] if int(r["seed"]) in keep],
+            "inspect": [i for i in raw.get("inspect", []) if int(i["seed"]) in keep]}
 
 
 def _ndcg(r: Mapping[str, Any], split: str) -> float:

@@ -7,7 +7,11 @@ select half at the same length. The axes: head norm by recipe (the families: sta
 length (the checkpoints; past a cell's stop, its stop's value), vocabulary size (the runs), domain shift (held-out
 domains against the in-domain dev set). A map point is *in the region* when every high-norm family loses at least
 ``min_gain`` (0.05) at k = 1 and no normal-norm family does; the *nearest miss* is the point with the largest
-high-norm loss minus normal-norm loss. One seed per point: exploratory, no interval.
+high-norm loss minus normal-norm loss. A point is one seed; over several seeds (the map point and the
+confirmation's seeds, :func:`across_seeds`) the map adds, per (vocabulary, length, domain, family), the mean and
+sample sd of the loss over the seeds, and per (vocabulary, length, domain) on how many seeds the point is in the
+region. Descriptive, no verdict (the verdicts are :mod:`initlab.evidence.splade_claims`'s, on the confirmation).
+Runs with different k grids are pooled as they are (each run's grid is listed in ``runs``).
 
 ``python -m initlab.synthetic.splade.ood.map RUN_DIR [RUN_DIR ...] --out map.json`` writes the map (and ``map.md``,
 :func:`map_markdown`).
@@ -24,7 +28,7 @@ from typing import Any, Sequence
 from initlab.runs import atomic_write_text
 from initlab.textio import read_json
 
-__all__ = ["map_points", "region", "build_map", "map_markdown", "main"]
+__all__ = ["map_points", "region", "across_seeds", "build_map", "map_markdown", "main"]
 
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,6 +78,33 @@ def region(points: list[dict[str, Any]], high: Sequence[str], normal: Sequence[s
             "min_gain": min_gain, "high_norm": list(high), "normal_norm": list(normal)}
 
 
+def _sd(v: list[float]) -> float | None:
+    if len(v) < 2:
+        return None
+    m = sum(v) / len(v)
+    return (sum((x - m) ** 2 for x in v) / (len(v) - 1)) ** 0.5
+
+
+def across_seeds(points: list[dict[str, Any]], cells: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Over the seeds: ``{"families": [{vocab, length, domain, family, seeds, loss_mean, loss_sd, best_mean,
+    k1_mean}], "points": [{vocab, length, domain, seeds, in_region, gap_mean, gap_sd}]}`` (sample sd; None for one
+    seed) from :func:`map_points`' points and :func:`region`'s cells."""
+    fam: dict[tuple, list[dict[str, Any]]] = {}
+    for p in points:
+        fam.setdefault((p["vocab"], p["length"], p["domain"], p["family"]), []).append(p)
+    out_f = [{"vocab": V, "length": L, "domain": dom, "family": f, "seeds": sorted(p["seed"] for p in ps),
+              "loss_mean": sum(p["loss"] for p in ps) / len(ps), "loss_sd": _sd([p["loss"] for p in ps]),
+              "best_mean": sum(p["best"] for p in ps) / len(ps), "k1_mean": sum(p["k1"] for p in ps) / len(ps)}
+             for (V, L, dom, f), ps in sorted(fam.items())]
+    pts: dict[tuple, list[dict[str, Any]]] = {}
+    for c in cells:
+        pts.setdefault((c["vocab"], c["length"], c["domain"]), []).append(c)
+    out_p = [{"vocab": V, "length": L, "domain": dom, "seeds": sorted(c["seed"] for c in cs),
+              "in_region": sum(c["in_region"] for c in cs), "gap_mean": sum(c["gap"] for c in cs) / len(cs),
+              "gap_sd": _sd([c["gap"] for c in cs])} for (V, L, dom), cs in sorted(pts.items())]
+    return {"families": out_f, "points": out_p}
+
+
 def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
     """The map over the finished runs ``run_dirs`` (each with ``results.json``): points, region, BM25 per run.
 
@@ -91,12 +122,14 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
         high, normal = rep["config"]["claims"]["high_norm"], rep["config"]["claims"]["normal_norm"]
         V = rep["config"]["corpus"]["vocab_size"]
         runs.append({"dir": str(d), "vocab": V, "cap_bound": rep["cap_bound"], "trained": rep["trained"],
-                     "sweep_seconds": rep.get("sweep_seconds")})
+                     "sweep_seconds": rep.get("sweep_seconds"), "ks": rep["config"].get("ks"),
+                     "seeds": sorted({int(r["seed"]) for r in rep["rows"]}), "partial": bool(rep.get("partial"))})
         for b in rep["bm25"].values():
             bm25.append({"vocab": V, "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"], "id": b["dev"]["ndcg_test"]})
     fams = {p["family"] for p in points}
     reg = region(points, [f for f in high or () if f in fams], [f for f in normal or () if f in fams])
-    return {"exploratory": True, "runs": runs, "points": points, "bm25": bm25, **reg}
+    return {"exploratory": True, "runs": runs, "points": points, "bm25": bm25, **reg,
+            "across_seeds": across_seeds(points, reg["cells"])}
 
 
 def map_markdown(m: dict[str, Any]) -> str:
@@ -112,16 +145,34 @@ def map_markdown(m: dict[str, Any]) -> str:
         L.append(f"BM25 at {b['vocab']} ids (seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}.")
     high, normal, g = ", ".join(m["high_norm"]), ", ".join(m["normal_norm"]), m["min_gain"]
     if m["region"]:
-        where = "; ".join(f"{c['vocab']} ids, {c['length']} steps, {c['domain']}" for c in m["region"])
+        where = "; ".join(f"{c['vocab']} ids, {c['length']} steps, {c['domain']}, seed {c['seed']}" for c in m["region"])
         L.append(f"\nRegion (every high-norm family ({high}) loses at least {g:g} at k = 1, no normal-norm family "
                  f"({normal}) does): {where}.")
     else:
         L.append(f"\nNo map point has every high-norm family ({high}) losing at least {g:g} nDCG@10 at k = 1 while "
                  f"no normal-norm family ({normal}) does.")
+    acr = m.get("across_seeds")
+    if acr and any(len(x["seeds"]) > 1 for x in acr["families"]):
+        L += ["", "Over the seeds (mean ± sample sd of the loss of k = 1; descriptive, no verdict):", "",
+              "| vocabulary | steps | domain | family | seeds | loss of k = 1 | nDCG@10 best k (mean) | k = 1 (mean) |",
+              "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+        for x in sorted(acr["families"], key=lambda x: (x["vocab"], x["domain"] != "ood", x["length"], x["family"])):
+            sd = "" if x["loss_sd"] is None else f" ± {x['loss_sd']:.3f}"
+            L.append(f"| {x['vocab']} | {x['length']} | {'out of domain' if x['domain'] == 'ood' else 'in domain'} | "
+                     f"{x['family']} | {len(x['seeds'])} | {x['loss_mean']:+.3f}{sd} | {x['best_mean']:.3f} | "
+                     f"{x['k1_mean']:.3f} |")
+        L += ["", "| vocabulary | steps | domain | seeds in the region | high-norm − normal-norm loss (mean ± sd) |",
+              "| ---: | ---: | --- | ---: | ---: |"]
+        for x in sorted(acr["points"], key=lambda x: (x["vocab"], x["domain"] != "ood", x["length"])):
+            sd = "" if x["gap_sd"] is None else f" ± {x['gap_sd']:.3f}"
+            L.append(f"| {x['vocab']} | {x['length']} | {'out of domain' if x['domain'] == 'ood' else 'in domain'} | "
+                     f"{x['in_region']} of {len(x['seeds'])} | {x['gap_mean']:+.3f}{sd} |")
+        L.append("")
     c = m["nearest_miss"]
     if c:
         L.append(f"Nearest miss (largest high-norm minus normal-norm loss outside the region): {c['vocab']} ids, "
-                 f"{c['length']} steps, {'out of domain' if c['domain'] == 'ood' else 'in domain'}: high-norm loss "
+                 f"{c['length']} steps, {'out of domain' if c['domain'] == 'ood' else 'in domain'}, seed {c['seed']}: "
+                 f"high-norm loss "
                  f"{c['high_min']:+.3f}, normal-norm {c['normal_max']:+.3f}, difference {c['gap']:+.3f}.")
     return "\n".join(L) + "\n"
 

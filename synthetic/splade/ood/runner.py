@@ -208,11 +208,19 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     """``results.json`` (config, natural scales, BM25, rows, cap-binding counts, costs, verdicts recomputed by
     :mod:`initlab.evidence.splade_claims` on the OOD rows and on the in-domain rows) and ``summary.md``.
     ``partial``: from the cells finished so far (a run cut short; ``results.json`` says how many of the planned
-    cells it holds, and ``DONE`` is not written), else every cell must be finished."""
+    cells it holds, and ``DONE`` is not written), else every cell must be finished. The verdicts are computed on
+    the ``complete_seeds`` only (every (family, k) cell of the seed finished,
+    :func:`initlab.evidence.splade_claims.complete_seeds`); the rows keep every finished cell."""
     from initlab.evidence import splade_claims as sc
 
     planned = plan(cfg)
     cells = {c.name: rd.load_cell(c.name, key=c.key) for c in planned if not partial or rd.has_cell(c.name, key=c.key)}
+    if partial and len(cells) == len(planned):  # every cell finished: not a partial report
+        partial = False
+        if seconds is None and (rd.root / "results.json").is_file():  # keep the finished sweep's wall time
+            from initlab.textio import read_json
+
+            seconds = read_json(rd.root / "results.json").get("sweep_seconds")
     r = rows(cfg, cells)
     nat = {n: v for n, v in cells.items() if n.startswith("pretrain_")}
     bm25 = {n: v for n, v in cells.items() if n.startswith("bm25_")}
@@ -220,10 +228,13 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
 
     insp = inspect_rows([v for n, v in cells.items() if n.startswith("inspect_")])
     raw = {"rows": r, "inspect": insp, "batch": cfg.init_batch}
-    verdicts = {k: v.to_dict() for k, v in sc.evaluate_all(raw, cfg.claims).items()}
-    id_verdicts = {k: v.to_dict() for k, v in sc.evaluate_all({**raw, "rows": id_rows(r)}, cfg.claims).items()}
+    complete = sc.complete_seeds(r, cfg.families, cfg.ks)  # verdicts on whole seeds only (a run cut short)
+    judged = sc.on_seeds(raw, complete)
+    verdicts = {k: v.to_dict() for k, v in sc.evaluate_all(judged, cfg.claims).items()}
+    id_verdicts = {k: v.to_dict() for k, v in sc.evaluate_all({**judged, "rows": id_rows(judged["rows"])},
+                                                              cfg.claims).items()}
     rep = {"config": to_dict(cfg), "flops_weights": list(flops_weights(cfg)), "natural_scale": nat, "bm25": bm25,
-           "rows": r, "inspect": insp, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
+           "rows": r, "inspect": insp, "complete_seeds": complete, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
            "cap_bound": sum(x["stopped_by"] == "cap" for x in r), "trained": len(r), "sweep_seconds": seconds,
            "cells_finished": len(cells), "cells_planned": len(planned), "partial": partial,
            "pretrain_cpu_seconds": {n: v.get("pretrain_cpu_seconds") for n, v in nat.items()}}
@@ -266,7 +277,28 @@ def summary_markdown(rep: dict[str, Any]) -> str:
         L.append(f"| {x['family']} | {x['k']:g} | {x['seed']} | {_f(x['ndcg_test'])} | {_f(x['id_test'])} | {at} | "
                  f"{_f(x['init_infonce'], '.2f')} | {_f(x['final_infonce'], '.2f')} | {x['steps']} ({x['stopped_by']}) | "
                  f"{_f(x['d_active_dims'], '.0f')} | {_f(x['cpu_seconds_per_step'], '.2f')} |")
+    L += _landscape_lines(rep)
     return "\n".join(L) + "\n"
+
+
+def _landscape_lines(rep: dict[str, Any]) -> list[str]:
+    """The landscape (every rule's regret beside each backbone's range) and the interaction, out of domain and in
+    domain, on the complete seeds (:mod:`initlab.evidence.splade_claims`; recomputed, not read)."""
+    from initlab.config import from_dict
+    from initlab.evidence import splade_claims as sc
+
+    th = from_dict(sc.SPLADEThresholds, rep["config"]["claims"])
+    seeds = rep.get("complete_seeds", [])
+    raw = sc.on_seeds({"rows": rep["rows"], "inspect": rep.get("inspect", []), "batch": rep["config"]["init_batch"]},
+                      seeds)
+    L = ["", f"Verdicts on the complete seeds {seeds} (every (family, k) cell finished):"]
+    for name, rr in (("out of domain", raw), ("in domain", {**raw, "rows": id_rows(raw["rows"])})):
+        if not rr["rows"]:
+            L += ["", f"{name}: no complete seed, no verdict."]
+            continue
+        L += ["", f"**{name}**: interaction " + sc.describe_claim(sc.interaction(rr, th)), "",
+              sc.landscape_markdown(rr, th)]
+    return L
 
 
 def main(argv: Sequence[str] | None = None) -> int:

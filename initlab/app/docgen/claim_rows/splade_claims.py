@@ -39,15 +39,16 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Headline, headline
+from initlab.app.docgen.claim_rows import Claim, Headline, headline, seeds_text
 from initlab.config import from_dict
 from initlab.evidence import splade_claims as sc
 from initlab.evidence import text
 from initlab.evidence.text import bold
 
-__all__ = ["FULL", "FILES", "CLAIMS", "ROWS", "load_phase", "degradation_row", "fix_row", "over_rescaling_row",
+__all__ = ["FULL", "FILES", "CONFIRM", "OPTIONAL", "Confirmation", "load_confirm", "CLAIMS", "ROWS", "load_phase", "degradation_row", "fix_row", "over_rescaling_row",
            "landscape_markdown"]
 
 Results = Mapping[str, Any]
@@ -55,7 +56,13 @@ Results = Mapping[str, Any]
 #: the preregistered confirmatory run (docs/synthetic_splade.md#preregistration)
 FULL = "synthetic_splade_full/phase.json"
 FILES = (FULL,)
+#: the OOD synthetic SPLADE's preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-preregistered,
+#: issue 28): when present with at least 2 complete seeds the rows come from it (out-of-domain nDCG@10, the
+#: interaction as the headline, in domain as secondary), the ``full`` run kept beside it
+CONFIRM = "synthetic_splade_ood_confirm/results.json"
+OPTIONAL = (CONFIRM,)
 SPLADE_DOCS = "[synthetic SPLADE](docs/synthetic_splade.md"
+OOD_DOCS = "[out of domain](docs/synthetic_splade_ood.md#confirmation-preregistered)"
 
 
 def load_phase(r: Results, name: str = FULL) -> tuple[dict[str, Any], sc.SPLADEThresholds, dict[str, Any], Mapping[str, Any]]:
@@ -72,6 +79,56 @@ def load_phase(r: Results, name: str = FULL) -> tuple[dict[str, Any], sc.SPLADET
     raw = sc.as_raw(phase)
     sc.check_record(phase.get("verdicts", {}), raw, th, f"docs/results/{name}")  # the record: uncorrected words
     return raw, th, sc.evaluate_corrected(raw, th), phase
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The OOD confirmation's numbers and verdicts: ``raw`` (out of domain) and ``raw_id`` (in domain) on the
+    complete seeds, ``th``, the Holm-corrected verdicts ``v`` / ``v_id``
+    (:data:`initlab.evidence.families.SPLADE_OOD_FAMILIES`, each metric separately) and the loaded ``rep``."""
+
+    raw: dict[str, Any]
+    raw_id: dict[str, Any]
+    th: sc.SPLADEThresholds
+    v: dict[str, sc.Verdict]
+    v_id: dict[str, sc.Verdict]
+    rep: Mapping[str, Any]
+
+
+def load_confirm(r: Results) -> Confirmation | None:
+    """The OOD confirmation (:data:`CONFIRM`) if it is loaded and has at least 2 complete seeds (the preregistered
+    rule: with fewer no interval exists and the rows stay on the ``full`` run), else None. The verdicts are
+    recomputed on the complete seeds from the raw rows, after checking the saved (uncorrected) records.
+
+    Raises:
+        KeyError: a field missing.
+        initlab.evidence.rules.VerdictRecordError: a saved record disagrees with the numbers.
+    """
+    from initlab.evidence import families
+
+    if CONFIRM not in r:
+        return None
+    rep = r[CONFIRM]
+    seeds = [int(x) for x in rep["complete_seeds"]]
+    if len(seeds) < 2:
+        return None
+    th = from_dict(sc.SPLADEThresholds, rep["config"]["claims"])
+    raw = sc.on_seeds(sc.as_raw(rep), seeds)
+    raw_id = sc.on_seeds(sc.as_raw({**rep, "rows": [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"])
+                                                    for x in rep["rows"]]}), seeds)
+    sc.check_record(rep["verdicts"], raw, th, f"docs/results/{CONFIRM} (verdicts)")
+    sc.check_record(rep["verdicts_in_domain"], raw_id, th, f"docs/results/{CONFIRM} (verdicts_in_domain)")
+    v = families.corrected(sc.evaluate_all(raw, th), families.SPLADE_OOD_FAMILIES)
+    v_id = families.corrected(sc.evaluate_all(raw_id, th), families.SPLADE_OOD_FAMILIES)
+    return Confirmation(raw, raw_id, th, v, v_id, rep)
+
+
+def _confirm_scope(c: Confirmation) -> str:
+    seeds = sorted({int(x["seed"]) for x in c.raw["rows"]})
+    cfg = c.rep["config"]
+    return (f"preregistered confirmation out of domain, preset `confirm-v2k`, {len(seeds)} complete "
+            f"{seeds_text(seeds)}, {cfg['corpus']['vocab_size']} ids, nDCG@10 on {cfg['corpus']['n_heldout']} held-out "
+            f"domains")
 
 
 def _scope(phase: Mapping[str, Any]) -> str:
@@ -98,8 +155,22 @@ def _posthoc(phase: Mapping[str, Any], claim: str) -> str:
 
 
 def degradation_row(r: Results) -> str:
-    """Row "A large MLM-head norm degrades SPLADE ...": the interaction (headline), the per-family gains beside it,
-    then the preregistered high-norm claim and its parts."""
+    """Row "A large MLM-head norm degrades SPLADE ...": from the OOD confirmation when present (:func:`load_confirm`;
+    its interaction out of domain, the per-family gains, the high-norm claim, in domain as secondary), then the
+    ``full`` run's (kept beside it), else the ``full`` run's alone."""
+    c = load_confirm(r)
+    if c is None:
+        return _full_degradation(r)
+    fams = "; ".join(sc.describe_claim(g, with_word=False) for g in sc.family_gains(c.raw, c.th).values())
+    return (f"{bold(c.v['interaction'].word)} (interaction, the preregistered headline; {_confirm_scope(c)}; W_head "
+            f"Frobenius {_norms(c.rep, c.th.high_norm + c.th.normal_norm)}; best k chosen on the select half of the "
+            f"queries). " + sc.describe_claim(c.v["interaction"], with_word=False) + f". Per family: {fams}. High-norm "
+            f"claim (initial loss, poor minimum, control not degraded): " + sc.describe_claim(c.v["high_norm_degrades"])
+            + ". In domain (secondary): interaction " + sc.describe_claim(c.v_id["interaction"]) + ". Earlier run, kept "
+            "beside it: " + _full_degradation(r))
+
+
+def _full_degradation(r: Results) -> str:
     raw, th, v, phase = load_phase(r)
     fams = "; ".join(sc.describe_claim(g, with_word=False) for g in sc.family_gains(raw, th).values())
     return (f"{bold(v['interaction'].word)} (interaction{_posthoc(phase, 'interaction')}; {_scope(phase)}; head norms "
@@ -119,7 +190,20 @@ def _regret(v: sc.Verdict) -> str:
 
 
 def fix_row(r: Results) -> str:
-    """Row "Dividing W_head by k before training fixes it": the fix at inspect's recommended k and the rules' regret."""
+    """Row "Dividing W_head by k before training fixes it": the fix at inspect's recommended k and the rules' regret,
+    from the OOD confirmation when present (the landscape out of domain and in domain), the ``full`` run beside it."""
+    c = load_confirm(r)
+    if c is None:
+        return _full_fix(r)
+    return (f"{bold(c.v['rescaling_fixes'].word)} ({_confirm_scope(c)}): " + sc.describe_claim(c.v["rescaling_fixes"], with_word=False)
+            + f". Regret of `mlmhead inspect`'s k against the best k, equivalent to 0 within ± {c.th.regret_margin:g} "
+              f"nDCG@10: {_regret(c.v['regret_inspect'])}; the BERT-scale rule's: {_regret(c.v['regret_bert'])}; the "
+              f"edge rule's: {_regret(c.v['regret_edge'])}. " + _landscape_text(c.raw, c.th, c.v, c.rep)
+            + ". In domain (secondary): fix " + sc.describe_claim(c.v_id["rescaling_fixes"]) + ". "
+            + _landscape_text(c.raw_id, c.th, c.v_id, c.rep) + ". Earlier run, kept beside it: " + _full_fix(r))
+
+
+def _full_fix(r: Results) -> str:
     raw, th, v, phase = load_phase(r)
     return (f"{bold(v['rescaling_fixes'].word)} ({_scope(phase)}; real backbones {bold('not run')}): "
             + sc.describe_claim(v["rescaling_fixes"], with_word=False)
@@ -166,7 +250,21 @@ def _shipped(rule: str) -> str:
 
 
 def over_rescaling_row(r: Results) -> str:
-    """Row "Rescaling a normal-norm head too far ...": the harm at ``k_far``, the input side and the collapse flags."""
+    """Row "Rescaling a normal-norm head too far ...": the harm at ``k_far`` from the OOD confirmation when present
+    (out of domain, in domain as secondary), the ``full`` run beside it (its ``k_far``, the input side, the
+    collapse flags)."""
+    c = load_confirm(r)
+    if c is None:
+        return _full_over(r)
+    far = [x for x in c.raw["rows"] if x["family"] in c.th.normal_norm and x["k"] == c.th.k_far]
+    flagged = sum(bool(x["collapsed"]) for x in far)
+    return (f"hurts: {bold(c.v['over_rescaling'].word)} ({_confirm_scope(c)}; tied k = {c.th.k_far:g} against the "
+            f"best k): " + sc.describe_claim(c.v["over_rescaling"], with_word=False) + f"; collapse flagged in {flagged} "
+            f"of {len(far)} of those cells. In domain (secondary): " + sc.describe_claim(c.v_id["over_rescaling"])
+            + ". Earlier run, kept beside it: " + _full_over(r))
+
+
+def _full_over(r: Results) -> str:
     raw, th, v, phase = load_phase(r)
     far = [row for row in phase["rows"] if row["family"] in th.normal_norm and row["mode"] == "tied"
            and row["k"] == th.k_far]
@@ -190,8 +288,26 @@ def _ndcg_parts(v: sc.Verdict) -> list[tuple[str, sc.Verdict, str]]:
     return [(sc.part_label(p), p, "ndcg") for p in parts if "InfoNCE" not in p.reason and "control" not in p.reason]
 
 
+def _beside(h: Headline, earlier: Headline, tag: str = "OOD confirmation") -> Headline:
+    """The confirmation's headline with the ``full`` run's kept beside it."""
+    return Headline(h.word + f" ({tag})", h.estimate + f"; earlier `full` run (in domain): {earlier.word}: "
+                    + earlier.estimate)
+
+
 def degradation_headline(r: Results) -> Headline:
-    """The interaction (the headline test; "post hoc" where the run's record lacks it) and the per-family rows."""
+    """The interaction (the headline test; "post hoc" where the run's record lacks it) and the per-family rows; from
+    the OOD confirmation when present, the ``full`` run's beside it."""
+    c = load_confirm(r)
+    if c is None:
+        return _full_degradation_headline(r)
+    parts = [("high-norm − normal-norm", c.v["interaction"], "ndcg")] + [
+        (f, g, "ndcg") for f, g in sc.family_gains(c.raw, c.th).items()]
+    full = load_phase(r)[2]["interaction"]
+    return _beside(headline(parts, word=bold(c.v["interaction"].word)),
+                   headline([("high-norm − normal-norm", full, "ndcg")], word=bold(full.word)), "interaction, OOD confirmation")
+
+
+def _full_degradation_headline(r: Results) -> Headline:
     raw, th, v, phase = load_phase(r)
     inter = v["interaction"]
     tag = " (interaction, post hoc)" if "interaction" in sc.posthoc_claims(phase.get("verdicts", {})) else " (interaction)"
@@ -199,26 +315,34 @@ def degradation_headline(r: Results) -> Headline:
     return headline(parts, word=bold(inter.word) + tag)
 
 
+def _claim_headline(r: Results, claim: str) -> Headline:
+    """One claim's nDCG@10 parts, from the OOD confirmation when present with the ``full`` run's beside it."""
+    full = load_phase(r)[2][claim]
+    earlier = headline(_ndcg_parts(full), word=bold(full.word))
+    c = load_confirm(r)
+    if c is None:
+        return earlier
+    return _beside(headline(_ndcg_parts(c.v[claim]), word=bold(c.v[claim].word)), earlier)
+
+
 def fix_headline(r: Results) -> Headline:
-    v = load_phase(r)[2]["rescaling_fixes"]
-    return headline(_ndcg_parts(v), word=bold(v.word))
+    return _claim_headline(r, "rescaling_fixes")
 
 
 def over_rescaling_headline(r: Results) -> Headline:
-    v = load_phase(r)[2]["over_rescaling"]
-    return headline(_ndcg_parts(v), word=bold(v.word))
+    return _claim_headline(r, "over_rescaling")
 
 
 CLAIMS: list[Claim] = [
     Claim("A large MLM-head norm degrades SPLADE, starting from a very high loss and ending in a poor minimum",
-          "BEIR-13 nDCG@10: ModernBERT 0.127 vs BERT 0.370", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
-          FILES, degradation_row, headline=degradation_headline),
+          "BEIR-13 nDCG@10: ModernBERT 0.127 vs BERT 0.370", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105), " + OOD_DOCS,
+          FILES, degradation_row, optional=OPTIONAL, headline=degradation_headline),
     Claim("Dividing W_head by k before training fixes it", "ModernBERT 0.405 at k = 16",
-          SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105), [at scale](docs/splade_at_scale.md)",
-          FILES, fix_row, headline=fix_headline),
+          SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105), " + OOD_DOCS + ", [at scale](docs/splade_at_scale.md)",
+          FILES, fix_row, optional=OPTIONAL, headline=fix_headline),
     Claim("Rescaling a normal-norm head too far hurts or collapses retrieval (RoBERTa best k = 2; ALBERT hurt by "
-          "rescaling)", "no number", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105)",
-          FILES, over_rescaling_row, headline=over_rescaling_headline),
+          "rescaling)", "no number", SPLADE_DOCS + "#confirmatory-run-full-seeds-9101-9105), " + OOD_DOCS,
+          FILES, over_rescaling_row, optional=OPTIONAL, headline=over_rescaling_headline),
     Claim("The SPLADE grid: 7 backbones × k in {1, ..., 32} on MS MARCO, BEIR-13", "table of the seed",
           "[SPLADE at scale](docs/splade_at_scale.md)",
           verdict_text="**not run** (needs GPUs this project did not have); pipeline tested end to end on fixtures",

@@ -119,3 +119,84 @@ def test_the_seeds_named_are_those_of_the_records():
     del phase["verdicts"]
     with pytest.raises(rules.VerdictRecordError):  # a record without its verdicts is an error here too
         cs.degradation_row({cs.FULL: phase})
+
+
+# ------------------------------------------------------------------------------------------------
+# the OOD confirmation (issue 28 item 7): rows from it when present, the full run kept beside it
+# ------------------------------------------------------------------------------------------------
+CSEEDS = [9201, 9202, 9203]
+
+
+def _confirm(ood_k1=0.10, id_k1=0.20, seeds=CSEEDS, partial_seed=9204):
+    """A results.json of the OOD runner: bert / modernbert x k in {1, 4, 16}, OOD and in-domain nDCG@10 per half;
+    ``partial_seed`` has only its k = 1 cells (a run cut short)."""
+    th = sc.SPLADEThresholds(high_norm=("roberta", "modernbert"), normal_norm=("bert", "albert"), k_far=16.0)
+    thr = math.sqrt(2 * math.log(32))
+    rows, insp, natural = [], [], {}
+    for seed, j, jj in zip(list(seeds) + [partial_seed], (0.0, 0.01, -0.01, 0.005), (0.0, 0.02, -0.02, 0.0)):
+        for fam, norm in (("bert", 19.4), ("modernbert", 55.1)):
+            natural[f"pretrain_{fam}_seed={seed}"] = {"family": fam, "seed": seed, "head_frobenius": norm + j}
+            insp.append({"family": fam, "s": 1.0, "seed": seed, "recommended_k": 4.0 if fam == "modernbert" else 1.0,
+                         "table": [{"k": k, "score_sd": (30 if fam == "modernbert" else 2) * thr / k ** 2}
+                                   for k in (1.0, 4.0, 16.0)]})
+            for k in ((1.0,) if seed == partial_seed else (1.0, 4.0, 16.0)):
+                if fam == "modernbert":
+                    ood = {1.0: ood_k1 + jj, 4.0: 0.14, 16.0: 0.13}[k] + j  # k = 1 varies by seed: an interval
+                    idd = {1.0: id_k1 + jj, 4.0: 0.37, 16.0: 0.35}[k] + j
+                else:
+                    ood, idd = {1.0: 0.11, 4.0: 0.11, 16.0: 0.05}[k] + j, {1.0: 0.10, 4.0: 0.14, 16.0: 0.05}[k] + j
+                rows.append({"family": fam, "mode": "tied", "s": 1.0, "k": k, "seed": seed, "ndcg_select": ood,
+                             "ndcg_test": ood, "id_select": idd, "id_test": idd,
+                             "init_infonce": 41.0 if (fam == "modernbert" and k == 1) else 3.0,
+                             "final_infonce": 2.5 if (fam == "modernbert" and k == 1) else 1.5, "collapsed": False,
+                             "failed": False})
+    complete = sc.complete_seeds(rows, ("bert", "modernbert"), (1.0, 4.0, 16.0))
+    rep = {"config": {"init_batch": 32, "claims": to_dict(th), "corpus": {"vocab_size": 2048, "n_heldout": 2}},
+           "natural_scale": natural, "rows": rows, "inspect": insp, "complete_seeds": complete}
+    raw = sc.on_seeds(sc.as_raw(rep), complete)
+    raw_id = sc.on_seeds(sc.as_raw({**rep, "rows": [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"])
+                                                    for x in rows]}), complete)
+    rep["verdicts"] = {k: v.to_dict() for k, v in sc.evaluate_all(raw, th).items()}
+    rep["verdicts_in_domain"] = {k: v.to_dict() for k, v in sc.evaluate_all(raw_id, th).items()}
+    return rep
+
+
+def test_rows_come_from_the_confirmation_with_the_full_run_beside_it():
+    r = {cs.FULL: _phase(), cs.CONFIRM: _confirm()}
+    deg = cs.degradation_row(r)
+    assert deg.startswith("**inconclusive** (interaction, the preregistered headline; preregistered confirmation out "
+                          "of domain, preset `confirm-v2k`, 3 complete seeds 9201-9203, 2048 ids, nDCG@10 on 2 held-out "
+                          "domains;")
+    assert "high-norm modernbert − normal-norm bert: nDCG@10 best k − k = 1: **inconclusive**: +0.040 [" in deg
+    assert "(95 % t, uncorrected, 3 seeds)" in deg and "9204" not in deg  # the cut-short seed is not judged
+    assert "In domain (secondary): interaction **reproduced**: high-norm modernbert − normal-norm bert" in deg
+    assert "Earlier run, kept beside it: " + cs._full_degradation({cs.FULL: _phase()}) in deg
+    fix = cs.fix_row(r)
+    assert fix.startswith("**inconclusive** (preregistered confirmation out of domain")
+    assert "Earlier run, kept beside it: **reproduced** (synthetic, preset `full`" in fix
+    assert "on 0 of 6 backbones (none); everywhere else, and so for every regret verdict: k does not matter here" in fix
+    assert "k matters (best − worst nDCG@10 over k in 1..16 at least 3 × 0.03) on 6 of 6 backbones (bert 3, modernbert 3)" in fix
+    over = cs.over_rescaling_row(r)
+    assert over.startswith("hurts: **reproduced** (preregistered confirmation out of domain") and "tied k = 16" in over
+    assert "Earlier run, kept beside it: hurts: **reproduced** (synthetic, preset `full`" in over
+    h = cs.degradation_headline(r)
+    assert h.word == "**inconclusive** (interaction, OOD confirmation)"
+    assert h.estimate.startswith("high-norm − normal-norm +0.040 [") and "earlier `full` run (in domain): **reproduced**" in h.estimate
+    assert cs.over_rescaling_headline(r).word == "**reproduced** (OOD confirmation)"
+
+
+def test_with_fewer_than_two_complete_seeds_the_rows_stay_on_the_full_run():
+    r = {cs.FULL: _phase(), cs.CONFIRM: _confirm(seeds=[9201])}
+    assert r[cs.CONFIRM]["complete_seeds"] == [9201] and cs.load_confirm(r) is None
+    for fn in cs.ROWS.values():
+        assert fn(r) == fn({cs.FULL: _phase()})
+    assert cs.fix_headline(r) == cs.fix_headline({cs.FULL: _phase()})
+
+
+def test_a_stale_confirmation_record_is_refused():
+    rep = _confirm()
+    for x in rep["rows"]:  # numbers edited after the record: modernbert no longer loses at k = 1 in domain
+        if x["family"] == "modernbert" and x["k"] == 1.0:
+            x["id_select"] = x["id_test"] = 0.37
+    with pytest.raises(rules.VerdictRecordError, match="verdicts_in_domain"):
+        cs.degradation_row({cs.FULL: _phase(), cs.CONFIRM: rep})

@@ -177,3 +177,64 @@ def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
     assert png.name == "splade_ood_map.png" and png.stat().st_size > 10_000
     with pytest.raises(FileNotFoundError, match="results.json"):
         build_map([tmp_path / "nothing"])
+
+
+def test_map_over_several_seeds_gives_means_sds_and_region_counts(tmp_path):
+    """The map over the map point and the confirmation's seeds: per seed as before, and across seeds the mean and
+    sample sd of the loss of k = 1 and on how many seeds a point is in the region."""
+    import json
+
+    from initlab.synthetic.splade.ood.map import build_map, map_markdown
+
+    base = {("modernbert", "ood"): {100: 0.02, 300: 0.08}, ("modernbert", "id"): {100: 0.10, 300: 0.16},
+            ("bert", "ood"): {100: 0.0, 300: 0.01}, ("bert", "id"): {100: 0.0, 300: 0.04}}
+    rep = _report(2048, base)
+    for seed, shift in ((9201, 0.02), (9202, -0.04)):  # two more seeds: modernbert's OOD loss at 300 moves
+        losses = {**base, ("modernbert", "ood"): {100: 0.02, 300: 0.08 + shift}}
+        more = _report(2048, losses)["rows"]
+        rep["rows"] += [dict(x, seed=seed) for x in more]
+        rep["bm25"][f"bm25_seed={seed}"] = {"seed": seed, "ood_mean": {"ndcg_test": 0.4}, "dev": {"ndcg_test": 0.45}}
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "results.json").write_text(json.dumps(rep))
+    m = build_map([d])
+    assert m["runs"][0]["seeds"] == [0, 9201, 9202] and len(m["points"]) == 3 * 2 * 2 * 2
+    fam = {(x["length"], x["domain"], x["family"]): x for x in m["across_seeds"]["families"]}
+    x = fam[(300, "ood", "modernbert")]
+    assert x["seeds"] == [0, 9201, 9202] and x["loss_mean"] == pytest.approx((0.08 + 0.10 + 0.04) / 3)
+    assert x["loss_sd"] == pytest.approx(0.0305505, abs=1e-6)  # sample sd of 0.08, 0.10, 0.04
+    pts = {(x["length"], x["domain"]): x for x in m["across_seeds"]["points"]}
+    assert pts[(300, "ood")]["in_region"] == 2 and pts[(300, "id")]["in_region"] == 3 and pts[(100, "ood")]["in_region"] == 0
+    text = map_markdown(m)
+    assert "| 2048 | 300 | out of domain | modernbert | 3 | +0.073 ± 0.031 | 0.573 | 0.500 |" in text
+    assert "| 2048 | 300 | out of domain | 2 of 3 | +0.063 ± 0.031 |" in text
+    assert "2048 ids, 300 steps, out of domain, seed 9202: high-norm loss +0.040, normal-norm +0.010" in text
+    from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
+
+    (tmp_path / "map.json").write_text(json.dumps(m))
+    (png,) = draw_map(tmp_path)
+    assert png.stat().st_size > 10_000
+
+
+def test_complete_seeds_keep_only_whole_seeds_of_the_grid():
+    rows_ = [{"family": f, "k": k, "seed": s, "mode": "tied", "s": 1.0}
+             for s in (1, 2) for f in ("bert", "modernbert") for k in (1.0, 4.0, 16.0) if not (s == 2 and k == 16.0)]
+    assert sc.complete_seeds(rows_, ("bert", "modernbert"), (1.0, 4.0, 16.0)) == [1]
+    assert sc.complete_seeds(rows_, ("bert", "modernbert"), (1.0, 4.0)) == [1, 2]
+    raw = sc.on_seeds({"rows": rows_, "inspect": [{"seed": 2}, {"seed": 1}], "batch": 32}, [1])
+    assert {r["seed"] for r in raw["rows"]} == {1} and raw["inspect"] == [{"seed": 1}] and raw["batch"] == 32
+
+
+def test_confirm_preset_is_the_preregistered_design():
+    c = oc.PRESETS["confirm-v2k"]
+    oc.check_config(c)
+    assert c.seeds == (9201, 9202, 9203) and c.ks == (1.0, 4.0, 16.0) and c.families == ("bert", "modernbert")
+    assert c.corpus.vocab_size == 2048 and c.max_steps == 300 and c.checkpoints == (100, 200, 300)
+    assert c.claims.k_far == 16.0 and c.claims.min_gain == 0.05 and c.eval_every == 25 and c.patience == 3
+    from initlab.synthetic.splade.ood.runner import plan
+
+    names = [x.name for x in plan(c)]
+    first = names.index("bm25_seed=9202")  # seed by seed: every cell of 9201 before any of 9202
+    assert all(n.endswith("seed=9201") for n in names[:first]) and len(names) == 3 * (1 + 2 * 2 + 2 * 3)
+    assert names[:6] == ["bm25_seed=9201", "pretrain_bert_seed=9201", "inspect_bert_seed=9201",
+                         "pretrain_modernbert_seed=9201", "inspect_modernbert_seed=9201", "modernbert_k=1_seed=9201"]
