@@ -311,28 +311,36 @@ def high_norm_degrades(raw: Raw, th: SPLADEThresholds) -> Verdict:
     return rules.all_of(parts)
 
 
+def _family_gains(raw: Raw, th: SPLADEThresholds, fams: Sequence[str], pick: Callable[[str], Callable[..., Any]],
+                  label: Callable[[str], str], missing: Callable[[str], str]) -> tuple[dict[str, Verdict], list[str]]:
+    """Per family of ``fams`` in the run: the gain verdict (δ = ``min_gain``) of the per-seed paired differences
+    that ``pick(family)`` gives (:func:`_paired`), labelled ``label(family)``; and ``missing(family)`` for each
+    family lacking a seed's cell. The one per-family loop of :func:`rescaling_fixes`, :func:`over_rescaling` and
+    :func:`family_gains`."""
+    out, lacking = {}, []
+    for f in _families(raw, fams):
+        d = _paired(raw, f, pick(f), label(f))
+        if d is None:
+            lacking.append(missing(f))
+            continue
+        out[f] = _label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), label(f))
+    return out, lacking
+
+
 def rescaling_fixes(raw: Raw, th: SPLADEThresholds) -> Verdict:
     """Dividing W_head by the recommended k before training fixes a high-norm head (module docstring)."""
-    parts, missing = [], []
-    for f in _families(raw, th.high_norm):
-        d = _paired(raw, f, lambda c, s: (_ndcg_at(c, rule_k(raw, "inspect", f, s)), _ndcg_at(c, 1.0)), "k_rec - k=1")
-        if d is None:
-            missing.append(f"{f}: k = 1 or the recommended k's cell or inspect report")
-            continue
-        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 recommended k − k = 1"))
-    return _all(parts, missing)
+    got, missing = _family_gains(
+        raw, th, th.high_norm, lambda f: lambda c, s: (_ndcg_at(c, rule_k(raw, "inspect", f, s)), _ndcg_at(c, 1.0)),
+        lambda f: f"{f}: nDCG@10 recommended k − k = 1", lambda f: f"{f}: k = 1 or the recommended k's cell or inspect report")
+    return _all(list(got.values()), missing)
 
 
 def over_rescaling(raw: Raw, th: SPLADEThresholds) -> Verdict:
     """Rescaling a normal-norm head by ``k_far`` hurts retrieval against the best k (module docstring)."""
-    parts, missing = [], []
-    for f in _families(raw, th.normal_norm):
-        d = _paired(raw, f, lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, th.k_far)), "best - k_far")
-        if d is None:
-            missing.append(f"{f}: tied k = {th.k_far:g}")
-            continue
-        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 best k − k = {th.k_far:g}"))
-    return _all(parts, missing)
+    got, missing = _family_gains(
+        raw, th, th.normal_norm, lambda f: lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, th.k_far)),
+        lambda f: f"{f}: nDCG@10 best k − k = {th.k_far:g}", lambda f: f"{f}: tied k = {th.k_far:g}")
+    return _all(list(got.values()), missing)
 
 
 def input_side(raw: Raw, th: SPLADEThresholds) -> Verdict:
@@ -397,12 +405,9 @@ def rule_difference(raw: Raw, th: SPLADEThresholds, a: str = "inspect", b: str =
 def family_gains(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
     """Per family (high-norm first, then normal-norm) the gain ``nDCG(best k) - nDCG(k=1)`` over its seeds, gain
     δ = ``min_gain``: the per-family rows shown beside :func:`interaction`."""
-    out = {}
-    for f in _families(raw, th.high_norm + th.normal_norm):
-        d = _degrade_d(raw, f)
-        if d is not None:
-            out[f] = _label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 best k − k = 1")
-    return out
+    return _family_gains(raw, th, th.high_norm + th.normal_norm,
+                         lambda f: lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, 1.0)),
+                         lambda f: f"{f}: nDCG@10 best k − k = 1", str)[0]
 
 
 def _by_seed_gain(raw: Raw, f: str) -> dict[int, float] | None:
