@@ -85,7 +85,8 @@ SPLADE_OOD_FAMILIES: tuple[Family, ...] = (
            "(on the grid and gated by the landscape)"),
 )
 
-FAMILIES: dict[str, tuple[Family, ...]] = {"spt": SPT_FAMILIES, "splade": SPLADE_FAMILIES}
+FAMILIES: dict[str, tuple[Family, ...]] = {"spt": SPT_FAMILIES, "splade": SPLADE_FAMILIES,
+                                           "splade_ood": SPLADE_OOD_FAMILIES}
 
 
 def family_of(families: Sequence[Family], claim_id: str) -> Family:

@@ -38,7 +38,8 @@ def test_holm_is_statsmodels_holm():
 
 
 def test_every_claim_is_in_exactly_one_declared_family():
-    for claims, fams in ((spt_claims.CLAIMS, families.SPT_FAMILIES), (sc.CLAIMS, families.SPLADE_FAMILIES)):
+    for claims, fams in ((spt_claims.CLAIMS, families.SPT_FAMILIES), (sc.CLAIMS, families.SPLADE_FAMILIES),
+                         (sc.CLAIMS, families.SPLADE_OOD_FAMILIES)):
         declared = [c for f in fams for c in f.claims]
         assert sorted(declared) == sorted(c.id for c in claims) and len(set(declared)) == len(declared)
         assert [f.name for f in fams] == ["primary", "secondary"] and len(fams[0].claims) <= 5
@@ -177,7 +178,8 @@ def test_saved_full_runs_recomputed_under_holm():
     assert part.word == REPRODUCED and part.p_adjusted <= 0.05
 
 
-@pytest.mark.parametrize("page, fams", [("synthetic_spt.md", "SPT_FAMILIES"), ("synthetic_splade.md", "SPLADE_FAMILIES")])
+@pytest.mark.parametrize("page, fams", [("synthetic_spt.md", "SPT_FAMILIES"), ("synthetic_splade.md", "SPLADE_FAMILIES"),
+                                        ("synthetic_splade_ood.md", "SPLADE_OOD_FAMILIES")])
 def test_the_docs_render_the_declared_families(page, fams):
     text = (ROOT / "docs" / page).read_text(encoding="utf-8")
     assert families.families_markdown(getattr(families, fams)) in text, (
