@@ -6,8 +6,12 @@ row. Every verdict is recomputed from the raw per-seed numbers of the run's ``ph
 ``inspect`` lists) by :mod:`initlab.evidence.splade_claims`; the saved ``verdicts`` record is only checked
 against that recomputation (:func:`initlab.evidence.splade_claims.check_record`: a mismatch is an error).
 
-What the numbers are (said in every cell): the run is the preregistered confirmatory run, preset ``full``
-(:data:`FULL`); its seeds are named. ``estimate [lo, hi] (kind, n seeds)`` is a per-seed paired mean
+What the numbers are (said in every cell): the run is the OOD synthetic SPLADE's preregistered confirmation,
+preset ``confirm-v2k`` (:data:`CONFIRM`, issue 28: out-of-domain nDCG@10 as the metric, the interaction as the
+headline, in domain as secondary, verdicts on its complete seeds, Holm within
+:data:`initlab.evidence.families.SPLADE_OOD_FAMILIES`) when its file is present with at least 2 complete seeds,
+with the earlier preregistered run, preset ``full`` (:data:`FULL`), kept beside it; else the ``full`` run alone.
+The seeds are named. ``estimate [lo, hi] (kind, n seeds)`` is a per-seed paired mean
 difference of nDCG@10 on the test half of the dev queries (or of InfoNCE in nats) with its 95 % t-interval
 (``95 % t``), or, for an equivalence (a regret, a control), its 90 % TOST interval (``90 % TOST``); the n of a
 regret counts (family, seed) backbones. Head norms are ``mean ± sd`` over seeds (sample sd). An interval that
