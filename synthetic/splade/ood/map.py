@@ -106,7 +106,8 @@ def across_seeds(points: list[dict[str, Any]], cells: list[dict[str, Any]]) -> d
 
 
 def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
-    """The map over the finished runs ``run_dirs`` (each with ``results.json``): points, region, BM25 per run.
+    """The map over the finished runs ``run_dirs`` (each a run folder with ``results.json``, or such a file itself,
+    e.g. a copy under docs/results): points, region, BM25 per run.
 
     Raises:
         FileNotFoundError: a run folder without ``results.json`` (named).
@@ -114,7 +115,7 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
     points, bm25, runs = [], [], []
     high = normal = None
     for d in run_dirs:
-        path = Path(d) / "results.json"
+        path = Path(d) if Path(d).is_file() else Path(d) / "results.json"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: expected a finished OOD synthetic SPLADE run (results.json)")
         rep = read_json(path)
@@ -179,7 +180,8 @@ def map_markdown(m: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade.ood.map", description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="+", type=Path, help="finished (or partially reported) OOD run folders")
+    p.add_argument("runs", nargs="+", type=Path,
+                   help="finished (or partially reported) OOD run folders, or their results.json files")
     p.add_argument("--out", type=Path, required=True, help="map.json to write (and map.md beside it)")
     a = p.parse_args(argv)
     m = build_map(a.runs)

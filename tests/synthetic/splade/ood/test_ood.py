@@ -197,7 +197,7 @@ def test_map_over_several_seeds_gives_means_sds_and_region_counts(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
     (d / "results.json").write_text(json.dumps(rep))
-    m = build_map([d])
+    m = build_map([d / "results.json"])  # a results.json file is read as its folder
     assert m["runs"][0]["seeds"] == [0, 9201, 9202] and len(m["points"]) == 3 * 2 * 2 * 2
     fam = {(x["length"], x["domain"], x["family"]): x for x in m["across_seeds"]["families"]}
     x = fam[(300, "ood", "modernbert")]
