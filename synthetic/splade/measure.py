@@ -22,7 +22,7 @@ from initlab.synthetic.splade.data import SyntheticCorpus
 from initlab.synthetic.splade.train import quiet
 from initlab.theory.score_scale.per_entry import EntryMoments, expected_flops, pooled_active_probability, token_classes
 
-__all__ = ["splade_vectors", "flops_pairs", "batch_features", "measure_init", "evaluate"]
+__all__ = ["splade_vectors", "flops_pairs", "batch_features", "measure_init", "evaluate", "inspect_rows"]
 
 
 @torch.no_grad()
@@ -246,3 +246,16 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: TrainingRecipe, return_vectors
         "finite_vectors": finite,
     }
     return (metrics, q, d, q.double() @ d.double().T) if return_vectors else metrics
+
+
+def inspect_rows(inspects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The per-backbone ``mlmhead inspect`` numbers the claims use: family, s, seed, recommended k and, per k,
+    the score sd, logit std, active dims and the detector's flag (the full reports stay in the cells)."""
+    out = []
+    for rep in inspects:
+        out.append({"family": rep["family"], "s": float(rep["s"]), "seed": int(rep.get("seed", 0)),
+                    "recommended_k": float(rep["recommended"]["k"]), "rule": rep["recommended"]["rule"],
+                    "head_frobenius": rep["head"]["frobenius"],
+                    "table": [{key: t.get(key) for key in ("k", "score_sd", "logit_std", "active_dims_per_text",
+                                                           "mean_pairwise_cosine", "collapsed")} for t in rep["table"]]})
+    return out

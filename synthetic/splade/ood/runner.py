@@ -224,7 +224,7 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     r = rows(cfg, cells)
     nat = {n: v for n, v in cells.items() if n.startswith("pretrain_")}
     bm25 = {n: v for n, v in cells.items() if n.startswith("bm25_")}
-    from initlab.synthetic.splade.phase.report import inspect_rows
+    from initlab.synthetic.splade.measure import inspect_rows
 
     insp = inspect_rows([v for n, v in cells.items() if n.startswith("inspect_")])
     raw = {"rows": r, "inspect": insp, "batch": cfg.init_batch}

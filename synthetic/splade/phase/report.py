@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from initlab.config import derive
+from initlab.synthetic.splade.measure import inspect_rows
 
 __all__ = ["roughness", "steps_to_threshold", "ndcg_or_zero", "phase_rows", "inspect_rows", "recommended_table",
            "stability_table", "theory_rows", "theory_agreement", "predicted_infonce", "mean_sd"]
@@ -93,19 +94,6 @@ def mean_sd(values: list[float | None]) -> tuple[float | None, float | None, int
     if not v:
         return None, None, 0
     return float(np.mean(v)), (float(np.std(v, ddof=1)) if len(v) > 1 else None), len(v)
-
-
-def inspect_rows(inspects: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The per-backbone ``mlmhead inspect`` numbers the claims use: family, s, seed, recommended k and, per k,
-    the score sd, logit std, active dims and the detector's flag (the full reports stay in the cells)."""
-    out = []
-    for rep in inspects:
-        out.append({"family": rep["family"], "s": float(rep["s"]), "seed": int(rep.get("seed", 0)),
-                    "recommended_k": float(rep["recommended"]["k"]), "rule": rep["recommended"]["rule"],
-                    "head_frobenius": rep["head"]["frobenius"],
-                    "table": [{key: t.get(key) for key in ("k", "score_sd", "logit_std", "active_dims_per_text",
-                                                           "mean_pairwise_cosine", "collapsed")} for t in rep["table"]]})
-    return out
 
 
 def _by_k(rows: list[dict[str, Any]], family: str, mode: str, s: float, seed: int) -> dict[float, dict[str, Any]]:
