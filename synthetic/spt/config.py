@@ -266,6 +266,9 @@ _DEPTH = ("depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt")
 WIDE_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 #: the grid the causal round's exploratory selection could afford: old edge choice 1e-2 in the middle
 CAUSAL_LR_GRID = (3e-3, 1e-2, 3e-2, 1e-1)
+#: the grid of SPT fine-tuning's own rate selection (explore-spt-lr): the wide grid's lower four rates, 1e-3 (the rate
+#: every SPT-initialised arm has fine-tuned at) in the middle; extended upward only if the choice sits at 1e-2
+SPT_LR_GRID = WIDE_GRID[:4]
 #: the exploratory seeds of the causal round's learning-rate selection (a subset of EXPLORATORY_SEEDS)
 CAUSAL_EXPLORE_SEEDS = (0, 1, 2)
 
@@ -311,4 +314,15 @@ PRESETS: dict[str, SPTConfig] = {
     # the preregistered confirmatory run of the causal round (docs/synthetic_spt.md#9-causal-round): fresh seeds
     # 8271-8274, the learning rates of the causal round's exploratory selection (CAUSAL_LR)
     "causal": derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_LR),
+    # exploratory, after the causal run (docs/synthetic_spt.md, section 9.8): the selections the causal round could
+    # not afford, on the exploratory seeds 0-2. SPT's own fine-tuning rate (and SPT without positions') on the wide
+    # grid's lower four rates (SPT_LR_GRID: 1e-3, the rate every SPT arm has used, in the middle) ...
+    "explore-spt-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=SPT_LR_GRID, conditions=("spt", "spt_nopos")),
+    # ... the two theorem-premise arms on scratch's grid (CAUSAL_LR_GRID) ...
+    "explore-causal-lr-arms": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,
+                                     conditions=("qkscale_scratch", "lastpool_scratch")),
+    # ... and scratch with linear warm-up then cosine decay, trained to the 150-epoch cap (no early stop, so training
+    # accuracy plateaus; the best validation epoch is still the one reported), on scratch's grid
+    "explore-cosine": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("scratch",),
+                             ft_schedule="cosine", warmup_epochs=5, finetune_patience=0),
 }
