@@ -315,9 +315,10 @@ PRESETS: dict[str, SPTConfig] = {
     # 8271-8274, the learning rates of the causal round's exploratory selection (CAUSAL_LR)
     "causal": derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_LR),
     # exploratory, after the causal run (docs/synthetic_spt.md, section 9.8): the selections the causal round could
-    # not afford, on the exploratory seeds 0-2. SPT's own fine-tuning rate (and SPT without positions') on the wide
-    # grid's lower four rates (SPT_LR_GRID: 1e-3, the rate every SPT arm has used, in the middle) ...
-    "explore-spt-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=SPT_LR_GRID, conditions=("spt", "spt_nopos")),
+    # not afford, on the exploratory seeds 0-2. SPT's own fine-tuning rate on the wide grid's lower four rates
+    # (SPT_LR_GRID: 1e-3, the rate every SPT arm has used, in the middle; spt_nopos was dropped for CPU after the first
+    # cells, before any of its own) ...
+    "explore-spt-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=SPT_LR_GRID, conditions=("spt",)),
     # ... the two theorem-premise arms on scratch's grid (CAUSAL_LR_GRID) ...
     "explore-causal-lr-arms": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,
                                      conditions=("qkscale_scratch", "lastpool_scratch")),
