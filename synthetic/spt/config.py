@@ -322,6 +322,8 @@ PRESETS: dict[str, SPTConfig] = {
     # ... the two theorem-premise arms on scratch's grid (CAUSAL_LR_GRID) ...
     "explore-causal-lr-arms": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,
                                      conditions=("qkscale_scratch", "lastpool_scratch")),
+    # ... the attention-only model's label-only arm, whose rate (1e-2) sat at the top edge of explore-lr's grid ...
+    "explore-attn-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("attn_scratch",)),
     # ... and scratch with linear warm-up then cosine decay, trained to the 150-epoch cap (no early stop, so training
     # accuracy plateaus; the best validation epoch is still the one reported), on scratch's grid
     "explore-cosine": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("scratch",),
