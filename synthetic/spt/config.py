@@ -324,6 +324,12 @@ PRESETS: dict[str, SPTConfig] = {
                                      conditions=("qkscale_scratch", "lastpool_scratch")),
     # ... the attention-only model's label-only arm, whose rate (1e-2) sat at the top edge of explore-lr's grid ...
     "explore-attn-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("attn_scratch",)),
+    # ... the extensions section 9.7's rule asks for when a choice sits at its grid's edge (a rate beyond the edge, run
+    # in a copy of the first run's folder so that the SPT checkpoints are reused by their keys): SPT fine-tuning above
+    # 1e-2, and the label-only arms below 3e-3
+    "explore-spt-lr-up": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=(3e-2, 1e-1), conditions=("spt",)),
+    "explore-causal-lr-arms-down": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=(3e-4, 1e-3),
+                                          conditions=("qkscale_scratch", "lastpool_scratch")),
     # ... and scratch with linear warm-up then cosine decay, trained to the 150-epoch cap (no early stop, so training
     # accuracy plateaus; the best validation epoch is still the one reported), on scratch's grid
     "explore-cosine": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("scratch",),
