@@ -314,22 +314,17 @@ PRESETS: dict[str, SPTConfig] = {
     # the preregistered confirmatory run of the causal round (docs/synthetic_spt.md#9-causal-round): fresh seeds
     # 8271-8274, the learning rates of the causal round's exploratory selection (CAUSAL_LR)
     "causal": derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_LR),
-    # exploratory, after the causal run (docs/synthetic_spt.md, section 9.8): the selections the causal round could
-    # not afford, on the exploratory seeds 0-2. SPT's own fine-tuning rate on the wide grid's lower four rates
-    # (SPT_LR_GRID: 1e-3, the rate every SPT arm has used, in the middle; spt_nopos was dropped for CPU after the first
-    # cells, before any of its own) ...
-    "explore-spt-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=SPT_LR_GRID, conditions=("spt",)),
-    # ... the two theorem-premise arms on scratch's grid (CAUSAL_LR_GRID) ...
-    "explore-causal-lr-arms": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,
+    # exploratory, after the causal run (docs/synthetic_spt.md, section 9.7): the selections the causal round could
+    # not afford, on the exploratory seeds 0-2, on the widened grid (WIDE_GRID, 3e-4 to 1e-1). They ran in stages:
+    # first SPT_LR_GRID for spt and CAUSAL_LR_GRID for the two arms, then the rates beyond an edge choice (section 9.7's
+    # rule); each preset now holds the union grid, and its cells are those runs' cells (the same keys). SPT's own
+    # fine-tuning rate (spt_nopos was dropped for CPU before any of its cells ran) ...
+    "explore-spt-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=WIDE_GRID, conditions=("spt",)),
+    # ... the two theorem-premise arms ...
+    "explore-causal-lr-arms": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=WIDE_GRID,
                                      conditions=("qkscale_scratch", "lastpool_scratch")),
     # ... the attention-only model's label-only arm, whose rate (1e-2) sat at the top edge of explore-lr's grid ...
     "explore-attn-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("attn_scratch",)),
-    # ... the extensions section 9.7's rule asks for when a choice sits at its grid's edge (a rate beyond the edge, run
-    # in a copy of the first run's folder so that the SPT checkpoints are reused by their keys): SPT fine-tuning above
-    # 1e-2, and the label-only arms below 3e-3
-    "explore-spt-lr-up": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=(3e-2, 1e-1), conditions=("spt",)),
-    "explore-causal-lr-arms-down": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=(3e-4, 1e-3),
-                                          conditions=("qkscale_scratch", "lastpool_scratch")),
     # ... and scratch with linear warm-up then cosine decay, trained to the 150-epoch cap (no early stop, so training
     # accuracy plateaus; the best validation epoch is still the one reported), on scratch's grid
     "explore-cosine": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("scratch",),
