@@ -6,6 +6,8 @@ Profiles (select with ``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE=NAME
 * ``ci``       -- derandomized, no deadline, prints reproduction blobs (used by ``.ci/run``);
 * ``thorough`` -- many examples, for a long local run.
 
+Under pytest-xdist (``pytest -n 2``, the README's test command) every worker runs torch on one thread.
+
 Markers ``slow`` and ``gpu`` are excluded by default (``pyproject.toml`` addopts); run them with
 ``pytest -m slow`` or ``pytest -m gpu``.
 """
@@ -28,6 +30,11 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `pytest -n N` (pytest-xdist): N worker processes share the cores, so
+    import torch  # each keeps torch's CPU kernels to one thread (as the executor's workers do) rather than N x cores
+
+    torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
