@@ -37,8 +37,32 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `pytest -n N` (pytest-xdist): N wor
     torch.set_num_threads(1)
 
 
+#: the modules that hold the suite's longest tests (their durations, from ``--durations``, in the comments), which
+#: pytest-xdist starts first: a long test started last leaves one worker running it alone at the end
+LONGEST_FIRST = (
+    "tests/app/docgen/test_tables.py",  # a fresh `initlab reproduce --preset quick`: about half the suite's longest path
+    "tests/synthetic/splade/phase/test_phase.py",  # the Dask local cluster
+    "tests/realdata/test_splade_pipeline.py",  # two-process DDP
+    "tests/test_executor.py",  # local process pools
+    "tests/paper_figs/test_figures_readable.py",
+    "tests/synthetic/spt/test_runner.py",
+    "tests/app/docgen/test_claims.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, hand the modules to the workers in collection order (no reordering by test count), so
+    that :data:`LONGEST_FIRST` starts first."""
+    if getattr(config.option, "numprocesses", None) and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``gpu`` tests cleanly when they were selected on a machine without CUDA."""
+    """Under pytest-xdist, move the modules of :data:`LONGEST_FIRST` to the front (each module's own order kept);
+    skip ``gpu`` tests cleanly when they were selected on a machine without CUDA."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
     try:
         import torch
 
