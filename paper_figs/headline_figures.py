@@ -9,6 +9,9 @@ table), never from a new run::
   level as a line (``synthetic_spt_full/summary.json``, its ``per_seed`` ``prox_start`` / ``prox_end``);
 * ``spt_accuracy.png`` -- test accuracy by condition, one dot per seed and the seed mean as a bar (the same file,
   ``per_seed`` ``test_acc``);
+* ``spt_causal.png`` -- the causal round's interventions, the same chart over the preregistered ``causal`` run's
+  conditions (``synthetic_spt_causal/summary.json``): scratch, SPT, label-only training with a fixed proximity
+  (ALiBi) prior, SPT without position codes, a non-uniform start, last-token pooling;
 * ``splade_ndcg_vs_k.png`` -- nDCG@10 against the rescaling factor k per backbone family (tied heads, each
   family's own head norm), the seed mean as a line and every seed as a faint dot
   (``synthetic_splade_full/phase.json``, its ``rows``).
@@ -37,9 +40,10 @@ from initlab.textio import read_json
 __all__ = ["SPT", "SPLADE", "FIGURES", "HASH_KEY", "headline_data", "data_hash", "draw_all", "png_text", "stale", "main"]
 
 SPT = "synthetic_spt_full/summary.json"
+SPT_CAUSAL = "synthetic_spt_causal/summary.json"
 SPLADE = "synthetic_splade_full/phase.json"
 #: figure name -> the result file it reads (relative to the results folder)
-FIGURES = {"spt_proximity": SPT, "spt_accuracy": SPT, "splade_ndcg_vs_k": SPLADE}
+FIGURES = {"spt_proximity": SPT, "spt_accuracy": SPT, "spt_causal": SPT_CAUSAL, "splade_ndcg_vs_k": SPLADE}
 #: the PNG text-chunk keyword holding the SHA-256 of a figure's numbers
 HASH_KEY = "initlab-data-sha256"
 
@@ -50,6 +54,14 @@ ACCURACY_CONDITIONS = (
     ("hybrid_ffn", "SPT\nFFN only"), ("spt_e10", "SPT,\n10 epochs"), ("cross_count", "SPT on\ncount-task\ninputs"),
     ("cross_iid", "SPT on\ni.i.d.\ntokens"),
 )
+#: the conditions of the causal figure (docs/synthetic_spt.md, section 9), in reading order, with their labels
+CAUSAL_CONDITIONS = (
+    ("scratch", "scratch"), ("spt", "SPT"), ("alibi_scratch", "scratch with\na fixed\nproximity\nprior"),
+    ("spt_nopos", "SPT without\nposition\ncodes"), ("qkscale_scratch", "scratch,\nW_Q, W_K x4\nat init"),
+    ("lastpool_scratch", "scratch,\nlast-token\npooling"),
+)
+#: the label-only conditions (grey in the accuracy charts)
+LABEL_ONLY = ("scratch", "scratch_matched", "frozen_attn", "alibi_scratch", "qkscale_scratch", "lastpool_scratch")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -72,17 +84,23 @@ def proximity_data(s: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def accuracy_data(s: dict[str, Any]) -> dict[str, Any]:
-    """Per condition of :data:`ACCURACY_CONDITIONS` present, every seed's test accuracy and their mean."""
+def accuracy_data(s: dict[str, Any], conditions: Sequence[tuple[str, str]] = ACCURACY_CONDITIONS,
+                  preset: str = "full") -> dict[str, Any]:
+    """Per condition of ``conditions`` (name, label) present, every seed's test accuracy and their mean."""
     per = s["summary"]["per_seed"]
     conds = []
-    for name, label in ACCURACY_CONDITIONS:
+    for name, label in conditions:
         if name in per:
             rows = sorted(per[name], key=lambda r: r["seed"])
             acc = [r["test_acc"] for r in rows]
             conds.append({"condition": name, "label": label, "seeds": [r["seed"] for r in rows], "test_acc": acc,
                           "mean": statistics.fmean(acc)})
-    return {"run": f"synthetic SPT, preset full, {_seeds_label(s['config']['seeds'])}", "conditions": conds}
+    return {"run": f"synthetic SPT, preset {preset}, {_seeds_label(s['config']['seeds'])}", "conditions": conds}
+
+
+def causal_data(s: dict[str, Any]) -> dict[str, Any]:
+    """:func:`accuracy_data` over :data:`CAUSAL_CONDITIONS` of the ``causal`` run."""
+    return accuracy_data(s, CAUSAL_CONDITIONS, preset="causal")
 
 
 def ndcg_data(phase: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +134,8 @@ def headline_data(results_dir: str | Path) -> dict[str, Any]:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: saved result file not found; docs/results/README.md names the command that writes it")
         loaded[name] = read_json(path)
-    makers = {"spt_proximity": proximity_data, "spt_accuracy": accuracy_data, "splade_ndcg_vs_k": ndcg_data}
+    makers = {"spt_proximity": proximity_data, "spt_accuracy": accuracy_data, "spt_causal": causal_data,
+              "splade_ndcg_vs_k": ndcg_data}
     out = {}
     for fig, name in FIGURES.items():
         try:
@@ -163,7 +182,7 @@ def draw_accuracy(d: dict[str, Any], path: Path) -> list[Path]:
     conds = d["conditions"]
     fig, ax = plt.subplots(figsize=(8.0, 3.6))
     for i, c in enumerate(conds):
-        color = "tab:gray" if c["condition"] in ("scratch", "scratch_matched", "frozen_attn") else "tab:blue"
+        color = "tab:gray" if c["condition"] in LABEL_ONLY else "tab:blue"
         ax.bar(i, 100 * c["mean"], width=0.6, color=color, alpha=0.35)
         ax.scatter([i + j for j in _jitter(len(c["test_acc"]))], [100 * a for a in c["test_acc"]], s=12, color=color, zorder=3)
     ax.set_xticks(range(len(conds)), [c["label"] for c in conds], fontsize=7)
@@ -211,7 +230,8 @@ def draw_all(results_dir: str | Path, out_dir: str | Path) -> list[Path]:
     data = headline_data(results_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    drawers = {"spt_proximity": draw_proximity, "spt_accuracy": draw_accuracy, "splade_ndcg_vs_k": draw_ndcg}
+    drawers = {"spt_proximity": draw_proximity, "spt_accuracy": draw_accuracy, "spt_causal": draw_accuracy,
+               "splade_ndcg_vs_k": draw_ndcg}
     paths = []
     for fig, numbers in data.items():
         paths += _with_hash(drawers[fig](numbers, out / f"{fig}.png"), data_hash(numbers))

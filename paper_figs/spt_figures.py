@@ -172,9 +172,17 @@ def epoch_curve_figure(run_dir: Path, metrics: dict) -> list[Path]:
     return _save(fig, run_dir, "spt_epoch_curve")
 
 
+#: the conditions of the learning-curve figure, with their colours: scratch and SPT, and the causal round's arms
+#: (each its own colour: the shared grey of ``condition_color`` would not tell the label-only arms apart)
+CURVE_CONDITIONS = {"scratch": "tab:gray", "spt": "tab:blue", "alibi_scratch": "tab:green", "spt_nopos": "tab:cyan",
+                    "qkscale_scratch": "tab:brown", "lastpool_scratch": "tab:pink"}
+
+
 def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
+    """Training and validation accuracy per fine-tuning epoch of every condition of :data:`CURVE_CONDITIONS` in the
+    run, at its run's learning rate: the mean over seeds and every seed (faint)."""
     hist = _histories(run_dir)
-    names = [n for n in ("scratch", "spt") if n in hist]
+    names = [n for n in CURVE_CONDITIONS if n in hist]
     if not names:
         return []
     plt = pyplot()
@@ -190,15 +198,15 @@ def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
             if key == "train_acc":  # no training accuracy before the first epoch
                 curves, ep = curves[:, 1:], ep[1:]
             for c in curves:
-                ax.plot(ep, 100 * c, color=condition_color(name), lw=0.6, alpha=0.5)
-            ax.plot(ep, 100 * np.nanmean(curves, 0), color=condition_color(name), lw=2)
+                ax.plot(ep, 100 * c, color=CURVE_CONDITIONS[name], lw=0.6, alpha=0.35)
+            ax.plot(ep, 100 * np.nanmean(curves, 0), color=CURVE_CONDITIONS[name], lw=2)
         _chance_line(ax)
         ax.set_xlabel("fine-tuning epoch")
         ax.set_title(title, fontsize=9)
     axes[0].set_ylabel("accuracy (%)")
-    handles = [Line2D([], [], color=condition_color(n), lw=2, label=f"{n}: mean over seeds") for n in names]
+    handles = [Line2D([], [], color=CURVE_CONDITIONS[n], lw=2, label=f"{n}: mean over seeds") for n in names]
     handles += [Line2D([], [], color="0.5", lw=0.6, label="one seed"), Line2D([], [], color="r", lw=0.8, ls="--", label="chance")]
-    legend_below(fig, handles, ncol=len(handles), offset=0.0)
+    legend_below(fig, handles, ncol=min(len(handles), 4), offset=0.0)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return _save(fig, run_dir, "spt_training_curves")
 

@@ -22,6 +22,7 @@ The corrected verdicts are computed from the same per-seed numbers by the same o
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -102,10 +103,18 @@ def holm(p_values: Sequence[float], alpha: float = ALPHA) -> tuple[list[bool], l
         raise ValueError(f"p_values: expected numbers in [0, 1], got {list(p_values)}")
     if not p_values:
         return [], []
+    reject, adjusted = _holm(tuple(float(p) for p in p_values), alpha)
+    return list(reject), list(adjusted)
+
+
+@functools.lru_cache(maxsize=4096)
+def _holm(p_values: tuple[float, ...], alpha: float) -> tuple[tuple[bool, ...], tuple[float, ...]]:
+    # cached: statsmodels' multipletests runs a full gc.collect() per call (about 0.2 s), and the docs generator
+    # corrects the same families many times
     from statsmodels.stats.multitest import multipletests
 
     reject, adjusted, _, _ = multipletests(list(p_values), alpha=alpha, method="holm")
-    return [bool(r) for r in reject], [float(a) for a in adjusted]
+    return tuple(bool(r) for r in reject), tuple(float(a) for a in adjusted)
 
 
 def _step_alpha(rank: int, m: int, alpha: float) -> float:

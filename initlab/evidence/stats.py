@@ -29,6 +29,7 @@ J. Pharmacokinet. Biopharm. 15 (1987) 657-680.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -65,8 +66,10 @@ class Interval:
         return {"estimate": self.estimate, "lo": self.lo, "hi": self.hi, "level": self.level, "n": self.n, "sd": self.sd}
 
 
+@functools.lru_cache(maxsize=65536)
 def t_quantile(q: float, df: int) -> float:
-    """``t_q(df)``, the ``q`` quantile of Student's t (scipy)."""
+    """``t_q(df)``, the ``q`` quantile of Student's t (scipy). Cached: a pure function, called thousands of times by
+    the seed-count searches."""
     from scipy.stats import t
 
     return float(t.ppf(q, df))
@@ -227,6 +230,7 @@ def _fewest(enough: np.ndarray) -> int | None:
     return int(_COUNTS[hit[0]]) if hit.size else None
 
 
+@functools.lru_cache(maxsize=16384)
 def seeds_for_gain(mean: float, sd: float, threshold: float, *, level: float = 0.95, power: float = 0.8,
                    tol: float = 0.0) -> int | None:
     """Seeds needed for the ``level`` interval of a mean to exclude ``threshold`` by more than ``tol`` with

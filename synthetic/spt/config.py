@@ -266,6 +266,9 @@ _DEPTH = ("depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt")
 WIDE_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 #: the grid the causal round's exploratory selection could afford: old edge choice 1e-2 in the middle
 CAUSAL_LR_GRID = (3e-3, 1e-2, 3e-2, 1e-1)
+#: the grid of SPT fine-tuning's own rate selection (explore-spt-lr): the wide grid's lower four rates, 1e-3 (the rate
+#: every SPT-initialised arm has fine-tuned at) in the middle; extended upward only if the choice sits at 1e-2
+SPT_LR_GRID = WIDE_GRID[:4]
 #: the exploratory seeds of the causal round's learning-rate selection (a subset of EXPLORATORY_SEEDS)
 CAUSAL_EXPLORE_SEEDS = (0, 1, 2)
 
@@ -276,6 +279,11 @@ ALIBI_LR = 1e-2
 #: 1e-2, the rate they were explored at (not tuned; scratch's validation accuracy at 1e-2 and 3e-2 differs by 0.7
 #: points); spt and spt_nopos at lr = 1e-3 (SPT fine-tuning's rate was NOT tuned this round: not affordable)
 CAUSAL_LR = (("scratch", 3e-2), ("alibi_scratch", ALIBI_LR), ("qkscale_scratch", 1e-2), ("lastpool_scratch", 1e-2))
+#: the rates the exploratory selections of docs/synthetic_spt.md 9.7 chose (seeds 0-2, best mean validation accuracy,
+#: every choice interior on the widened grid 3e-4..1e-1): SPT fine-tuning 1e-2 (spt_nopos alike), qkscale_scratch and
+#: lastpool_scratch 3e-3; scratch and alibi_scratch as in CAUSAL_LR
+CAUSAL_TUNED_LR = (("scratch", 3e-2), ("alibi_scratch", ALIBI_LR), ("qkscale_scratch", 3e-3), ("lastpool_scratch", 3e-3),
+                   ("spt", 1e-2), ("spt_nopos", 1e-2))
 #: the preregistered fresh seeds of the causal round's confirmatory run (never used by any run of this project)
 CAUSAL_SEEDS = (8271, 8272, 8273, 8274)
 CAUSAL_CONDITIONS = ("scratch", "spt", "alibi_scratch", "spt_nopos", "qkscale_scratch", "lastpool_scratch")
@@ -311,4 +319,22 @@ PRESETS: dict[str, SPTConfig] = {
     # the preregistered confirmatory run of the causal round (docs/synthetic_spt.md#9-causal-round): fresh seeds
     # 8271-8274, the learning rates of the causal round's exploratory selection (CAUSAL_LR)
     "causal": derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_LR),
+    # exploratory, after the causal run (docs/synthetic_spt.md, section 9.7): the selections the causal round could
+    # not afford, on the exploratory seeds 0-2, on the widened grid (WIDE_GRID, 3e-4 to 1e-1). They ran in stages:
+    # first SPT_LR_GRID for spt and CAUSAL_LR_GRID for the two arms, then the rates beyond an edge choice (section 9.7's
+    # rule); each preset now holds the union grid, and its cells are those runs' cells (the same keys). SPT's own
+    # fine-tuning rate (spt_nopos was dropped for CPU before any of its cells ran) ...
+    "explore-spt-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=WIDE_GRID, conditions=("spt",)),
+    # ... the two theorem-premise arms ...
+    "explore-causal-lr-arms": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=WIDE_GRID,
+                                     conditions=("qkscale_scratch", "lastpool_scratch")),
+    # ... the attention-only model's label-only arm, whose rate (1e-2) sat at the top edge of explore-lr's grid ...
+    "explore-attn-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("attn_scratch",)),
+    # the sensitivity run of section 9.7 (preregistered there): the causal run's seeds and arms, fine-tuned at the rates
+    # the exploratory selections chose (CAUSAL_TUNED_LR); not fresh seeds, not a new confirmation
+    "causal-tuned": derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_TUNED_LR),
+    # ... and scratch with linear warm-up then cosine decay, trained to the 150-epoch cap (no early stop, so training
+    # accuracy plateaus; the best validation epoch is still the one reported), on scratch's grid
+    "explore-cosine": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("scratch",),
+                             ft_schedule="cosine", warmup_epochs=5, finetune_patience=0),
 }

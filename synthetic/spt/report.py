@@ -261,7 +261,7 @@ def report_markdown(cfg: SPTConfig, summ: Mapping[str, Any], seconds: float | No
         lines += [f"**Smoke test, {n_seeds} seed: not evidence.** One seed gives no interval, so every verdict is "
                   "*inconclusive*; the table only shows that the pipeline runs.", ""]
     if summ["lr_selection"]:
-        lines += ["Learning-rate selection of the label-only arms (mean over seeds of the best validation accuracy; test "
+        lines += ["Learning-rate selection of the fine-tuned arms (mean over seeds of the best validation accuracy; test "
                   "accuracy shown, never used):", ""] + _lr_table(summ) + [""]
     vs = spt_claims.evaluate_corrected(spt_claims.as_raw(summ["per_seed"]), cfg.thresholds)
     lines += ["Words are Holm-corrected within the declared claim families (primary, secondary: "

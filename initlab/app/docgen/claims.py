@@ -130,8 +130,9 @@ LEGEND = ("Every verdict is computed from the saved per-seed numbers by one func
           "holds the family-wise error at 0.05 within each declared family (`initlab.evidence.families`; " + _FAMILIES
           + "); a word the correction took back reads **inconclusive** with its uncorrected word and Holm-adjusted p "
           "beside the uncorrected interval.")
-SHORT_LEGEND = ("One line per claim, from the strongest run behind it (synthetic SPT and SPLADE: the preregistered `full` "
-                "runs). Accuracy differences are in points, nDCG@10 and proximity-mass differences as they are; intervals "
+SHORT_LEGEND = ("One line per claim, from the strongest run behind it (synthetic SPT: the preregistered `causal` run, seeds "
+                "8271-8274, where it tested the claim, else the preregistered `full` run, seeds 8201-8208; synthetic "
+                "SPLADE: the preregistered `full` run). Accuracy differences are in points, nDCG@10 and proximity-mass differences as they are; intervals "
                 "are 95 % t for a gain, 90 % TOST for an equivalence (frozen attention, FFN only, the scratch proximity "
                 "change), 95 % Fieller for a share; an interval that holds its threshold reads **inconclusive**; words are "
                 "Holm-corrected within declared claim families (primary, secondary). Every "

@@ -190,8 +190,11 @@ def test_theory_row_names_only_the_checks_every_statement_ran():
     assert "pass float64 autograd identities (20 random cases each);" in cell and "sympy" not in cell
 
 
-def _spt(s: dict) -> dict:
-    return {spt_rows.SPT_RUNS[0][1]: s}
+_FULL, _DEFAULT, _CAUSAL = (dict(spt_rows.SPT_RUNS)[p] for p in ("full", "default", "causal"))
+
+
+def _spt(s: dict, name: str = _FULL) -> dict:
+    return {name: s}
 
 
 def test_spt_rows_follow_the_raw_numbers():
@@ -222,9 +225,30 @@ def test_spt_rows_without_runs_and_with_a_partial_run():
     assert spt_rows.spt_gain_row({}) == "**not run**"
     cell = spt_rows.spt_gain_row(_spt(spt_summary(0.35, partial=True)))
     assert "partial run" in cell
-    both = {**_spt(spt_summary(0.35)), spt_rows.SPT_RUNS[1][1]: spt_summary(0.30)}
+    both = {**_spt(spt_summary(0.35)), _DEFAULT: spt_summary(0.30)}
     cell = spt_rows.spt_gain_row(both)
     assert cell.index("`full`") < cell.index("`default`")
+
+
+def test_spt_rows_show_every_run_that_tested_the_claim_and_headline_the_first():
+    """The causal round's run tests the gain (and the causal arms) but no hybrid: a row shows the runs that tested its
+    claim, the causal run first, and the README's short cell comes from the first of them."""
+    causal = spt_summary(0.40)
+    causal["summary"]["per_seed"] = {c: recs for c, recs in causal["summary"]["per_seed"].items()
+                                     if c in ("scratch", "spt")}
+    causal["summary"]["conditions"] = [c for c in causal["summary"]["conditions"] if c["condition"] in ("scratch", "spt")]
+    from initlab.evidence import spt_claims
+
+    raw = spt_claims.as_raw(causal["summary"]["per_seed"])
+    causal["verdicts"] = {k: v.to_dict() for k, v in spt_claims.evaluate_all(raw, spt_claims.SPTThresholds()).items()}
+    both = {**_spt(causal, _CAUSAL), **_spt(spt_summary(0.35))}
+    gain = spt_rows.spt_gain_row(both)
+    assert gain.index("`causal`") < gain.index("`full`") and "+40.0 [" in gain and "+35.0 [" in gain
+    assert "+40.0 [" in spt_rows.spt_gain_headline(both).estimate  # the first run that tested it
+    qk = spt_rows.attention_weights_row(both)
+    assert "`causal`" not in qk and qk.startswith("`full`")  # the causal run has no hybrid: not shown as "not run"
+    assert "0.30" in spt_rows.attention_weights_headline(both).estimate
+    assert spt_rows.causal_row(both) == "**not run**"  # neither run has a causal arm
 
 
 def test_lra_row_recomputes_the_interval_verdict():
@@ -316,7 +340,7 @@ def test_malformed_results_file_is_named(tmp_path):
 
 def test_results_file_without_a_needed_field_is_named(tmp_path, capsys):
     res = _copy_results(tmp_path)
-    name = spt_rows.SPT_RUNS[0][1]
+    name = _FULL
     (res / name).parent.mkdir(exist_ok=True)
     data = spt_summary()
     del data["summary"]["per_seed"]

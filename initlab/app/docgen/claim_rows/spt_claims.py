@@ -1,7 +1,8 @@
 """The README's synthetic SPT rows, from the saved run summaries (``synthetic_spt_<preset>/summary.json``, the
-``full`` and ``default`` presets): :mod:`initlab.evidence.spt_claims` on ``summary.per_seed``, with the
-thresholds saved in the run's config; the earlier (2026-11-30) run is cited only for claims the current runs do
-not test. Also the side-by-side tables of ``python -m initlab.app.docgen.claims --earlier-spt / --compare-spt``.
+``causal``, ``full`` and ``default`` presets): :mod:`initlab.evidence.spt_claims` on ``summary.per_seed``, with the
+thresholds saved in the run's config. A cell shows every run that tested the claim, the newest preregistered run
+(``causal``) first; the README's short cells come from the first run that tested it. The earlier (2026-11-30) run
+is cited only for claims the current runs do not test. Also the side-by-side tables of ``python -m initlab.app.docgen.claims --earlier-spt / --compare-spt``.
 """
 
 from __future__ import annotations
@@ -17,10 +18,13 @@ from initlab.evidence import families, rules, spt_claims, text
 from initlab.evidence.rules import NOT_RUN, Verdict
 
 __all__ = ["SPT_RUNS", "SPT_EARLIER", "CLAIMS", "spt_runs", "proximity_row", "spt_gain_row", "attention_weights_row",
-           "few_epochs_other_data_row", "frozen_ffn_row", "earlier_spt_table", "spt_comparison_table"]
+           "few_epochs_other_data_row", "frozen_ffn_row", "causal_row", "earlier_spt_table", "spt_comparison_table"]
 
-#: the SPT runs behind the rows, strongest evidence first: (preset, file)
-SPT_RUNS = (("full", "synthetic_spt_full/summary.json"), ("default", "synthetic_spt_default/summary.json"))
+#: the SPT runs behind the rows, in the order a row shows them: the causal round's preregistered confirmatory run
+#: (seeds 8271-8274: the SPT gain, proximity and the causal arms), then the `full` one (seeds 8201-8208: every other
+#: claim), then `default`: (preset, file)
+SPT_RUNS = (("causal", "synthetic_spt_causal/summary.json"), ("full", "synthetic_spt_full/summary.json"),
+            ("default", "synthetic_spt_default/summary.json"))
 #: the earlier (2026-11-30) confirmatory run: cited, under today's interval rules, only for claims the current
 #: runs do not test (depth, other data), and labelled as the earlier protocol (untuned scratch, fixed budgets)
 SPT_EARLIER = "synthetic_spt_earlier/summary.json"
@@ -105,8 +109,13 @@ def check_spt_summary(s: Mapping[str, Any], where: str) -> None:
     rules.check_summary(where, fields)
 
 
-def _per_run(r: Results, cell) -> str:
-    runs = spt_runs(r)
+def _ran(vs: Mapping[str, Verdict], ids: Sequence[str]) -> bool:
+    return any(vs[i].word != NOT_RUN for i in ids)
+
+
+def _per_run(r: Results, cell, ids: Sequence[str]) -> str:
+    """Every run that tested one of the claims ``ids``, each as ``label: cell.``; **not run** when none did."""
+    runs = [(label, s, vs) for label, s, vs in spt_runs(r) if _ran(vs, ids)]
     if not runs:
         return b(NOT_RUN)
     return " ".join(f"{label}: {cell(s, vs)}." for label, s, vs in runs)
@@ -121,7 +130,7 @@ def proximity_row(r: Results) -> str:
         return (f"{b(v.word)}: SPT − scratch first-layer proximity mass at fine-tuning start "
                 f"{one(v.parts[0], 'mass').split(': ', 1)[1]}; scratch, end − start of fine-tuning "
                 f"{one(v.parts[1], 'mass').split(': ', 1)[1]} (uniform attention {u:.3f})")
-    return _per_run(r, cell)
+    return _per_run(r, cell, ["proximity"])
 
 
 def earlier_spt(r: Results, claim_id: str) -> Verdict | None:
@@ -160,7 +169,8 @@ def spt_gain_row(r: Results) -> str:
             depths = [f"depth {L}" for L in sorted(s["config"].get("depths", [1, 2, 4])) if L != 1]
             out.append(f"every depth: {b(d.word)} (" + "; ".join(f"{n} {one(p)}" for n, p in zip(depths, d.parts[1:])) + ")")
         return "; ".join(out)
-    return _per_run(r, cell) + _earlier_note(r, "depth", "Depth 1, 2, 4", ["depth 1", "depth 2", "depth 4"])
+    return (_per_run(r, cell, ["spt_gain", "spt_gain_matched", "depth"])
+            + _earlier_note(r, "depth", "Depth 1, 2, 4", ["depth 1", "depth 2", "depth 4"]))
 
 
 def attention_weights_row(r: Results) -> str:
@@ -173,7 +183,7 @@ def attention_weights_row(r: Results) -> str:
         if shares:
             out.append("W_Q, W_K share " + ", ".join(shares) + " (mechanism rows)")
         return "; ".join(out)
-    return _per_run(r, cell)
+    return _per_run(r, cell, ["qkvo", "qk"])
 
 
 def few_epochs_other_data_row(r: Results) -> str:
@@ -188,7 +198,8 @@ def few_epochs_other_data_row(r: Results) -> str:
             names = ("count-task inputs", "i.i.d. tokens")
             out.append(f"other data: {b(cross.word)} (" + "; ".join(f"{n} {one(p)}" for n, p in zip(names, cross.parts)) + ")")
         return "; ".join(out)
-    return _per_run(r, cell) + _earlier_note(r, "cross_data", "Other data", ["count-task inputs", "i.i.d. tokens"])
+    return (_per_run(r, cell, ["few_epochs", "cross_data"])
+            + _earlier_note(r, "cross_data", "Other data", ["count-task inputs", "i.i.d. tokens"]))
 
 
 def frozen_ffn_row(r: Results) -> str:
@@ -196,7 +207,22 @@ def frozen_ffn_row(r: Results) -> str:
         m = 100 * _spt_thresholds(s["config"]).margin
         return (f"frozen attention − scratch {one(vs['frozen_attn'])}; FFN only − scratch {one(vs['ffn'])} "
                 f"(equivalent: the 90 % interval inside ±{m:g} points)")
-    return _per_run(r, cell)
+    return _per_run(r, cell, ["frozen_attn", "ffn"])
+
+
+#: the causal arms of the round's confirmatory run: (claim id, what the arm is, its preregistered prediction)
+_CAUSAL = (("causal_prior", "label-only with a fixed proximity (ALiBi) prior, share of SPT's gain", "reproduced"),
+           ("causal_nopos", "SPT without position codes, share of SPT's gain", "not reproduced"),
+           ("causal_nonuniform", "a non-uniform random start (W_Q, W_K x4) − scratch", "not reproduced"),
+           ("causal_pooling", "last-token pooling − scratch", "not reproduced"))
+
+
+def causal_row(r: Results) -> str:
+    """The interventions on the explanation, each with its preregistered prediction beside the verdict."""
+    def cell(s, vs):
+        return "; ".join(f"{what}: {one(vs[k])} (predicted {pred})" for k, what, pred in _CAUSAL
+                         if vs[k].word != NOT_RUN)
+    return _per_run(r, cell, [k for k, _, _ in _CAUSAL])
 
 
 def earlier_spt_raw(s: Mapping[str, Any]) -> dict[str, dict[int, dict[str, float]]]:
@@ -258,13 +284,12 @@ def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def _headline(r: Results, cell) -> Headline:
-    """The README cells from the strongest run present (``full`` before ``default``)."""
-    runs = spt_runs(r)
+def _headline(r: Results, cell, ids: Sequence[str]) -> Headline:
+    """The README cells from the first run (in :data:`SPT_RUNS` order) that tested one of the claims ``ids``."""
+    runs = [(s, vs) for _, s, vs in spt_runs(r) if _ran(vs, ids)]
     if not runs:
         return Headline(b(NOT_RUN), "—")
-    label, s, vs = runs[0]
-    return cell(s, vs)
+    return cell(*runs[0])
 
 
 def proximity_headline(r: Results) -> Headline:
@@ -274,16 +299,16 @@ def proximity_headline(r: Results) -> Headline:
             return headline([("proximity mass", v, "mass")])
         return headline([("SPT − scratch proximity mass", v.parts[0], "mass"),
                          ("scratch, end − start of fine-tuning", v.parts[1], "mass")], word=b(v.word))
-    return _headline(r, cell)
+    return _headline(r, cell, ["proximity"])
 
 
 def spt_gain_headline(r: Results) -> Headline:
-    return _headline(r, lambda s, vs: headline([("SPT − scratch", vs["spt_gain"], "points")]))
+    return _headline(r, lambda s, vs: headline([("SPT − scratch", vs["spt_gain"], "points")]), ["spt_gain"])
 
 
 def attention_weights_headline(r: Results) -> Headline:
     return _headline(r, lambda s, vs: headline([("W_Q, W_K share", vs["qk"], "share"),
-                                                ("all four share", vs["qkvo"], "share")]))
+                                                ("all four share", vs["qkvo"], "share")]), ["qk", "qkvo"])
 
 
 def few_epochs_other_data_headline(r: Results) -> Headline:
@@ -294,12 +319,21 @@ def few_epochs_other_data_headline(r: Results) -> Headline:
             parts += [(f"other data, {n}", p, "points") for n, p in zip(("count-task inputs", "i.i.d. tokens"), cross.parts)]
         word = f"few epochs: {b(vs['few_epochs'].word)}; other data: {b(cross.word)}"
         return headline(parts, word=word)
-    return _headline(r, cell)
+    return _headline(r, cell, ["few_epochs", "cross_data"])
 
 
 def frozen_ffn_headline(r: Results) -> Headline:
     return _headline(r, lambda s, vs: headline([("frozen attention − scratch", vs["frozen_attn"], "points"),
-                                                ("FFN only − scratch", vs["ffn"], "points")]))
+                                                ("FFN only − scratch", vs["ffn"], "points")]), ["frozen_attn", "ffn"])
+
+
+def causal_headline(r: Results) -> Headline:
+    def cell(s, vs):
+        p, n = vs["causal_prior"], vs["causal_nopos"]
+        word = f"prior: {b(p.word)}; no positions: {b(n.word)}"
+        return headline([("proximity prior share", p, "share"), ("SPT without positions share", n, "share")],
+                        word=word)
+    return _headline(r, cell, ["causal_prior", "causal_nopos"])
 
 
 CLAIMS: list[Claim] = [
@@ -318,4 +352,7 @@ CLAIMS: list[Claim] = [
     Claim("Attention frozen at init fine-tunes about as well as attention trained from labels; the FFN alone carries "
           "nothing", "ablations", SPT_DOCS, (), frozen_ffn_row, optional=_SPT_FILES,
           headline=frozen_ffn_headline),
+    Claim("Interventions on the explanation: a fixed proximity prior gives label-only training SPT's gain; SPT without "
+          "position codes gives none", "(the explanation's prediction; no seed number)", SPT_DOCS, (), causal_row,
+          optional=_SPT_FILES, headline=causal_headline),
 ]
