@@ -6,6 +6,8 @@ Profiles (select with ``--hypothesis-profile NAME`` or ``HYPOTHESIS_PROFILE=NAME
 * ``ci``       -- derandomized, no deadline, prints reproduction blobs (used by ``.ci/run``);
 * ``thorough`` -- many examples, for a long local run.
 
+Under pytest-xdist (``pytest -n 2``, the README's test command) every worker runs torch on one thread.
+
 Markers ``slow`` and ``gpu`` are excluded by default (``pyproject.toml`` addopts); run them with
 ``pytest -m slow`` or ``pytest -m gpu``.
 """
@@ -29,9 +31,38 @@ settings.register_profile(
 settings.register_profile("thorough", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `pytest -n N` (pytest-xdist): N worker processes share the cores, so
+    import torch  # each keeps torch's CPU kernels to one thread (as the executor's workers do) rather than N x cores
+
+    torch.set_num_threads(1)
+
+
+#: the modules that hold the suite's longest tests (their durations, from ``--durations``, in the comments), which
+#: pytest-xdist starts first: a long test started last leaves one worker running it alone at the end
+LONGEST_FIRST = (
+    "tests/app/docgen/test_tables.py",  # a fresh `initlab reproduce --preset quick`: about half the suite's longest path
+    "tests/synthetic/splade/phase/test_phase.py",  # the Dask local cluster
+    "tests/realdata/test_splade_pipeline.py",  # two-process DDP
+    "tests/test_executor.py",  # local process pools
+    "tests/paper_figs/test_figures_readable.py",
+    "tests/synthetic/spt/test_runner.py",
+    "tests/app/docgen/test_claims.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, hand the modules to the workers in collection order (no reordering by test count), so
+    that :data:`LONGEST_FIRST` starts first."""
+    if getattr(config.option, "numprocesses", None) and hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip ``gpu`` tests cleanly when they were selected on a machine without CUDA."""
+    """Under pytest-xdist, move the modules of :data:`LONGEST_FIRST` to the front (each module's own order kept);
+    skip ``gpu`` tests cleanly when they were selected on a machine without CUDA."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
     try:
         import torch
 

@@ -125,12 +125,16 @@ def correlation(records: Mapping[str, Any], *, n_resamples: int = 9999, seed: in
     out.update(pearson=float(pr.statistic), pearson_lo=float(ci.low), pearson_hi=float(ci.high))
     out["spearman"] = float(ss.spearmanr(xs, ys).statistic)
 
-    def rho(x, y):
-        if np.ptp(x) == 0 or np.ptp(y) == 0:
-            return 0.0  # a resample with a constant variable carries no rank association
-        return ss.spearmanr(x, y).statistic
+    def rho(x, y, axis=-1):
+        """Spearman's rho of every resample at once (``(..., n)`` -> ``(...)``): the Pearson correlation of the
+        average ranks, as ``scipy.stats.spearmanr``; 0 for a resample with a constant variable (no rank association)."""
+        rx, ry = ss.rankdata(x, axis=axis), ss.rankdata(y, axis=axis)
+        rx, ry = rx - rx.mean(axis=axis, keepdims=True), ry - ry.mean(axis=axis, keepdims=True)
+        const = (np.ptp(x, axis=axis) == 0) | (np.ptp(y, axis=axis) == 0)
+        den = np.sqrt((rx * rx).sum(axis=axis) * (ry * ry).sum(axis=axis))
+        return np.where(const, 0.0, (rx * ry).sum(axis=axis) / np.where(const, 1.0, den))
 
-    bs = ss.bootstrap((np.asarray(xs), np.asarray(ys)), rho, paired=True, vectorized=False, n_resamples=n_resamples,
+    bs = ss.bootstrap((np.asarray(xs), np.asarray(ys)), rho, paired=True, vectorized=True, n_resamples=n_resamples,
                       method="percentile", random_state=np.random.default_rng(seed))
     out.update(spearman_lo=float(bs.confidence_interval.low), spearman_hi=float(bs.confidence_interval.high))
     return out

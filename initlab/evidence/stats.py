@@ -208,14 +208,26 @@ def fieller_p(a: Sequence[float], b: Sequence[float], rho: float) -> float:
     return min(1.0, 2 * t_sf(abs(num) / math.sqrt(var), n - 1))
 
 
-@functools.lru_cache(maxsize=65536)
-def _power_one_sided(n: int, effect: float, sd: float, level: float) -> float:
+def _power_one_sided(n: int | np.ndarray, effect: float, sd: float, level: float) -> float | np.ndarray:
     """P(the two-sided ``level`` t-interval excludes the threshold on the effect's side), true effect
-    ``effect`` = mean - threshold (> 0) and per-seed sd ``sd``: ``1 - F_nct(t_c; n-1, effect sqrt(n) / sd)``."""
-    from scipy.stats import nct
+    ``effect`` = mean - threshold (> 0) and per-seed sd ``sd``: ``1 - F_nct(t_c; n-1, effect sqrt(n) / sd)``.
+    ``n`` a seed count (a float back) or an array of them (an array back, element by element the same numbers)."""
+    from scipy.stats import nct, t
 
-    tc = t_quantile(0.5 + level / 2, n - 1)
-    return float(nct.sf(tc, n - 1, effect * math.sqrt(n) / sd))
+    ns = np.asarray(n)
+    with np.errstate(all="ignore"):  # counts past the answer may overflow the noncentral t; they are never read
+        p = nct.sf(t.ppf(0.5 + level / 2, ns - 1), ns - 1, effect * np.sqrt(ns) / sd)
+    return float(p) if ns.ndim == 0 else np.asarray(p, dtype=float)
+
+
+#: the seed counts the power searches try, in order
+_COUNTS = np.arange(2, MAX_SEEDS + 1)
+
+
+def _fewest(enough: np.ndarray) -> int | None:
+    """The first count of :data:`_COUNTS` where ``enough`` holds, None where it never does."""
+    hit = np.flatnonzero(enough)
+    return int(_COUNTS[hit[0]]) if hit.size else None
 
 
 @functools.lru_cache(maxsize=16384)
@@ -232,10 +244,7 @@ def seeds_for_gain(mean: float, sd: float, threshold: float, *, level: float = 0
         return None
     if sd == 0:
         return 2
-    for n in range(2, MAX_SEEDS + 1):
-        if _power_one_sided(n, effect, sd, level) >= power:
-            return n
-    return None
+    return _fewest(_power_one_sided(_COUNTS, effect, sd, level) >= power)  # every count at once: one scipy call
 
 
 def seeds_for_equivalence(mean: float, sd: float, margin: float, *, alpha: float = 0.05, power: float = 0.8,
@@ -251,8 +260,4 @@ def seeds_for_equivalence(mean: float, sd: float, margin: float, *, alpha: float
     if sd == 0:
         return 2
     level = 1 - 2 * alpha
-    for n in range(2, MAX_SEEDS + 1):
-        p = _power_one_sided(n, m + mean, sd, level) + _power_one_sided(n, m - mean, sd, level) - 1
-        if p >= power:
-            return n
-    return None
+    return _fewest(_power_one_sided(_COUNTS, m + mean, sd, level) + _power_one_sided(_COUNTS, m - mean, sd, level) - 1 >= power)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from initlab.evidence import diagnose_claims as dc
 
 
@@ -34,3 +36,25 @@ def test_right_wrong_undecided_and_not_run():
     r = dc.correlation(recs, n_resamples=199)
     assert r["n"] == 4 and -1 <= r["pearson_lo"] <= r["pearson"] <= r["pearson_hi"] <= 1
     assert not math.isnan(r["spearman_lo"])
+
+
+def test_spearman_interval_equals_the_slow_reference_bootstrap():
+    """The vectorised Spearman rho of the bootstrap gives the interval of ``scipy.stats.spearmanr`` called on each
+    resample in turn (the slow, obvious reference), ties and constant resamples included."""
+    import numpy as np
+    from scipy import stats as ss
+
+    pairs = [(0.5, 0.9), (0.52, 0.93), (0.5, 0.95)]
+    recs = {"settings": {f"s{i}": _rec(True, share, [(a, b + 0.01 * i * j) for j, (a, b) in enumerate(pairs)])
+                         for i, share in enumerate([0.9, 0.2, 0.95, 0.9, 0.4, 0.4, 0.7])}}
+    fast = dc.correlation(recs, n_resamples=499, seed=3)
+    xs = np.array([r["blind_share"] for r in recs["settings"].values()])
+    ys = np.array([100.0 * float(np.mean(dc.gains(r))) for r in recs["settings"].values()])
+
+    def rho(x, y):
+        return 0.0 if np.ptp(x) == 0 or np.ptp(y) == 0 else ss.spearmanr(x, y).statistic
+
+    slow = ss.bootstrap((xs, ys), rho, paired=True, vectorized=False, n_resamples=499, method="percentile",
+                        random_state=np.random.default_rng(3)).confidence_interval
+    assert fast["spearman_lo"] == pytest.approx(slow.low, abs=1e-12) and fast["spearman_hi"] == pytest.approx(slow.high, abs=1e-12)
+    assert fast["spearman"] == pytest.approx(ss.spearmanr(xs, ys).statistic, abs=1e-12)

@@ -108,6 +108,21 @@ def test_seeds_for_gain_reaches_the_power_and_not_one_seed_earlier():
     assert stats._power_one_sided(n, 0.30, 0.128, 0.95) >= 0.8 > stats._power_one_sided(n - 1, 0.30, 0.128, 0.95) or n == 2
 
 
+@given(st.floats(-0.5, 0.5), st.floats(0.0, 0.5), st.floats(-0.1, 0.1), st.floats(0.0, 0.02))
+def test_seed_counts_equal_the_slow_reference_one_count_at_a_time(mean, sd, threshold, tol):
+    """The power searches evaluate every count at once; the slow reference tries the counts one by one."""
+
+    def first(enough):
+        return next((n for n in range(2, stats.MAX_SEEDS + 1) if enough(n)), None)
+
+    effect, margin = abs(mean - threshold) - tol, abs(threshold) + 0.05 - tol
+    gain = None if effect <= 0 else 2 if sd == 0 else first(lambda n: stats._power_one_sided(n, effect, sd, 0.95) >= 0.8)
+    assert stats.seeds_for_gain(mean, sd, threshold, tol=tol) == gain
+    equiv = None if abs(mean) >= margin else 2 if sd == 0 else first(
+        lambda n: stats._power_one_sided(n, margin + mean, sd, 0.9) + stats._power_one_sided(n, margin - mean, sd, 0.9) - 1 >= 0.8)
+    assert stats.seeds_for_equivalence(mean, sd, abs(threshold) + 0.05, tol=tol) == equiv
+
+
 @given(st.floats(0.01, 0.3), st.floats(0.01, 0.2))
 def test_seeds_for_gain_falls_with_the_effect(effect, sd):
     small, big = stats.seeds_for_gain(effect, sd, 0.0), stats.seeds_for_gain(2 * effect, sd, 0.0)

@@ -149,9 +149,28 @@ def _docs_relative(cell: str) -> str:
     return cell.replace("](docs/", "](")
 
 
+#: rendered tables by (kind, results folder, the loaded files' contents): the rows are a pure function of the files,
+#: so one process that renders the same files again (``main``'s block and page, ``--check`` then a write, the
+#: tests) computes them once; an edited file is a new key
+_RENDERED: dict[tuple[str, str, str], str] = {}
+
+
+def _memo(kind: str, results_dir: str | Path, render: Callable[[dict[str, Any]], str]) -> str:
+    results = load_results(results_dir)
+    key = (kind, str(results_dir), json.dumps(results, sort_keys=True))
+    if key not in _RENDERED:
+        if len(_RENDERED) >= 16:
+            _RENDERED.clear()
+        _RENDERED[key] = render(results)
+    return _RENDERED[key]
+
+
 def claims_table(results_dir: str | Path = "docs/results") -> str:
     """The README block: markers, a short legend, and one line per claim (verdict word and headline estimate)."""
-    results = load_results(results_dir)
+    return _memo("table", results_dir, lambda results: _claims_table(results, results_dir))
+
+
+def _claims_table(results: dict[str, Any], results_dir: str | Path) -> str:
     lines = [BEGIN_MARK, SHORT_LEGEND, "", *SHORT_HEADER]
     for c in CLAIMS:
         h = headline_cells(c, results, results_dir)
@@ -161,7 +180,10 @@ def claims_table(results_dir: str | Path = "docs/results") -> str:
 
 def claims_page(results_dir: str | Path = "docs/results") -> str:
     """docs/claims.md: the legend and one row per claim with its full verdict cell."""
-    results = load_results(results_dir)
+    return _memo("page", results_dir, lambda results: _claims_page(results, results_dir))
+
+
+def _claims_page(results: dict[str, Any], results_dir: str | Path) -> str:
     lines = [LEGEND, "", *HEADER]
     for c in CLAIMS:
         lines.append(f"| {c.claim} | {c.seed_number} | {_docs_relative(verdict_cell(c, results, results_dir))} | "

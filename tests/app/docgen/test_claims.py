@@ -70,6 +70,23 @@ def test_cli_check_detects_a_stale_readme(tmp_path, capsys):
     assert "claims.md" in capsys.readouterr().err
 
 
+def test_a_rendering_is_reused_only_for_the_same_file_contents(tmp_path):
+    """claims_table and claims_page render once per content of the results folder: an edited file renders anew."""
+    res = _copy_results(tmp_path)
+    calls = []
+
+    def render(results):
+        calls.append(1)
+        return str(sorted(results))
+
+    assert claims._memo("test", res, render) == claims._memo("test", res, render) and len(calls) == 1
+    data = json.loads((res / lra_rows.LRA).read_text())
+    data["note"] = "edited"
+    (res / lra_rows.LRA).write_text(json.dumps(data))
+    claims._memo("test", res, render)
+    assert len(calls) == 2
+
+
 # ------------------------------------------------------------------------------------------------
 # hand-made result files
 # ------------------------------------------------------------------------------------------------
