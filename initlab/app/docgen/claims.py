@@ -132,7 +132,7 @@ LEGEND = ("Every verdict is computed from the saved per-seed numbers by one func
           "beside the uncorrected interval.")
 SHORT_LEGEND = ("One line per claim, from the strongest run behind it (synthetic SPT: the preregistered `causal` run, seeds "
                 "8271-8274, where it tested the claim, else the preregistered `full` run, seeds 8201-8208; synthetic "
-                "SPLADE: the preregistered out-of-domain confirmation `confirm-v2k`, 2 of its 3 seeds finished, with the earlier "
+                "SPLADE: the preregistered out-of-domain confirmation `confirm-v2k`, seeds 9201-9203, with the earlier "
                 "preregistered `full` run beside it). Accuracy differences are in points, nDCG@10 and proximity-mass differences as they are; intervals "
                 "are 95 % t for a gain, 90 % TOST for an equivalence (frozen attention, FFN only, the scratch proximity "
                 "change), 95 % Fieller for a share; an interval that holds its threshold reads **inconclusive**; words are "
