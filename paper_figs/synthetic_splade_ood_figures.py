@@ -8,6 +8,11 @@ on the select half) against training length, one colour per family, solid out of
 BM25 out of domain as a grey line (the mean over the seeds). With several seeds (the map's ``across_seeds``) the
 lines are the means over the seeds with ± 1 sample sd bars, and each seed's loss is a faint dot. Descriptive, no
 verdict.
+
+When the map holds query-shift points (runs with ``query_shift``), also ``splade_ood_shift.png``: one column per
+such vocabulary; x the synonym rate of the evaluation queries (the corpus's own rate, at which SPLADE was trained,
+and the shifted rates), at the longest training length; top, the loss of k = 1 per family, solid out of domain and
+dashed in domain; bottom, nDCG@10 out of domain at the best k (filled) and k = 1 (open), with BM25 (grey).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any, Sequence
 from initlab.paper_figs.common import family_color, legend_below, pyplot, run_figure_cli, save
 from initlab.textio import read_json
 
-__all__ = ["load_map", "draw_map", "main"]
+__all__ = ["load_map", "draw_map", "draw_shift", "main"]
 
 
 def load_map(folder: str | Path) -> dict[str, Any]:
@@ -88,9 +93,80 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     return save(fig, target)
 
 
+def _rate(dom: str, base: float) -> tuple[str, float]:
+    kind, _, p = dom.partition("@p")
+    return kind, float(p) if p else base
+
+
+def _seed_means(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (family, domain): the mean of ``loss``, ``best`` and ``k1`` over the seeds."""
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for p in pts:
+        by.setdefault((p["family"], p["domain"]), []).append(p)
+    return [{"family": f, "domain": d, **{k: sum(p[k] for p in ps) / len(ps) for k in ("loss", "best", "k1")}}
+            for (f, d), ps in by.items()]
+
+
+def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
+    """Draw ``splade_ood_shift.png`` (module docstring) into ``out`` (default ``folder``); returns the written paths
+    (none when the map has no query-shift points)."""
+    m = load_map(folder)
+    shifted = {p["vocab"] for p in m["points"] if "@p" in p["domain"]}
+    if not shifted:
+        return []
+    plt = pyplot()
+    vocabs = sorted(shifted)
+    base = {r["vocab"]: r.get("p_synonym") for r in m["runs"] if r.get("query_shift")}
+    fig, axes = plt.subplots(2, len(vocabs), figsize=(4.2 * len(vocabs) + 0.6, 6.4), squeeze=False, sharex="col")
+    for j, V in enumerate(vocabs):
+        top, bot = axes[0][j], axes[1][j]
+        pts = [p for p in m["points"] if p["vocab"] == V]
+        L = max(p["length"] for p in pts)
+        pts = _seed_means([p for p in pts if p["length"] == L])
+        for fam in sorted({p["family"] for p in pts}):
+            col = family_color(fam, "black")
+            for kind, ls in (("ood", "-"), ("id", "--")):
+                q = sorted(((_rate(p["domain"], base[V])[1], p) for p in pts if p["family"] == fam
+                            and _rate(p["domain"], base[V])[0] == kind), key=lambda x: x[0])
+                if not q:
+                    continue
+                top.plot([r for r, _ in q], [p["loss"] for _, p in q], ls, marker="o", color=col, ms=4,
+                         label=f"{fam}, {'out of domain' if kind == 'ood' else 'in domain'}")
+                if kind == "ood":
+                    bot.plot([r for r, _ in q], [p["best"] for _, p in q], "-", marker="o", color=col, ms=4,
+                             label=f"{fam}, best k")
+                    bot.plot([r for r, _ in q], [p["k1"] for _, p in q], ":", marker="o", mfc="white", color=col, ms=4,
+                             label=f"{fam}, k = 1")
+        bm = [(base[V], b["ood"]) for b in m.get("bm25", []) if b["vocab"] == V and b.get("shift")]
+        bm += [(_rate(g, base[V])[1], v) for b in m.get("bm25", []) if b["vocab"] == V
+               for g, v in (b.get("shift") or {}).items() if g.startswith("ood")]
+        if bm:
+            bm.sort()
+            bot.plot([r for r, _ in bm], [v for _, v in bm], "-", color="grey", lw=1.0, marker="s", ms=3, label="BM25")
+        top.axhline(m.get("min_gain", 0.05), color="grey", lw=0.8, ls=":")
+        top.axhline(0.0, color="black", lw=0.5)
+        top.set_title(f"vocabulary {V}, {L} steps (training queries at {base[V]:g})", fontsize=10)
+        top.set_ylabel("nDCG@10 best k − k = 1")
+        bot.set_xlabel("synonym rate of the evaluation queries")
+        bot.set_ylabel("nDCG@10 out of domain")
+    legend_below(axes[1][0], ncol=3, offset=-0.25)
+    h, lab = axes[0][0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 1.04), ncol=2, fontsize=8, frameon=False)
+    n = len({p["seed"] for p in m["points"] if p["vocab"] in shifted})
+    fig.suptitle("shift: loss of k = 1 (top), nDCG@10 out of domain (bottom); "
+                 + ("one seed" if n == 1 else f"mean over {n} seeds"), fontsize=10, y=1.09)
+    target = Path(out or folder) / "splade_ood_shift.png"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return save(fig, target)
+
+
+def _draw_all(folder: str | Path, out: str | Path | None = None) -> list[Path]:
+    return draw_map(folder, out) + draw_shift(folder, out)
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     return run_figure_cli(
-        "initlab.paper_figs.synthetic_splade_ood_figures", __doc__, lambda a: draw_map(a.results_dir, a.out), argv, prog,
+        "initlab.paper_figs.synthetic_splade_ood_figures", __doc__, lambda a: _draw_all(a.results_dir, a.out), argv, prog,
         results_help="folder holding map.json (python -m initlab.synthetic.splade.ood.map)",
         options=lambda p: p.add_argument("--out", type=Path, default=None, help="where to write the PNG (default: the folder)"))
 

@@ -46,7 +46,8 @@ import numpy as np
 
 from initlab.synthetic.splade.data import SPECIAL_TOKENS
 
-__all__ = ["DomainCorpusConfig", "EvalSet", "DomainCorpus", "make_domain_corpus", "vocabulary_layout", "token_stats"]
+__all__ = ["DomainCorpusConfig", "EvalSet", "DomainCorpus", "make_domain_corpus", "query_shift_set", "vocabulary_layout",
+           "token_stats"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,9 @@ class DomainCorpus:
         dev: the in-domain dev set; ``ood``: one :class:`EvalSet` per held-out domain.
         train_domains / heldout_domains: domain indices.
         dev_queries / qrels / dev_source: the dev set as the phase experiment's measurement code reads it.
+        sources: ``{set name: {qid: source doc_id}}`` of every evaluation set; doc_keys: ``{doc_id: [(concept,
+            document surface)]}``; general_rank: per domain, the general word id at each rank (what
+            :func:`query_shift_set` needs to write new queries).
     """
 
     config: DomainCorpusConfig
@@ -115,6 +119,9 @@ class DomainCorpus:
     train_domains: list[int]
     heldout_domains: list[int]
     dev_source: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    doc_keys: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    general_rank: list[np.ndarray] = field(default_factory=list)
 
     @property
     def dev_queries(self) -> dict[str, str]:
@@ -234,17 +241,7 @@ def make_domain_corpus(c: DomainCorpusConfig) -> DomainCorpus:
     by_domain = {d: [x for x in docs if doc_domain[x] == d] for d in range(c.n_domains)}
 
     def query(did: str, rng: np.random.Generator) -> str:
-        d = doc_domain[did]
-        keys = doc_keys[did]
-        toks = []
-        for j in rng.choice(len(keys), c.query_concepts, replace=False):
-            con, s = keys[int(j)]
-            if rng.random() < c.p_synonym:
-                s = int(rng.choice([x for x in range(S) if x != s]))
-            toks.append(words[d][con][s])
-        toks += [general[gen_rank[d][int(rng.choice(n_gen, p=p_gen))]] for _ in range(c.query_general)]
-        rng.shuffle(toks)
-        return " ".join(toks)
+        return _query(c, doc_domain[did], doc_keys[did], gen_rank[doc_domain[did]], p_gen, rng, c.p_synonym)
 
     def qrels_of(did: str, pool: list[str]) -> dict[str, int]:
         mine = {k for k, _ in doc_keys[did]}
@@ -269,8 +266,49 @@ def make_domain_corpus(c: DomainCorpusConfig) -> DomainCorpus:
         return EvalSet(name, qs, qr, list(pool), domains), src
 
     dev, dev_source = eval_set("dev", train_docs, c.n_dev_queries, dev_rng, train_domains)
-    ood = [eval_set(f"ood{d:02d}", by_domain[d], c.n_ood_queries, ood_rng, [d])[0] for d in heldout]
-    return DomainCorpus(c, vocab, docs, doc_domain, train_pairs, dev, ood, train_domains, heldout, dev_source)
+    ood_src = [eval_set(f"ood{d:02d}", by_domain[d], c.n_ood_queries, ood_rng, [d]) for d in heldout]
+    sources = {"dev": dev_source, **{es.name: src for es, src in ood_src}}
+    return DomainCorpus(c, vocab, docs, doc_domain, train_pairs, dev, [es for es, _ in ood_src], train_domains,
+                        heldout, dev_source, sources, doc_keys, gen_rank)
+
+
+def _query(c: DomainCorpusConfig, d: int, keys: list[tuple[int, int]], gen_rank: np.ndarray, p_gen: np.ndarray,
+           rng: np.random.Generator, p_synonym: float) -> str:
+    """A query of a domain-``d`` document with key concepts ``keys`` (module docstring), each concept written with
+    another surface than the document's with probability ``p_synonym``."""
+    S = c.surfaces
+    toks = []
+    for j in rng.choice(len(keys), c.query_concepts, replace=False):
+        con, s = keys[int(j)]
+        if rng.random() < p_synonym:
+            s = int(rng.choice([x for x in range(S) if x != s]))
+        toks.append(f"x{d:02d}c{con:05d}s{s}")
+    toks += [f"g{int(gen_rank[int(rng.choice(len(p_gen), p=p_gen))]):05d}" for _ in range(c.query_general)]
+    rng.shuffle(toks)
+    return " ".join(toks)
+
+
+def query_shift_set(corpus: DomainCorpus, es: EvalSet, p_synonym: float) -> EvalSet:
+    """``es`` with every query written anew from the same source document at synonym rate ``p_synonym`` (the share
+    of query concepts written with a surface other than the document's; the corpus's queries use
+    ``config.p_synonym``): a shift of the query vocabulary on the same documents and relevance judgements. Named
+    ``"<es.name>@p<p_synonym>"``; deterministic (its own random stream per set and rate).
+
+    Raises:
+        ValueError: ``p_synonym`` outside [0, 1], or ``es`` not one of the corpus's evaluation sets.
+    """
+    if not (isinstance(p_synonym, (int, float)) and 0 <= p_synonym <= 1):
+        raise ValueError(f"p_synonym: expected a probability in [0, 1], got {p_synonym!r}")
+    names = [corpus.dev.name, *(o.name for o in corpus.ood)]
+    if es.name not in names or es.name not in corpus.sources:
+        raise ValueError(f"es: expected one of the corpus's evaluation sets {names}, got {es.name!r}")
+    c = corpus.config
+    rng = np.random.default_rng([c.seed, 5, names.index(es.name), int(round(p_synonym * 1_000_000))])
+    p_gen = _zipf(len(corpus.general_rank[0]), c.zipf_general)
+    src = corpus.sources[es.name]
+    queries = {q: _query(c, corpus.doc_domain[src[q]], corpus.doc_keys[src[q]],
+                         corpus.general_rank[corpus.doc_domain[src[q]]], p_gen, rng, p_synonym) for q in es.queries}
+    return EvalSet(f"{es.name}@p{p_synonym:g}", queries, dict(es.qrels), list(es.doc_ids), list(es.domains))
 
 
 def token_stats(corpus: DomainCorpus) -> dict[str, float]:

@@ -5,7 +5,8 @@ Role: :func:`pretrain` MLM-pretrains one family's backbone on every domain's doc
 (as ``initlab mlmhead rescale``), measures the initial in-batch InfoNCE, trains to the plateau rule
 (:func:`initlab.synthetic.splade.ood.train.train_to_plateau`) and evaluates nDCG@10 in domain and out of domain at
 the checkpoints (:func:`initlab.synthetic.splade.ood.evaluate.evaluate_sets`); :func:`bm25_cell` scores BM25 on the
-same sets. :func:`corpus_for` is the corpus of a seed, cached per process.
+same sets (and on the query-shift sets of ``query_shift``, :func:`shift_sets_for`). :func:`corpus_for` is the
+corpus of a seed, cached per process.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ import torch
 
 from initlab.config import derive
 from initlab.runs import NonFiniteError, torch_threads
-from initlab.synthetic.splade.domains import DomainCorpus, DomainCorpusConfig, make_domain_corpus
+from initlab.synthetic.splade.domains import DomainCorpus, DomainCorpusConfig, make_domain_corpus, query_shift_set
 from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
 from initlab.synthetic.splade.ood.config import OODConfig, backbone_for
-from initlab.synthetic.splade.ood.evaluate import evaluate_sets
+from initlab.synthetic.splade.ood.evaluate import evaluate_sets, shift_groups
 from initlab.synthetic.splade.ood.train import train_to_plateau
 from initlab.synthetic.splade.train import quiet
 
-__all__ = ["corpus_for", "pretrain", "run_cell", "bm25_cell", "initial_infonce", "inspect_cell", "INSPECT_TEXTS"]
+__all__ = ["corpus_for", "shift_sets_for", "pretrain", "run_cell", "bm25_cell", "initial_infonce", "inspect_cell", "INSPECT_TEXTS"]
 
 #: documents ``initlab mlmhead inspect`` measures each backbone on (the first ones of the seed's corpus)
 INSPECT_TEXTS = 64
@@ -42,6 +43,18 @@ def _corpus(cfg: DomainCorpusConfig) -> DomainCorpus:
 def corpus_for(cfg: OODConfig, seed: int) -> DomainCorpus:
     """The corpus of ``seed`` (``cfg.corpus`` with that seed), generated once per process."""
     return _corpus(derive(cfg.corpus, seed=seed))
+
+
+@functools.lru_cache(maxsize=2)
+def _shifted(cfg: DomainCorpusConfig, rates: tuple[float, ...]) -> tuple:
+    corpus = _corpus(cfg)
+    return tuple(query_shift_set(corpus, es, p) for p in rates for es in [corpus.dev, *corpus.ood])
+
+
+def shift_sets_for(cfg: OODConfig, seed: int) -> tuple:
+    """The query-shift evaluation sets of ``seed`` (``cfg.query_shift``'s rates, each over the dev set and every
+    out-of-domain set; :func:`initlab.synthetic.splade.domains.query_shift_set`), generated once per process."""
+    return _shifted(derive(cfg.corpus, seed=seed), tuple(cfg.query_shift))
 
 
 def pretrain(folder: str, family: str, cfg: OODConfig, seed: int, on_step: Any = None) -> str:
@@ -94,6 +107,7 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
 
     t0, c0 = time.perf_counter(), time.process_time()
     corpus = corpus_for(cfg, seed)
+    shifted = shift_sets_for(cfg, seed)
     rec: dict[str, Any] = {"family": family, "k": float(k), "seed": seed, "failed": None}
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -105,7 +119,8 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
         c_train = time.process_time()
         try:
             tr = train_to_plateau(model, corpus, cfg, seed, Path(work_dir),
-                                  on_checkpoint=lambda step: evaluate_sets(model, corpus, cfg.query_max_len, cfg.doc_max_len),
+                                  on_checkpoint=lambda step: evaluate_sets(model, corpus, cfg.query_max_len, cfg.doc_max_len,
+                                                                          shifted),
                                   progress=progress)
         except NonFiniteError as err:
             rec.update({"failed": str(err), "collapse": [str(err)], "training": None, "final": None,
@@ -148,7 +163,15 @@ def bm25_cell(cfg: OODConfig, seed: int) -> dict[str, Any]:
     from initlab.synthetic.splade.ood.bm25 import bm25_scores
 
     corpus = corpus_for(cfg, seed)
+    keys = ("ndcg@10", "ndcg_select", "ndcg_test")
     ood = {es.name: bm25_scores(es, corpus.docs) for es in corpus.ood}
-    return {"seed": seed, "dev": bm25_scores(corpus.dev, corpus.docs), "ood": ood,
-            "ood_mean": {k: float(np.mean([m[k] for m in ood.values()])) for k in ("ndcg@10", "ndcg_select", "ndcg_test")},
-            "corpus": token_stats(corpus), "ln_batch": math.log(cfg.batch_size)}
+    out = {"seed": seed, "dev": bm25_scores(corpus.dev, corpus.docs), "ood": ood,
+           "ood_mean": {k: float(np.mean([m[k] for m in ood.values()])) for k in keys},
+           "corpus": token_stats(corpus), "ln_batch": math.log(cfg.batch_size)}
+    shifted = shift_sets_for(cfg, seed)
+    if shifted:
+        sets = {es.name: bm25_scores(es, corpus.docs) for es in shifted}
+        out["shift_sets"] = sets
+        out["shift"] = {g: {k: float(np.mean([sets[n][k] for n in names])) for k in keys}
+                        for g, names in shift_groups(corpus, shifted).items()}
+    return out

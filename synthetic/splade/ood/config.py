@@ -21,6 +21,11 @@ longer documents), the tied k grid, the seeds and the SPLADE recipe with its sto
   to V keeps that per-entry pressure the same at every vocabulary size.
 * **retrieval checkpoints**: nDCG@10 on every evaluation set at the steps ``checkpoints`` (and at the stop): the
   *training length* axis of the exploratory map (steps into a run with this cap's schedule).
+* **query shift** (``query_shift``, evaluation only): for each synonym rate p listed, the in-domain dev set and every
+  out-of-domain set are evaluated a second time with their queries written anew from the same source documents
+  at synonym rate p (:func:`initlab.synthetic.splade.domains.query_shift_set`; training queries use
+  ``corpus.p_synonym``): the graded *shift* axis of the map (domain x query vocabulary). Empty by default; an
+  empty ``query_shift`` is left out of the cell keys, so runs made before the field existed keep their keys.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class OODConfig:
     init_batch: int = 32
     claims: SPLADEThresholds = SPLADEThresholds(high_norm=("roberta", "modernbert"), normal_norm=("bert", "albert"))
     torch_threads: int = 1
+    query_shift: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.family_backbones) - set(FAMILIES))
@@ -116,6 +122,10 @@ PRESETS: dict[str, OODConfig] = {
                       eval_every=25, checkpoints=(100, 200, 300)),
     "map-v8k": derive(BASE, corpus=derive(_SMALL, vocab_size=8192), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
                       eval_every=25, checkpoints=(100, 200, 300)),
+    # exploratory map, shift axis (issue 28, item 4): map-v2k (seed 0, bert and modernbert, k in {1, 4}) with every
+    # evaluation set also at synonym rates 0 and 1 (the training queries' rate is 0.6): domain x query vocabulary
+    "map-v2k-shift": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
+                            eval_every=25, checkpoints=(100, 200, 300), query_shift=(0.0, 1.0)),
     # preregistered confirmation (issue 28, item 7; docs/synthetic_splade_ood.md#confirmation-preregistered): the
     # map's setting (2048 ids, the nearest miss), bert (control) and modernbert (high norm), k in {1, 4, 16} with
     # k = 16 as the over-rescaling k_far, cap 300 with the plateau rule, checkpoints 100 / 200 / 300, fresh seeds
@@ -123,6 +133,12 @@ PRESETS: dict[str, OODConfig] = {
     "confirm-v2k": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(9201, 9202, 9203), ks=(1.0, 4.0, 16.0),
                           max_steps=300, eval_every=25, checkpoints=(100, 200, 300),
                           claims=derive(BASE.claims, k_far=16.0)),
+    # exploratory map, head-norm axis (issue 28, item 4; labelled exploratory, not preregistered): the confirmation's
+    # setting and seeds with all four families (roberta: long recipe; albert: standard recipe, factorised
+    # embeddings); the bert and modernbert cells are the confirmation's own (same cell keys: the grid is not in a key)
+    "map-v2k-fam4": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(9201, 9202, 9203),
+                           families=("bert", "modernbert", "roberta", "albert"), ks=(1.0, 4.0, 16.0), max_steps=300,
+                           eval_every=25, checkpoints=(100, 200, 300), claims=derive(BASE.claims, k_far=16.0)),
     # the real-sized vocabulary (30000 ids): defined, its cost measured (docs/synthetic_splade_ood.md#cost), not run
     "v30k": derive(BASE, corpus=_SMALL, seeds=(0,)),
 }
@@ -150,6 +166,9 @@ def check_config(cfg: OODConfig) -> None:
             raise ValueError(f"{name}: expected >= 1, got {getattr(cfg, name)}")
     if not 0 <= cfg.plateau_rel < 1:
         raise ValueError(f"plateau_rel: expected a fraction in [0, 1), got {cfg.plateau_rel}")
+    for p in cfg.query_shift:
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+            raise ValueError(f"query_shift: expected synonym rates in [0, 1], got {list(cfg.query_shift)}")
     if any(c < 1 or c > cfg.max_steps for c in cfg.checkpoints):
         raise ValueError(f"checkpoints: expected steps in 1..max_steps ({cfg.max_steps}), got {list(cfg.checkpoints)}")
 
@@ -170,6 +189,6 @@ def pretrain_key(cfg: OODConfig, family: str, seed: int) -> dict[str, Any]:
 
 def train_key(cfg: OODConfig, family: str, k: float, seed: int) -> dict[str, Any]:
     """What a training cell depends on: its (family, k, seed), its backbone and the whole recipe (not the grid)."""
-    recipe = {key: v for key, v in to_dict(cfg).items() if key not in _GRID}
+    recipe = {key: v for key, v in to_dict(cfg).items() if key not in _GRID and not (key == "query_shift" and not v)}
     return {"cell": {"family": family, "k": k, "seed": seed}, "backbone": to_dict(backbone_for(cfg, family)),
             "recipe": recipe}

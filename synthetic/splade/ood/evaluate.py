@@ -7,14 +7,14 @@ and judged on the other, :mod:`initlab.evidence.splade_claims`), plus the sparsi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
 from initlab.synthetic.splade.domains import DomainCorpus, EvalSet
 
-__all__ = ["ndcg_of_run", "evaluate_sets", "encode_docs"]
+__all__ = ["ndcg_of_run", "evaluate_sets", "encode_docs", "shift_groups"]
 
 
 def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, float]:
@@ -33,42 +33,68 @@ def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, floa
             "ndcg_test": float(np.mean([per[q] for q in qids[1::2]])) if len(qids) > 1 else float("nan")}
 
 
-def encode_docs(model, corpus: DomainCorpus, doc_max_len: int) -> dict[str, torch.Tensor]:
-    """SPLADE vectors ``(1, V)`` of every document any evaluation set retrieves from, by doc id."""
+def encode_docs(model, corpus: DomainCorpus, doc_max_len: int, extra: Sequence[EvalSet] = ()) -> dict[str, torch.Tensor]:
+    """SPLADE vectors ``(V,)`` of every document any evaluation set (the corpus's and ``extra``) retrieves from,
+    by doc id."""
     from initlab.synthetic.splade.measure import splade_vectors
 
-    need = sorted({d for es in [corpus.dev, *corpus.ood] for d in es.doc_ids})
+    need = sorted({d for es in [corpus.dev, *corpus.ood, *extra] for d in es.doc_ids})
     vecs = splade_vectors(model, [corpus.docs[d] for d in need], doc_max_len)
     return {d: vecs[i] for i, d in enumerate(need)}
 
 
-def evaluate_sets(model, corpus: DomainCorpus, query_max_len: int, doc_max_len: int) -> dict[str, Any]:
+def shift_groups(corpus: DomainCorpus, shifted: Sequence[EvalSet]) -> dict[str, list[str]]:
+    """The query-shift sets grouped as the map reads them: ``{"id@p<p>": [dev set name], "ood@p<p>": [the
+    out-of-domain sets' names]}`` for each synonym rate p among ``shifted``
+    (:func:`initlab.synthetic.splade.domains.query_shift_set`'s names ``<set>@p<p>``)."""
+    out: dict[str, list[str]] = {}
+    for es in shifted:
+        base, p = es.name.split("@p")
+        out.setdefault(("id" if base == corpus.dev.name else "ood") + f"@p{p}", []).append(es.name)
+    return out
+
+
+def evaluate_sets(model, corpus: DomainCorpus, query_max_len: int, doc_max_len: int,
+                  shifted: Sequence[EvalSet] = ()) -> dict[str, Any]:
     """nDCG@10 of the SPLADE ``model`` on the in-domain dev set and each out-of-domain set: ``{"dev": {...},
     "ood": {name: {...}}, "ood_mean": {...}, "d_active_dims", "q_active_dims", "finite_vectors"}``; ``ood_mean``
     averages the held-out domains' nDCG@10 (BEIR's mean over data sets). Non-finite scores count as not
-    retrieved; only documents with a positive score are retrieved (an inverted index)."""
+    retrieved; only documents with a positive score are retrieved (an inverted index). With ``shifted`` (query-shift
+    sets of the same documents, :func:`initlab.synthetic.splade.domains.query_shift_set`), also ``"shift_sets"``
+    ``{name: {...}}`` and ``"shift"`` ``{"id@p<p>" | "ood@p<p>": {...}}`` (the out-of-domain ones averaged over
+    the held-out domains, :func:`shift_groups`); the sparsity figures stay the corpus's own sets'."""
     from initlab.synthetic.splade.measure import splade_vectors
 
-    dvec = encode_docs(model, corpus, doc_max_len)
+    dvec = encode_docs(model, corpus, doc_max_len, shifted)
     out: dict[str, Any] = {"ood": {}}
     finite = all(bool(torch.isfinite(v).all()) for v in dvec.values())
     q_active = []
-    for es in [corpus.dev, *corpus.ood]:
+    own = {corpus.dev.name, *(o.name for o in corpus.ood)}
+    shift: dict[str, Any] = {}
+    for es in [corpus.dev, *corpus.ood, *shifted]:
         qids = list(es.queries)
         q = splade_vectors(model, [es.queries[i] for i in qids], query_max_len).double()
         d = torch.stack([dvec[x] for x in es.doc_ids]).double()
         finite = finite and bool(torch.isfinite(q).all())
-        q_active.append(float((q > 0).sum(1).double().mean()))
+        if es.name in own:
+            q_active.append(float((q > 0).sum(1).double().mean()))
         scores = torch.nan_to_num(q @ d.T, nan=0.0, posinf=0.0, neginf=0.0)
         top = torch.topk(scores, k=min(10, len(es.doc_ids)), dim=1)
         run = {qid: {es.doc_ids[j]: float(v) for v, j in zip(top.values[i].tolist(), top.indices[i].tolist()) if v > 0}
                for i, qid in enumerate(qids)}
         m = ndcg_of_run(run, es)
-        if es.name == "dev":
+        if es.name not in own:
+            shift[es.name] = m
+        elif es.name == corpus.dev.name:
             out["dev"] = m
         else:
             out["ood"][es.name] = m
-    out["ood_mean"] = {k: float(np.mean([m[k] for m in out["ood"].values()])) for k in ("ndcg@10", "ndcg_select", "ndcg_test")}
+    keys = ("ndcg@10", "ndcg_select", "ndcg_test")
+    out["ood_mean"] = {k: float(np.mean([m[k] for m in out["ood"].values()])) for k in keys}
+    if shifted:
+        out["shift_sets"] = shift
+        out["shift"] = {g: {k: float(np.mean([shift[n][k] for n in names])) for k in keys}
+                        for g, names in shift_groups(corpus, shifted).items()}
     allv = torch.stack(list(dvec.values()))
     out["d_active_dims"] = float((allv > 0).sum(1).double().mean())
     out["q_active_dims"] = float(np.mean(q_active))

@@ -4,8 +4,10 @@ Role: read finished OOD runs (``results.json`` of :mod:`initlab.synthetic.splade
 size) and tabulate, per (vocabulary V, training length L, domain: out of domain or in domain, family, seed), the
 *loss of k = 1*: ``nDCG@10(best k) - nDCG@10(k = 1)`` on the test half of the queries, the best k chosen on the
 select half at the same length. The axes: head norm by recipe (the families: standard vs long recipe), training
-length (the checkpoints; past a cell's stop, its stop's value), vocabulary size (the runs), domain shift (held-out
-domains against the in-domain dev set). A map point is *in the region* when every high-norm family loses at least
+length (the checkpoints; past a cell's stop, its stop's value), vocabulary size (the runs), shift: domain (held-out
+domains against the in-domain dev set) crossed, in runs with ``query_shift``, with the query vocabulary (the same
+sets with their queries written anew at other synonym rates, domains ``"ood@p<p>"`` / ``"id@p<p>"``,
+:func:`domain_label`). A map point is *in the region* when every high-norm family loses at least
 ``min_gain`` (0.05) at k = 1 and no normal-norm family does; the *nearest miss* is the point with the largest
 high-norm loss minus normal-norm loss. A point is one seed; over several seeds (the map point and the
 confirmation's seeds, :func:`across_seeds`) the map adds, per (vocabulary, length, domain, family), the mean and
@@ -28,7 +30,7 @@ from typing import Any, Sequence
 from initlab.runs import atomic_write_text
 from initlab.textio import read_json
 
-__all__ = ["map_points", "region", "across_seeds", "build_map", "map_markdown", "main"]
+__all__ = ["map_points", "domain_order", "domain_label", "region", "across_seeds", "build_map", "map_markdown", "main"]
 
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
@@ -42,16 +44,38 @@ def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
         if 1.0 not in ks:
             continue
         lengths = sorted({int(L) for r in ks.values() for L in r["ood_at"]})
+        doms = ["ood", "id", *sorted({g for r in ks.values() for g in r.get("shift_at", {})}, key=domain_order)]
+
+        def at(r: dict[str, Any], dom: str, half: str) -> dict[str, float]:
+            if dom in ("ood", "id"):
+                return r.get(f"{dom}_{half}", {})
+            return r.get("shift_at" if half == "at" else "shift_select_at", {}).get(dom, {})
+
         for L in lengths:
-            for dom, test, sel in (("ood", "ood_at", "ood_select_at"), ("id", "id_at", "id_select_at")):
-                have = {k: r for k, r in ks.items() if str(L) in r.get(test, {}) and str(L) in r.get(sel, {})}
+            for dom in doms:
+                have = {k: r for k, r in ks.items() if str(L) in at(r, dom, "at") and str(L) in at(r, dom, "select_at")}
                 if 1.0 not in have:
                     continue
-                kb = min(have, key=lambda k: (-have[k][sel][str(L)], k))
-                best, k1 = have[kb][test][str(L)], have[1.0][test][str(L)]
+                kb = min(have, key=lambda k: (-at(have[k], dom, "select_at")[str(L)], k))
+                best, k1 = at(have[kb], dom, "at")[str(L)], at(have[1.0], dom, "at")[str(L)]
                 out.append({"vocab": V, "length": L, "domain": dom, "family": fam, "seed": seed, "k_best": kb,
                             "best": best, "k1": k1, "loss": best - k1})
     return out
+
+
+def domain_order(dom: str) -> tuple[int, float]:
+    """Sort key of a map domain: out of domain before in domain, the corpus's own queries before the query-shift
+    sets, those by synonym rate."""
+    base, _, p = dom.partition("@p")
+    return (0 if base == "ood" else 1, float(p) if p else -1.0)
+
+
+def domain_label(dom: str) -> str:
+    """Words for a map domain: ``"ood"`` out of domain, ``"id"`` in domain (the corpus's queries, at its
+    ``p_synonym``), ``"ood@p1"`` out of domain with the queries at synonym rate 1 (the query-shift sets)."""
+    base, _, p = dom.partition("@p")
+    words = "out of domain" if base == "ood" else "in domain"
+    return f"{words}, synonym rate {p}" if p else words
 
 
 def region(points: list[dict[str, Any]], high: Sequence[str], normal: Sequence[str], min_gain: float = 0.05
@@ -124,9 +148,12 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
         V = rep["config"]["corpus"]["vocab_size"]
         runs.append({"dir": str(d), "vocab": V, "cap_bound": rep["cap_bound"], "trained": rep["trained"],
                      "sweep_seconds": rep.get("sweep_seconds"), "ks": rep["config"].get("ks"),
-                     "seeds": sorted({int(r["seed"]) for r in rep["rows"]}), "partial": bool(rep.get("partial"))})
+                     "seeds": sorted({int(r["seed"]) for r in rep["rows"]}), "partial": bool(rep.get("partial")),
+                     "p_synonym": rep["config"]["corpus"].get("p_synonym"),
+                     "query_shift": rep["config"].get("query_shift", [])})
         for b in rep["bm25"].values():
-            bm25.append({"vocab": V, "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"], "id": b["dev"]["ndcg_test"]})
+            bm25.append({"vocab": V, "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"], "id": b["dev"]["ndcg_test"],
+                         **({"shift": {g: m["ndcg_test"] for g, m in b["shift"].items()}} if b.get("shift") else {})})
     fams = {p["family"] for p in points}
     reg = region(points, [f for f in high or () if f in fams], [f for f in normal or () if f in fams])
     return {"exploratory": True, "runs": runs, "points": points, "bm25": bm25, **reg,
@@ -138,12 +165,15 @@ def map_markdown(m: dict[str, Any]) -> str:
     k = 1, the loss of k = 1), BM25 per vocabulary, then the region or, if there is none, the nearest miss."""
     L = ["| vocabulary | steps | domain | family | best k | nDCG@10 best k | nDCG@10 k = 1 | loss of k = 1 |",
          "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-    for p in sorted(m["points"], key=lambda p: (p["vocab"], p["seed"], p["domain"] != "ood", p["length"], p["family"])):
-        L.append(f"| {p['vocab']} | {p['length']} | {'out of domain' if p['domain'] == 'ood' else 'in domain'} | "
+    for p in sorted(m["points"], key=lambda p: (p["vocab"], p["seed"], domain_order(p["domain"]), p["length"], p["family"])):
+        L.append(f"| {p['vocab']} | {p['length']} | {domain_label(p['domain'])} | "
                  f"{p['family']} | {p['k_best']:g} | {p['best']:.3f} | {p['k1']:.3f} | {p['loss']:+.3f} |")
     L.append("")
     for b in m["bm25"]:
-        L.append(f"BM25 at {b['vocab']} ids (seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}.")
+        shift = "".join(f", {domain_label(g)} {v:.3f}" for g, v in sorted(b.get("shift", {}).items(),
+                                                                            key=lambda x: domain_order(x[0])))
+        L.append(f"BM25 at {b['vocab']} ids (seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}"
+                 f"{shift}.")
     high, normal, g = ", ".join(m["high_norm"]), ", ".join(m["normal_norm"]), m["min_gain"]
     if m["region"]:
         where = "; ".join(f"{c['vocab']} ids, {c['length']} steps, {c['domain']}, seed {c['seed']}" for c in m["region"])
@@ -157,22 +187,22 @@ def map_markdown(m: dict[str, Any]) -> str:
         L += ["", "Over the seeds (mean ± sample sd of the loss of k = 1; descriptive, no verdict):", "",
               "| vocabulary | steps | domain | family | seeds | loss of k = 1 | nDCG@10 best k (mean) | k = 1 (mean) |",
               "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-        for x in sorted(acr["families"], key=lambda x: (x["vocab"], x["domain"] != "ood", x["length"], x["family"])):
+        for x in sorted(acr["families"], key=lambda x: (x["vocab"], domain_order(x["domain"]), x["length"], x["family"])):
             sd = "" if x["loss_sd"] is None else f" ± {x['loss_sd']:.3f}"
-            L.append(f"| {x['vocab']} | {x['length']} | {'out of domain' if x['domain'] == 'ood' else 'in domain'} | "
+            L.append(f"| {x['vocab']} | {x['length']} | {domain_label(x['domain'])} | "
                      f"{x['family']} | {len(x['seeds'])} | {x['loss_mean']:+.3f}{sd} | {x['best_mean']:.3f} | "
                      f"{x['k1_mean']:.3f} |")
         L += ["", "| vocabulary | steps | domain | seeds in the region | high-norm − normal-norm loss (mean ± sd) |",
               "| ---: | ---: | --- | ---: | ---: |"]
-        for x in sorted(acr["points"], key=lambda x: (x["vocab"], x["domain"] != "ood", x["length"])):
+        for x in sorted(acr["points"], key=lambda x: (x["vocab"], domain_order(x["domain"]), x["length"])):
             sd = "" if x["gap_sd"] is None else f" ± {x['gap_sd']:.3f}"
-            L.append(f"| {x['vocab']} | {x['length']} | {'out of domain' if x['domain'] == 'ood' else 'in domain'} | "
+            L.append(f"| {x['vocab']} | {x['length']} | {domain_label(x['domain'])} | "
                      f"{x['in_region']} of {len(x['seeds'])} | {x['gap_mean']:+.3f}{sd} |")
         L.append("")
     c = m["nearest_miss"]
     if c:
         L.append(f"Nearest miss (largest high-norm minus normal-norm loss outside the region): {c['vocab']} ids, "
-                 f"{c['length']} steps, {'out of domain' if c['domain'] == 'ood' else 'in domain'}, seed {c['seed']}: "
+                 f"{c['length']} steps, {domain_label(c['domain'])}, seed {c['seed']}: "
                  f"high-norm loss "
                  f"{c['high_min']:+.3f}, normal-norm {c['normal_max']:+.3f}, difference {c['gap']:+.3f}.")
     return "\n".join(L) + "\n"

@@ -120,7 +120,8 @@ def plan(cfg: OODConfig) -> list[Cell]:
     cells = []
     for s in cfg.seeds:
         cells.append(Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s},
-                          {"corpus": to_dict(cfg.corpus), "seed": s}, unit_seconds=5.0))
+                          {"corpus": to_dict(cfg.corpus), "seed": s,
+                           **({"query_shift": list(cfg.query_shift)} if cfg.query_shift else {})}, unit_seconds=5.0))
         for f in cfg.families:
             bb = backbone_for(cfg, f)
             cells.append(Cell(f"pretrain_{f}_seed={s}", _TARGET + "cell_pretrain",
@@ -148,7 +149,9 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
     at the stop; ``id_select`` / ``id_test`` the in-domain dev set's; ``init_infonce``, ``final_infonce`` (the
     in-domain dev loss at the stop), ``steps``, ``stopped_by``, ``collapsed``, ``failed``; ``ood_at`` /
     ``id_at`` ``{step: nDCG@10 test half}`` and ``ood_select_at`` / ``id_select_at`` (select half) at the checkpoints
-    and the stop (a length past the stop has the stop's value: the model the rule kept)."""
+    and the stop (a length past the stop has the stop's value: the model the rule kept); with ``cfg.query_shift``,
+    ``shift_at`` / ``shift_select_at`` ``{"id@p<p>" | "ood@p<p>": {step: nDCG@10}}`` the same on the query-shift
+    sets."""
     out = []
     for f in cfg.families:
         for k in cfg.ks:
@@ -161,11 +164,16 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
                 ood, dev = fin.get("ood_mean", {}), fin.get("dev", {})
                 cps = {int(st): v for st, v in (tr.get("checkpoints") or {}).items()}
                 at_ood, at_id, sel_ood, sel_id = {}, {}, {}, {}
+                shift_at: dict[str, dict[str, float]] = {}
+                shift_sel: dict[str, dict[str, float]] = {}
                 for L in sorted(set(cfg.checkpoints) | set(cps)):
                     src = cps.get(L) or (fin if tr and L >= tr.get("steps", 0) else None)
                     if src:
                         at_ood[str(L)], at_id[str(L)] = src["ood_mean"]["ndcg_test"], src["dev"]["ndcg_test"]
                         sel_ood[str(L)], sel_id[str(L)] = src["ood_mean"]["ndcg_select"], src["dev"]["ndcg_select"]
+                        for g, m in (src.get("shift") or {}).items():
+                            shift_at.setdefault(g, {})[str(L)] = m["ndcg_test"]
+                            shift_sel.setdefault(g, {})[str(L)] = m["ndcg_select"]
                 out.append({"family": f, "mode": "tied", "s": 1.0, "k": float(k), "seed": s,
                             "ndcg_select": ood.get("ndcg_select"), "ndcg_test": ood.get("ndcg_test"),
                             "id_select": dev.get("ndcg_select"), "id_test": dev.get("ndcg_test"),
@@ -175,7 +183,8 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
                             "d_active_dims": fin.get("d_active_dims"), "q_active_dims": fin.get("q_active_dims"),
                             "head_frobenius": c.get("head_frobenius"), "cpu_seconds": c.get("cpu_seconds"),
                             "cpu_seconds_per_step": c.get("cpu_seconds_per_step"), "ood_at": at_ood, "id_at": at_id,
-                            "ood_select_at": sel_ood, "id_select_at": sel_id})
+                            "ood_select_at": sel_ood, "id_select_at": sel_id,
+                            **({"shift_at": shift_at, "shift_select_at": shift_sel} if shift_at else {})})
     return out
 
 

@@ -101,3 +101,27 @@ def test_zipf_long_tail_in_the_documents():
 def test_bad_config_names_the_field(change, field):
     with pytest.raises(ValueError, match=field):
         make_domain_corpus(dataclasses.replace(SMALL, **change))
+
+
+def test_query_shift_sets_rewrite_the_queries_of_the_same_sources_at_the_given_synonym_rate():
+    from initlab.synthetic.splade.domains import query_shift_set
+
+    cfg = dataclasses.replace(SMALL, surface_consistency=1.0, p_domain=0.0, n_dev_queries=120)
+    c = make_domain_corpus(cfg)
+    for es in (c.dev, *c.ood):
+        never, always = query_shift_set(c, es, 0.0), query_shift_set(c, es, 1.0)
+        assert never.name == f"{es.name}@p0" and always.name == f"{es.name}@p1"
+        for s in (never, always):  # the same questions about the same documents: only the query words change
+            assert list(s.queries) == list(es.queries) and s.qrels == es.qrels and s.doc_ids == es.doc_ids
+        src = c.sources[es.name]
+        words = lambda s: [(w, set(c.docs[src[q]].split())) for q, t in s.queries.items() for w in t.split()  # noqa: E731
+                           if w.startswith("x")]
+        assert all(w in doc for w, doc in words(never))  # the document's own surface
+        assert not any(w in doc for w, doc in words(always))  # always a synonym the document never uses
+        assert query_shift_set(c, es, 1.0).queries == always.queries  # deterministic
+    assert c.sources["dev"] == c.dev_source
+    with pytest.raises(ValueError, match="p_synonym"):
+        query_shift_set(c, c.dev, 1.5)
+    other = make_domain_corpus(dataclasses.replace(SMALL, n_domains=5, n_heldout=2))
+    with pytest.raises(ValueError, match="es: expected one of"):
+        query_shift_set(c, other.ood[1], 0.5)  # ood04: this corpus holds out domain 3 only

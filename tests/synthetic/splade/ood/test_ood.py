@@ -63,7 +63,7 @@ def test_flops_weights_are_the_real_recipe_at_the_real_vocabulary_and_linear_in_
 
 @pytest.mark.parametrize("change, field", [(dict(ks=(2.0, 4.0)), "ks"), (dict(families=("gpt",)), "families"),
                                            (dict(doc_max_len=50), "doc_max_len"), (dict(checkpoints=(0,)), "checkpoints"),
-                                           (dict(plateau_rel=1.5), "plateau_rel")])
+                                           (dict(plateau_rel=1.5), "plateau_rel"), (dict(query_shift=(1.2,)), "query_shift")])
 def test_bad_config_names_the_field(change, field):
     with pytest.raises(ValueError, match=field):
         oc.check_config(dataclasses.replace(oc.BASE, **change))
@@ -108,16 +108,34 @@ def test_tiny_run_end_to_end(tmp_path):
     from initlab.textio import read_json
 
     cfg = derive(oc.PRESETS["tiny"], families=("bert",), ks=(1.0, 4.0), max_steps=12, eval_every=4, checkpoints=(8,),
-                 family_backbones={})
+                 family_backbones={}, query_shift=(0.0, 1.0))
     rd = run_ood(tmp_path / "run", cfg, workers=1, progress=False)
     rep = read_json(rd.root / "results.json")
     assert rep["trained"] == 2 and 0 <= rep["cap_bound"] <= 2 and (rd.root / "DONE").exists()
+    shift = {"id@p0", "id@p1", "ood@p0", "ood@p1"}
     for x in rep["rows"]:
         assert 0 <= x["ndcg_test"] <= 1 and 0 <= x["id_test"] <= 1 and x["steps"] <= 12
         assert x["stopped_by"] in ("plateau", "cap") and set(x["ood_at"]) >= {"8"}
+        assert set(x["shift_at"]) == shift and all(0 <= v <= 1 for g in shift for v in x["shift_at"][g].values())
     (b,) = rep["bm25"].values()
     assert 0 < b["ood_mean"]["ndcg_test"] <= 1 and b["corpus"]["vocab_size"] == 300
+    # BM25 is a lexical match: the queries at synonym rate 0 use the documents' own words, at rate 1 never
+    assert b["shift"]["ood@p0"]["ndcg@10"] > b["ood_mean"]["ndcg@10"] > b["shift"]["ood@p1"]["ndcg@10"]
+    assert b["shift"]["id@p0"]["ndcg@10"] > b["shift"]["id@p1"]["ndcg@10"]
     assert "OOD synthetic SPLADE" in (rd.root / "summary.md").read_text()
+    # the shift axis of the map: domain x synonym rate, in words, and its figure
+    from initlab.paper_figs.synthetic_splade_ood_figures import draw_shift
+    from initlab.synthetic.splade.ood.map import build_map, map_markdown
+
+    m = build_map([rd.root])
+    assert {p["domain"] for p in m["points"]} == {"ood", "id"} | shift and m["runs"][0]["p_synonym"] == 0.6
+    text = map_markdown(m)
+    assert "| out of domain, synonym rate 1 | bert |" in text and "out of domain, synonym rate 0 " in text
+    import json
+
+    (tmp_path / "map.json").write_text(json.dumps(m))
+    (png,) = draw_shift(tmp_path)
+    assert png.name == "splade_ood_shift.png" and png.stat().st_size > 10_000
     again = run_ood(tmp_path / "run2", cfg, workers=1, progress=False)  # deterministic
     assert read_json(again.root / "results.json")["rows"][0]["ndcg_test"] == rep["rows"][0]["ndcg_test"]
     # a run cut short: the report from the finished cells says so, and holds only their rows
@@ -214,6 +232,27 @@ def test_map_over_several_seeds_gives_means_sds_and_region_counts(tmp_path):
     (tmp_path / "map.json").write_text(json.dumps(m))
     (png,) = draw_map(tmp_path)
     assert png.stat().st_size > 10_000
+
+
+def test_query_shift_enters_the_cell_keys_only_when_set():
+    """Runs made before ``query_shift`` existed keep their keys (it is left out when empty); a run that evaluates
+    shifted queries has other cells, and its BM25 cell too."""
+    from initlab.synthetic.splade.ood.runner import plan
+
+    c = oc.PRESETS["confirm-v2k"]
+    assert "query_shift" not in oc.train_key(c, "bert", 1.0, 9201)["recipe"]
+    shifted = derive(c, query_shift=(0.0, 1.0))
+    assert oc.train_key(shifted, "bert", 1.0, 9201)["recipe"]["query_shift"] == [0.0, 1.0]
+    assert oc.pretrain_key(shifted, "bert", 9201) == oc.pretrain_key(c, "bert", 9201)  # same backbone
+    keys = lambda cfg: {x.name: x.key for x in plan(cfg)}  # noqa: E731
+    a, b = keys(c), keys(shifted)
+    assert a["bm25_seed=9201"] != b["bm25_seed=9201"] and a["bert_k=1_seed=9201"] != b["bert_k=1_seed=9201"]
+    assert a["pretrain_bert_seed=9201"] == b["pretrain_bert_seed=9201"]
+    s = oc.PRESETS["map-v2k-shift"]
+    assert s.query_shift == (0.0, 1.0) and s.corpus == oc.PRESETS["map-v2k"].corpus and s.seeds == (0,)
+    f4 = oc.PRESETS["map-v2k-fam4"]  # the confirmation's cells are reused: same keys, families added
+    assert set(f4.families) == {"bert", "modernbert", "roberta", "albert"}
+    assert oc.train_key(f4, "modernbert", 16.0, 9203) == oc.train_key(c, "modernbert", 16.0, 9203)
 
 
 def test_complete_seeds_keep_only_whole_seeds_of_the_grid():
