@@ -126,6 +126,10 @@ PRESETS: dict[str, OODConfig] = {
     # evaluation set also at synonym rates 0 and 1 (the training queries' rate is 0.6): domain x query vocabulary
     "map-v2k-shift": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
                             eval_every=25, checkpoints=(100, 200, 300), query_shift=(0.0, 1.0)),
+    # exploratory map, training-length axis (issue 28, item 4): map-v2k-shift with a 4x longer cap (1200 steps, the
+    # same plateau rule; the learning rate decays over the longer cap), checkpoints 100 / 300 / 600 / 1200
+    "map-v2k-long": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=1200,
+                           eval_every=25, checkpoints=(100, 300, 600, 1200), query_shift=(0.0, 1.0)),
     # preregistered confirmation (issue 28, item 7; docs/synthetic_splade_ood.md#confirmation-preregistered): the
     # map's setting (2048 ids, the nearest miss), bert (control) and modernbert (high norm), k in {1, 4, 16} with
     # k = 16 as the over-rescaling k_far, cap 300 with the plateau rule, checkpoints 100 / 200 / 300, fresh seeds

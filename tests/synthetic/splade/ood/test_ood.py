@@ -250,6 +250,8 @@ def test_query_shift_enters_the_cell_keys_only_when_set():
     assert a["pretrain_bert_seed=9201"] == b["pretrain_bert_seed=9201"]
     s = oc.PRESETS["map-v2k-shift"]
     assert s.query_shift == (0.0, 1.0) and s.corpus == oc.PRESETS["map-v2k"].corpus and s.seeds == (0,)
+    long = oc.PRESETS["map-v2k-long"]  # the training-length axis: a 4x cap on the shift run's backbones
+    assert long.max_steps == 4 * s.max_steps and oc.pretrain_key(long, "modernbert", 0) == oc.pretrain_key(s, "modernbert", 0)
     f4 = oc.PRESETS["map-v2k-fam4"]  # the confirmation's cells are reused: same keys, families added
     assert set(f4.families) == {"bert", "modernbert", "roberta", "albert"}
     assert oc.train_key(f4, "modernbert", 16.0, 9203) == oc.train_key(c, "modernbert", 16.0, 9203)
