@@ -30,7 +30,7 @@ from typing import Any, Sequence
 from initlab.runs import atomic_write_text
 from initlab.textio import read_json
 
-__all__ = ["map_points", "domain_order", "domain_label", "region", "across_seeds", "build_map", "map_markdown", "main"]
+__all__ = ["map_points", "domain_order", "domain_label", "region", "scale_rows", "across_seeds", "build_map", "map_markdown", "main"]
 
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
@@ -129,6 +129,32 @@ def across_seeds(points: list[dict[str, Any]], cells: list[dict[str, Any]]) -> d
     return {"families": out_f, "points": out_p}
 
 
+def scale_rows(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per (vocabulary, family) of one run report, means over its seeds of what could explain where k matters: the
+    natural head (``head_frobenius``, ``logit_std`` of the pretrained MLM head), the in-batch InfoNCE at the start and
+    at the stop (nats; chance ``ln B``) for k = 1 and for the other k, the active dimensions of a document vector at
+    k = 1 and the cap-bound cells: ``{vocab, family, seeds, head_frobenius, logit_std, init_infonce_k1,
+    init_infonce_other, final_infonce_k1, final_infonce_other, d_active_k1, cap_bound, cells}``."""
+    V = rep["config"]["corpus"]["vocab_size"]
+    mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
+    out = []
+    for fam in sorted({r["family"] for r in rep["rows"]}):
+        rows = [r for r in rep["rows"] if r["family"] == fam]
+        nat = [v for v in rep.get("natural_scale", {}).values() if v.get("family") == fam]
+        k1 = [r for r in rows if float(r["k"]) == 1.0 and r.get("init_infonce") is not None]
+        other = [r for r in rows if float(r["k"]) != 1.0 and r.get("init_infonce") is not None]
+        fin = lambda rs: mean([r["final_infonce"] for r in rs if r.get("final_infonce") is not None])  # noqa: E731
+        out.append({"vocab": V, "family": fam, "seeds": sorted({int(r["seed"]) for r in rows}),
+                    "head_frobenius": mean([v["head_frobenius"] for v in nat]), "logit_std": mean([v["logit_std"] for v in nat]),
+                    "init_infonce_k1": mean([r["init_infonce"] for r in k1]),
+                    "init_infonce_other": mean([r["init_infonce"] for r in other]),
+                    "final_infonce_k1": fin(k1), "final_infonce_other": fin(other),
+                    "d_active_k1": mean([r["d_active_dims"] for r in k1 if r.get("d_active_dims") is not None]),
+                    "cap_bound": sum(r.get("stopped_by") == "cap" for r in rows), "cells": len(rows),
+                    "max_steps": rep["config"].get("max_steps")})
+    return out
+
+
 def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
     """The map over the finished runs ``run_dirs`` (each a run folder with ``results.json``, or such a file itself,
     e.g. a copy under docs/results): points, region, BM25 per run.
@@ -136,7 +162,7 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
     Raises:
         FileNotFoundError: a run folder without ``results.json`` (named).
     """
-    points, bm25, runs = [], [], []
+    points, bm25, runs, scales = [], [], [], []
     high = normal = None
     for d in run_dirs:
         path = Path(d) if Path(d).is_file() else Path(d) / "results.json"
@@ -144,6 +170,8 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
             raise FileNotFoundError(f"{path}: expected a finished OOD synthetic SPLADE run (results.json)")
         rep = read_json(path)
         points += map_points(rep)
+        label = path.parent.name if path.name == "results.json" else path.stem
+        scales += [dict(x, run=label) for x in scale_rows(rep)]
         high, normal = rep["config"]["claims"]["high_norm"], rep["config"]["claims"]["normal_norm"]
         V = rep["config"]["corpus"]["vocab_size"]
         runs.append({"dir": str(d), "vocab": V, "cap_bound": rep["cap_bound"], "trained": rep["trained"],
@@ -156,7 +184,7 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
                          **({"shift": {g: m["ndcg_test"] for g, m in b["shift"].items()}} if b.get("shift") else {})})
     fams = {p["family"] for p in points}
     reg = region(points, [f for f in high or () if f in fams], [f for f in normal or () if f in fams])
-    return {"exploratory": True, "runs": runs, "points": points, "bm25": bm25, **reg,
+    return {"exploratory": True, "runs": runs, "points": points, "bm25": bm25, "scales": scales, **reg,
             "across_seeds": across_seeds(points, reg["cells"])}
 
 
@@ -198,6 +226,19 @@ def map_markdown(m: dict[str, Any]) -> str:
             sd = "" if x["gap_sd"] is None else f" ± {x['gap_sd']:.3f}"
             L.append(f"| {x['vocab']} | {x['length']} | {domain_label(x['domain'])} | "
                      f"{x['in_region']} of {len(x['seeds'])} | {x['gap_mean']:+.3f}{sd} |")
+        L.append("")
+    if m.get("scales"):
+        L += ["", "Why there (means over each run's seeds; InfoNCE in nats, chance ln 32 = 3.47; k ≠ 1: the run's other k "
+              "pooled):", "",
+              "| run | vocabulary | cap | family | head Frobenius | logit sd | InfoNCE start, k = 1 | k ≠ 1 | "
+              "InfoNCE stop, k = 1 | k ≠ 1 | active doc dims, k = 1 | cap-bound |",
+              "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        f = lambda v, spec=".2f": "" if v is None else format(v, spec)  # noqa: E731
+        for x in m["scales"]:
+            L.append(f"| {x['run']} | {x['vocab']} | {x['max_steps']} | {x['family']} | {f(x['head_frobenius'], '.1f')} | "
+                     f"{f(x['logit_std'])} | {f(x['init_infonce_k1'])} | {f(x['init_infonce_other'])} | "
+                     f"{f(x['final_infonce_k1'])} | {f(x['final_infonce_other'])} | {f(x['d_active_k1'], '.0f')} | "
+                     f"{x['cap_bound']} of {x['cells']} |")
         L.append("")
     c = m["nearest_miss"]
     if c:

@@ -131,6 +131,10 @@ def test_tiny_run_end_to_end(tmp_path):
     assert {p["domain"] for p in m["points"]} == {"ood", "id"} | shift and m["runs"][0]["p_synonym"] == 0.6
     text = map_markdown(m)
     assert "| out of domain, synonym rate 1 | bert |" in text and "out of domain, synonym rate 0 " in text
+    (sc_,) = m["scales"]  # why there: the natural head and the losses at the start and the stop, per family
+    assert sc_["family"] == "bert" and sc_["run"] == "run" and sc_["head_frobenius"] > 0 and sc_["cells"] == 2
+    assert sc_["init_infonce_k1"] > 0 and sc_["init_infonce_other"] > 0 and 0 <= sc_["cap_bound"] <= 2
+    assert "| run | 300 | 12 | bert |" in text
     import json
 
     (tmp_path / "map.json").write_text(json.dumps(m))
