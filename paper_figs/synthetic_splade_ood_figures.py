@@ -2,7 +2,7 @@
 
 ``python -m initlab.paper_figs.synthetic_splade_ood_figures MAP_DIR [--out DIR]`` reads ``MAP_DIR/map.json``
 (written by ``python -m initlab.synthetic.splade.ood.map``) and writes ``splade_ood_map.png``: one column per
-vocabulary size; top, the loss of k = 1 (nDCG@10 of the best k minus k = 1, test half of the queries, best k chosen
+vocabulary size (and training cap, when the map holds several); top, the loss of k = 1 (nDCG@10 of the best k minus k = 1, test half of the queries, best k chosen
 on the select half) against training length, one colour per family, solid out of domain and dashed in domain, the
 0.05 line of the region; bottom, nDCG@10 out of domain at k = 1 (open markers) and at the best k (filled), with
 BM25 out of domain as a grey line (the mean over the seeds). With several seeds (the map's ``across_seeds``) the
@@ -10,7 +10,7 @@ lines are the means over the seeds with ± 1 sample sd bars, and each seed's los
 verdict.
 
 When the map holds query-shift points (runs with ``query_shift``), also ``splade_ood_shift.png``: one column per
-such vocabulary; x the synonym rate of the evaluation queries (the corpus's own rate, at which SPLADE was trained,
+such vocabulary and cap; x the synonym rate of the evaluation queries (the corpus's own rate, at which SPLADE was trained,
 and the shifted rates), at the longest training length; top, the loss of k = 1 per family, solid out of domain and
 dashed in domain; bottom, nDCG@10 out of domain at the best k (filled) and k = 1 (open), with BM25 (grey).
 """
@@ -42,14 +42,15 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """Draw ``splade_ood_map.png`` (module docstring) into ``out`` (default ``folder``); returns the written paths."""
     m = load_map(folder)
     plt = pyplot()
-    vocabs = sorted({p["vocab"] for p in m["points"]})
-    if not vocabs:
+    settings = sorted({(p["vocab"], p.get("cap") or 0) for p in m["points"]})
+    if not settings:
         raise ValueError(f"{folder}/map.json: no map points")
-    fig, axes = plt.subplots(2, len(vocabs), figsize=(4.2 * len(vocabs) + 0.6, 6.4), squeeze=False, sharex="col")
-    for j, V in enumerate(vocabs):
+    several_caps = len({c for _, c in settings}) > 1
+    fig, axes = plt.subplots(2, len(settings), figsize=(4.2 * len(settings) + 0.6, 6.4), squeeze=False, sharex="col")
+    for j, (V, cap) in enumerate(settings):
         top, bot = axes[0][j], axes[1][j]
-        pts = [p for p in m["points"] if p["vocab"] == V]
-        acr = [x for x in (m.get("across_seeds") or {}).get("families", []) if x["vocab"] == V]
+        pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap]
+        acr = [x for x in (m.get("across_seeds") or {}).get("families", []) if x["vocab"] == V and (x.get("cap") or 0) == cap]
         for fam in sorted({p["family"] for p in pts}):
             col = family_color(fam, "black")
             for dom, ls in (("ood", "-"), ("id", "--")):
@@ -75,7 +76,7 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
                          label=f"{fam}, k = 1")
         top.axhline(m.get("min_gain", 0.05), color="grey", lw=0.8, ls=":")
         top.axhline(0.0, color="black", lw=0.5)
-        top.set_title(f"vocabulary {V}", fontsize=10)
+        top.set_title(f"vocabulary {V}" + (f", cap {cap}" if several_caps else ""), fontsize=10)
         top.set_ylabel("nDCG@10 best k − k = 1")
         bm = [b["ood"] for b in m.get("bm25", []) if b["vocab"] == V]
         if bm:
@@ -111,16 +112,16 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """Draw ``splade_ood_shift.png`` (module docstring) into ``out`` (default ``folder``); returns the written paths
     (none when the map has no query-shift points)."""
     m = load_map(folder)
-    shifted = {p["vocab"] for p in m["points"] if "@p" in p["domain"]}
+    shifted = {(p["vocab"], p.get("cap") or 0) for p in m["points"] if "@p" in p["domain"]}
     if not shifted:
         return []
     plt = pyplot()
-    vocabs = sorted(shifted)
+    settings = sorted(shifted)
     base = {r["vocab"]: r.get("p_synonym") for r in m["runs"] if r.get("query_shift")}
-    fig, axes = plt.subplots(2, len(vocabs), figsize=(4.2 * len(vocabs) + 0.6, 6.4), squeeze=False, sharex="col")
-    for j, V in enumerate(vocabs):
+    fig, axes = plt.subplots(2, len(settings), figsize=(4.2 * len(settings) + 0.6, 6.4), squeeze=False, sharex="col")
+    for j, (V, cap) in enumerate(settings):
         top, bot = axes[0][j], axes[1][j]
-        pts = [p for p in m["points"] if p["vocab"] == V]
+        pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap]
         L = max(p["length"] for p in pts)
         pts = _seed_means([p for p in pts if p["length"] == L])
         for fam in sorted({p["family"] for p in pts}):
@@ -152,7 +153,7 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     legend_below(axes[1][0], ncol=3, offset=-0.25)
     h, lab = axes[0][0].get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 1.04), ncol=2, fontsize=8, frameon=False)
-    n = len({p["seed"] for p in m["points"] if p["vocab"] in shifted})
+    n = len({p["seed"] for p in m["points"] if (p["vocab"], p.get("cap") or 0) in shifted})
     fig.suptitle("shift: loss of k = 1 (top), nDCG@10 out of domain (bottom); "
                  + ("one seed" if n == 1 else f"mean over {n} seeds"), fontsize=10, y=1.09)
     target = Path(out or folder) / "splade_ood_shift.png"

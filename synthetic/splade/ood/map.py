@@ -35,7 +35,7 @@ __all__ = ["map_points", "domain_order", "domain_label", "region", "scale_rows",
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
     """The map points of one run report: ``{vocab, length, domain, family, seed, k_best, best, k1, loss}``."""
-    V = rep["config"]["corpus"]["vocab_size"]
+    V, cap = rep["config"]["corpus"]["vocab_size"], rep["config"].get("max_steps")
     out = []
     by: dict[tuple[str, int], dict[float, dict[str, Any]]] = {}
     for r in rep["rows"]:
@@ -58,7 +58,7 @@ def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
                     continue
                 kb = min(have, key=lambda k: (-at(have[k], dom, "select_at")[str(L)], k))
                 best, k1 = at(have[kb], dom, "at")[str(L)], at(have[1.0], dom, "at")[str(L)]
-                out.append({"vocab": V, "length": L, "domain": dom, "family": fam, "seed": seed, "k_best": kb,
+                out.append({"vocab": V, "cap": cap, "length": L, "domain": dom, "family": fam, "seed": seed, "k_best": kb,
                             "best": best, "k1": k1, "loss": best - k1})
     return out
 
@@ -86,14 +86,14 @@ def region(points: list[dict[str, Any]], high: Sequence[str], normal: Sequence[s
     gap, or None}``."""
     groups: dict[tuple, dict[str, float]] = {}
     for p in points:
-        groups.setdefault((p["vocab"], p["length"], p["domain"], p["seed"]), {})[p["family"]] = p["loss"]
+        groups.setdefault((p["vocab"], p.get("cap"), p["length"], p["domain"], p["seed"]), {})[p["family"]] = p["loss"]
     cells = []
-    for (V, L, dom, seed), fam in sorted(groups.items()):
+    for (V, cap, L, dom, seed), fam in sorted(groups.items(), key=lambda x: (x[0][0], x[0][1] or 0, *x[0][2:])):
         hi = [fam[f] for f in high if f in fam]
         lo = [fam[f] for f in normal if f in fam]
         if not hi or not lo:
             continue
-        cells.append({"vocab": V, "length": L, "domain": dom, "seed": seed, "high_min": min(hi), "normal_max": max(lo),
+        cells.append({"vocab": V, "cap": cap, "length": L, "domain": dom, "seed": seed, "high_min": min(hi), "normal_max": max(lo),
                       "gap": sum(hi) / len(hi) - sum(lo) / len(lo),
                       "in_region": min(hi) >= min_gain and max(lo) < min_gain})
     inside = [c for c in cells if c["in_region"]]
@@ -115,17 +115,18 @@ def across_seeds(points: list[dict[str, Any]], cells: list[dict[str, Any]]) -> d
     seed) from :func:`map_points`' points and :func:`region`'s cells."""
     fam: dict[tuple, list[dict[str, Any]]] = {}
     for p in points:
-        fam.setdefault((p["vocab"], p["length"], p["domain"], p["family"]), []).append(p)
-    out_f = [{"vocab": V, "length": L, "domain": dom, "family": f, "seeds": sorted(p["seed"] for p in ps),
+        fam.setdefault((p["vocab"], p.get("cap"), p["length"], p["domain"], p["family"]), []).append(p)
+    out_f = [{"vocab": V, "cap": cap, "length": L, "domain": dom, "family": f, "seeds": sorted(p["seed"] for p in ps),
               "loss_mean": sum(p["loss"] for p in ps) / len(ps), "loss_sd": _sd([p["loss"] for p in ps]),
               "best_mean": sum(p["best"] for p in ps) / len(ps), "k1_mean": sum(p["k1"] for p in ps) / len(ps)}
-             for (V, L, dom, f), ps in sorted(fam.items())]
+             for (V, cap, L, dom, f), ps in sorted(fam.items(), key=lambda x: (x[0][0], x[0][1] or 0, *x[0][2:]))]
     pts: dict[tuple, list[dict[str, Any]]] = {}
     for c in cells:
-        pts.setdefault((c["vocab"], c["length"], c["domain"]), []).append(c)
-    out_p = [{"vocab": V, "length": L, "domain": dom, "seeds": sorted(c["seed"] for c in cs),
+        pts.setdefault((c["vocab"], c.get("cap"), c["length"], c["domain"]), []).append(c)
+    out_p = [{"vocab": V, "cap": cap, "length": L, "domain": dom, "seeds": sorted(c["seed"] for c in cs),
               "in_region": sum(c["in_region"] for c in cs), "gap_mean": sum(c["gap"] for c in cs) / len(cs),
-              "gap_sd": _sd([c["gap"] for c in cs])} for (V, L, dom), cs in sorted(pts.items())]
+              "gap_sd": _sd([c["gap"] for c in cs])}
+             for (V, cap, L, dom), cs in sorted(pts.items(), key=lambda x: (x[0][0], x[0][1] or 0, *x[0][2:]))]
     return {"families": out_f, "points": out_p}
 
 
@@ -174,7 +175,7 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
         scales += [dict(x, run=label) for x in scale_rows(rep)]
         high, normal = rep["config"]["claims"]["high_norm"], rep["config"]["claims"]["normal_norm"]
         V = rep["config"]["corpus"]["vocab_size"]
-        runs.append({"dir": str(d), "vocab": V, "cap_bound": rep["cap_bound"], "trained": rep["trained"],
+        runs.append({"dir": str(d), "vocab": V, "cap": rep["config"].get("max_steps"), "cap_bound": rep["cap_bound"], "trained": rep["trained"],
                      "sweep_seconds": rep.get("sweep_seconds"), "ks": rep["config"].get("ks"),
                      "seeds": sorted({int(r["seed"]) for r in rep["rows"]}), "partial": bool(rep.get("partial")),
                      "p_synonym": rep["config"]["corpus"].get("p_synonym"),
@@ -188,13 +189,20 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
             "across_seeds": across_seeds(points, reg["cells"])}
 
 
+def _steps(x: dict[str, Any], caps: set) -> str:
+    """The training length of a map entry: the steps, with the run's cap when the map holds several caps."""
+    return f"{x['length']}" if len(caps) <= 1 else f"{x['length']} (cap {x.get('cap')})"
+
+
 def map_markdown(m: dict[str, Any]) -> str:
     """The map in words and one table: every point (vocabulary, length, domain, family: best k, nDCG@10 at it and at
     k = 1, the loss of k = 1), BM25 per vocabulary, then the region or, if there is none, the nearest miss."""
     L = ["| vocabulary | steps | domain | family | best k | nDCG@10 best k | nDCG@10 k = 1 | loss of k = 1 |",
          "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-    for p in sorted(m["points"], key=lambda p: (p["vocab"], p["seed"], domain_order(p["domain"]), p["length"], p["family"])):
-        L.append(f"| {p['vocab']} | {p['length']} | {domain_label(p['domain'])} | "
+    caps = {p.get("cap") for p in m["points"]}
+    for p in sorted(m["points"], key=lambda p: (p["vocab"], p.get("cap") or 0, p["seed"], domain_order(p["domain"]),
+                                                p["length"], p["family"])):
+        L.append(f"| {p['vocab']} | {_steps(p, caps)} | {domain_label(p['domain'])} | "
                  f"{p['family']} | {p['k_best']:g} | {p['best']:.3f} | {p['k1']:.3f} | {p['loss']:+.3f} |")
     L.append("")
     for b in m["bm25"]:
@@ -204,7 +212,8 @@ def map_markdown(m: dict[str, Any]) -> str:
                  f"{shift}.")
     high, normal, g = ", ".join(m["high_norm"]), ", ".join(m["normal_norm"]), m["min_gain"]
     if m["region"]:
-        where = "; ".join(f"{c['vocab']} ids, {c['length']} steps, {c['domain']}, seed {c['seed']}" for c in m["region"])
+        where = "; ".join(f"{c['vocab']} ids, {_steps(c, caps)} steps, {domain_label(c['domain'])}, seed {c['seed']}"
+                          for c in m["region"])
         L.append(f"\nRegion (every high-norm family ({high}) loses at least {g:g} at k = 1, no normal-norm family "
                  f"({normal}) does): {where}.")
     else:
@@ -215,16 +224,17 @@ def map_markdown(m: dict[str, Any]) -> str:
         L += ["", "Over the seeds (mean ± sample sd of the loss of k = 1; descriptive, no verdict):", "",
               "| vocabulary | steps | domain | family | seeds | loss of k = 1 | nDCG@10 best k (mean) | k = 1 (mean) |",
               "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-        for x in sorted(acr["families"], key=lambda x: (x["vocab"], domain_order(x["domain"]), x["length"], x["family"])):
+        for x in sorted(acr["families"], key=lambda x: (x["vocab"], x.get("cap") or 0, domain_order(x["domain"]),
+                                                        x["length"], x["family"])):
             sd = "" if x["loss_sd"] is None else f" ± {x['loss_sd']:.3f}"
-            L.append(f"| {x['vocab']} | {x['length']} | {domain_label(x['domain'])} | "
+            L.append(f"| {x['vocab']} | {_steps(x, caps)} | {domain_label(x['domain'])} | "
                      f"{x['family']} | {len(x['seeds'])} | {x['loss_mean']:+.3f}{sd} | {x['best_mean']:.3f} | "
                      f"{x['k1_mean']:.3f} |")
         L += ["", "| vocabulary | steps | domain | seeds in the region | high-norm − normal-norm loss (mean ± sd) |",
               "| ---: | ---: | --- | ---: | ---: |"]
-        for x in sorted(acr["points"], key=lambda x: (x["vocab"], domain_order(x["domain"]), x["length"])):
+        for x in sorted(acr["points"], key=lambda x: (x["vocab"], x.get("cap") or 0, domain_order(x["domain"]), x["length"])):
             sd = "" if x["gap_sd"] is None else f" ± {x['gap_sd']:.3f}"
-            L.append(f"| {x['vocab']} | {x['length']} | {domain_label(x['domain'])} | "
+            L.append(f"| {x['vocab']} | {_steps(x, caps)} | {domain_label(x['domain'])} | "
                      f"{x['in_region']} of {len(x['seeds'])} | {x['gap_mean']:+.3f}{sd} |")
         L.append("")
     if m.get("scales"):
@@ -243,7 +253,7 @@ def map_markdown(m: dict[str, Any]) -> str:
     c = m["nearest_miss"]
     if c:
         L.append(f"Nearest miss (largest high-norm minus normal-norm loss outside the region): {c['vocab']} ids, "
-                 f"{c['length']} steps, {domain_label(c['domain'])}, seed {c['seed']}: "
+                 f"{_steps(c, caps)} steps, {domain_label(c['domain'])}, seed {c['seed']}: "
                  f"high-norm loss "
                  f"{c['high_min']:+.3f}, normal-norm {c['normal_max']:+.3f}, difference {c['gap']:+.3f}.")
     return "\n".join(L) + "\n"

@@ -154,7 +154,7 @@ def test_tiny_run_end_to_end(tmp_path):
     assert "PARTIAL: 4 of 5 cells finished" in (again.root / "summary.md").read_text()
 
 
-def _report(V, losses):
+def _report(V, losses, cap=None):
     """A results.json with bert / modernbert at k in {1, 4}: ``losses[(family, domain)] = {length: loss}``."""
     rows = []
     for fam in ("bert", "modernbert"):
@@ -162,7 +162,7 @@ def _report(V, losses):
             at = {dom: {str(L): 0.5 + (l if k == 4.0 else 0.0) for L, l in losses[(fam, dom)].items()} for dom in ("ood", "id")}
             rows.append({"family": fam, "k": k, "seed": 0, "ood_at": at["ood"], "ood_select_at": at["ood"],
                          "id_at": at["id"], "id_select_at": at["id"]})
-    return {"config": {"corpus": {"vocab_size": V}, "claims": {"high_norm": ["roberta", "modernbert"],
+    return {"config": {"corpus": {"vocab_size": V}, **({"max_steps": cap} if cap else {}), "claims": {"high_norm": ["roberta", "modernbert"],
                                                                "normal_norm": ["bert", "albert"]}},
             "rows": rows, "cap_bound": 1, "trained": 4, "bm25": {"bm25_seed=0": {"seed": 0, "ood_mean": {"ndcg_test": 0.4},
                                                                                   "dev": {"ndcg_test": 0.45}}}}
@@ -259,6 +259,32 @@ def test_query_shift_enters_the_cell_keys_only_when_set():
     f4 = oc.PRESETS["map-v2k-fam4"]  # the confirmation's cells are reused: same keys, families added
     assert set(f4.families) == {"bert", "modernbert", "roberta", "albert"}
     assert oc.train_key(f4, "modernbert", 16.0, 9203) == oc.train_key(c, "modernbert", 16.0, 9203)
+
+
+def test_map_keeps_runs_with_different_caps_apart(tmp_path):
+    """Two runs of one vocabulary and seed with different caps (their learning rates decay over different lengths)
+    are different map points: grouped apart, labelled with their cap, drawn in their own columns."""
+    import json
+
+    from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
+    from initlab.synthetic.splade.ood.map import build_map, map_markdown
+
+    short = {("modernbert", "ood"): {100: 0.02, 300: 0.08}, ("modernbert", "id"): {100: 0.0, 300: 0.0},
+             ("bert", "ood"): {100: 0.0, 300: 0.0}, ("bert", "id"): {100: 0.0, 300: 0.0}}
+    long = {**short, ("modernbert", "ood"): {100: 0.0, 300: 0.01, 1200: 0.0}, ("bert", "ood"): {100: 0.0, 300: 0.0, 1200: 0.0}}
+    for name, rep in (("short", _report(2048, short, cap=300)), ("long", _report(2048, long, cap=1200))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(rep))
+    m = build_map([tmp_path / "short", tmp_path / "long"])
+    ood300 = [c for c in m["cells"] if c["length"] == 300 and c["domain"] == "ood"]
+    assert sorted((c["cap"], c["in_region"]) for c in ood300) == [(300, True), (1200, False)]
+    assert [(c["cap"], c["length"]) for c in m["region"]] == [(300, 300)] and [r["cap"] for r in m["runs"]] == [300, 1200]
+    text = map_markdown(m)
+    assert "| 2048 | 300 (cap 1200) | out of domain | modernbert | 4 | 0.510 | 0.500 | +0.010 |" in text
+    assert "2048 ids, 300 (cap 300) steps, out of domain, seed 0" in text
+    (tmp_path / "map.json").write_text(json.dumps(m))
+    (png,) = draw_map(tmp_path)
+    assert png.stat().st_size > 10_000
 
 
 def test_complete_seeds_keep_only_whole_seeds_of_the_grid():
