@@ -118,10 +118,11 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     plt = pyplot()
     settings = sorted(shifted)
     base = {r["vocab"]: r.get("p_synonym") for r in m["runs"] if r.get("query_shift")}
+    runs = {p.get("run") for p in m["points"] if "@p" in p["domain"]}  # only the runs with shifted queries
     fig, axes = plt.subplots(2, len(settings), figsize=(4.2 * len(settings) + 0.6, 6.4), squeeze=False, sharex="col")
     for j, (V, cap) in enumerate(settings):
         top, bot = axes[0][j], axes[1][j]
-        pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap]
+        pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap and p.get("run") in runs]
         L = max(p["length"] for p in pts)
         pts = _seed_means([p for p in pts if p["length"] == L])
         for fam in sorted({p["family"] for p in pts}):
@@ -138,12 +139,17 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
                              label=f"{fam}, best k")
                     bot.plot([r for r, _ in q], [p["k1"] for _, p in q], ":", marker="o", mfc="white", color=col, ms=4,
                              label=f"{fam}, k = 1")
-        bm = [(base[V], b["ood"]) for b in m.get("bm25", []) if b["vocab"] == V and b.get("shift")]
-        bm += [(_rate(g, base[V])[1], v) for b in m.get("bm25", []) if b["vocab"] == V
-               for g, v in (b.get("shift") or {}).items() if g.startswith("ood")]
-        if bm:
-            bm.sort()
-            bot.plot([r for r, _ in bm], [v for _, v in bm], "-", color="grey", lw=1.0, marker="s", ms=3, label="BM25")
+        by_rate: dict[float, dict[int, float]] = {}  # BM25 out of domain per rate, each seed once, of these runs
+        for b in m.get("bm25", []):
+            if b["vocab"] == V and (b.get("cap") or 0) == cap and b.get("run") in runs and b.get("shift"):
+                by_rate.setdefault(base[V], {})[b["seed"]] = b["ood"]
+                for g, v in b["shift"].items():
+                    if g.startswith("ood"):
+                        by_rate.setdefault(_rate(g, base[V])[1], {})[b["seed"]] = v
+        if by_rate:
+            xs = sorted(by_rate)
+            bot.plot(xs, [sum(by_rate[r].values()) / len(by_rate[r]) for r in xs], "-", color="grey", lw=1.0,
+                     marker="s", ms=3, label="BM25")
         top.axhline(m.get("min_gain", 0.05), color="grey", lw=0.8, ls=":")
         top.axhline(0.0, color="black", lw=0.5)
         top.set_title(f"vocabulary {V}, {L} steps (training queries at {base[V]:g})", fontsize=10)
@@ -153,7 +159,7 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     legend_below(axes[1][0], ncol=3, offset=-0.25)
     h, lab = axes[0][0].get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 1.04), ncol=2, fontsize=8, frameon=False)
-    n = len({p["seed"] for p in m["points"] if (p["vocab"], p.get("cap") or 0) in shifted})
+    n = len({p["seed"] for p in m["points"] if "@p" in p["domain"]})
     fig.suptitle("shift: loss of k = 1 (top), nDCG@10 out of domain (bottom); "
                  + ("one seed" if n == 1 else f"mean over {n} seeds"), fontsize=10, y=1.09)
     target = Path(out or folder) / "splade_ood_shift.png"

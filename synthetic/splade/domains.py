@@ -34,6 +34,10 @@ retrieval over that domain's documents only, as each BEIR set is its own corpus)
 Every document of every domain is MLM-pretraining text (pretraining sees general text, as the real backbones'
 did; the SPLADE fine-tuning sees the training domains only).
 
+Query shift (:func:`query_shift_set`, evaluation only): an evaluation set's queries written anew from the same
+source documents at another synonym rate, with the same relevance judgements; its own stream
+``default_rng([seed, 5, set index, round(rate x 1e6)])``, so the corpus itself is unchanged.
+
 Everything is deterministic given ``seed`` (numpy ``default_rng`` streams).
 """
 
@@ -297,11 +301,14 @@ def query_shift_set(corpus: DomainCorpus, es: EvalSet, p_synonym: float) -> Eval
     Raises:
         ValueError: ``p_synonym`` outside [0, 1], or ``es`` not one of the corpus's evaluation sets.
     """
-    if not (isinstance(p_synonym, (int, float)) and 0 <= p_synonym <= 1):
+    if isinstance(p_synonym, bool) or not isinstance(p_synonym, (int, float, np.floating)) or not 0 <= p_synonym <= 1:
         raise ValueError(f"p_synonym: expected a probability in [0, 1], got {p_synonym!r}")
+    p_synonym = float(p_synonym)
     names = [corpus.dev.name, *(o.name for o in corpus.ood)]
-    if es.name not in names or es.name not in corpus.sources:
-        raise ValueError(f"es: expected one of the corpus's evaluation sets {names}, got {es.name!r}")
+    own = {corpus.dev.name: corpus.dev, **{o.name: o for o in corpus.ood}}
+    if es.name not in own or es.name not in corpus.sources or own[es.name].queries != es.queries:
+        raise ValueError(f"es: expected one of this corpus's evaluation sets {names}, got {es.name!r}"
+                         + ("" if es.name not in own else " from another corpus (its queries differ)"))
     c = corpus.config
     rng = np.random.default_rng([c.seed, 5, names.index(es.name), int(round(p_synonym * 1_000_000))])
     p_gen = _zipf(len(corpus.general_rank[0]), c.zipf_general)

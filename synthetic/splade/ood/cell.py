@@ -156,7 +156,9 @@ def inspect_cell(backbone_dir: str, cfg: OODConfig, family: str, seed: int) -> d
 
 def bm25_cell(cfg: OODConfig, seed: int) -> dict[str, Any]:
     """BM25 (:mod:`initlab.synthetic.splade.ood.bm25`) on the seed's dev and out-of-domain sets, with corpus
-    statistics (:func:`initlab.synthetic.splade.domains.token_stats`)."""
+    statistics (:func:`initlab.synthetic.splade.domains.token_stats`): ``{seed, dev, ood, ood_mean, corpus,
+    ln_batch}``, and with ``cfg.query_shift`` ``shift_sets`` ``{set name: nDCG@10s}`` and ``shift``
+    ``{"id@p<p>" | "ood@p<p>": nDCG@10s}`` (out of domain averaged over the held-out domains)."""
     import numpy as np
 
     from initlab.synthetic.splade.domains import token_stats

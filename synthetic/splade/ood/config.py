@@ -39,7 +39,7 @@ from initlab.synthetic.splade.domains import DomainCorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
 __all__ = ["OODConfig", "BASE", "PRESETS", "RECIPES", "backbone_for", "flops_weights", "check_config", "cell_name",
-           "train_key", "pretrain_key", "V_REF"]
+           "config_record", "train_key", "pretrain_key", "V_REF"]
 
 #: the real vocabulary (BERT's), at which the reference FLOPS weights are the real recipe's
 V_REF = 30522
@@ -127,7 +127,8 @@ PRESETS: dict[str, OODConfig] = {
     "map-v2k-shift": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
                             eval_every=25, checkpoints=(100, 200, 300), query_shift=(0.0, 1.0)),
     # exploratory map, training-length axis (issue 28, item 4): map-v2k-shift with a 4x longer cap (1200 steps, the
-    # same plateau rule; the learning rate decays over the longer cap), checkpoints 100 / 300 / 600 / 1200
+    # same plateau rule), checkpoints 100 / 300 / 600 / 1200; the learning-rate decay, the FLOPS warm-up and the
+    # earliest plateau stop (step 400) stretch with the cap, so its early checkpoints are not the 300-step run's
     "map-v2k-long": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=1200,
                            eval_every=25, checkpoints=(100, 300, 600, 1200), query_shift=(0.0, 1.0)),
     # preregistered confirmation (issue 28, item 7; docs/synthetic_splade_ood.md#confirmation-preregistered): the
@@ -150,7 +151,8 @@ PRESETS: dict[str, OODConfig] = {
 
 def check_config(cfg: OODConfig) -> None:
     """Raise ``ValueError`` naming the field for an unknown family, a k that is not finite and > 0, a document
-    limit that the backbone's positions cannot hold, or a bad stopping rule."""
+    limit that the backbone's positions cannot hold, a bad stopping rule, or ``query_shift`` rates outside [0, 1],
+    repeated (as ``%g``, which names the sets) or equal to the corpus's own rate."""
     for f in cfg.families:
         if f not in FAMILIES:
             raise ValueError(f"families: expected names from {list(FAMILIES)}, got {f!r}")
@@ -173,6 +175,10 @@ def check_config(cfg: OODConfig) -> None:
     for p in cfg.query_shift:
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
             raise ValueError(f"query_shift: expected synonym rates in [0, 1], got {list(cfg.query_shift)}")
+    labels = [f"{p:g}" for p in cfg.query_shift]
+    if len(set(labels)) != len(labels) or f"{cfg.corpus.p_synonym:g}" in labels:
+        raise ValueError(f"query_shift: expected distinct rates (as %g), other than corpus.p_synonym "
+                         f"({cfg.corpus.p_synonym:g}), got {list(cfg.query_shift)}")
     if any(c < 1 or c > cfg.max_steps for c in cfg.checkpoints):
         raise ValueError(f"checkpoints: expected steps in 1..max_steps ({cfg.max_steps}), got {list(cfg.checkpoints)}")
 
@@ -191,8 +197,20 @@ def pretrain_key(cfg: OODConfig, family: str, seed: int) -> dict[str, Any]:
             "mlm_head": "masked positions only"}
 
 
+#: fields added after runs were made: left out of a run's records while at their default (empty), so that the
+#: ``config.json`` and cell keys of those runs still match and they resume
+_LATER_FIELDS = ("query_shift",)
+
+
+def config_record(cfg: OODConfig) -> dict[str, Any]:
+    """The config as the run folder records it (``config.json``, the base of :func:`train_key`): :func:`to_dict`
+    without the fields added later (``query_shift``) while they are empty."""
+    return {key: v for key, v in to_dict(cfg).items() if not (key in _LATER_FIELDS and not v)}
+
+
 def train_key(cfg: OODConfig, family: str, k: float, seed: int) -> dict[str, Any]:
-    """What a training cell depends on: its (family, k, seed), its backbone and the whole recipe (not the grid)."""
-    recipe = {key: v for key, v in to_dict(cfg).items() if key not in _GRID and not (key == "query_shift" and not v)}
+    """What a training cell depends on: its (family, k, seed), its backbone and the whole recipe (not the grid), from
+    :func:`config_record` (an empty ``query_shift`` is left out)."""
+    recipe = {key: v for key, v in config_record(cfg).items() if key not in _GRID}
     return {"cell": {"family": family, "k": k, "seed": seed}, "backbone": to_dict(backbone_for(cfg, family)),
             "recipe": recipe}

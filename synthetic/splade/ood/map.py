@@ -1,19 +1,22 @@
 """The exploratory map of the OOD synthetic SPLADE (issue 28, item 4): where does head scale matter?
 
-Role: read finished OOD runs (``results.json`` of :mod:`initlab.synthetic.splade.ood.runner`, one per vocabulary
-size) and tabulate, per (vocabulary V, training length L, domain: out of domain or in domain, family, seed), the
+Role: read finished OOD runs (``results.json`` of :mod:`initlab.synthetic.splade.ood.runner`) and tabulate, per
+(vocabulary V, cap C, training length L, domain: out of domain or in domain, family, seed), the
 *loss of k = 1*: ``nDCG@10(best k) - nDCG@10(k = 1)`` on the test half of the queries, the best k chosen on the
 select half at the same length. The axes: head norm by recipe (the families: standard vs long recipe), training
-length (the checkpoints; past a cell's stop, its stop's value), vocabulary size (the runs), shift: domain (held-out
+length (the checkpoints, past a cell's stop its stop's value; and the cap C, over which the learning rate decays:
+runs with different caps are different map points), vocabulary size (the runs), shift: domain (held-out
 domains against the in-domain dev set) crossed, in runs with ``query_shift``, with the query vocabulary (the same
 sets with their queries written anew at other synonym rates, domains ``"ood@p<p>"`` / ``"id@p<p>"``,
 :func:`domain_label`). A map point is *in the region* when every high-norm family loses at least
 ``min_gain`` (0.05) at k = 1 and no normal-norm family does; the *nearest miss* is the point with the largest
-high-norm loss minus normal-norm loss. A point is one seed; over several seeds (the map point and the
-confirmation's seeds, :func:`across_seeds`) the map adds, per (vocabulary, length, domain, family), the mean and
-sample sd of the loss over the seeds, and per (vocabulary, length, domain) on how many seeds the point is in the
-region. Descriptive, no verdict (the verdicts are :mod:`initlab.evidence.splade_claims`'s, on the confirmation).
-Runs with different k grids are pooled as they are (each run's grid is listed in ``runs``).
+high-norm loss minus normal-norm loss (over every domain, query-shift sets included). A point is one seed; over
+several seeds (:func:`across_seeds`) the map adds, per (vocabulary, cap, length, domain, family), the mean and
+sample sd of the loss over the seeds, and per (vocabulary, cap, length, domain) on how many seeds the point is in
+the region. Each run's families get a "why there" row (:func:`scale_rows`: natural head norm, InfoNCE at the start
+and the stop, sparsity, cap-bound cells). Descriptive, no verdict (the verdicts are
+:mod:`initlab.evidence.splade_claims`'s, on the confirmation). Runs with different k grids are pooled as they are
+(each run's grid is listed in ``runs``); one (vocabulary, cap, seed, family) from two runs is refused.
 
 ``python -m initlab.synthetic.splade.ood.map RUN_DIR [RUN_DIR ...] --out map.json`` writes the map (and ``map.md``,
 :func:`map_markdown`).
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -34,7 +38,8 @@ __all__ = ["map_points", "domain_order", "domain_label", "region", "scale_rows",
 
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
-    """The map points of one run report: ``{vocab, length, domain, family, seed, k_best, best, k1, loss}``."""
+    """The map points of one run report: ``{vocab, cap, length, domain, family, seed, k_best, best, k1, loss}``
+    (nDCG@10 on the test half; ``loss = best - k1``)."""
     V, cap = rep["config"]["corpus"]["vocab_size"], rep["config"].get("max_steps")
     out = []
     by: dict[tuple[str, int], dict[float, dict[str, Any]]] = {}
@@ -80,7 +85,7 @@ def domain_label(dom: str) -> str:
 
 def region(points: list[dict[str, Any]], high: Sequence[str], normal: Sequence[str], min_gain: float = 0.05
            ) -> dict[str, Any]:
-    """Per (vocab, length, domain, seed): the high-norm families' smallest loss, the normal-norm families' largest,
+    """Per (vocab, cap, length, domain, seed): the high-norm families' smallest loss, the normal-norm families' largest,
     ``in_region`` (high >= ``min_gain`` and normal < ``min_gain``) and the ``gap`` (high mean - normal mean);
     returns ``{"cells": [...], "region": [in-region cells], "nearest_miss": the out-of-region cell with the largest
     gap, or None}``."""
@@ -110,8 +115,8 @@ def _sd(v: list[float]) -> float | None:
 
 
 def across_seeds(points: list[dict[str, Any]], cells: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Over the seeds: ``{"families": [{vocab, length, domain, family, seeds, loss_mean, loss_sd, best_mean,
-    k1_mean}], "points": [{vocab, length, domain, seeds, in_region, gap_mean, gap_sd}]}`` (sample sd; None for one
+    """Over the seeds: ``{"families": [{vocab, cap, length, domain, family, seeds, loss_mean, loss_sd, best_mean,
+    k1_mean}], "points": [{vocab, cap, length, domain, seeds, in_region, gap_mean, gap_sd}]}`` (sample sd; None for one
     seed) from :func:`map_points`' points and :func:`region`'s cells."""
     fam: dict[tuple, list[dict[str, Any]]] = {}
     for p in points:
@@ -135,7 +140,8 @@ def scale_rows(rep: dict[str, Any]) -> list[dict[str, Any]]:
     natural head (``head_frobenius``, ``logit_std`` of the pretrained MLM head), the in-batch InfoNCE at the start and
     at the stop (nats; chance ``ln B``) for k = 1 and for the other k, the active dimensions of a document vector at
     k = 1 and the cap-bound cells: ``{vocab, family, seeds, head_frobenius, logit_std, init_infonce_k1,
-    init_infonce_other, final_infonce_k1, final_infonce_other, d_active_k1, cap_bound, cells}``."""
+    init_infonce_other, final_infonce_k1, final_infonce_other, d_active_k1, cap_bound, cells, max_steps,
+    ln_batch}`` (None where the report lacks the number; ``ln_batch``: chance InfoNCE of the initial batch)."""
     V = rep["config"]["corpus"]["vocab_size"]
     mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
     out = []
@@ -152,26 +158,37 @@ def scale_rows(rep: dict[str, Any]) -> list[dict[str, Any]]:
                     "final_infonce_k1": fin(k1), "final_infonce_other": fin(other),
                     "d_active_k1": mean([r["d_active_dims"] for r in k1 if r.get("d_active_dims") is not None]),
                     "cap_bound": sum(r.get("stopped_by") == "cap" for r in rows), "cells": len(rows),
-                    "max_steps": rep["config"].get("max_steps")})
+                    "max_steps": rep["config"].get("max_steps"),
+                    "ln_batch": math.log(rep["config"]["init_batch"]) if rep["config"].get("init_batch") else None})
     return out
 
 
 def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
     """The map over the finished runs ``run_dirs`` (each a run folder with ``results.json``, or such a file itself,
-    e.g. a copy under docs/results): points, region, BM25 per run.
+    e.g. a copy under docs/results): ``{"exploratory", "runs", "points", "bm25", "scales", "cells", "region",
+    "nearest_miss", "min_gain", "high_norm", "normal_norm", "across_seeds"}``; each point and BM25 entry names its
+    ``run`` (the folder's name, or the file's stem).
 
     Raises:
         FileNotFoundError: a run folder without ``results.json`` (named).
+        ValueError: two runs holding the same (vocabulary, cap, seed, family) (both named): a seed would count twice.
     """
     points, bm25, runs, scales = [], [], [], []
+    seen: dict[tuple, str] = {}
     high = normal = None
     for d in run_dirs:
         path = Path(d) if Path(d).is_file() else Path(d) / "results.json"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: expected a finished OOD synthetic SPLADE run (results.json)")
         rep = read_json(path)
-        points += map_points(rep)
         label = path.parent.name if path.name == "results.json" else path.stem
+        mine = [dict(p, run=label) for p in map_points(rep)]
+        for key in sorted({(p["vocab"], p["cap"], p["seed"], p["family"]) for p in mine}):
+            if key in seen:
+                raise ValueError(f"run_dirs: {seen[key]} and {label} both hold vocabulary {key[0]}, cap {key[1]}, seed "
+                                 f"{key[2]}, family {key[3]}; expected each seed once (drop one of the two runs)")
+            seen[key] = label
+        points += mine
         scales += [dict(x, run=label) for x in scale_rows(rep)]
         high, normal = rep["config"]["claims"]["high_norm"], rep["config"]["claims"]["normal_norm"]
         V = rep["config"]["corpus"]["vocab_size"]
@@ -181,7 +198,7 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
                      "p_synonym": rep["config"]["corpus"].get("p_synonym"),
                      "query_shift": rep["config"].get("query_shift", [])})
         for b in rep["bm25"].values():
-            bm25.append({"vocab": V, "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"], "id": b["dev"]["ndcg_test"],
+            bm25.append({"run": label, "vocab": V, "cap": rep["config"].get("max_steps"), "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"], "id": b["dev"]["ndcg_test"],
                          **({"shift": {g: m["ndcg_test"] for g, m in b["shift"].items()}} if b.get("shift") else {})})
     fams = {p["family"] for p in points}
     reg = region(points, [f for f in high or () if f in fams], [f for f in normal or () if f in fams])
@@ -195,8 +212,10 @@ def _steps(x: dict[str, Any], caps: set) -> str:
 
 
 def map_markdown(m: dict[str, Any]) -> str:
-    """The map in words and one table: every point (vocabulary, length, domain, family: best k, nDCG@10 at it and at
-    k = 1, the loss of k = 1), BM25 per vocabulary, then the region or, if there is none, the nearest miss."""
+    """The map in words and tables: every point (vocabulary, length, domain, family: best k, nDCG@10 at it and at
+    k = 1, the loss of k = 1), BM25 per run and seed, the region or, if there is none, a statement that none exists;
+    over several seeds the means and sds and the region counts; the "why there" table (:func:`scale_rows`); the
+    nearest miss. The training length shows its cap when the map holds several caps."""
     L = ["| vocabulary | steps | domain | family | best k | nDCG@10 best k | nDCG@10 k = 1 | loss of k = 1 |",
          "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     caps = {p.get("cap") for p in m["points"]}
@@ -204,11 +223,16 @@ def map_markdown(m: dict[str, Any]) -> str:
                                                 p["length"], p["family"])):
         L.append(f"| {p['vocab']} | {_steps(p, caps)} | {domain_label(p['domain'])} | "
                  f"{p['family']} | {p['k_best']:g} | {p['best']:.3f} | {p['k1']:.3f} | {p['loss']:+.3f} |")
+    if any("@p" in p["domain"] for p in m["points"]):
+        rates = sorted({r.get("p_synonym") for r in m.get("runs", []) if r.get("query_shift")})
+        L.append("")
+        L.append(f"Rows without a synonym rate are the corpus's own queries, at the training queries' rate "
+                 f"({', '.join(f'{r:g}' for r in rates if r is not None)}).")
     L.append("")
     for b in m["bm25"]:
         shift = "".join(f", {domain_label(g)} {v:.3f}" for g, v in sorted(b.get("shift", {}).items(),
                                                                             key=lambda x: domain_order(x[0])))
-        L.append(f"BM25 at {b['vocab']} ids (seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}"
+        L.append(f"BM25 at {b['vocab']} ids ({b.get('run', 'run')}, seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}"
                  f"{shift}.")
     high, normal, g = ", ".join(m["high_norm"]), ", ".join(m["normal_norm"]), m["min_gain"]
     if m["region"]:
@@ -238,15 +262,15 @@ def map_markdown(m: dict[str, Any]) -> str:
                      f"{x['in_region']} of {len(x['seeds'])} | {x['gap_mean']:+.3f}{sd} |")
         L.append("")
     if m.get("scales"):
-        L += ["", "Why there (means over each run's seeds; InfoNCE in nats, chance ln 32 = 3.47; k ≠ 1: the run's other k "
-              "pooled):", "",
-              "| run | vocabulary | cap | family | head Frobenius | logit sd | InfoNCE start, k = 1 | k ≠ 1 | "
+        L += ["", "Why there (means over each run's seeds; InfoNCE in nats against its chance level ln B; k ≠ 1: the "
+              "run's other k pooled):", "",
+              "| run | vocabulary | cap | family | head Frobenius | logit sd | chance ln B | InfoNCE start, k = 1 | k ≠ 1 | "
               "InfoNCE stop, k = 1 | k ≠ 1 | active doc dims, k = 1 | cap-bound |",
-              "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+              "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         f = lambda v, spec=".2f": "" if v is None else format(v, spec)  # noqa: E731
         for x in m["scales"]:
             L.append(f"| {x['run']} | {x['vocab']} | {x['max_steps']} | {x['family']} | {f(x['head_frobenius'], '.1f')} | "
-                     f"{f(x['logit_std'])} | {f(x['init_infonce_k1'])} | {f(x['init_infonce_other'])} | "
+                     f"{f(x['logit_std'])} | {f(x.get('ln_batch'))} | {f(x['init_infonce_k1'])} | {f(x['init_infonce_other'])} | "
                      f"{f(x['final_infonce_k1'])} | {f(x['final_infonce_other'])} | {f(x['d_active_k1'], '.0f')} | "
                      f"{x['cap_bound']} of {x['cells']} |")
         L.append("")

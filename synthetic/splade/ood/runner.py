@@ -27,7 +27,7 @@ from initlab.config import from_dict, to_dict
 from initlab.executor import Cell, Progress, run_cells
 from initlab.runs import RunDir, atomic_write_text
 from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
-                                                 pretrain_key, train_key)
+                                                 config_record, pretrain_key, train_key)
 from initlab.textio import read_text
 
 __all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
@@ -203,7 +203,7 @@ def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: boo
         initlab.runs.RunExistsError / ConfigMismatchError: as :class:`initlab.runs.RunDir`.
     """
     check_config(cfg)
-    rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
+    rd = RunDir(out, overwrite=overwrite, resume=True, config=config_record(cfg))
     t0 = time.perf_counter()
     run_cells(rd, plan(cfg), workers=workers, scheduler=scheduler, progress=progress, desc="OOD synthetic SPLADE",
               preload=("transformers", "sentence_transformers"), startup=10.0)
@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.report_partial:
         cfg = PRESETS[a.preset]
-        write_report(RunDir(a.out, resume=True, config=cfg), cfg, partial=True)
+        write_report(RunDir(a.out, resume=True, config=config_record(cfg)), cfg, partial=True)
         print(read_text(a.out / "summary.md"))
         return 0
     rd = run_ood(a.out, PRESETS[a.preset], workers=a.workers, progress=not a.no_progress)

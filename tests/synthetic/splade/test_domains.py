@@ -122,6 +122,12 @@ def test_query_shift_sets_rewrite_the_queries_of_the_same_sources_at_the_given_s
     assert c.sources["dev"] == c.dev_source
     with pytest.raises(ValueError, match="p_synonym"):
         query_shift_set(c, c.dev, 1.5)
+    with pytest.raises(ValueError, match="p_synonym"):
+        query_shift_set(c, c.dev, True)
     other = make_domain_corpus(dataclasses.replace(SMALL, n_domains=5, n_heldout=2))
     with pytest.raises(ValueError, match="es: expected one of"):
         query_shift_set(c, other.ood[1], 0.5)  # ood04: this corpus holds out domain 3 only
+    reseeded = make_domain_corpus(dataclasses.replace(cfg, seed=1))
+    with pytest.raises(ValueError, match="from another corpus"):
+        query_shift_set(c, reseeded.ood[0], 0.5)  # the same name, another corpus's queries
+    assert query_shift_set(c, c.dev, np.float64(0.0)).queries == query_shift_set(c, c.dev, 0).queries

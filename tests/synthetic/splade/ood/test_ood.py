@@ -63,7 +63,9 @@ def test_flops_weights_are_the_real_recipe_at_the_real_vocabulary_and_linear_in_
 
 @pytest.mark.parametrize("change, field", [(dict(ks=(2.0, 4.0)), "ks"), (dict(families=("gpt",)), "families"),
                                            (dict(doc_max_len=50), "doc_max_len"), (dict(checkpoints=(0,)), "checkpoints"),
-                                           (dict(plateau_rel=1.5), "plateau_rel"), (dict(query_shift=(1.2,)), "query_shift")])
+                                           (dict(plateau_rel=1.5), "plateau_rel"), (dict(query_shift=(1.2,)), "query_shift"),
+                                           (dict(query_shift=(0.0, 0.0)), "query_shift"),
+                                           (dict(query_shift=(0.6,)), "query_shift")])
 def test_bad_config_names_the_field(change, field):
     with pytest.raises(ValueError, match=field):
         oc.check_config(dataclasses.replace(oc.BASE, **change))
@@ -256,6 +258,20 @@ def test_query_shift_enters_the_cell_keys_only_when_set():
     assert s.query_shift == (0.0, 1.0) and s.corpus == oc.PRESETS["map-v2k"].corpus and s.seeds == (0,)
     long = oc.PRESETS["map-v2k-long"]  # the training-length axis: a 4x cap on the shift run's backbones
     assert long.max_steps == 4 * s.max_steps and oc.pretrain_key(long, "modernbert", 0) == oc.pretrain_key(s, "modernbert", 0)
+    # a run folder made before the field existed (its config.json has no query_shift) still resumes
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from initlab.config import to_dict
+    from initlab.runs import ConfigMismatchError, RunDir
+
+    with tempfile.TemporaryDirectory() as tmp:
+        old = {k: v for k, v in to_dict(c).items() if k != "query_shift"}
+        (Path(tmp) / "config.json").write_text(json.dumps(old))
+        RunDir(tmp, resume=True, config=oc.config_record(c))
+        with pytest.raises(ConfigMismatchError, match="query_shift"):
+            RunDir(tmp, resume=True, config=oc.config_record(shifted))
     f4 = oc.PRESETS["map-v2k-fam4"]  # the confirmation's cells are reused: same keys, families added
     assert set(f4.families) == {"bert", "modernbert", "roberta", "albert"}
     assert oc.train_key(f4, "modernbert", 16.0, 9203) == oc.train_key(c, "modernbert", 16.0, 9203)
@@ -285,6 +301,20 @@ def test_map_keeps_runs_with_different_caps_apart(tmp_path):
     (tmp_path / "map.json").write_text(json.dumps(m))
     (png,) = draw_map(tmp_path)
     assert png.stat().st_size > 10_000
+
+
+def test_map_refuses_a_seed_held_by_two_runs(tmp_path):
+    import json
+
+    from initlab.synthetic.splade.ood.map import build_map
+
+    losses = {(f, d): {100: 0.0, 300: 0.0} for f in ("bert", "modernbert") for d in ("ood", "id")}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(_report(2048, losses, cap=300)))
+    with pytest.raises(ValueError, match="a and b both hold vocabulary 2048, cap 300, seed 0, family bert"):
+        build_map([tmp_path / "a", tmp_path / "b"])
+    assert {p["run"] for p in build_map([tmp_path / "a"])["points"]} == {"a"}
 
 
 def test_complete_seeds_keep_only_whole_seeds_of_the_grid():
