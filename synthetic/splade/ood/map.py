@@ -39,7 +39,8 @@ __all__ = ["map_points", "domain_order", "domain_label", "region", "scale_rows",
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
     """The map points of one run report: ``{vocab, cap, length, domain, family, seed, k_best, best, k1, loss}``
-    (nDCG@10 on the test half; ``loss = best - k1``)."""
+    (nDCG@10 on the test half; ``loss = best - k1``), at the run's checkpoints (``config.checkpoints``; else the
+    lengths every k's cell has), where every k of the family and seed has a value."""
     V, cap = rep["config"]["corpus"]["vocab_size"], rep["config"].get("max_steps")
     out = []
     by: dict[tuple[str, int], dict[float, dict[str, Any]]] = {}
@@ -48,7 +49,9 @@ def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
     for (fam, seed), ks in sorted(by.items()):
         if 1.0 not in ks:
             continue
-        lengths = sorted({int(L) for r in ks.values() for L in r["ood_at"]})
+        # the run's checkpoints (a cell's own stop step, e.g. 625, is not a length of the other k's cells)
+        lengths = sorted(int(L) for L in rep["config"].get("checkpoints") or
+                         set.intersection(*({int(L) for L in r["ood_at"]} for r in ks.values())))
         doms = ["ood", "id", *sorted({g for r in ks.values() for g in r.get("shift_at", {})}, key=domain_order)]
 
         def at(r: dict[str, Any], dom: str, half: str) -> dict[str, float]:
@@ -59,7 +62,7 @@ def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
         for L in lengths:
             for dom in doms:
                 have = {k: r for k, r in ks.items() if str(L) in at(r, dom, "at") and str(L) in at(r, dom, "select_at")}
-                if 1.0 not in have:
+                if len(have) < len(ks):  # the best k is chosen among the whole grid or not at all
                     continue
                 kb = min(have, key=lambda k: (-at(have[k], dom, "select_at")[str(L)], k))
                 best, k1 = at(have[kb], dom, "at")[str(L)], at(have[1.0], dom, "at")[str(L)]

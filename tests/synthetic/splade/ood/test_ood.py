@@ -303,6 +303,21 @@ def test_map_keeps_runs_with_different_caps_apart(tmp_path):
     assert png.stat().st_size > 10_000
 
 
+def test_map_lengths_are_the_checkpoints_not_a_cells_own_stop():
+    """A cell stopped by the plateau rule at 625 steps carries its stop as a length; the other k's cells do not, so
+    625 is no map point (its "best k" would be chosen among one k)."""
+    from initlab.synthetic.splade.ood.map import map_points
+
+    at = lambda d: {"ood_at": d, "ood_select_at": d, "id_at": d, "id_select_at": d}  # noqa: E731
+    rows_ = [{"family": "modernbert", "k": 1.0, "seed": 0, **at({"600": 0.1, "625": 0.2, "1200": 0.2})},
+             {"family": "modernbert", "k": 4.0, "seed": 0, **at({"600": 0.3, "1200": 0.3})}]
+    rep = {"config": {"corpus": {"vocab_size": 2048}, "max_steps": 1200, "checkpoints": [600, 1200]}, "rows": rows_}
+    pts = map_points(rep)
+    assert sorted({p["length"] for p in pts}) == [600, 1200] and all(p["k_best"] == 4.0 for p in pts)
+    del rep["config"]["checkpoints"]  # an older report: the lengths every cell has
+    assert sorted({p["length"] for p in map_points(rep)}) == [600, 1200]
+
+
 def test_map_refuses_a_seed_held_by_two_runs(tmp_path):
     import json
 
