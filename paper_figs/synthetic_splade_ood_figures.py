@@ -46,10 +46,11 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     if not settings:
         raise ValueError(f"{folder}/map.json: no map points")
     several_caps = len({c for _, c in settings}) > 1
-    fig, axes = plt.subplots(2, len(settings), figsize=(4.2 * len(settings) + 0.6, 6.4), squeeze=False, sharex="col")
+    fig, axes = plt.subplots(2, len(settings), figsize=(5.0 * len(settings) + 0.8, 6.4), squeeze=False, sharex="col")
     for j, (V, cap) in enumerate(settings):
         top, bot = axes[0][j], axes[1][j]
         pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap]
+        n_seeds = len({p["seed"] for p in pts})
         acr = [x for x in (m.get("across_seeds") or {}).get("families", []) if x["vocab"] == V and (x.get("cap") or 0) == cap]
         for fam in sorted({p["family"] for p in pts}):
             col = family_color(fam, "black")
@@ -76,7 +77,8 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
                          label=f"{fam}, k = 1")
         top.axhline(m.get("min_gain", 0.05), color="grey", lw=0.8, ls=":")
         top.axhline(0.0, color="black", lw=0.5)
-        top.set_title(f"vocabulary {V}" + (f", cap {cap}" if several_caps else ""), fontsize=10)
+        top.set_title(f"vocabulary {V}" + (f", cap {cap}" if several_caps else "")
+                      + (f" ({n_seeds} seeds)" if n_seeds > 1 else " (one seed)"), fontsize=10)
         top.set_ylabel("nDCG@10 best k − k = 1")
         bm = [b["ood"] for b in m.get("bm25", []) if b["vocab"] == V]
         if bm:
@@ -87,8 +89,9 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     h, lab = axes[0][0].get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 1.04), ncol=2, fontsize=8, frameon=False)
     n = len({p["seed"] for p in m["points"]})
-    seeds = "one seed" if n == 1 else f"{n} seeds, mean ± sd"
+    seeds = "one seed" if n == 1 else "over several seeds: mean ± sd"
     fig.suptitle(f"map: loss of k = 1 (top), nDCG@10 (bottom); {seeds}", fontsize=10, y=1.09)
+    fig.subplots_adjust(wspace=0.35)
     target = Path(out or folder) / "splade_ood_map.png"
     target.parent.mkdir(parents=True, exist_ok=True)
     return save(fig, target)
@@ -119,7 +122,7 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     settings = sorted(shifted)
     base = {r["vocab"]: r.get("p_synonym") for r in m["runs"] if r.get("query_shift")}
     runs = {p.get("run") for p in m["points"] if "@p" in p["domain"]}  # only the runs with shifted queries
-    fig, axes = plt.subplots(2, len(settings), figsize=(4.2 * len(settings) + 0.6, 6.4), squeeze=False, sharex="col")
+    fig, axes = plt.subplots(2, len(settings), figsize=(5.0 * len(settings) + 0.8, 6.4), squeeze=False, sharex="col")
     for j, (V, cap) in enumerate(settings):
         top, bot = axes[0][j], axes[1][j]
         pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap and p.get("run") in runs]
@@ -152,7 +155,7 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
                      marker="s", ms=3, label="BM25")
         top.axhline(m.get("min_gain", 0.05), color="grey", lw=0.8, ls=":")
         top.axhline(0.0, color="black", lw=0.5)
-        top.set_title(f"vocabulary {V}, {L} steps (training queries at {base[V]:g})", fontsize=10)
+        top.set_title(f"vocabulary {V}, {L} steps", fontsize=10)
         top.set_ylabel("nDCG@10 best k − k = 1")
         bot.set_xlabel("synonym rate of the evaluation queries")
         bot.set_ylabel("nDCG@10 out of domain")
@@ -160,8 +163,11 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     h, lab = axes[0][0].get_legend_handles_labels()
     fig.legend(h, lab, loc="upper center", bbox_to_anchor=(0.5, 1.04), ncol=2, fontsize=8, frameon=False)
     n = len({p["seed"] for p in m["points"] if "@p" in p["domain"]})
+    rates = ", ".join(sorted({f"{v:g}" for v in base.values() if v is not None}))
     fig.suptitle("shift: loss of k = 1 (top), nDCG@10 out of domain (bottom); "
-                 + ("one seed" if n == 1 else f"mean over {n} seeds"), fontsize=10, y=1.09)
+                 + ("one seed" if n == 1 else f"mean over {n} seeds") + f"; training queries at synonym rate {rates}",
+                 fontsize=10, y=1.09)
+    fig.subplots_adjust(wspace=0.35)
     target = Path(out or folder) / "splade_ood_shift.png"
     target.parent.mkdir(parents=True, exist_ok=True)
     return save(fig, target)
