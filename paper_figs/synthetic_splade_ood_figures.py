@@ -2,16 +2,16 @@
 
 ``python -m initlab.paper_figs.synthetic_splade_ood_figures MAP_DIR [--out DIR]`` reads ``MAP_DIR/map.json``
 (written by ``python -m initlab.synthetic.splade.ood.map``) and writes ``splade_ood_map.png``: one column per
-vocabulary size (and training cap, when the map holds several); top, the loss of k = 1 (nDCG@10 of the best k minus k = 1, test half of the queries, best k chosen
-on the select half) against training length, one colour per family, solid out of domain and dashed in domain, the
+vocabulary size (and training cap, when the map holds several); top, the loss of k = 1 (nDCG@10 of the best k
+minus k = 1, test half of the queries, best k chosen on the select half) against training length, one colour per family, solid out of domain and dashed in domain, the
 0.05 line of the region; bottom, nDCG@10 out of domain at k = 1 (open markers) and at the best k (filled), with
 BM25 out of domain as a grey line (the mean over the seeds). With several seeds (the map's ``across_seeds``) the
 lines are the means over the seeds with ± 1 sample sd bars, and each seed's loss is a faint dot. Descriptive, no
 verdict.
 
 When the map holds query-shift points (runs with ``query_shift``), also ``splade_ood_shift.png``: one column per
-such vocabulary and cap; x the synonym rate of the evaluation queries (the corpus's own rate, at which SPLADE was trained,
-and the shifted rates), at the longest training length; top, the loss of k = 1 per family, solid out of domain and
+such vocabulary and cap; x the synonym rate of the evaluation queries (the corpus's own rate, at which SPLADE was
+trained, and the shifted rates), at the longest training length; top, the loss of k = 1 per family, solid out of domain and
 dashed in domain; bottom, nDCG@10 out of domain at the best k (filled) and k = 1 (open), with BM25 (grey).
 """
 
@@ -42,16 +42,16 @@ def draw_map(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """Draw ``splade_ood_map.png`` (module docstring) into ``out`` (default ``folder``); returns the written paths."""
     m = load_map(folder)
     plt = pyplot()
-    settings = sorted({(p["vocab"], p.get("cap") or 0) for p in m["points"]})
+    settings = sorted({(p["vocab"], p["cap"]) for p in m["points"]})
     if not settings:
         raise ValueError(f"{folder}/map.json: no map points")
     several_caps = len({c for _, c in settings}) > 1
     fig, axes = plt.subplots(2, len(settings), figsize=(5.0 * len(settings) + 0.8, 6.4), squeeze=False, sharex="col")
     for j, (V, cap) in enumerate(settings):
         top, bot = axes[0][j], axes[1][j]
-        pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap]
+        pts = [p for p in m["points"] if p["vocab"] == V and p["cap"] == cap]
         n_seeds = len({p["seed"] for p in pts})
-        acr = [x for x in (m.get("across_seeds") or {}).get("families", []) if x["vocab"] == V and (x.get("cap") or 0) == cap]
+        acr = [x for x in (m.get("across_seeds") or {}).get("families", []) if x["vocab"] == V and x["cap"] == cap]
         for fam in sorted({p["family"] for p in pts}):
             col = family_color(fam, "black")
             for dom, ls in (("ood", "-"), ("id", "--")):
@@ -115,7 +115,7 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     """Draw ``splade_ood_shift.png`` (module docstring) into ``out`` (default ``folder``); returns the written paths
     (none when the map has no query-shift points)."""
     m = load_map(folder)
-    shifted = {(p["vocab"], p.get("cap") or 0) for p in m["points"] if "@p" in p["domain"]}
+    shifted = {(p["vocab"], p["cap"]) for p in m["points"] if "@p" in p["domain"]}
     if not shifted:
         return []
     plt = pyplot()
@@ -125,7 +125,7 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
     fig, axes = plt.subplots(2, len(settings), figsize=(5.0 * len(settings) + 0.8, 6.4), squeeze=False, sharex="col")
     for j, (V, cap) in enumerate(settings):
         top, bot = axes[0][j], axes[1][j]
-        pts = [p for p in m["points"] if p["vocab"] == V and (p.get("cap") or 0) == cap and p.get("run") in runs]
+        pts = [p for p in m["points"] if p["vocab"] == V and p["cap"] == cap and p.get("run") in runs]
         L = max(p["length"] for p in pts)
         pts = _seed_means([p for p in pts if p["length"] == L])
         for fam in sorted({p["family"] for p in pts}):
@@ -144,7 +144,7 @@ def draw_shift(folder: str | Path, out: str | Path | None = None) -> list[Path]:
                              label=f"{fam}, k = 1")
         by_rate: dict[float, dict[int, float]] = {}  # BM25 out of domain per rate, each seed once, of these runs
         for b in m.get("bm25", []):
-            if b["vocab"] == V and (b.get("cap") or 0) == cap and b.get("run") in runs and b.get("shift"):
+            if b["vocab"] == V and b["cap"] == cap and b.get("run") in runs and b.get("shift"):
                 by_rate.setdefault(base[V], {})[b["seed"]] = b["ood"]
                 for g, v in b["shift"].items():
                     if g.startswith("ood"):

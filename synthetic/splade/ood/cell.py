@@ -25,7 +25,7 @@ from initlab.runs import NonFiniteError, torch_threads
 from initlab.synthetic.splade.domains import DomainCorpus, DomainCorpusConfig, make_domain_corpus, query_shift_set
 from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
 from initlab.synthetic.splade.ood.config import OODConfig, backbone_for
-from initlab.synthetic.splade.ood.evaluate import evaluate_sets, shift_groups
+from initlab.synthetic.splade.ood.evaluate import evaluate_sets, mean_metrics, shift_means
 from initlab.synthetic.splade.ood.train import train_to_plateau
 from initlab.synthetic.splade.train import quiet
 
@@ -159,21 +159,16 @@ def bm25_cell(cfg: OODConfig, seed: int) -> dict[str, Any]:
     statistics (:func:`initlab.synthetic.splade.domains.token_stats`): ``{seed, dev, ood, ood_mean, corpus,
     ln_batch}``, and with ``cfg.query_shift`` ``shift_sets`` ``{set name: nDCG@10s}`` and ``shift``
     ``{"id@p<p>" | "ood@p<p>": nDCG@10s}`` (out of domain averaged over the held-out domains)."""
-    import numpy as np
-
     from initlab.synthetic.splade.domains import token_stats
     from initlab.synthetic.splade.ood.bm25 import bm25_scores
 
     corpus = corpus_for(cfg, seed)
-    keys = ("ndcg@10", "ndcg_select", "ndcg_test")
     ood = {es.name: bm25_scores(es, corpus.docs) for es in corpus.ood}
     out = {"seed": seed, "dev": bm25_scores(corpus.dev, corpus.docs), "ood": ood,
-           "ood_mean": {k: float(np.mean([m[k] for m in ood.values()])) for k in keys},
-           "corpus": token_stats(corpus), "ln_batch": math.log(cfg.batch_size)}
+           "ood_mean": mean_metrics(list(ood.values())), "corpus": token_stats(corpus),
+           "ln_batch": math.log(cfg.batch_size)}
     shifted = shift_sets_for(cfg, seed)
     if shifted:
-        sets = {es.name: bm25_scores(es, corpus.docs) for es in shifted}
-        out["shift_sets"] = sets
-        out["shift"] = {g: {k: float(np.mean([sets[n][k] for n in names])) for k in keys}
-                        for g, names in shift_groups(corpus, shifted).items()}
+        out["shift_sets"] = {es.name: bm25_scores(es, corpus.docs) for es in shifted}
+        out["shift"] = shift_means(corpus, shifted, out["shift_sets"])
     return out

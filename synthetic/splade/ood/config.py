@@ -39,7 +39,7 @@ from initlab.synthetic.splade.domains import DomainCorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
 __all__ = ["OODConfig", "BASE", "PRESETS", "RECIPES", "backbone_for", "flops_weights", "check_config", "cell_name",
-           "config_record", "train_key", "pretrain_key", "V_REF"]
+           "config_record", "bm25_key", "train_key", "pretrain_key", "V_REF"]
 
 #: the real vocabulary (BERT's), at which the reference FLOPS weights are the real recipe's
 V_REF = 30522
@@ -206,6 +206,13 @@ def config_record(cfg: OODConfig) -> dict[str, Any]:
     """The config as the run folder records it (``config.json``, the base of :func:`train_key`): :func:`to_dict`
     without the fields added later (``query_shift``) while they are empty."""
     return {key: v for key, v in to_dict(cfg).items() if not (key in _LATER_FIELDS and not v)}
+
+
+def bm25_key(cfg: OODConfig, seed: int) -> dict[str, Any]:
+    """What a BM25 cell depends on: the corpus, the seed and the later fields of :func:`config_record` that are set
+    (``query_shift``: the sets it scores)."""
+    later = {key: v for key, v in config_record(cfg).items() if key in _LATER_FIELDS}
+    return {"corpus": to_dict(cfg.corpus), "seed": seed, **later}
 
 
 def train_key(cfg: OODConfig, family: str, k: float, seed: int) -> dict[str, Any]:

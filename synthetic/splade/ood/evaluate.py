@@ -14,7 +14,10 @@ import torch
 
 from initlab.synthetic.splade.domains import DomainCorpus, EvalSet
 
-__all__ = ["ndcg_of_run", "evaluate_sets", "encode_docs", "shift_groups"]
+__all__ = ["NDCG_KEYS", "ndcg_of_run", "mean_metrics", "evaluate_sets", "encode_docs", "shift_groups", "shift_means"]
+
+#: the nDCG@10 figures of one evaluation set (:func:`ndcg_of_run`): all queries and the two halves
+NDCG_KEYS = ("ndcg@10", "ndcg_select", "ndcg_test")
 
 
 def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, float]:
@@ -31,6 +34,11 @@ def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, floa
         per[m.query_id] = float(m.value)
     return {"ndcg@10": float(np.mean([per[q] for q in qids])), "ndcg_select": float(np.mean([per[q] for q in qids[0::2]])),
             "ndcg_test": float(np.mean([per[q] for q in qids[1::2]])) if len(qids) > 1 else float("nan")}
+
+
+def mean_metrics(ms: Sequence[dict[str, float]]) -> dict[str, float]:
+    """The mean of each :data:`NDCG_KEYS` figure over evaluation sets ``ms`` (BEIR's mean over data sets)."""
+    return {k: float(np.mean([m[k] for m in ms])) for k in NDCG_KEYS}
 
 
 def encode_docs(model, corpus: DomainCorpus, doc_max_len: int, extra: Sequence[EvalSet] = ()) -> dict[str, torch.Tensor]:
@@ -52,6 +60,14 @@ def shift_groups(corpus: DomainCorpus, shifted: Sequence[EvalSet]) -> dict[str, 
         base, p = es.name.split("@p")
         out.setdefault(("id" if base == corpus.dev.name else "ood") + f"@p{p}", []).append(es.name)
     return out
+
+
+def shift_means(corpus: DomainCorpus, shifted: Sequence[EvalSet], per_set: dict[str, dict[str, float]]
+                ) -> dict[str, dict[str, float]]:
+    """``{"id@p<p>" | "ood@p<p>": figures}`` from the query-shift sets' figures ``per_set`` (by set name): the
+    groups of :func:`shift_groups`, the out-of-domain ones averaged over the held-out domains
+    (:func:`mean_metrics`). Used for SPLADE (:func:`evaluate_sets`) and BM25 alike."""
+    return {g: mean_metrics([per_set[n] for n in names]) for g, names in shift_groups(corpus, shifted).items()}
 
 
 def evaluate_sets(model, corpus: DomainCorpus, query_max_len: int, doc_max_len: int,
@@ -89,12 +105,10 @@ def evaluate_sets(model, corpus: DomainCorpus, query_max_len: int, doc_max_len: 
             out["dev"] = m
         else:
             out["ood"][es.name] = m
-    keys = ("ndcg@10", "ndcg_select", "ndcg_test")
-    out["ood_mean"] = {k: float(np.mean([m[k] for m in out["ood"].values()])) for k in keys}
+    out["ood_mean"] = mean_metrics(list(out["ood"].values()))
     if shifted:
         out["shift_sets"] = shift
-        out["shift"] = {g: {k: float(np.mean([shift[n][k] for n in names])) for k in keys}
-                        for g, names in shift_groups(corpus, shifted).items()}
+        out["shift"] = shift_means(corpus, shifted, shift)
     allv = torch.stack(list(dvec.values()))
     out["d_active_dims"] = float((allv > 0).sum(1).double().mean())
     out["q_active_dims"] = float(np.mean(q_active))

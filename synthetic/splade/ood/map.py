@@ -34,14 +34,15 @@ from typing import Any, Sequence
 from initlab.runs import atomic_write_text
 from initlab.textio import read_json
 
-__all__ = ["map_points", "domain_order", "domain_label", "region", "scale_rows", "across_seeds", "build_map", "map_markdown", "main"]
+__all__ = ["map_points", "domain_order", "domain_label", "region", "scale_rows", "across_seeds", "build_map",
+           "map_markdown", "main"]
 
 
 def map_points(rep: dict[str, Any]) -> list[dict[str, Any]]:
     """The map points of one run report: ``{vocab, cap, length, domain, family, seed, k_best, best, k1, loss}``
     (nDCG@10 on the test half; ``loss = best - k1``), at the run's checkpoints (``config.checkpoints``; else the
     lengths every k's cell has), where every k of the family and seed has a value."""
-    V, cap = rep["config"]["corpus"]["vocab_size"], rep["config"].get("max_steps")
+    V, cap = rep["config"]["corpus"]["vocab_size"], rep["config"]["max_steps"]
     out = []
     by: dict[tuple[str, int], dict[float, dict[str, Any]]] = {}
     for r in rep["rows"]:
@@ -94,14 +95,15 @@ def region(points: list[dict[str, Any]], high: Sequence[str], normal: Sequence[s
     gap, or None}``."""
     groups: dict[tuple, dict[str, float]] = {}
     for p in points:
-        groups.setdefault((p["vocab"], p.get("cap"), p["length"], p["domain"], p["seed"]), {})[p["family"]] = p["loss"]
+        groups.setdefault((p["vocab"], p["cap"], p["length"], p["domain"], p["seed"]), {})[p["family"]] = p["loss"]
     cells = []
-    for (V, cap, L, dom, seed), fam in sorted(groups.items(), key=lambda x: (x[0][0], x[0][1] or 0, *x[0][2:])):
+    for (V, cap, L, dom, seed), fam in sorted(groups.items()):
         hi = [fam[f] for f in high if f in fam]
         lo = [fam[f] for f in normal if f in fam]
         if not hi or not lo:
             continue
-        cells.append({"vocab": V, "cap": cap, "length": L, "domain": dom, "seed": seed, "high_min": min(hi), "normal_max": max(lo),
+        cells.append({"vocab": V, "cap": cap, "length": L, "domain": dom, "seed": seed, "high_min": min(hi),
+                      "normal_max": max(lo),
                       "gap": sum(hi) / len(hi) - sum(lo) / len(lo),
                       "in_region": min(hi) >= min_gain and max(lo) < min_gain})
     inside = [c for c in cells if c["in_region"]]
@@ -123,18 +125,18 @@ def across_seeds(points: list[dict[str, Any]], cells: list[dict[str, Any]]) -> d
     seed) from :func:`map_points`' points and :func:`region`'s cells."""
     fam: dict[tuple, list[dict[str, Any]]] = {}
     for p in points:
-        fam.setdefault((p["vocab"], p.get("cap"), p["length"], p["domain"], p["family"]), []).append(p)
+        fam.setdefault((p["vocab"], p["cap"], p["length"], p["domain"], p["family"]), []).append(p)
     out_f = [{"vocab": V, "cap": cap, "length": L, "domain": dom, "family": f, "seeds": sorted(p["seed"] for p in ps),
               "loss_mean": sum(p["loss"] for p in ps) / len(ps), "loss_sd": _sd([p["loss"] for p in ps]),
               "best_mean": sum(p["best"] for p in ps) / len(ps), "k1_mean": sum(p["k1"] for p in ps) / len(ps)}
-             for (V, cap, L, dom, f), ps in sorted(fam.items(), key=lambda x: (x[0][0], x[0][1] or 0, *x[0][2:]))]
+             for (V, cap, L, dom, f), ps in sorted(fam.items())]
     pts: dict[tuple, list[dict[str, Any]]] = {}
     for c in cells:
-        pts.setdefault((c["vocab"], c.get("cap"), c["length"], c["domain"]), []).append(c)
+        pts.setdefault((c["vocab"], c["cap"], c["length"], c["domain"]), []).append(c)
     out_p = [{"vocab": V, "cap": cap, "length": L, "domain": dom, "seeds": sorted(c["seed"] for c in cs),
               "in_region": sum(c["in_region"] for c in cs), "gap_mean": sum(c["gap"] for c in cs) / len(cs),
               "gap_sd": _sd([c["gap"] for c in cs])}
-             for (V, cap, L, dom), cs in sorted(pts.items(), key=lambda x: (x[0][0], x[0][1] or 0, *x[0][2:]))]
+             for (V, cap, L, dom), cs in sorted(pts.items())]
     return {"families": out_f, "points": out_p}
 
 
@@ -155,7 +157,8 @@ def scale_rows(rep: dict[str, Any]) -> list[dict[str, Any]]:
         other = [r for r in rows if float(r["k"]) != 1.0 and r.get("init_infonce") is not None]
         fin = lambda rs: mean([r["final_infonce"] for r in rs if r.get("final_infonce") is not None])  # noqa: E731
         out.append({"vocab": V, "family": fam, "seeds": sorted({int(r["seed"]) for r in rows}),
-                    "head_frobenius": mean([v["head_frobenius"] for v in nat]), "logit_std": mean([v["logit_std"] for v in nat]),
+                    "head_frobenius": mean([v["head_frobenius"] for v in nat]),
+                    "logit_std": mean([v["logit_std"] for v in nat]),
                     "init_infonce_k1": mean([r["init_infonce"] for r in k1]),
                     "init_infonce_other": mean([r["init_infonce"] for r in other]),
                     "final_infonce_k1": fin(k1), "final_infonce_other": fin(other),
@@ -194,14 +197,15 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
         points += mine
         scales += [dict(x, run=label) for x in scale_rows(rep)]
         high, normal = rep["config"]["claims"]["high_norm"], rep["config"]["claims"]["normal_norm"]
-        V = rep["config"]["corpus"]["vocab_size"]
-        runs.append({"dir": str(d), "vocab": V, "cap": rep["config"].get("max_steps"), "cap_bound": rep["cap_bound"], "trained": rep["trained"],
+        V, cap = rep["config"]["corpus"]["vocab_size"], rep["config"]["max_steps"]
+        runs.append({"dir": str(d), "vocab": V, "cap": cap, "cap_bound": rep["cap_bound"], "trained": rep["trained"],
                      "sweep_seconds": rep.get("sweep_seconds"), "ks": rep["config"].get("ks"),
                      "seeds": sorted({int(r["seed"]) for r in rep["rows"]}), "partial": bool(rep.get("partial")),
                      "p_synonym": rep["config"]["corpus"].get("p_synonym"),
                      "query_shift": rep["config"].get("query_shift", [])})
         for b in rep["bm25"].values():
-            bm25.append({"run": label, "vocab": V, "cap": rep["config"].get("max_steps"), "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"], "id": b["dev"]["ndcg_test"],
+            bm25.append({"run": label, "vocab": V, "cap": cap, "seed": b["seed"], "ood": b["ood_mean"]["ndcg_test"],
+                         "id": b["dev"]["ndcg_test"],
                          **({"shift": {g: m["ndcg_test"] for g, m in b["shift"].items()}} if b.get("shift") else {})})
     fams = {p["family"] for p in points}
     reg = region(points, [f for f in high or () if f in fams], [f for f in normal or () if f in fams])
@@ -211,7 +215,7 @@ def build_map(run_dirs: Sequence[Path]) -> dict[str, Any]:
 
 def _steps(x: dict[str, Any], caps: set) -> str:
     """The training length of a map entry: the steps, with the run's cap when the map holds several caps."""
-    return f"{x['length']}" if len(caps) <= 1 else f"{x['length']} (cap {x.get('cap')})"
+    return f"{x['length']}" if len(caps) <= 1 else f"{x['length']} (cap {x['cap']})"
 
 
 def map_markdown(m: dict[str, Any]) -> str:
@@ -221,8 +225,8 @@ def map_markdown(m: dict[str, Any]) -> str:
     nearest miss. The training length shows its cap when the map holds several caps."""
     L = ["| vocabulary | steps | domain | family | best k | nDCG@10 best k | nDCG@10 k = 1 | loss of k = 1 |",
          "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-    caps = {p.get("cap") for p in m["points"]}
-    for p in sorted(m["points"], key=lambda p: (p["vocab"], p.get("cap") or 0, p["seed"], domain_order(p["domain"]),
+    caps = {p["cap"] for p in m["points"]}
+    for p in sorted(m["points"], key=lambda p: (p["vocab"], p["cap"], p["seed"], domain_order(p["domain"]),
                                                 p["length"], p["family"])):
         L.append(f"| {p['vocab']} | {_steps(p, caps)} | {domain_label(p['domain'])} | "
                  f"{p['family']} | {p['k_best']:g} | {p['best']:.3f} | {p['k1']:.3f} | {p['loss']:+.3f} |")
@@ -235,8 +239,8 @@ def map_markdown(m: dict[str, Any]) -> str:
     for b in m["bm25"]:
         shift = "".join(f", {domain_label(g)} {v:.3f}" for g, v in sorted(b.get("shift", {}).items(),
                                                                             key=lambda x: domain_order(x[0])))
-        L.append(f"BM25 at {b['vocab']} ids ({b.get('run', 'run')}, seed {b['seed']}): out of domain {b['ood']:.3f}, in domain {b['id']:.3f}"
-                 f"{shift}.")
+        L.append(f"BM25 at {b['vocab']} ids ({b.get('run', 'run')}, seed {b['seed']}): out of domain {b['ood']:.3f}, "
+                 f"in domain {b['id']:.3f}{shift}.")
     high, normal, g = ", ".join(m["high_norm"]), ", ".join(m["normal_norm"]), m["min_gain"]
     if m["region"]:
         where = "; ".join(f"{c['vocab']} ids, {_steps(c, caps)} steps, {domain_label(c['domain'])}, seed {c['seed']}"
@@ -251,7 +255,7 @@ def map_markdown(m: dict[str, Any]) -> str:
         L += ["", "Over the seeds (mean ± sample sd of the loss of k = 1; descriptive, no verdict):", "",
               "| vocabulary | steps | domain | family | seeds | loss of k = 1 | nDCG@10 best k (mean) | k = 1 (mean) |",
               "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-        for x in sorted(acr["families"], key=lambda x: (x["vocab"], x.get("cap") or 0, domain_order(x["domain"]),
+        for x in sorted(acr["families"], key=lambda x: (x["vocab"], x["cap"], domain_order(x["domain"]),
                                                         x["length"], x["family"])):
             sd = "" if x["loss_sd"] is None else f" ± {x['loss_sd']:.3f}"
             L.append(f"| {x['vocab']} | {_steps(x, caps)} | {domain_label(x['domain'])} | "
@@ -259,7 +263,7 @@ def map_markdown(m: dict[str, Any]) -> str:
                      f"{x['k1_mean']:.3f} |")
         L += ["", "| vocabulary | steps | domain | seeds in the region | high-norm − normal-norm loss (mean ± sd) |",
               "| ---: | ---: | --- | ---: | ---: |"]
-        for x in sorted(acr["points"], key=lambda x: (x["vocab"], x.get("cap") or 0, domain_order(x["domain"]), x["length"])):
+        for x in sorted(acr["points"], key=lambda x: (x["vocab"], x["cap"], domain_order(x["domain"]), x["length"])):
             sd = "" if x["gap_sd"] is None else f" ± {x['gap_sd']:.3f}"
             L.append(f"| {x['vocab']} | {_steps(x, caps)} | {domain_label(x['domain'])} | "
                      f"{x['in_region']} of {len(x['seeds'])} | {x['gap_mean']:+.3f}{sd} |")
@@ -272,8 +276,9 @@ def map_markdown(m: dict[str, Any]) -> str:
               "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         f = lambda v, spec=".2f": "" if v is None else format(v, spec)  # noqa: E731
         for x in m["scales"]:
-            L.append(f"| {x['run']} | {x['vocab']} | {x['max_steps']} | {x['family']} | {f(x['head_frobenius'], '.1f')} | "
-                     f"{f(x['logit_std'])} | {f(x.get('ln_batch'))} | {f(x['init_infonce_k1'])} | {f(x['init_infonce_other'])} | "
+            L.append(f"| {x['run']} | {x['vocab']} | {x['max_steps']} | {x['family']} | "
+                     f"{f(x['head_frobenius'], '.1f')} | {f(x['logit_std'])} | {f(x.get('ln_batch'))} | "
+                     f"{f(x['init_infonce_k1'])} | {f(x['init_infonce_other'])} | "
                      f"{f(x['final_infonce_k1'])} | {f(x['final_infonce_other'])} | {f(x['d_active_k1'], '.0f')} | "
                      f"{x['cap_bound']} of {x['cells']} |")
         L.append("")

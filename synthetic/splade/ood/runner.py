@@ -27,7 +27,7 @@ from initlab.config import from_dict, to_dict
 from initlab.executor import Cell, Progress, run_cells
 from initlab.runs import RunDir, atomic_write_text
 from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
-                                                 config_record, pretrain_key, train_key)
+                                                 bm25_key, config_record, pretrain_key, train_key)
 from initlab.textio import read_text
 
 __all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
@@ -119,9 +119,8 @@ def plan(cfg: OODConfig) -> list[Cell]:
     per_step = step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V) / cfg.max_steps
     cells = []
     for s in cfg.seeds:
-        cells.append(Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s},
-                          {"corpus": to_dict(cfg.corpus), "seed": s,
-                           **({"query_shift": list(cfg.query_shift)} if cfg.query_shift else {})}, unit_seconds=5.0))
+        cells.append(Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s}, bm25_key(cfg, s),
+                          unit_seconds=5.0))
         for f in cfg.families:
             bb = backbone_for(cfg, f)
             cells.append(Cell(f"pretrain_{f}_seed={s}", _TARGET + "cell_pretrain",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -137,11 +138,8 @@ def test_tiny_run_end_to_end(tmp_path):
     assert sc_["family"] == "bert" and sc_["run"] == "run" and sc_["head_frobenius"] > 0 and sc_["cells"] == 2
     assert sc_["init_infonce_k1"] > 0 and sc_["init_infonce_other"] > 0 and 0 <= sc_["cap_bound"] <= 2
     assert "| run | 300 | 12 | bert |" in text
-    import json
 
-    (tmp_path / "map.json").write_text(json.dumps(m))
-    (png,) = draw_shift(tmp_path)
-    assert png.name == "splade_ood_shift.png" and png.stat().st_size > 10_000
+    assert _drawn(tmp_path, m, draw_shift).name == "splade_ood_shift.png"
     again = run_ood(tmp_path / "run2", cfg, workers=1, progress=False)  # deterministic
     assert read_json(again.root / "results.json")["rows"][0]["ndcg_test"] == rep["rows"][0]["ndcg_test"]
     # a run cut short: the report from the finished cells says so, and holds only their rows
@@ -156,7 +154,7 @@ def test_tiny_run_end_to_end(tmp_path):
     assert "PARTIAL: 4 of 5 cells finished" in (again.root / "summary.md").read_text()
 
 
-def _report(V, losses, cap=None):
+def _report(V, losses, cap=300):
     """A results.json with bert / modernbert at k in {1, 4}: ``losses[(family, domain)] = {length: loss}``."""
     rows = []
     for fam in ("bert", "modernbert"):
@@ -164,29 +162,40 @@ def _report(V, losses, cap=None):
             at = {dom: {str(L): 0.5 + (l if k == 4.0 else 0.0) for L, l in losses[(fam, dom)].items()} for dom in ("ood", "id")}
             rows.append({"family": fam, "k": k, "seed": 0, "ood_at": at["ood"], "ood_select_at": at["ood"],
                          "id_at": at["id"], "id_select_at": at["id"]})
-    return {"config": {"corpus": {"vocab_size": V}, **({"max_steps": cap} if cap else {}), "claims": {"high_norm": ["roberta", "modernbert"],
+    return {"config": {"corpus": {"vocab_size": V}, "max_steps": cap, "claims": {"high_norm": ["roberta", "modernbert"],
                                                                "normal_norm": ["bert", "albert"]}},
             "rows": rows, "cap_bound": 1, "trained": 4, "bm25": {"bm25_seed=0": {"seed": 0, "ood_mean": {"ndcg_test": 0.4},
                                                                                   "dev": {"ndcg_test": 0.45}}}}
 
 
-def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
-    import json
+def _save_run(folder, rep):
+    """``rep`` written as the ``results.json`` of run folder ``folder`` (made if missing); returns the folder."""
+    folder.mkdir(exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(rep))
+    return folder
 
+
+def _drawn(folder, m, draw):
+    """The map ``m`` saved as ``folder/map.json`` and drawn by ``draw``: its one PNG, checked to hold a picture."""
+    (folder / "map.json").write_text(json.dumps(m))
+    (png,) = draw(folder)
+    assert png.stat().st_size > 10_000
+    return png
+
+
+def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
     from initlab.synthetic.splade.ood.map import build_map
 
     losses = {("modernbert", "ood"): {100: 0.02, 300: 0.08}, ("modernbert", "id"): {100: 0.01, 300: 0.03},
               ("bert", "ood"): {100: 0.0, 300: 0.01}, ("bert", "id"): {100: 0.06, 300: 0.0}}
-    d = tmp_path / "run"
-    d.mkdir()
-    (d / "results.json").write_text(json.dumps(_report(2048, losses)))
+    d = _save_run(tmp_path / "run", _report(2048, losses))
     m = build_map([d])
     assert m["exploratory"] and len(m["points"]) == 2 * 2 * 2
     assert [(c["length"], c["domain"]) for c in m["region"]] == [(300, "ood")]  # modernbert loses 0.08, bert 0.01
     assert (m["nearest_miss"]["length"], m["nearest_miss"]["domain"]) == (300, "id")  # gap 0.03: the largest outside
     # k = 4 no longer helps modernbert out of domain at 300 steps: no region, the nearest miss says where it was closest
     losses[("modernbert", "ood")][300] = 0.04
-    (d / "results.json").write_text(json.dumps(_report(2048, losses)))
+    _save_run(d, _report(2048, losses))
     m = build_map([d])
     assert m["region"] == [] and m["nearest_miss"]["gap"] == pytest.approx(0.03)
     from initlab.synthetic.splade.ood.map import map_markdown
@@ -196,9 +205,7 @@ def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
     assert "| 2048 | 300 | out of domain | modernbert | 4 | 0.540 | 0.500 | +0.040 |" in text
     from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
 
-    (tmp_path / "map.json").write_text(json.dumps(m))
-    (png,) = draw_map(tmp_path)
-    assert png.name == "splade_ood_map.png" and png.stat().st_size > 10_000
+    assert _drawn(tmp_path, m, draw_map).name == "splade_ood_map.png"
     with pytest.raises(FileNotFoundError, match="results.json"):
         build_map([tmp_path / "nothing"])
 
@@ -206,8 +213,6 @@ def test_map_finds_the_region_and_the_nearest_miss(tmp_path):
 def test_map_over_several_seeds_gives_means_sds_and_region_counts(tmp_path):
     """The map over the map point and the confirmation's seeds: per seed as before, and across seeds the mean and
     sample sd of the loss of k = 1 and on how many seeds a point is in the region."""
-    import json
-
     from initlab.synthetic.splade.ood.map import build_map, map_markdown
 
     base = {("modernbert", "ood"): {100: 0.02, 300: 0.08}, ("modernbert", "id"): {100: 0.10, 300: 0.16},
@@ -218,9 +223,7 @@ def test_map_over_several_seeds_gives_means_sds_and_region_counts(tmp_path):
         more = _report(2048, losses)["rows"]
         rep["rows"] += [dict(x, seed=seed) for x in more]
         rep["bm25"][f"bm25_seed={seed}"] = {"seed": seed, "ood_mean": {"ndcg_test": 0.4}, "dev": {"ndcg_test": 0.45}}
-    d = tmp_path / "run"
-    d.mkdir()
-    (d / "results.json").write_text(json.dumps(rep))
+    d = _save_run(tmp_path / "run", rep)
     m = build_map([d / "results.json"])  # a results.json file is read as its folder
     assert m["runs"][0]["seeds"] == [0, 9201, 9202] and len(m["points"]) == 3 * 2 * 2 * 2
     fam = {(x["length"], x["domain"], x["family"]): x for x in m["across_seeds"]["families"]}
@@ -235,9 +238,7 @@ def test_map_over_several_seeds_gives_means_sds_and_region_counts(tmp_path):
     assert "2048 ids, 300 steps, out of domain, seed 9202: high-norm loss +0.040, normal-norm +0.010" in text
     from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
 
-    (tmp_path / "map.json").write_text(json.dumps(m))
-    (png,) = draw_map(tmp_path)
-    assert png.stat().st_size > 10_000
+    _drawn(tmp_path, m, draw_map)
 
 
 def test_query_shift_enters_the_cell_keys_only_when_set():
@@ -259,7 +260,6 @@ def test_query_shift_enters_the_cell_keys_only_when_set():
     long = oc.PRESETS["map-v2k-long"]  # the training-length axis: a 4x cap on the shift run's backbones
     assert long.max_steps == 4 * s.max_steps and oc.pretrain_key(long, "modernbert", 0) == oc.pretrain_key(s, "modernbert", 0)
     # a run folder made before the field existed (its config.json has no query_shift) still resumes
-    import json
     import tempfile
     from pathlib import Path
 
@@ -280,8 +280,6 @@ def test_query_shift_enters_the_cell_keys_only_when_set():
 def test_map_keeps_runs_with_different_caps_apart(tmp_path):
     """Two runs of one vocabulary and seed with different caps (their learning rates decay over different lengths)
     are different map points: grouped apart, labelled with their cap, drawn in their own columns."""
-    import json
-
     from initlab.paper_figs.synthetic_splade_ood_figures import draw_map
     from initlab.synthetic.splade.ood.map import build_map, map_markdown
 
@@ -289,8 +287,7 @@ def test_map_keeps_runs_with_different_caps_apart(tmp_path):
              ("bert", "ood"): {100: 0.0, 300: 0.0}, ("bert", "id"): {100: 0.0, 300: 0.0}}
     long = {**short, ("modernbert", "ood"): {100: 0.0, 300: 0.01, 1200: 0.0}, ("bert", "ood"): {100: 0.0, 300: 0.0, 1200: 0.0}}
     for name, rep in (("short", _report(2048, short, cap=300)), ("long", _report(2048, long, cap=1200))):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "results.json").write_text(json.dumps(rep))
+        _save_run(tmp_path / name, rep)
     m = build_map([tmp_path / "short", tmp_path / "long"])
     ood300 = [c for c in m["cells"] if c["length"] == 300 and c["domain"] == "ood"]
     assert sorted((c["cap"], c["in_region"]) for c in ood300) == [(300, True), (1200, False)]
@@ -298,9 +295,7 @@ def test_map_keeps_runs_with_different_caps_apart(tmp_path):
     text = map_markdown(m)
     assert "| 2048 | 300 (cap 1200) | out of domain | modernbert | 4 | 0.510 | 0.500 | +0.010 |" in text
     assert "2048 ids, 300 (cap 300) steps, out of domain, seed 0" in text
-    (tmp_path / "map.json").write_text(json.dumps(m))
-    (png,) = draw_map(tmp_path)
-    assert png.stat().st_size > 10_000
+    _drawn(tmp_path, m, draw_map)
 
 
 def test_map_lengths_are_the_checkpoints_not_a_cells_own_stop():
@@ -319,14 +314,11 @@ def test_map_lengths_are_the_checkpoints_not_a_cells_own_stop():
 
 
 def test_map_refuses_a_seed_held_by_two_runs(tmp_path):
-    import json
-
     from initlab.synthetic.splade.ood.map import build_map
 
     losses = {(f, d): {100: 0.0, 300: 0.0} for f in ("bert", "modernbert") for d in ("ood", "id")}
     for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "results.json").write_text(json.dumps(_report(2048, losses, cap=300)))
+        _save_run(tmp_path / name, _report(2048, losses, cap=300))
     with pytest.raises(ValueError, match="a and b both hold vocabulary 2048, cap 300, seed 0, family bert"):
         build_map([tmp_path / "a", tmp_path / "b"])
     assert {p["run"] for p in build_map([tmp_path / "a"])["points"]} == {"a"}
