@@ -42,8 +42,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `pytest -n N` (pytest-xdist): N wor
 LONGEST_FIRST = (
     "tests/app/docgen/test_tables.py",  # a fresh `initlab reproduce --preset quick`: about half the suite's longest path
     "tests/synthetic/splade/phase/test_phase.py",  # the Dask local cluster
-    "tests/realdata/test_splade_pipeline.py",  # two-process DDP
-    "tests/test_executor.py",  # local process pools
+    "tests/realdata/splade/test_pipeline.py",  # two-process DDP
+    "tests/executor/test_executor.py",  # local process pools
     "tests/paper_figs/test_figures_readable.py",
     "tests/synthetic/spt/test_runner.py",
     "tests/app/docgen/test_claims.py",

@@ -30,7 +30,10 @@ LAYERS: list[set[str]] = [
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
     {"initlab.paper_figs", "initlab.diagnose"},
-    {"initlab.synthetic", "initlab.realdata"},
+    # the experiments; the theory topics' experiment modules (their cells, cost model, summary and claim) sit here too,
+    # above the mathematics they run
+    {"initlab.synthetic", "initlab.realdata", "initlab.theory.verify.experiment", "initlab.theory.verify.claims",
+     "initlab.theory.score_scale.experiment"},
     {"initlab.app"},  # the roof: everything that imports the experiments (its own layers in SUBLAYERS)
 ]
 
@@ -48,7 +51,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("diagnose",)],  # the validation of initlab diagnose: runs both SPT arms with spt's training code
     ],
     "initlab.synthetic.splade": [
-        [("config", "data", "domains", "model", "families", "train", "measure")],  # the pieces the SPLADE experiments use
+        [("config", "data", "domains", "model", "families", "train", "measure", "claims")],  # the pieces the SPLADE experiments use
         [("phase",), ("calibration",), ("ood",)],  # the phase diagram, the collapse calibration (which reads the phase
         # diagram's saved files only) and the out-of-domain experiment, independent
     ],
@@ -94,11 +97,9 @@ def _modules() -> dict[str, Path]:
 
 
 def _component(module: str) -> str | None:
-    for layer in LAYERS:
-        for comp in layer:
-            if module == comp or module.startswith(comp + "."):
-                return comp
-    return None
+    """The component (an entry of :data:`LAYERS`) holding ``module``: the longest matching prefix."""
+    found = [comp for layer in LAYERS for comp in layer if module == comp or module.startswith(comp + ".")]
+    return max(found, key=len) if found else None
 
 
 def _rank(comp: str) -> int:

@@ -6,7 +6,7 @@ their reports and the figure/table code all call it; it imports only ``initlab.c
 * :mod:`initlab.evidence.stats` -- t-intervals, Fieller ratio intervals, TOST, power-based seed counts;
 * :mod:`initlab.evidence.rules` -- the verdict rules (gain, equivalence, share, all-of, checks) with their
   tolerances, returning :class:`initlab.evidence.rules.Verdict`;
-* :mod:`initlab.evidence.spt_claims` -- the synthetic SPT claims;
+* :mod:`initlab.synthetic.spt.claims` -- the synthetic SPT claims;
 * :mod:`initlab.evidence.text` -- one formatter for verdicts in reports and tables.
 """
 

@@ -47,7 +47,7 @@ class Family:
     why: str
 
 
-#: the synthetic SPT claims (:mod:`initlab.evidence.spt_claims`). Primary: the gain itself, against both
+#: the synthetic SPT claims (:mod:`initlab.synthetic.spt.claims`). Primary: the gain itself, against both
 #: controls, the proximity mechanism, and the two causal predictions that decide the explanation (a proximity
 #: prior without SPT recovers the gain; SPT without position codes gives none). Secondary: everything else.
 SPT_FAMILIES: tuple[Family, ...] = (
@@ -60,7 +60,7 @@ SPT_FAMILIES: tuple[Family, ...] = (
            "theorem's premises (a non-uniform start, last-token pooling) and the mechanism rows"),
 )
 
-#: the synthetic SPLADE claims (:mod:`initlab.evidence.splade_claims`). Primary: the degradation and its fix.
+#: the synthetic SPLADE claims (:mod:`initlab.synthetic.splade.claims`). Primary: the degradation and its fix.
 SPLADE_FAMILIES: tuple[Family, ...] = (
     Family("primary", ("high_norm_degrades", "rescaling_fixes"),
            "a large MLM-head norm degrades SPLADE; dividing W_head by the recommended k fixes it"),
@@ -73,7 +73,7 @@ SPLADE_FAMILIES: tuple[Family, ...] = (
 
 #: the OOD synthetic SPLADE's preregistered confirmation (docs/synthetic_splade_ood.md, issue 28 item 7): the
 #: interaction is the one primary claim (the issue's headline test); everything else of
-#: :mod:`initlab.evidence.splade_claims` is secondary. Applied separately to the out-of-domain verdicts and to the
+#: :mod:`initlab.synthetic.splade.claims` is secondary. Applied separately to the out-of-domain verdicts and to the
 #: in-domain ones (two declarations of the same structure; in domain every claim is secondary by the issue's design).
 SPLADE_OOD_FAMILIES: tuple[Family, ...] = (
     Family("primary", ("interaction",),

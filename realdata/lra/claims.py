@@ -1,6 +1,6 @@
 """The CPU ListOps claim (SPT vs from scratch, preregistered plateau budgets), one verdict function.
 
-Imported as ``initlab.evidence.lra_claims``. Input: the saved ``summary.json`` of ``initlab lra
+Imported as ``initlab.realdata.lra.claims``. Input: the saved ``summary.json`` of ``initlab lra
 listops-plateau`` (``per_seed``: ``spt_test_acc``, ``scratch_test_acc`` per seed). The claim "SPT beats
 training from scratch by a large margin" is judged by the gain rule of :mod:`initlab.evidence.rules` on the
 paired differences, with δ = the experiment's preregistered 2.0 points

@@ -1,6 +1,6 @@
 """The claim "initlab's diagnosis predicts SPT's gain", one verdict function, on the saved per-setting records.
 
-Imported as ``initlab.evidence.diagnose_claims``. Input: ``records`` as written by
+Imported as ``initlab.synthetic.diagnose.claims``. Input: ``records`` as written by
 ``python -m initlab.synthetic.diagnose.report`` (``docs/results/diagnose_validation/records.json``):
 ``{"settings": {name: {"predicted_helps": bool, "blind_share": float, "seeds": {seed: {"scratch": acc, "spt":
 acc}}}}}`` (test accuracies as fractions at the best validation epoch). The preregistered analysis

@@ -4,7 +4,7 @@
   setting's initial model of the first seed (the one both arms start from) and its first 64 training sequences
   with their real labels (bag-of-tokens probe: the 1024 training sequences);
 * :func:`collect` -- the raw per-setting records: prediction, predicted blind share, per-seed test accuracies of
-  both arms (``records.json``, what :mod:`initlab.evidence.diagnose_claims` judges);
+  both arms (``records.json``, what :mod:`initlab.synthetic.diagnose.claims` judges);
 * ``python -m initlab.synthetic.diagnose.report --run DIR --out FILE`` writes them.
 """
 
@@ -65,8 +65,8 @@ def collect(run: str | Path | None, diagnoses: dict[str, dict[str, Any]]) -> dic
 
 def results_markdown(records: dict[str, Any]) -> str:
     """The results tables of docs/diagnose.md from the records: per setting, the confusion table, the claim, the
-    correlation; every verdict recomputed by :mod:`initlab.evidence.diagnose_claims`."""
-    from initlab.evidence import diagnose_claims as dc
+    correlation; every verdict recomputed by :mod:`initlab.synthetic.diagnose.claims`."""
+    from initlab.synthetic.diagnose import claims as dc
     from initlab.evidence import text
 
     lines = ["| setting | b₁ (label) | MLM share | entropy gap | bag probe | predicted | seeds | scratch % | SPT % | "

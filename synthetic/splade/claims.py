@@ -1,6 +1,6 @@
 """The synthetic SPLADE claims, one verdict function each, on raw per-seed numbers.
 
-Imported as ``initlab.evidence.splade_claims``. Every consumer (the run's ``summary.md``, the README claims
+Imported as ``initlab.synthetic.splade.claims``. Every consumer (the run's ``summary.md``, the README claims
 rows of :mod:`initlab.app.docgen.claim_rows.splade_claims`, the docs) calls these functions on the saved per-seed,
 per-cell numbers of a synthetic SPLADE run (``phase.json``: its ``rows`` and ``inspect`` lists); nobody reads a
 saved verdict word (:func:`check_record` refuses a saved record that disagrees with the recomputation).

@@ -209,7 +209,7 @@ def evaluate(model, corpus: SyntheticCorpus, cfg: TrainingRecipe, return_vectors
     grade >= 1 (a document of the query's topic) as relevant, ``nDCG@10`` uses the grades.
 
     ``ndcg_select`` / ``ndcg_test``: nDCG@10 averaged over the dev queries at even / odd positions (the two
-    halves on which the best k is chosen and judged, :mod:`initlab.evidence.splade_claims`).
+    halves on which the best k is chosen and judged, :mod:`initlab.synthetic.splade.claims`).
 
     Returns the metrics dict, or ``(metrics, q (Nq, V), d (Nd, V), scores (Nq, Nd))`` with
     ``return_vectors`` (for the near-constant collapse rules).

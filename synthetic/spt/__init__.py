@@ -23,7 +23,7 @@ Per seed s (conditions share a seed's data and initialisation, so every comparis
   (``attn_scratch`` / ``attn_spt`` / ``attn_qk``);
 * measured: first-layer proximity mass, relative-position score and attention entropy on a probe batch
   at fine-tuning start and end, per-epoch accuracies, score gradients at initialisation; verdicts per
-  claim by :mod:`initlab.evidence.spt_claims` from the per-seed numbers.
+  claim by :mod:`initlab.synthetic.spt.claims` from the per-seed numbers.
 
 Every SPT run and fine-tuning of one seed is a cell (:mod:`initlab.synthetic.spt.cells`) run by
 :mod:`initlab.executor` (local processes or a Dask cluster), resumable after every epoch.

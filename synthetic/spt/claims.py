@@ -1,6 +1,6 @@
 """The synthetic SPT claims, one verdict function each, on raw per-seed numbers.
 
-Imported as ``initlab.evidence.spt_claims``. Every consumer (the run's ``report.md``, the README claims
+Imported as ``initlab.synthetic.spt.claims``. Every consumer (the run's ``report.md``, the README claims
 table, the docs pages, the generated tables) calls these functions on the saved per-seed values; nobody
 reads a saved verdict word. A claim function takes
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from initlab.config import derive
-from initlab.evidence.spt_claims import SPTThresholds
+from initlab.synthetic.spt.claims import SPTThresholds
 from initlab.nn.encoder import ModelConfig
 from initlab.synthetic.spt.tasks import TaskConfig
 
@@ -67,7 +67,7 @@ class SPTConfig:
 
     Seeds: ``seeds`` (paired across conditions: same data and initialisation); ``seed_counts`` pairs
     ``(condition, n)`` run a condition on the first n seeds only. ``thresholds`` are the preregistered
-    verdict thresholds (:class:`initlab.evidence.spt_claims.SPTThresholds`).
+    verdict thresholds (:class:`initlab.synthetic.spt.claims.SPTThresholds`).
     """
 
     seeds: tuple[int, ...] = EXPLORATORY_SEEDS

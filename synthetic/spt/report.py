@@ -3,7 +3,7 @@
 :func:`summarize` turns the per-seed cells into the run's summary: ``per_seed`` (the raw numbers every
 verdict is computed from), per-condition statistics, the SPT runs, the learning-rate selection (in an
 ``lr_sweep`` run), the SPT-duration curve and the score gradients at initialisation. The verdicts are NOT
-computed here: :func:`verdicts` calls :mod:`initlab.evidence.spt_claims` on ``per_seed``, and so does every
+computed here: :func:`verdicts` calls :mod:`initlab.synthetic.spt.claims` on ``per_seed``, and so does every
 other consumer (the README claims table, the docs). :func:`report_markdown` writes the report.
 
 Statistics: "mean ± sd" is the mean over seeds and the sample standard deviation (ddof 1) of the per-seed
@@ -18,7 +18,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from initlab.evidence import spt_claims, text
+from initlab.evidence import text
+from initlab.synthetic.spt import claims as spt_claims
 from initlab.evidence.rules import Verdict
 from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_spec
 from initlab.nn.attention_metrics import uniform_proximity_mass
@@ -135,7 +136,7 @@ def summarize(cfg: SPTConfig, results: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def verdicts(cfg: SPTConfig, summary: Mapping[str, Any]) -> dict[str, Verdict]:
-    """Every claim's uncorrected verdict, computed by :mod:`initlab.evidence.spt_claims` from ``summary["per_seed"]``
+    """Every claim's uncorrected verdict, computed by :mod:`initlab.synthetic.spt.claims` from ``summary["per_seed"]``
     (the run's saved record; the report's table shows the Holm-corrected words)."""
     return spt_claims.evaluate_all(spt_claims.as_raw(summary["per_seed"]), cfg.thresholds)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "_timing.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "_timing.py"
 _spec = importlib.util.spec_from_file_location("bench_timing", _PATH)
 timing = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = timing  # dataclasses look their module up there

@@ -15,8 +15,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from initlab.config import from_dict
-from initlab.evidence import families, rules, spt_claims
-from initlab.evidence import splade_claims as sc
+from initlab.evidence import families, rules
+from initlab.synthetic.spt import claims as spt_claims
+from initlab.synthetic.splade import claims as sc
 from initlab.evidence.rules import INCONCLUSIVE, NOT, PARTLY, REPRODUCED
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -146,7 +146,7 @@ def test_planned_seeds_match_the_power_functions():
 def test_a_condition_on_fewer_seeds_pairs_with_its_control_on_those_seeds():
     """``seed_counts`` runs a condition on the first n seeds only: it pairs with its control on those seeds;
     a share pairs both gains on the seeds they share."""
-    from initlab.evidence import spt_claims as sc
+    from initlab.synthetic.spt import claims as sc
 
     assert rules.paired_differences({1: 0.6, 2: 0.7}, {1: 0.5, 2: 0.5, 3: 0.5}, "x") == pytest.approx([0.1, 0.2])
     raw = {"scratch": {s: {"test_acc": 0.5} for s in range(6)},

@@ -1,4 +1,4 @@
-"""Cell functions for tests/test_executor.py, importable by name in worker processes (the tests put this folder
+"""Cell functions for tests/executor/test_executor.py, importable by name in worker processes (the tests put this folder
 on PYTHONPATH). Each is a real cell: it writes into the run folder, reports progress and returns JSON."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A torch-free demo sweep for the Ctrl-C test of tests/test_executor.py (its workers start in about a second):
+"""A torch-free demo sweep for the Ctrl-C test of tests/executor/test_executor.py (its workers start in about a second):
 cells of slow epochs with a per-epoch checkpoint, and a command that runs them in 2 worker processes."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ FN = "executor_cells:"
 
 @pytest.fixture
 def cells_importable(monkeypatch):
-    """tests/executor_cells.py and executor_sweep.py importable here and in worker processes (they inherit PYTHONPATH)."""
+    """tests/executor/executor_cells.py and executor_sweep.py importable here and in worker processes (they inherit PYTHONPATH)."""
     monkeypatch.syspath_prepend(str(HERE))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
 
@@ -259,9 +259,9 @@ def test_every_planned_cell_names_the_function_it_holds():
     from initlab.synthetic.spt import PRESETS as SPT_PRESETS
     from initlab.synthetic.spt.plan import plan as spt_plan
     from initlab.theory.score_scale import closed_form
-    from initlab.theory.score_scale import stage as score_scale_stage
+    from initlab.theory.score_scale import experiment as score_scale_stage
     from initlab.theory.verify import runner as verify
-    from initlab.theory.verify import stage as theory_stage
+    from initlab.theory.verify import experiment as theory_stage
 
     cells = (theory_stage.cells(verify.PRESETS["quick"]) + score_scale_stage.cells(closed_form.PRESETS["quick"], "quick")
              + spt_plan(SPT_PRESETS["quick"]) + phase.plan(phase.PRESETS["quick"]))
@@ -309,7 +309,7 @@ def test_no_tqdm_bar_bypasses_progress_bar():
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     direct = [str(p.relative_to(root)) for folder in ("initlab", "realdata", "synthetic", "theory", "paper_figs")
               for p in (root / folder).rglob("*.py")
               if p.relative_to(root).as_posix() != "initlab/executor/core.py" and re.search(r"^\s*from tqdm|^\s*import tqdm", p.read_text(), re.M)]

@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Headline, diagnose_claims, lra_claims, splade_claims, spt_claims, theory_claims
+from initlab.app.docgen.claim_rows import diagnose_claims, lra_claims, splade_claims, spt_claims, theory_claims
+from initlab.evidence.rows import Claim, Headline
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path, check_output_path
 from initlab.textio import read_json, read_text
 

@@ -141,7 +141,7 @@ def inspect_cell(backbone_dir: str, cfg: OODConfig, family: str, seed: int) -> d
     """``initlab mlmhead inspect`` (:func:`initlab.mlmhead.report.inspect_model`) on the pretrained backbone (s = 1):
     texts the first :data:`INSPECT_TEXTS` documents of the seed's corpus, k grid ``cfg.ks``, batch B
     ``cfg.batch_size``; the report (its ``recommended`` entry holds the recommended k) with ``family``, ``s`` and
-    ``seed``. The rules ``inspect`` and ``edge`` of :func:`initlab.evidence.splade_claims.rule_k` read it."""
+    ``seed``. The rules ``inspect`` and ``edge`` of :func:`initlab.synthetic.splade.claims.rule_k` read it."""
     from initlab.mlmhead.report import inspect_model
     from initlab.synthetic.splade.families import load_family_backbone
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from initlab.config import derive, to_dict
-from initlab.evidence.splade_claims import SPLADEThresholds
+from initlab.synthetic.splade.claims import SPLADEThresholds
 from initlab.synthetic.splade.domains import DomainCorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 

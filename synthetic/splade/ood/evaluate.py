@@ -2,7 +2,7 @@
 
 Role: nDCG@10 (``ir_measures``, graded qrels) per :class:`initlab.synthetic.splade.domains.EvalSet`, on all its
 queries and on its two halves (``select``: even positions, ``test``: odd positions; the best k is chosen on one
-and judged on the other, :mod:`initlab.evidence.splade_claims`), plus the sparsity of the vectors.
+and judged on the other, :mod:`initlab.synthetic.splade.claims`), plus the sparsity of the vectors.
 """
 
 from __future__ import annotations

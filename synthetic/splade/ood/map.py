@@ -15,7 +15,7 @@ several seeds (:func:`across_seeds`) the map adds, per (vocabulary, cap, length,
 sample sd of the loss over the seeds, and per (vocabulary, cap, length, domain) on how many seeds the point is in
 the region. Each run's families get a "why there" row (:func:`scale_rows`: natural head norm, InfoNCE at the start
 and the stop, sparsity, cap-bound cells). Descriptive, no verdict (the verdicts are
-:mod:`initlab.evidence.splade_claims`'s, on the confirmation). Runs with different k grids are pooled as they are
+:mod:`initlab.synthetic.splade.claims`'s, on the confirmation). Runs with different k grids are pooled as they are
 (each run's grid is listed in ``runs``); one (vocabulary, cap, seed, family) from two runs is refused.
 
 ``python -m initlab.synthetic.splade.ood.map RUN_DIR [RUN_DIR ...] --out map.json`` writes the map (and ``map.md``,

@@ -2,7 +2,7 @@
 
 Role: :func:`run_ood` runs (or resumes) one preset of :mod:`initlab.synthetic.splade.ood.config` into a run folder
 (``config.json``, ``backbone/<family>_seed=S/``, ``cells/*.json``, ``results.json``, ``summary.md``, ``DONE``);
-:func:`rows` turns the cells into the per-seed rows the claim functions of :mod:`initlab.evidence.splade_claims`
+:func:`rows` turns the cells into the per-seed rows the claim functions of :mod:`initlab.synthetic.splade.claims`
 read (primary metric: out-of-domain nDCG@10, mean over the held-out domains; ``id_*`` the in-domain dev set).
 ``initlab synthetic splade-ood --preset NAME --out DIR [--workers N]`` runs a preset
 (:func:`initlab.app.commands.synthetic.splade_ood_main`; ``python -m initlab.synthetic.splade.ood.runner`` is the
@@ -143,7 +143,7 @@ def plan(cfg: OODConfig) -> list[Cell]:
 
 
 def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
-    """Per (family, k, seed) the row the claim functions read (``raw["rows"]`` of :mod:`initlab.evidence.splade_claims`):
+    """Per (family, k, seed) the row the claim functions read (``raw["rows"]`` of :mod:`initlab.synthetic.splade.claims`):
     ``ndcg_select`` / ``ndcg_test`` = out-of-domain nDCG@10 (mean over the held-out domains) on the two query halves
     at the stop; ``id_select`` / ``id_test`` the in-domain dev set's; ``init_infonce``, ``final_infonce`` (the
     in-domain dev loss at the stop), ``steps``, ``stopped_by``, ``collapsed``, ``failed``; ``ood_at`` /
@@ -214,12 +214,12 @@ def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: boo
 
 def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, partial: bool = False) -> dict[str, Any]:
     """``results.json`` (config, natural scales, BM25, rows, cap-binding counts, costs, verdicts recomputed by
-    :mod:`initlab.evidence.splade_claims` on the OOD rows and on the in-domain rows) and ``summary.md``.
+    :mod:`initlab.synthetic.splade.claims` on the OOD rows and on the in-domain rows) and ``summary.md``.
     ``partial``: from the cells finished so far (a run cut short; ``results.json`` says how many of the planned
     cells it holds, and ``DONE`` is not written), else every cell must be finished. The verdicts are computed on
     the ``complete_seeds`` only (every (family, k) cell of the seed finished,
-    :func:`initlab.evidence.splade_claims.complete_seeds`); the rows keep every finished cell."""
-    from initlab.evidence import splade_claims as sc
+    :func:`initlab.synthetic.splade.claims.complete_seeds`); the rows keep every finished cell."""
+    from initlab.synthetic.splade import claims as sc
 
     planned = plan(cfg)
     cells = {c.name: rd.load_cell(c.name, key=c.key) for c in planned if not partial or rd.has_cell(c.name, key=c.key)}
@@ -291,9 +291,9 @@ def summary_markdown(rep: dict[str, Any]) -> str:
 
 def _landscape_lines(rep: dict[str, Any]) -> list[str]:
     """The landscape (every rule's regret beside each backbone's range) and the interaction, out of domain and in
-    domain, on the complete seeds (:mod:`initlab.evidence.splade_claims`; recomputed, not read)."""
+    domain, on the complete seeds (:mod:`initlab.synthetic.splade.claims`; recomputed, not read)."""
     from initlab.config import from_dict
-    from initlab.evidence import splade_claims as sc
+    from initlab.synthetic.splade import claims as sc
 
     th = from_dict(sc.SPLADEThresholds, rep["config"]["claims"])
     seeds = rep.get("complete_seeds", [])

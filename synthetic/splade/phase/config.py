@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from initlab.config import derive, to_dict
-from initlab.evidence.splade_claims import SPLADEThresholds
+from initlab.synthetic.splade.claims import SPLADEThresholds
 from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
 from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import CorpusConfig
@@ -40,7 +40,7 @@ class PhaseConfig(TrainingRecipe):
     logged every ``log_every`` steps, ``init_batch`` pairs for the initial InfoNCE).
 
     Evaluation: nDCG@10 on all dev queries and on its two halves (``select``: even positions, ``test``: odd
-    positions; :mod:`initlab.evidence.splade_claims` chooses the best k on one and judges on the other). After
+    positions; :mod:`initlab.synthetic.splade.claims` chooses the best k on one and judges on the other). After
     training every cell is also divided by each ``posthoc_ks`` (the trained model's head, tied or not, as
     ``mlmhead rescale`` would) and evaluated again: the trained-and-rescaled models of the collapse
     calibration (:mod:`initlab.synthetic.splade.calibration`).

@@ -1,7 +1,7 @@
 """Tables of the synthetic SPLADE phase diagram, from saved cells (no training here).
 
 Everything here reads the cell records written by :func:`initlab.synthetic.splade.phase.runner.run_phase`.
-The claim verdicts are not decided here: every consumer calls :mod:`initlab.evidence.splade_claims` on the
+The claim verdicts are not decided here: every consumer calls :mod:`initlab.synthetic.splade.claims` on the
 per-seed rows this module flattens. Definitions:
 
 * ``roughness`` of a loss curve: RMS of the second differences of the logged InfoNCE part,
@@ -12,7 +12,7 @@ per-seed rows this module flattens. Definitions:
 * a failed cell (non-finite gradient or loss) counts as nDCG@10 = 0 when choosing or scoring a k
   (its model is unusable), and is listed as failed;
 * the best k of a (family, s, seed) and the rules for k (``inspect``, ``edge``, ``bert``) are those of
-  :mod:`initlab.evidence.splade_claims` (best k chosen on the ``select`` half of the dev queries, scored on
+  :mod:`initlab.synthetic.splade.claims` (best k chosen on the ``select`` half of the dev queries, scored on
   the ``test`` half).
 """
 
@@ -102,8 +102,8 @@ def _by_k(rows: list[dict[str, Any]], family: str, mode: str, s: float, seed: in
 
 def recommended_table(rows: list[dict[str, Any]], inspects: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
     """Per (family, s, seed): the best tied k (chosen on the select queries) and, for each rule of
-    :data:`initlab.evidence.splade_claims.RULES`, its k, its nDCG@10 on the test queries and its regret."""
-    from initlab.evidence import splade_claims as sc
+    :data:`initlab.synthetic.splade.claims.RULES`, its k, its nDCG@10 on the test queries and its regret."""
+    from initlab.synthetic.splade import claims as sc
 
     raw = {"rows": rows, "inspect": inspect_rows(inspects), "batch": cfg.init_batch}
     out = []
@@ -126,7 +126,7 @@ def recommended_table(rows: list[dict[str, Any]], inspects: list[dict[str, Any]]
 
 def stability_table(rows: list[dict[str, Any]], cfg) -> list[dict[str, Any]]:
     """Per (family, s, seed), tied mode: the k = 1 run against the best-k run at equal steps."""
-    from initlab.evidence import splade_claims as sc
+    from initlab.synthetic.splade import claims as sc
 
     out = []
     keys = ("init_infonce", "steps_to_threshold", "final_infonce", "final_logged_ranking", "roughness", "ndcg_test")

@@ -37,9 +37,9 @@ def write_report(rd: RunDir, cfg, points: list[dict[str, Any]], seconds: float |
     ``theory.json`` and ``summary.md`` from the saved cells of ``rd``; returns the ``phase.json`` dict.
 
     ``phase.json`` holds the raw per-seed numbers (``rows``, ``inspect``) every verdict is computed from, and
-    ``verdicts``, a record of the verdicts of :mod:`initlab.evidence.splade_claims` at writing time (checked
+    ``verdicts``, a record of the verdicts of :mod:`initlab.synthetic.splade.claims` at writing time (checked
     against a recomputation by every reader, never read as words)."""
-    from initlab.evidence import splade_claims as sc
+    from initlab.synthetic.splade import claims as sc
     from initlab.synthetic.splade.phase.config import cell_key, cell_spec, inspect_name
 
     cells = {}
@@ -91,8 +91,8 @@ def _ms(values: list[Any], spec: str = ".3f") -> str:
 
 def summary_markdown(rep: dict[str, Any], cfg) -> str:
     """The human-readable summary: natural scales, nDCG@10 per k (mean ± sd over seeds), the claim verdicts
-    (recomputed from the rows by :mod:`initlab.evidence.splade_claims`), recommended k, stability."""
-    from initlab.evidence import splade_claims as sc
+    (recomputed from the rows by :mod:`initlab.synthetic.splade.claims`), recommended k, stability."""
+    from initlab.synthetic.splade import claims as sc
 
     raw = sc.as_raw(rep)
     verdicts = sc.evaluate_all(raw, cfg.claims)
@@ -144,7 +144,7 @@ def summary_markdown(rep: dict[str, Any], cfg) -> str:
                     nc, nf = sum(r["collapsed"] and not r["failed"] for r in sel), sum(r["failed"] for r in sel)
                     cells.append(txt + (f" {nc}C" if nc else "") + (f" {nf}F" if nf else ""))
                 L.append(f"| {k:g} | " + " | ".join(cells) + " |")
-    L += ["", "### Claim verdicts (rules of `initlab.evidence.splade_claims`, recomputed from the rows above)", "",
+    L += ["", "### Claim verdicts (rules of `initlab.synthetic.splade.claims`, recomputed from the rows above)", "",
           "Each interval is the 95 % t-interval of the per-seed paired difference (90 % TOST for an equivalence), "
           "over the seeds of the run; thresholds: "
           f"δ = {cfg.claims.min_gain:g} nDCG@10, initial InfoNCE > ln B + {cfg.claims.min_init_excess:g} nats, "

@@ -110,7 +110,7 @@ def theory(fail: tuple[str, ...] = (), no_sympy: bool = False) -> dict:
 
 def spt_summary(gain: float = 0.35, partial: bool = False, record: bool = True) -> dict:
     """A saved SPT summary with per-seed raw numbers (5 seeds): SPT ``gain`` points above scratch on average."""
-    from initlab.evidence import spt_claims
+    from initlab.synthetic.spt import claims as spt_claims
 
     seeds = [8101, 8102, 8103, 8104, 8105]
     jitter = [0.00, 0.01, -0.01, 0.02, -0.02]
@@ -237,7 +237,7 @@ def test_spt_rows_show_every_run_that_tested_the_claim_and_headline_the_first():
     causal["summary"]["per_seed"] = {c: recs for c, recs in causal["summary"]["per_seed"].items()
                                      if c in ("scratch", "spt")}
     causal["summary"]["conditions"] = [c for c in causal["summary"]["conditions"] if c["condition"] in ("scratch", "spt")]
-    from initlab.evidence import spt_claims
+    from initlab.synthetic.spt import claims as spt_claims
 
     raw = spt_claims.as_raw(causal["summary"]["per_seed"])
     causal["verdicts"] = {k: v.to_dict() for k, v in spt_claims.evaluate_all(raw, spt_claims.SPTThresholds()).items()}
@@ -302,7 +302,7 @@ def test_spt_rows_need_a_verdict_record_and_a_summary_its_records_give():
     s = spt_summary(0.35)
     for recs in s["summary"]["per_seed"].values():
         del recs[-1]  # seed 8105 dropped from every record (config still lists it)
-    from initlab.evidence import spt_claims
+    from initlab.synthetic.spt import claims as spt_claims
 
     vs = spt_claims.evaluate_all(spt_claims.as_raw(s["summary"]["per_seed"]), spt_claims.SPTThresholds())
     s["verdicts"] = {k: v.to_dict() for k, v in vs.items()}

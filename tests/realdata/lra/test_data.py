@@ -13,7 +13,7 @@ from initlab.realdata.lra import data as D
 from initlab.realdata.lra import splits as S
 from initlab.realdata.lra import tokens as T
 
-FIX = Path(__file__).parent / "fixtures" / "lra"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "lra"
 
 
 def ids_to_listops(ids):

@@ -10,7 +10,7 @@ from initlab.realdata.lra import fidelity as FI
 from initlab.realdata.lra.config import TASK_PRESETS
 from initlab.realdata.lra.runtime import lr_schedule, spt_view
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "lra.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "lra.md"
 
 
 def test_every_deviation_has_a_reason():

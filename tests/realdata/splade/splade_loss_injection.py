@@ -4,7 +4,7 @@ rounds a diverging run to NaN or to a large finite loss).
 ``multiply_loss(factor, at_step)`` wraps :func:`initlab.realdata.splade.train.make_loss` so that every loss
 term of optimisation step ``at_step`` (1-based) and later is multiplied by ``factor`` (NaN, or a large
 number for the divergence rule); the gradients see it too. Run as a script
-(``python tests/realdata/splade_loss_injection.py FACTOR AT_STEP initlab-arguments...``, e.g. under torchrun)
+(``python tests/realdata/splade/splade_loss_injection.py FACTOR AT_STEP initlab-arguments...``, e.g. under torchrun)
 it applies the wrapper and then runs the ``initlab`` command line.
 
 ``record_dropout_probe(path)`` instead writes, at the first loss of each process, a probe dropout mask drawn

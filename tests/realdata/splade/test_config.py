@@ -48,7 +48,7 @@ def test_parse_overrides_and_cli_errors(capsys):
 def test_bad_backbone_or_training_file_fails_before_writing(tmp_path, capsys):
     from pathlib import Path
 
-    fix = Path(__file__).parent / "fixtures" / "splade" / "msmarco"
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "splade" / "msmarco"
     out = tmp_path / "run"
     with pytest.raises(SystemExit):
         train_main(["--backbone", str(tmp_path / "no_such_model"), "--k", "1", "--out", str(out),

@@ -11,7 +11,7 @@ from initlab.realdata.splade import data
 from initlab.realdata.splade import files
 from initlab.realdata.splade import triples
 
-FIX = Path(__file__).parent / "fixtures" / "splade"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "splade"
 
 
 def test_msmarco_folder_dev_and_dl19():

@@ -21,7 +21,7 @@ from initlab.realdata.splade import evalset
 from initlab.realdata.splade import files
 from initlab.realdata.splade.evaluate import evaluate_set, summarise
 
-FIX = Path(__file__).parent / "fixtures" / "splade"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "splade"
 TRIPLES = str(FIX / "msmarco" / "triples.train.small.tsv")
 QUICK = ["--preset", "quick", "--backbone", "tiny", "--k", "1", "--no-progress", "--train-source", TRIPLES]
 
@@ -290,7 +290,7 @@ def test_diverging_ddp_training_stops_every_process_at_the_same_step(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
            "--master_port", str(port), script, "nan", "3", "splade", "train", "--out", str(out)] + QUICK + [
            "--set", "save_steps=1"]
-    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=400)
+    proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[3], env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode != 0
     assert proc.stderr.count("non-finite loss (nan) at step 3") >= 2  # both ranks name the step
     fail = json.loads((out / "failure.json").read_text())
@@ -315,7 +315,7 @@ def test_ddp_training_draws_its_own_dropout_masks_on_each_rank(tmp_path):
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
                "--master_port", str(port), script, "probe", str(tmp_path / f"probe_{run}"), "splade", "train", "--out",
                str(tmp_path / run)] + QUICK + ["--set", "max_steps=1"]
-        proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+        proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[3], env=env, capture_output=True, text=True,
                               timeout=400)
         assert proc.returncode == 0, proc.stderr[-3000:]
         probes.append([torch.load(tmp_path / f"probe_{run}.{r}") for r in (0, 1)])

@@ -27,8 +27,8 @@ from initlab.realdata.splade.modeling import load_splade
 from initlab.realdata.splade.retrieval import dense_topk_reference
 from initlab.realdata.splade.train import detect_collapse, train_splade
 
-FIX = Path(__file__).parent / "fixtures" / "splade"
-REPO = Path(__file__).resolve().parents[2]
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "splade"
+REPO = Path(__file__).resolve().parents[3]
 TRAIN_ARGS = ["--preset", "quick", "--backbone", "tiny", "--k", "2", "--no-progress",
               "--train-source", str(FIX / "msmarco" / "triples.train.small.tsv"), "--data-root", str(FIX),
               "--set", "max_steps=3", "--set", "save_steps=2"]

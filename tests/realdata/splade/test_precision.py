@@ -13,7 +13,7 @@ from initlab.realdata.splade.config import PRESETS
 from initlab.realdata.splade.modeling import build_tiny_backbone
 from initlab.realdata.splade.train import train_splade
 
-FIX = Path(__file__).parent / "fixtures" / "splade"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "splade"
 TRIPLES = FIX / "msmarco" / "triples.train.small.tsv"
 
 

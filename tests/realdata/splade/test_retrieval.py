@@ -179,7 +179,7 @@ def test_beir_identical_query_and_document_ids_are_not_retrieved():
     assert beir["flops"] == pytest.approx(1.0) and beir["q_active"] == 2 and beir["d_active"] == pytest.approx(4 / 3)
 
 
-ARGUANA_LIKE = Path(__file__).parent / "fixtures" / "splade" / "beir" / "arguana"
+ARGUANA_LIKE = Path(__file__).resolve().parents[1] / "fixtures" / "splade" / "beir" / "arguana"
 
 
 def _beir_reference(ds, enc, top_k):

@@ -1,4 +1,4 @@
-"""initlab.evidence.diagnose_claims on hand-made records."""
+"""initlab.synthetic.diagnose.claims on hand-made records."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from initlab.evidence import diagnose_claims as dc
+from initlab.synthetic.diagnose import claims as dc
 
 
 def _rec(pred, share, pairs):

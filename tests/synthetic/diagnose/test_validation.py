@@ -7,7 +7,7 @@ import json
 
 import torch
 
-from initlab.evidence import diagnose_claims
+from initlab.synthetic.diagnose import claims as diagnose_claims
 from initlab.synthetic.diagnose.report import collect
 from initlab.synthetic.diagnose.run import run_arm
 from initlab.synthetic.diagnose.settings import SEEDS, SETTINGS, Budget, cls_id, setting_data, setting_model

@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from initlab.config import to_dict
-from initlab.evidence import rules, splade_claims as sc
+from initlab.evidence import rules
+from initlab.synthetic.splade import claims as sc
 from initlab.app.docgen.claim_rows import splade_claims as cs
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[3]
 SEEDS = [9101, 9102, 9103, 9104]
 KS = (1.0, 4.0, 16.0, 64.0)
 

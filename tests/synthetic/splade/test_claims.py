@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from initlab.evidence import rules, splade_claims as sc
+from initlab.evidence import rules
+from initlab.synthetic.splade import claims as sc
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED
 
 TH = sc.SPLADEThresholds()

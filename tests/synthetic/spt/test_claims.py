@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from initlab.evidence import lra_claims, spt_claims, theory_claims
+from initlab.realdata.lra import claims as lra_claims
+from initlab.synthetic.spt import claims as spt_claims
+from initlab.theory.verify import claims as theory_claims
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TH = spt_claims.SPTThresholds()
 
 

@@ -16,7 +16,7 @@ import pytest
 from initlab.app import stages
 from initlab.app.commands import synthetic as synthetic_cmd
 from initlab.config import derive
-from initlab.evidence import spt_claims
+from initlab.synthetic.spt import claims as spt_claims
 from initlab.paper_figs import spt_figures
 from initlab.runs import ConfigMismatchError, RunExistsError
 from initlab.synthetic import spt

@@ -1,13 +1,14 @@
 """The README's diagnosis row: "initlab's diagnosis predicts SPT's gain", from ``diagnose_validation/records.json`` by
-:func:`initlab.evidence.diagnose_claims.predicts_gain` on the per-setting predictions and per-seed accuracies of both
+:func:`initlab.synthetic.diagnose.claims.predicts_gain` on the per-setting predictions and per-seed accuracies of both
 arms (the preregistered analysis of docs/diagnose.md)."""
 
 from __future__ import annotations
 
 import math
 
-from initlab.app.docgen.claim_rows import Claim, Headline, Results, b, seeds_text
-from initlab.evidence import diagnose_claims, rules
+from initlab.evidence.rows import Claim, Headline, Results, b, seeds_text
+from initlab.evidence import rules
+from initlab.synthetic.diagnose import claims as diagnose_claims
 from initlab.evidence.rules import NOT_RUN
 
 __all__ = ["DIAGNOSE", "CLAIMS", "diagnose_row", "diagnose_headline"]

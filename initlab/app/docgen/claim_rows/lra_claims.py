@@ -1,5 +1,5 @@
 """The README's LRA row: not run at LRA scale; the preregistered CPU ListOps run (``lra_listops_summary.json``) by
-:func:`initlab.evidence.lra_claims.listops_gain` on its ``per_seed`` numbers."""
+:func:`initlab.realdata.lra.claims.listops_gain` on its ``per_seed`` numbers."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Headline, Results, b, headline, one, seeds_text
-from initlab.evidence import lra_claims, rules
+from initlab.evidence.rows import Claim, Headline, Results, b, headline, one, seeds_text
+from initlab.evidence import rules
+from initlab.realdata.lra import claims as lra_claims
 from initlab.evidence.rules import NOT_RUN
 from initlab.evidence.stats import t_interval
 

@@ -3,8 +3,8 @@
 Each function takes the loaded result files (``{file name under docs/results: parsed JSON}``, as
 :func:`initlab.app.docgen.claims.load_results` gives them) and returns the markdown verdict cell of one README
 row. Every verdict is recomputed from the raw per-seed numbers of the run's ``phase.json`` (its ``rows`` and
-``inspect`` lists) by :mod:`initlab.evidence.splade_claims`; the saved ``verdicts`` record is only checked
-against that recomputation (:func:`initlab.evidence.splade_claims.check_record`: a mismatch is an error).
+``inspect`` lists) by :mod:`initlab.synthetic.splade.claims`; the saved ``verdicts`` record is only checked
+against that recomputation (:func:`initlab.synthetic.splade.claims.check_record`: a mismatch is an error).
 
 What the numbers are (said in every cell): the run is the OOD synthetic SPLADE's preregistered confirmation,
 preset ``confirm-v2k`` (:data:`CONFIRM`, issue 28: out-of-domain nDCG@10 as the metric, the interaction as the
@@ -20,18 +20,18 @@ holds its threshold reads **inconclusive**, with the seed count that would decid
 Rows (the README's wording of the seed claims):
 
 * :func:`degradation_row` -- "A large MLM-head norm degrades SPLADE, starting from a very high loss and
-  ending in a poor minimum": headline :func:`initlab.evidence.splade_claims.interaction` (high-norm gain from k
+  ending in a poor minimum": headline :func:`initlab.synthetic.splade.claims.interaction` (high-norm gain from k
   minus the normal-norm families'; a post-hoc analysis on a run whose saved record lacks it,
-  :func:`~initlab.evidence.splade_claims.posthoc_claims`, and said so in the cell), the per-family rows
-  (:func:`~initlab.evidence.splade_claims.family_gains`), then
-  :func:`~initlab.evidence.splade_claims.high_norm_degrades`;
+  :func:`~initlab.synthetic.splade.claims.posthoc_claims`, and said so in the cell), the per-family rows
+  (:func:`~initlab.synthetic.splade.claims.family_gains`), then
+  :func:`~initlab.synthetic.splade.claims.high_norm_degrades`;
 * :func:`fix_row` -- "Dividing W_head by k before training fixes it":
-  :func:`~initlab.evidence.splade_claims.rescaling_fixes`, the recommended k's regret (``inspect``'s rule, the
+  :func:`~initlab.synthetic.splade.claims.rescaling_fixes`, the recommended k's regret (``inspect``'s rule, the
   BERT-scale rule, the edge rule) and the landscape: how many backbones k matters on, and the regrets judged there
-  only (:func:`~initlab.evidence.splade_claims.landscape_regret`);
+  only (:func:`~initlab.synthetic.splade.claims.landscape_regret`);
 * :func:`landscape_markdown` -- the table of every backbone's landscape range beside every rule's regret (docs).
 * :func:`over_rescaling_row` -- "Rescaling a normal-norm head too far hurts or collapses retrieval":
-  :func:`~initlab.evidence.splade_claims.over_rescaling`, :func:`~initlab.evidence.splade_claims.input_side` and
+  :func:`~initlab.synthetic.splade.claims.over_rescaling`, :func:`~initlab.synthetic.splade.claims.input_side` and
   the collapse flags at ``k_far``.
 
 Errors: a missing key or wrong type surfaces as ``KeyError`` / ``TypeError`` / ``ValueError`` (the caller names
@@ -46,9 +46,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Headline, headline, seeds_text
+from initlab.evidence.rows import Claim, Headline, headline, seeds_text
 from initlab.config import from_dict
-from initlab.evidence import splade_claims as sc
+from initlab.synthetic.splade import claims as sc
 from initlab.evidence import text
 from initlab.evidence.text import bold
 
@@ -71,7 +71,7 @@ OOD_DOCS = "[out of domain](docs/synthetic_splade_ood.md#confirmation-preregiste
 
 def load_phase(r: Results, name: str = FULL) -> tuple[dict[str, Any], sc.SPLADEThresholds, dict[str, Any], Mapping[str, Any]]:
     """``(raw, thresholds, verdicts, phase)`` of the saved run ``name``; the verdicts recomputed from the raw
-    numbers and Holm-corrected within the declared families (:func:`initlab.evidence.splade_claims.evaluate_corrected`),
+    numbers and Holm-corrected within the declared families (:func:`initlab.synthetic.splade.claims.evaluate_corrected`),
     after checking the saved (uncorrected) record against the uncorrected recomputation.
 
     Raises:
@@ -241,7 +241,7 @@ def _count_by_family(rows: list[dict[str, Any]]) -> str:
 
 
 def landscape_markdown(raw: Mapping[str, Any], th: sc.SPLADEThresholds) -> str:
-    """The landscape table (:func:`initlab.evidence.splade_claims.landscape_markdown`)."""
+    """The landscape table (:func:`initlab.synthetic.splade.claims.landscape_markdown`)."""
     return sc.landscape_markdown(raw, th)
 
 

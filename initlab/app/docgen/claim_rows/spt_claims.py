@@ -1,5 +1,5 @@
 """The README's synthetic SPT rows, from the saved run summaries (``synthetic_spt_<preset>/summary.json``, the
-``causal``, ``full`` and ``default`` presets): :mod:`initlab.evidence.spt_claims` on ``summary.per_seed``, with the
+``causal``, ``full`` and ``default`` presets): :mod:`initlab.synthetic.spt.claims` on ``summary.per_seed``, with the
 thresholds saved in the run's config. A cell shows every run that tested the claim, the newest preregistered run
 (``causal``) first; the README's short cells come from the first run that tested it. The earlier (2026-11-30) run
 is cited only for claims the current runs do not test. Also the side-by-side tables of ``python -m initlab.app.docgen.claims --earlier-spt / --compare-spt``.
@@ -12,9 +12,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Headline, Results, b, headline, one, seeds_text
+from initlab.evidence.rows import Claim, Headline, Results, b, headline, one, seeds_text
 from initlab.config import from_dict
-from initlab.evidence import families, rules, spt_claims, text
+from initlab.evidence import families, rules, text
+from initlab.synthetic.spt import claims as spt_claims
 from initlab.evidence.rules import NOT_RUN, Verdict
 
 __all__ = ["SPT_RUNS", "SPT_EARLIER", "CLAIMS", "spt_runs", "proximity_row", "spt_gain_row", "attention_weights_row",
@@ -39,7 +40,7 @@ def _spt_thresholds(cfg: Mapping[str, Any]) -> spt_claims.SPTThresholds:
 def spt_runs(r: Results) -> list[tuple[str, dict[str, Any], dict[str, Verdict]]]:
     """``(label, summary file, verdicts)`` of every SPT run present, strongest first; the label names the preset,
     the seeds and the preregistration commit. The verdicts are Holm-corrected within the declared families
-    (:func:`initlab.evidence.spt_claims.evaluate_corrected`); a saved verdict record must agree with the
+    (:func:`initlab.synthetic.spt.claims.evaluate_corrected`); a saved verdict record must agree with the
     uncorrected recomputation."""
     out = []
     for preset, name in SPT_RUNS:

@@ -1,4 +1,4 @@
-"""The README's theory row, from ``theory_verify.json``: :func:`initlab.evidence.theory_claims.theorem` on the
+"""The README's theory row, from ``theory_verify.json``: :func:`initlab.theory.verify.claims.theorem` on the
 checks' recorded errors and tolerances (``initlab theory verify``)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from initlab.app.docgen.claim_rows import Claim, Headline, Results, b
-from initlab.evidence import theory_claims
+from initlab.evidence.rows import Claim, Headline, Results, b
+from initlab.theory.verify import claims as theory_claims
 
 __all__ = ["THEORY", "CLAIMS", "theory_row", "theory_headline"]
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from initlab.config import derive
-from initlab.evidence import splade_claims as sc
+from initlab.synthetic.splade import claims as sc
 from initlab.synthetic.splade.domains import EvalSet
 from initlab.synthetic.splade.ood import config as oc
 from initlab.synthetic.splade.ood.bm25 import bm25_run, bm25_scores

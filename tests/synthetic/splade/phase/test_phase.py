@@ -13,7 +13,7 @@ import initlab.synthetic.splade.phase.runner as ph
 import initlab.synthetic.splade.phase.cell as phcell
 import initlab.synthetic.splade.phase.config as phc
 import initlab.synthetic.splade.phase.report as rep
-from initlab.evidence import splade_claims as sc
+from initlab.synthetic.splade import claims as sc
 from initlab.config import derive
 from initlab.runs import ConfigMismatchError, NonFiniteError, RunDir, RunExistsError
 from initlab.synthetic.splade.data import CorpusConfig
