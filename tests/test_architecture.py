@@ -29,11 +29,11 @@ LAYERS: list[set[str]] = [
     {"initlab.executor"},  # runs the cells of a sweep (local processes or Dask); uses runs' RunDir
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
-    {"initlab.paper_figs", "initlab.diagnose"},
+    {"initlab.paper_figs", "initlab.diagnose", "initlab.experiment"},
     # the experiments; the theory topics' experiment modules (their cells, cost model, summary and claim) sit here too,
     # above the mathematics they run
     {"initlab.synthetic", "initlab.realdata", "initlab.theory.verify.experiment", "initlab.theory.verify.claims",
-     "initlab.theory.score_scale.experiment"},
+     "initlab.theory.verify.command", "initlab.theory.score_scale.experiment", "initlab.theory.score_scale.command"},
     {"initlab.app"},  # the roof: everything that imports the experiments (its own layers in SUBLAYERS)
 ]
 
@@ -287,7 +287,7 @@ def test_the_check_catches_an_upward_import(tmp_path):
     ("initlab.paper_figs.fake", "from initlab.app.docgen import claims\n", "initlab.paper_figs imports initlab.app.docgen"),
     ("initlab.executor.local.fake", "from initlab.executor.cluster import run_dask\n",
      "initlab.executor.local.fake imports initlab.executor.cluster (initlab.executor: cluster is not below local)"),
-    ("initlab.app.stages.fake", "from initlab.app.commands import fail\n",
+    ("initlab.app.stages.fake", "from initlab.app.commands import reproduce\n",
      "initlab.app.stages.fake imports initlab.app.commands (initlab.app: commands is not below stages)"),
     ("initlab.app.commands.fake", "def f():\n    from initlab.app.docgen import tables\n",
      "initlab.app.commands.fake imports initlab.app.docgen (initlab.app: docgen is not below commands)"),

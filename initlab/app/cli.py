@@ -1,6 +1,7 @@
 """The ``initlab`` console script: ``initlab GROUP COMMAND [options]``.
 
-Each command is a thin ``main(argv) -> int`` in :mod:`initlab.app.commands` (one module per group), imported only when
+Each command is a thin ``main(argv) -> int`` in its experiment's ``command`` module (the roof's own in
+:mod:`initlab.app.commands`), imported only when
 the command runs (so ``initlab --help`` stays fast and a missing optional extra only affects the
 commands that need it).
 """
@@ -15,24 +16,24 @@ from typing import Sequence
 # (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
 COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("reproduce", None): ("initlab.app.commands.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head score scale, synthetic SPLADE) and write a report"),
-    ("theory", "verify"): ("initlab.app.commands.theory:verify_main", "check the attention-gradient statements (T1-T7) on fresh random cases"),
-    ("theory", "score-scale"): ("initlab.app.commands.theory:score_scale_main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
-    ("synthetic", "spt"): ("initlab.app.commands.synthetic:spt_main", "synthetic length-100 self-pretraining experiments"),
-    ("synthetic", "run"): ("initlab.app.commands.synthetic:run_main", "deprecated name of synthetic spt, kept for one release"),
-    ("synthetic", "splade"): ("initlab.app.commands.synthetic:splade_main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),
+    ("theory", "verify"): ("initlab.theory.verify.command:verify_main", "check the attention-gradient statements (T1-T7) on fresh random cases"),
+    ("theory", "score-scale"): ("initlab.theory.score_scale.command:score_scale_main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
+    ("synthetic", "spt"): ("initlab.synthetic.spt.command:spt_main", "synthetic length-100 self-pretraining experiments"),
+    ("synthetic", "run"): ("initlab.synthetic.spt.command:run_main", "deprecated name of synthetic spt, kept for one release"),
+    ("synthetic", "splade"): ("initlab.synthetic.splade.phase.command:splade_main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),
     ("diagnose", None): ("initlab.app.commands.diagnose:main", "before training: is label-only training of a model on your data blind to query-dependent attention, and will self-pretraining help?"),
-    ("synthetic", "splade-ood"): ("initlab.app.commands.synthetic:splade_ood_main", "synthetic SPLADE out of domain: multi-domain corpus, BM25, plateau rule (exploratory)"),
+    ("synthetic", "splade-ood"): ("initlab.synthetic.splade.ood.command:splade_ood_main", "synthetic SPLADE out of domain: multi-domain corpus, BM25, plateau rule (exploratory)"),
     ("mlmhead", "inspect"): ("initlab.app.commands.mlmhead:inspect_main", "MLM-head scale report for a Hugging Face masked-LM checkpoint"),
     ("mlmhead", "rescale"): ("initlab.app.commands.mlmhead:rescale_main", "divide a checkpoint's MLM-head projection by k and save it"),
-    ("splade", "train"): ("initlab.app.commands.splade:train_main", "train one SPLADE model (backbone x k) on MS MARCO"),
-    ("splade", "eval"): ("initlab.app.commands.splade:eval_main", "evaluate a SPLADE checkpoint (MS MARCO dev, TREC DL 2019, BEIR, NanoBEIR)"),
-    ("splade", "sweep"): ("initlab.app.commands.splade:sweep_main", "train and evaluate the backbone x k grid, resumable"),
-    ("lra", "pretrain"): ("initlab.app.commands.lra:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
-    ("lra", "finetune"): ("initlab.app.commands.lra:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
-    ("lra", "sweep"): ("initlab.app.commands.lra:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
-    ("lra", "listops-plateau"): ("initlab.app.commands.lra:listops_plateau_main", "the preregistered CPU ListOps SPT-vs-scratch experiment (plateau budgets)"),
-    ("lra", "fidelity"): ("initlab.app.commands.lra:fidelity_main", "the LRA preset fidelity table against Amos et al. and LRA's configs"),
-    ("lra", "listops-generate"): ("initlab.app.commands.lra:listops_main", "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv"),
+    ("splade", "train"): ("initlab.realdata.splade.command:train_main", "train one SPLADE model (backbone x k) on MS MARCO"),
+    ("splade", "eval"): ("initlab.realdata.splade.command:eval_main", "evaluate a SPLADE checkpoint (MS MARCO dev, TREC DL 2019, BEIR, NanoBEIR)"),
+    ("splade", "sweep"): ("initlab.realdata.splade.command:sweep_main", "train and evaluate the backbone x k grid, resumable"),
+    ("lra", "pretrain"): ("initlab.realdata.lra.command:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
+    ("lra", "finetune"): ("initlab.realdata.lra.command:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
+    ("lra", "sweep"): ("initlab.realdata.lra.command:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
+    ("lra", "listops-plateau"): ("initlab.realdata.lra.command:listops_plateau_main", "the preregistered CPU ListOps SPT-vs-scratch experiment (plateau budgets)"),
+    ("lra", "fidelity"): ("initlab.realdata.lra.command:fidelity_main", "the LRA preset fidelity table against Amos et al. and LRA's configs"),
+    ("lra", "listops-generate"): ("initlab.realdata.lra.command:listops_main", "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv"),
 }
 
 

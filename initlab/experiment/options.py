@@ -1,4 +1,4 @@
-"""One module per CLI group; every argparse ``main()`` of initlab lives here.
+"""The command-line options every ``initlab`` command shares, and the bad-input rules it follows.
 
 The rules every command follows for bad input (docs/conventions.md, "Bad input"), in one place:
 
@@ -10,7 +10,9 @@ The rules every command follows for bad input (docs/conventions.md, "Bad input")
   not fit) is :func:`fail`: one line ``PROG: error: MESSAGE`` on stderr, exit 2, no traceback;
 * a diverged training exits 1 (:class:`initlab.runs.NonFiniteError`), Ctrl-C 130 (:mod:`initlab.app.cli`).
 
-:func:`add_executor_options` adds the options every sweep shares (``--workers``, ``--scheduler``).
+:func:`add_executor_options` adds the options every sweep shares (``--workers``, ``--scheduler``); :func:`preset_parser`,
+:func:`checked_run` and :func:`sweep_main` are the opening, the guarded run and the ending every synthetic sweep's
+command shares.
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Callable, NoReturn
+import time
+from pathlib import Path
+from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
-__all__ = ["fail", "int_at_least", "finite_float", "positive_float", "int_list", "add_executor_options"]
+from initlab.runs import check_output_path
+from initlab.textio import read_text
+
+T = TypeVar("T")
+
+__all__ = ["fail", "int_at_least", "finite_float", "positive_float", "int_list", "add_executor_options",
+           "preset_parser", "checked_run", "sweep_main"]
 
 
 def fail(parser: argparse.ArgumentParser, err: BaseException | str) -> NoReturn:
@@ -84,8 +94,6 @@ def int_list(low: int) -> Callable[[str], list[int]]:
     return parse
 
 
-
-
 def _scheduler(text: str) -> str:
     from initlab.executor import check_scheduler
 
@@ -106,3 +114,38 @@ def add_executor_options(parser: argparse.ArgumentParser, *, scheduler: bool = T
                             help="run the cells on a Dask cluster: its scheduler address (tcp://host:8786; the --out folder "
                                  "must be on a filesystem every worker sees), or local:N for N local Dask worker processes; "
                                  "needs pip install 'initlab[cluster]' (docs/cluster.md)")
+
+
+def preset_parser(prog: str, description: str, presets: Sequence[str], default: str, preset_help: str,
+                  out_help: str) -> argparse.ArgumentParser:
+    """The options every synthetic sweep opens with: ``--preset``, ``--out`` and ``--overwrite``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--preset", choices=list(presets), default=default, help=preset_help)
+    parser.add_argument("--out", type=Path, default=None, help=out_help)
+    parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
+    return parser
+
+
+def checked_run(parser: argparse.ArgumentParser, out: Path, overwrite: bool, run: Callable[[], T],
+                errors: tuple[type[BaseException], ...]) -> T:
+    """``run()`` after checking ``--out``; an error of ``errors`` is one line on stderr and exit 2 (:func:`fail`)."""
+    try:
+        check_output_path(out, flag="--out", kind="folder", overwrite=overwrite)
+        return run()
+    except errors as err:
+        fail(parser, err)
+
+
+def sweep_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None, results: str,
+               run: Callable[[argparse.Namespace, Path], Any]) -> int:
+    """Add ``--workers``, ``--scheduler`` and ``--no-progress``, parse, run ``run(args, out)`` (it returns the run
+    folder) into ``--out`` (default ``results/PRESET``) and print the run's ``summary.md`` and where it is."""
+    add_executor_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    out = args.out or Path(results) / args.preset
+    t0 = time.perf_counter()
+    rd = checked_run(parser, out, args.overwrite, lambda: run(args, out), (FileExistsError, ValueError, ImportError))
+    print(read_text(rd.root / "summary.md"))
+    print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")
+    return 0

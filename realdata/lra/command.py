@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from initlab.app.commands import fail, int_at_least, int_list
+from initlab.experiment.options import fail, int_at_least, int_list
 from initlab.config import derive, parse_overrides
 from initlab.runs import check_input_path, check_output_path
 from initlab.textio import read_text
@@ -123,7 +123,7 @@ def sweep_main(argv: list[str] | None = None, prog: str | None = None) -> int:
     _common(p, "results/lra/sweep")
     p.add_argument("--ablation", required=True, choices=sorted(ABLATIONS), help="which ablation grid to run")
     p.add_argument("--seeds", type=int_list(0), default=[0], help="comma-separated seeds (default 0)")
-    from initlab.app.commands import add_executor_options
+    from initlab.experiment.options import add_executor_options
 
     add_executor_options(p, gpu=True)
     args = p.parse_args(argv)

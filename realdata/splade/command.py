@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from initlab.app.commands import fail, int_at_least, positive_float
+from initlab.experiment.options import fail, int_at_least, positive_float
 from initlab.config import derive, parse_overrides
 from initlab.realdata.splade.config import (BACKBONES, DEPRECATED_PRESETS, K_VALUES, PRESETS, SpladeTrainConfig,
                                             cell_config, get_preset)
@@ -174,7 +174,7 @@ def sweep_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     p.add_argument("--ks", type=_ks, default=list(K_VALUES), help="comma-separated rescaling factors (default 1,2,4,8,16,32)")
     p.add_argument("--out", type=Path, required=True, help="output folder of the sweep (one subfolder per cell)")
     _common(p)
-    from initlab.app.commands import add_executor_options
+    from initlab.experiment.options import add_executor_options
 
     add_executor_options(p, gpu=True)
     args = p.parse_args(argv)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from initlab.app.commands import int_at_least
+from initlab.experiment.options import int_at_least
 
 __all__ = ["main"]
 

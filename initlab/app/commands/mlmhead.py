@@ -9,7 +9,7 @@ from typing import Sequence
 
 import torch
 
-from initlab.app.commands import int_at_least
+from initlab.experiment.options import int_at_least
 from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.lengths import fitting_default

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from initlab.app.commands import add_executor_options, fail
+from initlab.experiment.options import add_executor_options, fail
 from initlab.runs import RunExistsError, check_output_path
 from initlab.app.stages import OPTIONAL_STAGES, PRESETS, STAGES, run_reproduce
 

@@ -5,7 +5,7 @@ Role: :func:`run_ood` runs (or resumes) one preset of :mod:`initlab.synthetic.sp
 :func:`rows` turns the cells into the per-seed rows the claim functions of :mod:`initlab.synthetic.splade.claims`
 read (primary metric: out-of-domain nDCG@10, mean over the held-out domains; ``id_*`` the in-domain dev set).
 ``initlab synthetic splade-ood --preset NAME --out DIR [--workers N]`` runs a preset
-(:func:`initlab.app.commands.synthetic.splade_ood_main`; ``python -m initlab.synthetic.splade.ood.runner`` is the
+(:func:`initlab.synthetic.splade.ood.command.splade_ood_main`; ``python -m initlab.synthetic.splade.ood.runner`` is the
 same for a checkout without the console script).
 
 Cost model (:data:`STEP_SECONDS_PER_KID`, :func:`step_seconds`): CPU seconds of one SPLADE training step and of one

@@ -228,7 +228,7 @@ def test_lra_reproduce_stage_quick(tmp_path):
 def test_lra_sweep_cli_names_bad_seeds(tmp_path, capsys):
     import pytest as _pytest
 
-    from initlab.app.commands.lra import sweep_main
+    from initlab.realdata.lra.command import sweep_main
 
     with _pytest.raises(SystemExit) as exc:
         sweep_main(["--ablation", "hybrid", "--seeds", "a,b", "--out", str(tmp_path / "s")])

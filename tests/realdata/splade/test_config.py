@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from initlab.config import to_dict
-from initlab.app.commands.splade import parse_overrides, sweep_main, train_main
+from initlab.realdata.splade.command import parse_overrides, sweep_main, train_main
 from initlab.realdata.splade.config import BACKBONES, K_VALUES, PRESETS, RECIPE, cell_config, cell_name, get_preset
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from initlab.app.commands.splade import eval_main, train_main
+from initlab.realdata.splade.command import eval_main, train_main
 from initlab.realdata.splade import data
 from initlab.realdata.splade import evalset
 from initlab.realdata.splade import files

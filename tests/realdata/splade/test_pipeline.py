@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from initlab.config import derive, load_config
-from initlab.app.commands.splade import train_main
+from initlab.realdata.splade.command import train_main
 from initlab.realdata.splade.config import PRESETS, SpladeTrainConfig
 from initlab.realdata.splade.data import load_eval_set
 from initlab.realdata.splade.evaluate import encode_texts, evaluate_set

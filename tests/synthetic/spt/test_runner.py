@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from initlab.app import stages
-from initlab.app.commands import synthetic as synthetic_cmd
+from initlab.synthetic.spt import command as synthetic_cmd
 from initlab.config import derive
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.paper_figs import spt_figures

@@ -248,7 +248,7 @@ def test_theory_json_compares_each_cell_with_the_per_entry_model(phase_run):
 
 def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_run, monkeypatch, capsys):
     from initlab.app import stages
-    from initlab.app.commands import synthetic as synthetic_cmd
+    from initlab.synthetic.splade.phase import command as synthetic_cmd
 
     with pytest.raises(RunExistsError):
         ph.run_phase(phase_run, TINY, progress=False, workers=1)

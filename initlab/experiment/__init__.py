@@ -1,0 +1,1 @@
+"""What every experiment package exposes to the roof: its command-line options (:mod:`.options`)."""
