@@ -2,8 +2,8 @@
 
 Runs the cells of the chosen stages in this process, one torch thread, into a temporary folder, through
 :func:`initlab.executor.run_cells`, and prints for each kind of cell its CPU seconds per unit: the numbers
-``initlab.theory.verify.experiment.THEORY_SECONDS``, ``initlab.synthetic.splade.phase.runner.STEP_SECONDS`` /
-``MLM_STEP_SECONDS``, ``initlab.theory.score_scale.experiment.CELL_SECONDS`` and
+``initlab.theorycheck.verify.experiment.THEORY_SECONDS``, ``initlab.synthetic.splade.phase.runner.STEP_SECONDS`` /
+``MLM_STEP_SECONDS``, ``initlab.theorycheck.score_scale.experiment.CELL_SECONDS`` and
 ``initlab.synthetic.spt.plan.REFERENCE_EPOCH_SECONDS`` (``--stages spt``: a few epochs of SPT and of fine-tuning
 per model shape, CPU seconds per epoch) hold. CPU seconds, not wall seconds:
 on shared cores the wall time of a cell depends on the load, its CPU time much less. Also prints
@@ -36,7 +36,7 @@ def bench_theory(preset: str, tmp: Path) -> None:
     from initlab.executor import run_cells
     from initlab.runs import RunDir
     from initlab.theory.verify import runner as verify
-    from initlab.theory.verify import experiment as theory_stage
+    from initlab.theorycheck.verify import experiment as theory_stage
 
     cfg = verify.PRESETS[preset]
     cells = theory_stage.cells(cfg)

@@ -31,6 +31,16 @@ settings.register_profile(
 settings.register_profile("thorough", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+@pytest.fixture
+def one_thread():
+    """Tiny tensors (the theory and its checks): intra-op threads only add synchronisation cost on the shared CI
+    cores."""
+    from initlab.runs import torch_threads
+
+    with torch_threads(1):
+        yield
+
+
 if os.environ.get("PYTEST_XDIST_WORKER"):  # `pytest -n N` (pytest-xdist): N worker processes share the cores, so
     import torch  # each keeps torch's CPU kernels to one thread (as the executor's workers do) rather than N x cores
 

@@ -30,10 +30,8 @@ LAYERS: list[set[str]] = [
     {"initlab.theory"},
     {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
     {"initlab.paper_figs", "initlab.diagnose", "initlab.experiment"},
-    # the experiments; the theory topics' experiment modules (their cells, cost model, summary and claim) sit here too,
-    # above the mathematics they run
-    {"initlab.synthetic", "initlab.realdata", "initlab.theory.verify.experiment", "initlab.theory.verify.claims",
-     "initlab.theory.verify.command", "initlab.theory.score_scale.experiment", "initlab.theory.score_scale.command"},
+    # the experiments: synthetic and real-data ones, and the two that run the theory (theorem checks, score scale)
+    {"initlab.synthetic", "initlab.realdata", "initlab.theorycheck"},
     {"initlab.app"},  # the roof: everything that imports the experiments (its own layers in SUBLAYERS)
 ]
 
@@ -54,6 +52,9 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("config", "data", "domains", "model", "families", "train", "measure", "claims")],  # the pieces the SPLADE experiments use
         [("phase",), ("calibration",), ("ood",)],  # the phase diagram, the collapse calibration (which reads the phase
         # diagram's saved files only) and the out-of-domain experiment, independent
+    ],
+    "initlab.theorycheck": [
+        [("verify",), ("score_scale",)],  # the theorem checks and the score-scale analysis, independent
     ],
     "initlab.executor": [
         [("core",)],  # cells, progress, the cost model, the worker side, the report, the bar

@@ -16,8 +16,8 @@ from typing import Sequence
 # (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
 COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
     ("reproduce", None): ("initlab.app.commands.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head score scale, synthetic SPLADE) and write a report"),
-    ("theory", "verify"): ("initlab.theory.verify.command:verify_main", "check the attention-gradient statements (T1-T7) on fresh random cases"),
-    ("theory", "score-scale"): ("initlab.theory.score_scale.command:score_scale_main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
+    ("theory", "verify"): ("initlab.theorycheck.verify.command:verify_main", "check the attention-gradient statements (T1-T7) on fresh random cases"),
+    ("theory", "score-scale"): ("initlab.theorycheck.score_scale.command:score_scale_main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
     ("synthetic", "spt"): ("initlab.synthetic.spt.command:spt_main", "synthetic length-100 self-pretraining experiments"),
     ("synthetic", "run"): ("initlab.synthetic.spt.command:run_main", "deprecated name of synthetic spt, kept for one release"),
     ("synthetic", "splade"): ("initlab.synthetic.splade.phase.command:splade_main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),

@@ -37,9 +37,9 @@ from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.textio import read_json, read_text
 from initlab.theory.attention import curves
 from initlab.theory.score_scale import closed_form as score_scale
-from initlab.theory.score_scale import experiment as score_scale_stage_
+from initlab.theorycheck.score_scale import experiment as score_scale_stage_
 from initlab.theory.verify import runner as verify
-from initlab.theory.verify import experiment as theory_stage
+from initlab.theorycheck.verify import experiment as theory_stage
 
 __all__ = ["PRESETS", "Stage", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",
            "score_scale_stage", "splade", "lra_listops", "expected_durations", "stage_figures"]

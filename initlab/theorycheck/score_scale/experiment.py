@@ -20,7 +20,7 @@ __all__ = ["CELL_SECONDS", "WORKER_START_SECONDS", "cells", "expected_seconds", 
 #: its vocabulary (30522 / 2048) and Monte Carlo batches (8 / 4), not measured
 CELL_SECONDS = {"quick": 0.84, "default": 3.55, "full": 106.0}
 #: CPU seconds a worker needs before its first cell (importing torch): the theory stage's measured start-up
-#: (:data:`initlab.theory.verify.experiment.WORKER_START_SECONDS`, 2.85 s at load 8), not measured separately
+#: (:data:`initlab.theorycheck.verify.experiment.WORKER_START_SECONDS`, 2.85 s at load 8), not measured separately
 WORKER_START_SECONDS = 3.0
 
 

@@ -1,6 +1,6 @@
 """The theorem claim, recomputed from the raw errors of ``initlab theory verify`` (one verdict function).
 
-Imported as ``initlab.theory.verify.claims``. A numeric check passes when its largest relative error over
+Imported as ``initlab.theorycheck.verify.claims``. A numeric check passes when its largest relative error over
 the random cases is within its own tolerance (``max_rel_error <= tolerance_rel``); a yes/no check passes
 with no failed case; a statement passes when it ran at least one case and every check passes. The claim
 (the label-loss score gradient under mean pooling is query-blind at uniform attention, masked

@@ -11,7 +11,7 @@ import pytest
 
 from initlab.realdata.lra import claims as lra_claims
 from initlab.synthetic.spt import claims as spt_claims
-from initlab.theory.verify import claims as theory_claims
+from initlab.theorycheck.verify import claims as theory_claims
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from initlab.app import stages
-from initlab.theory.score_scale import command as theory_cmd
+from initlab.theorycheck.score_scale import command as theory_cmd
 from initlab.config import derive
 from initlab.paper_figs import score_scale_figures as figs
 from initlab.theory.score_scale import closed_form as ss
@@ -61,7 +61,7 @@ def test_score_scale_figure_script(tmp_path, capsys):
 def test_score_scale_cli_rejects_batch_below_two(capsys):
     import pytest as _pytest
 
-    from initlab.theory.score_scale.command import score_scale_main as _main
+    from initlab.theorycheck.score_scale.command import score_scale_main as _main
 
     with _pytest.raises(SystemExit) as exc:
         _main(["--batch", "1"])

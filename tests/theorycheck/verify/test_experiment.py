@@ -8,7 +8,7 @@ import pytest
 
 from initlab.app import stages
 from initlab.theory.attention import curves
-from initlab.theory.verify import command as theory_cmd
+from initlab.theorycheck.verify import command as theory_cmd
 from initlab.app import cli
 from initlab.config import derive
 from initlab.theory.attention import checks

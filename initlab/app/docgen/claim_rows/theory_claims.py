@@ -1,4 +1,4 @@
-"""The README's theory row, from ``theory_verify.json``: :func:`initlab.theory.verify.claims.theorem` on the
+"""The README's theory row, from ``theory_verify.json``: :func:`initlab.theorycheck.verify.claims.theorem` on the
 checks' recorded errors and tolerances (``initlab theory verify``)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import statistics
 from typing import Any
 
 from initlab.evidence.rows import Claim, Headline, Results, b
-from initlab.theory.verify import claims as theory_claims
+from initlab.theorycheck.verify import claims as theory_claims
 
 __all__ = ["THEORY", "CLAIMS", "theory_row", "theory_headline"]
 
