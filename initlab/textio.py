@@ -24,7 +24,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["ENCODING", "TextDecodeError", "JSONFileError", "decode_text", "read_text", "read_json", "open_text"]
+__all__ = ["ENCODING", "TextDecodeError", "JSONFileError", "decode_text", "read_text", "read_json", "open_text",
+           "integer_field"]
 
 #: the codec of every text file initlab reads: UTF-8 with an optional leading byte-order mark.
 ENCODING = "utf-8-sig"
@@ -84,6 +85,51 @@ def read_text(path: str | Path) -> str:
     """
     path = Path(path)
     return decode_text(path.read_bytes(), path)
+
+
+def integer_field(value: Any, where: str, what: str, *, hint: str = "", error: type[ValueError] = ValueError) -> int:
+    """``value`` (a field of a text file, or a number from a dataset library) as an integer, never truncated.
+
+    The one rule for integer fields (qrels grades, class labels): ``"1"``, ``1`` and an integer written with a
+    decimal point (``"1.0"``, ``1.0``) are 1; a fractional value (``"0.5"``, ``1.5``), a non-finite one, a bool or
+    text that is not a number is refused (``int(float("1.5"))`` would silently read 1).
+
+    Args:
+        value: the field (str, int, float or a numpy scalar).
+        where: the file and line (``"path:3"``) or the record, named in the error.
+        what: the field's name in the error (``"relevance grade"``, ``"label"``).
+        hint: appended to the error (why the field is an integer).
+        error: the exception class raised (a ``ValueError`` subclass).
+    Raises:
+        ``error``: one line ``WHERE: WHAT 'VALUE' is a fractional value`` (or ``is not an integer``).
+    """
+    import math
+
+    number = None
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        return int(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+    else:
+        try:  # float, numpy scalars
+            number = float(value)
+        except (TypeError, ValueError):
+            number = None
+    if number is not None and math.isfinite(number) and number.is_integer():
+        return int(number)
+    kind = "a fractional value" if number is not None and math.isfinite(number) else "not an integer"
+    raise error(f"{where}: {what} {value!r} is {kind}; expected an integer{hint} (initlab neither truncates nor "
+                "rounds it)")
 
 
 class JSONFileError(json.JSONDecodeError):

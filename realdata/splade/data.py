@@ -48,7 +48,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from .evalset import SETS_HOLDING_QUERIES, RetrievalSet, put_unique
+from .evalset import SETS_HOLDING_QUERIES, DataPolicyError, RetrievalSet, put_unique, relevance_grade
 from .files import BEIR_LAYOUT, MSMARCO_LAYOUT, load_beir_folder, load_msmarco_folder
 
 __all__ = [
@@ -87,9 +87,9 @@ def ir_datasets_errors(dataset_id: str):
         yield
     except KeyError as err:
         raise ValueError(f"ir_datasets id {dataset_id!r} is not registered ({err})") from None
+    except DataPolicyError:  # our own data-policy error (a duplicate id, a fractional grade): passed on unchanged
+        raise
     except ValueError as err:
-        if "duplicate" in str(err):  # our own data-policy error: passed on unchanged
-            raise
         raise OSError(f"ir_datasets {dataset_id!r}: could not load (ValueError: {str(err)[:200]})") from err
     except Exception as err:
         raise OSError(f"ir_datasets {dataset_id!r}: could not load ({type(err).__name__}: {str(err)[:200]}). "
@@ -122,8 +122,9 @@ def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int 
             put_unique(queries, q.query_id, q.text, seen, f"ir_datasets {dataset_id} queries record {i + 1}", "query id")
         seen = {}
         for i, r in enumerate(ds.qrels_iter()):
-            put_unique(qrels.setdefault(r.query_id, {}), r.doc_id, int(r.relevance), seen.setdefault(r.query_id, {}),
-                 f"ir_datasets {dataset_id} qrels record {i + 1}", f"judgement of query {r.query_id!r} for document")
+            where = f"ir_datasets {dataset_id} qrels record {i + 1}"
+            put_unique(qrels.setdefault(r.query_id, {}), r.doc_id, relevance_grade(r.relevance, where),
+                       seen.setdefault(r.query_id, {}), where, f"judgement of query {r.query_id!r} for document")
     binary_rel = 2 if "trec-dl" in dataset_id else 1
     return RetrievalSet(name or dataset_id, corpus, queries, qrels, binary_rel, source=f"ir_datasets:{dataset_id}",
                         ignore_identical_ids=dataset_id.startswith("beir/"),
@@ -152,8 +153,9 @@ def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
     seen = {}
     for i, r in enumerate(load_dataset(dataset_id, "qrels", split=name)):
         q = str(r["query-id"])
-        put_unique(qrels.setdefault(q, {}), str(r["corpus-id"]), int(r.get("score", 1)), seen.setdefault(q, {}),
-             f"{src} qrels record {i + 1}", f"judgement of query {q!r} for document")
+        where = f"{src} qrels record {i + 1}"
+        put_unique(qrels.setdefault(q, {}), str(r["corpus-id"]), relevance_grade(r.get("score", 1), where),
+                   seen.setdefault(q, {}), where, f"judgement of query {q!r} for document")
     return RetrievalSet(name, corpus, queries, qrels, 1, source=src)
 
 

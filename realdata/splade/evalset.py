@@ -12,11 +12,18 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["RetrievalSet", "put_unique", "first_ids", "identical_id_policy", "SETS_HOLDING_QUERIES"]
+from initlab.textio import integer_field
+
+__all__ = ["RetrievalSet", "DataPolicyError", "put_unique", "relevance_grade", "first_ids", "identical_id_policy", "SETS_HOLDING_QUERIES"]
 
 #: BEIR sets whose corpus holds their queries under the same ids (the reason for BEIR's ``ignore_identical_ids``):
 #: there a document with the query's id is the query, whatever its stored text (a title may precede it)
 SETS_HOLDING_QUERIES = ("arguana", "quora")
+
+
+class DataPolicyError(ValueError):
+    """A file or record that breaks the evaluation-data policy (a duplicate id, a grade that is not an integer); the
+    message names the file and line, or the record. Loaders wrapping a library's errors pass it on unchanged."""
 
 
 @dataclass
@@ -103,10 +110,26 @@ def first_ids(ids: list[str], n: int = 10) -> str:
     return ", ".join(ids[:n]) + (f" ... ({len(ids) - n} more)" if len(ids) > n else "")
 
 
+def relevance_grade(value, where: str) -> int:
+    """The relevance grade ``value`` (a qrels column as text, or a number from ir_datasets or Hugging Face) as an
+    integer: the one rule of every qrels reader (docs/conventions.md, "Evaluation-data policy").
+
+    Grades are integers, as trec_eval and pytrec_eval read them; an integer written with a decimal point (``1.0``)
+    is that integer. A fractional grade (``0.5``, ``1.5``) is refused, never truncated or rounded: truncating turned
+    a half-relevant document into a non-relevant one with no word, and rounding up would be a choice the file does
+    not make.
+
+    Raises:
+        DataPolicyError: one line naming ``where`` (file and line, or record), the grade and the rule.
+    """
+    return integer_field(value, where, "relevance grade", error=DataPolicyError,
+                         hint=" (qrels grades are integers, as trec_eval and pytrec_eval read them)")
+
+
 def put_unique(store: dict, key, value, seen: dict, where: str, what: str) -> None:
     """``store[key] = value``, refusing a duplicate ``key`` (``seen`` maps keys to their first location)."""
     if key in store:
-        raise ValueError(f"{where}: duplicate {what} {key!r} (first at {seen[key]}); ids must be unique, "
+        raise DataPolicyError(f"{where}: duplicate {what} {key!r} (first at {seen[key]}); ids must be unique, "
                          "remove one of the copies")
     store[key] = value
     seen[key] = where

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from initlab.textio import open_text
 
-from .evalset import SETS_HOLDING_QUERIES, RetrievalSet, put_unique
+from .evalset import SETS_HOLDING_QUERIES, RetrievalSet, put_unique, relevance_grade
 
 __all__ = ["MSMARCO_LAYOUT", "BEIR_LAYOUT", "read_tsv", "read_id_text_tsv", "read_trec_qrels", "load_msmarco_folder",
            "load_beir_folder"]
@@ -72,10 +72,7 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
                 continue
             if len(parts) != 4:
                 raise ValueError(f"{path}:{lineno}: expected TREC qrels with 4 columns 'qid 0 docid relevance', got {len(parts)}")
-            try:
-                rel = int(parts[3])
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: relevance {parts[3]!r} is not an integer (TREC qrels 'qid 0 docid relevance')") from None
+            rel = relevance_grade(parts[3], f"{path}:{lineno}")
             put_unique(qrels.setdefault(parts[0], {}), parts[2], rel, seen.setdefault(parts[0], {}), f"{path}:{lineno}",
                  f"judgement of query {parts[0]!r} for document")
     if not qrels:
@@ -149,10 +146,7 @@ def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | Non
     qrels: dict[str, dict[str, int]] = {}
     seen = {}
     for lineno, (q, d, s) in rows:
-        try:
-            rel = int(float(s))
-        except ValueError:
-            raise ValueError(f"{qpath}:{lineno}: score {s!r} of query {q!r}, document {d!r} is not a number; {BEIR_LAYOUT}") from None
+        rel = relevance_grade(s, f"{qpath}:{lineno}")
         put_unique(qrels.setdefault(q, {}), d, rel, seen.setdefault(q, {}), f"{qpath}:{lineno}",
              f"judgement of query {q!r} for document")
     label = name or folder.name

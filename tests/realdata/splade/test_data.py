@@ -72,7 +72,7 @@ def test_missing_files_name_the_file_and_layout(tmp_path):
 @pytest.mark.parametrize("fname,content,pattern", [
     ("collection.tsv", "0\tok\n1 no tab here\n", r"collection\.tsv:2: expected 2 tab-separated columns"),
     ("qrels.dev.small.tsv", "1000 0 0\n", r"qrels\.dev\.small\.tsv:1: expected TREC qrels with 4 columns"),
-    ("qrels.dev.small.tsv", "1000 0 0 high\n", r"relevance 'high' is not an integer"),
+    ("qrels.dev.small.tsv", "1000 0 0 high\n", r"relevance grade 'high' is not an integer"),
 ])
 def test_malformed_msmarco_files(tmp_path, fname, content, pattern):
     ms = _copy(tmp_path, "msmarco")
