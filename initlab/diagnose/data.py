@@ -2,13 +2,20 @@
 
 Formats, by file suffix:
 
-* ``.txt`` (or any other suffix): one text per line; blank lines and lines starting with ``#`` skipped; no labels.
+* ``.txt`` (or any other suffix): one text per line; blank lines skipped, every other line read (a line starting with
+  ``#`` is a text too: a hashtag, a heading; ``skip_comments=True``, ``--skip-comments``, skips those and counts them);
+  no labels.
 * ``.jsonl``: one JSON object per line with a ``text`` field (or ``--text-field``); labels from ``--labels KEY``.
 * ``.tsv``: LRA-style tab-separated values with a header row (ListOps ``Source``/``Target``); the text column is
   the first of ``text``, ``Source``, ``source``, ``input``, ``sentence`` present (or ``--text-field``); labels from
   ``--labels COLUMN``.
 * ``.npy``: an integer array ``(N, T)`` of token ids (no tokenizer needed); negative ids mark padding (right
   padding; any id after the first negative one is padding too); no labels.
+
+Labels are one class per value (:func:`label_classes`): in ``.jsonl`` the numbers ``0`` and ``0.0`` are one class
+(``"0"``), a string, a number and a bool are values of different types and a file mixing them is refused naming the
+first row whose type differs from the first row's; in ``.tsv`` a column whose values are all numbers is read as
+numbers (``0`` and ``0.0`` one class), a column mixing numbers and words is refused the same way.
 
 Every reader raises ``ValueError`` with one line naming the file (and line) and the expected form.
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -28,7 +36,7 @@ import torch
 from initlab.runs import unreadable_file
 from initlab.textio import TextDecodeError, read_text
 
-__all__ = ["Sequences", "read_sequences", "Batch", "make_batch", "TEXT_COLUMNS", "word_ids"]
+__all__ = ["Sequences", "read_sequences", "label_classes", "Batch", "make_batch", "TEXT_COLUMNS", "word_ids"]
 
 TEXT_COLUMNS = ("text", "Source", "source", "input", "sentence")
 
@@ -36,12 +44,14 @@ TEXT_COLUMNS = ("text", "Source", "source", "input", "sentence")
 @dataclass
 class Sequences:
     """What a data file holds: ``texts`` (list of str) or ``ids`` (list of 1-D int arrays), and ``labels`` (list
-    of str, one per sequence) or None."""
+    of str, one per sequence: the class names of :func:`label_classes`) or None; ``skipped_comments``: lines
+    starting with ``#`` skipped (text-line files read with ``skip_comments``)."""
 
     texts: list[str] | None
     ids: list[np.ndarray] | None
     labels: list[str] | None
     fmt: str
+    skipped_comments: int = 0
 
     def __len__(self) -> int:
         return len(self.texts if self.texts is not None else self.ids)
@@ -52,12 +62,67 @@ def _labels_missing(path: Path, column: str, fmt: str) -> ValueError:
                       "with a label field, or omit --labels (a random-label probe is used)")
 
 
-def read_sequences(path: str | Path, *, labels: str | None = None, text_field: str | None = None) -> Sequences:
-    """Read ``path`` (format by suffix, module docstring).
+def _number(text: str) -> float | None:
+    """``text`` as a finite number, or None when it is a word."""
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _class_name(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def _kind(value: Any, from_text: bool) -> str:
+    if from_text:
+        return "number" if _number(value) is not None else "word"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string"
+
+
+def label_classes(values: Sequence[Any], wheres: Sequence[str], flag: str, *, from_text: bool) -> list[str]:
+    """The class name of every label, one class per value.
+
+    ``values`` are JSON scalars (``from_text=False``: number, string, bool) or TSV cells (``from_text=True``: a
+    cell is a number when ``float()`` reads it as a finite number, else a word). Numbers are named by their value
+    (``0``, ``0.0`` and ``"0.0"`` are the class ``"0"``; ``0.5`` is ``"0.5"``), strings, words and bools as they
+    are written (``true`` is ``"True"``).
+
+    Raises:
+        ValueError: a label whose type differs from the first label's, naming its place (``wheres[i]``), the value,
+            both types and the first label's place.
+    """
+    if not values:
+        return []
+    first = _kind(values[0], from_text)
+    out = []
+    for v, where in zip(values, wheres):
+        kind = _kind(v, from_text)
+        if kind != first:
+            raise ValueError(f"{where}: {flag}: label {v!r} is a {kind}, but the first label ({values[0]!r}, at "
+                             f"{wheres[0]}) is a {first}; one label column holds one type (write every label as a "
+                             f"{first}), so that one value is one class")
+        if kind == "number":
+            out.append(_class_name(_number(v) if from_text else float(v)))
+        else:
+            out.append(str(v))
+    return out
+
+
+def read_sequences(path: str | Path, *, labels: str | None = None, text_field: str | None = None,
+                   skip_comments: bool = False) -> Sequences:
+    """Read ``path`` (format by suffix, module docstring; ``skip_comments``: text-line files skip lines starting
+    with ``#``, counted in ``skipped_comments``).
 
     Raises:
         ValueError: an unreadable or empty file, a line that is not a JSON object, a missing text or label field,
-            fewer than 2 sequences, ``labels`` for a format without labels, a non-integer or non-2-D ``.npy``.
+            fewer than 2 sequences, ``labels`` for a format without labels, a non-integer or non-2-D ``.npy``,
+            labels of mixed types (:func:`label_classes`).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -86,7 +151,7 @@ def read_sequences(path: str | Path, *, labels: str | None = None, text_field: s
     except OSError as err:
         raise unreadable_file(f"--data {path}", err, "text file") from None
     if suffix == ".jsonl":
-        texts, labs = [], []
+        texts, labs, wheres = [], [], []
         field = text_field or "text"
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -102,11 +167,14 @@ def read_sequences(path: str | Path, *, labels: str | None = None, text_field: s
             if labels is not None:
                 if labels not in obj or isinstance(obj[labels], (dict, list)) or obj[labels] is None:
                     raise ValueError(f"--data {path}:{n}: --labels {labels}: no scalar field {labels!r} in this object")
-                labs.append(str(obj[labels]))
-        return _done(path, texts, labs if labels is not None else None, "jsonl")
+                labs.append(obj[labels])
+                wheres.append(f"--data {path}:{n}")
+        classes = label_classes(labs, wheres, f"--labels {labels}", from_text=False) if labels is not None else None
+        return _done(path, texts, classes, "jsonl")
     if suffix == ".tsv":
-        rows = list(csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE))
-        rows = [r for r in rows if any(c.strip() for c in r)]
+        numbered = [(n, r) for n, r in enumerate(csv.reader(io.StringIO(text), delimiter="\t", quoting=csv.QUOTE_NONE), 1)
+                    if any(c.strip() for c in r)]  # blank rows skipped; errors name the file's own line numbers
+        rows = [r for _, r in numbered]
         if not rows:
             raise ValueError(f"--data {path}: empty; expected a header row and one sequence per row (tab-separated)")
         head = rows[0]
@@ -117,18 +185,23 @@ def read_sequences(path: str | Path, *, labels: str | None = None, text_field: s
         if labels is not None and labels not in head:
             raise ValueError(f"--data {path}: --labels {labels}: no such column in the header {head}")
         ti, li = head.index(col), (head.index(labels) if labels is not None else None)
-        texts, labs = [], []
-        for n, r in enumerate(rows[1:], 2):
+        texts, labs, wheres = [], [], []
+        for n, r in numbered[1:]:
             if len(r) != len(head):
                 raise ValueError(f"--data {path}:{n}: {len(r)} tab-separated fields, the header has {len(head)}")
             texts.append(r[ti])
             if li is not None:
-                labs.append(r[li])
-        return _done(path, texts, labs if labels is not None else None, "tsv")
+                labs.append(r[li].strip())
+                wheres.append(f"--data {path}:{n}")
+        classes = label_classes(labs, wheres, f"--labels {labels}", from_text=True) if labels is not None else None
+        return _done(path, texts, classes, "tsv")
     if labels is not None:
         raise _labels_missing(path, labels, "text-line")
-    texts = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return _done(path, texts, None, "lines")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    texts = [ln for ln in lines if not (skip_comments and ln.startswith("#"))]
+    seqs = _done(path, texts, None, "lines")
+    seqs.skipped_comments = len(lines) - len(texts)
+    return seqs
 
 
 def _done(path: Path, texts: list[str], labels: list[str] | None, fmt: str) -> Sequences:

@@ -51,13 +51,16 @@ def diagnose_loaded(backend, ids: list, labels: list[str] | None, *, pooling: st
 
 def diagnose(model: str, data: str | Path, *, pooling: str = "mean", labels: str | None = None,
              text_field: str | None = None, spt_steps: int = 0, pretrained: bool = False, batch_size: int = 64,
-             max_length: int = 512, seed: int = 0, micro: int = 8) -> dict[str, Any]:
+             max_length: int = 512, seed: int = 0, micro: int = 8, skip_comments: bool = False) -> dict[str, Any]:
     """Read ``data``, load ``model`` (fresh weights from ``seed`` unless ``pretrained``), and diagnose.
+
+    ``skip_comments``: a text-line file's lines starting with ``#`` are skipped (counted in a note); by default every
+    non-blank line is a sequence.
 
     Raises:
         ValueError / FileNotFoundError: bad data or model (one-line messages naming the argument).
     """
-    seqs = read_sequences(data, labels=labels, text_field=text_field)
+    seqs = read_sequences(data, labels=labels, text_field=text_field, skip_comments=skip_comments)
     n_use = max(batch_size, BAG_MAX_SEQUENCES if labels is not None else batch_size)
     words = None
     if seqs.texts is not None and model.startswith("builtin:"):
@@ -71,6 +74,9 @@ def diagnose(model: str, data: str | Path, *, pooling: str = "mean", labels: str
         seqs.ids = seqs.ids[:n_use]
     hint = None if seqs.ids is None else int(max(int(s.max()) for s in seqs.ids)) + 1
     backend = load_backend(model, pretrained=pretrained, seed=seed, vocab_hint=hint)
+    if seqs.skipped_comments:
+        backend.notes.append(f"{seqs.skipped_comments} line{'s' if seqs.skipped_comments > 1 else ''} starting with '#' "
+                             f"skipped (--skip-comments); {len(seqs)} sequences read")
     if words is not None:
         backend.notes.append(f"text tokenised into whitespace-separated words ({len(words)} distinct; ids from 2, "
                              "0 = padding, 1 = mask)")

@@ -23,12 +23,19 @@ def default_texts() -> list[str]:
     return _parse_texts(text, "default_texts.txt")
 
 
-def _parse_texts(text: str, name: str) -> list[str]:
+def _parse_texts(text: str, name: str, *, skip_comments: bool = False) -> list[str]:
+    """Every non-blank line of ``text``, stripped (a line starting with ``#`` is a text too, unless
+    ``skip_comments``; :func:`count_comments` counts those)."""
     lines = [ln.strip() for ln in text.splitlines()]
-    texts = [ln for ln in lines if ln and not ln.startswith("#")]
+    texts = [ln for ln in lines if ln and not (skip_comments and ln.startswith("#"))]
     if len(texts) < 2:
         raise ValueError(f"{name}: expected at least 2 non-empty text lines (one text per line), got {len(texts)}")
     return texts
+
+
+def count_comments(text: str) -> int:
+    """How many non-blank lines of ``text`` start with ``#`` (what ``skip_comments`` skips)."""
+    return sum(1 for ln in text.splitlines() if ln.strip().startswith("#"))
 
 
 def tiny_tokenizer(folder: str | Path, words: Sequence[str] | None = None):

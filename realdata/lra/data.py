@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from initlab.textio import decode_text, open_text
+from initlab.textio import decode_text, integer_field, open_text
 from initlab.realdata.lra.splits import Split, TaskData, holdout, pair_split, split_from_sequences
 from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB, N_SPECIAL, encode_bytes, encode_listops, grayscale
 
@@ -91,10 +91,7 @@ def read_listops_tsv(path: str | Path, keep_parens: bool = False, limit: int | N
                 continue
             if len(row) < 2:
                 raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns (Source, Target), got {len(row)}")
-            try:
-                label = int(row[1])
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: Target {row[1]!r} is not an integer") from None
+            label = integer_field(row[1], f"{path}:{lineno}", "Target")
             if not 0 <= label <= 9:
                 raise ValueError(f"{path}:{lineno}: Target {label} outside 0..9")
             seqs.append(encode_listops(row[0], keep_parens, where=f"{path}:{lineno}"))
@@ -160,7 +157,7 @@ def imdb_from_hf(split, limit: int | None = None) -> tuple[list[str], list[int]]
             raise ValueError(f"imdb split: missing column {col!r}; got {split.column_names}")
     if limit is not None:
         split = split.shuffle(seed=0).select(range(min(limit, len(split))))
-    return list(split["text"]), [int(x) for x in split["label"]]
+    return list(split["text"]), [integer_field(x, f"imdb split record {i + 1}", "label") for i, x in enumerate(split["label"])]
 
 
 # ---------------------------------------------------------------------------------------------- Retrieval (AAN)
@@ -186,10 +183,7 @@ def read_aan_tsv(path: str | Path, max_len: int = 4000, limit: int | None = None
                 continue
             if len(row) != 5:
                 raise ValueError(f"{path}:{lineno}: expected 5 tab-separated columns, got {len(row)}; layout: {AAN_LAYOUT}")
-            try:
-                label = int(float(row[0]))
-            except ValueError:
-                raise ValueError(f"{path}:{lineno}: label {row[0]!r} is not a number") from None
+            label = integer_field(row[0], f"{path}:{lineno}", "label")
             if label not in (0, 1):
                 raise ValueError(f"{path}:{lineno}: label {label} not in {{0, 1}}")
             d1.append(encode_bytes(row[3], max_len))
@@ -253,6 +247,7 @@ def read_cifar_batch(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if data.ndim != 2 or data.shape[1] != 3072 or data.dtype != np.uint8 or len(labels) != data.shape[0]:
         raise ValueError(f"{path}: b'data' must be uint8 (N, 3072) with N labels, got {data.dtype} {data.shape}")
     rgb = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)  # channel-major rows -> (N, 32, 32, 3)
+    labels = [integer_field(v, f"{path} b'labels'[{i}]", "label") for i, v in enumerate(labels)]
     return grayscale(rgb).reshape(-1, 1024), np.asarray(labels, dtype=np.int64)
 
 
@@ -268,7 +263,8 @@ def cifar_from_hf(split, limit: int | None = None) -> tuple[np.ndarray, np.ndarr
         raise ValueError(f"cifar10 split: expected columns img/label, got {split.column_names}")
     n = len(split) if limit is None else min(limit, len(split))
     imgs = np.stack([np.asarray(split[i][img_col].convert("RGB")) for i in range(n)])
-    return grayscale(imgs).reshape(n, -1), np.asarray(split["label"][:n], dtype=np.int64)
+    labels = [integer_field(v, f"cifar10 split record {i + 1}", "label") for i, v in enumerate(split["label"][:n])]
+    return grayscale(imgs).reshape(n, -1), np.asarray(labels, dtype=np.int64)
 
 
 def load_image(data_dir: str | Path | None = None, split_seed: int = 0, val_frac: float = 0.1, limit: int | None = None,
@@ -341,10 +337,7 @@ def load_pathfinder(data_dir: str | Path, split_seed: int = 0, limit: int | None
                 break
             if len(row) < 4:
                 raise ValueError(f"{mf}:{i}: expected >= 4 columns (folder, file, index, label), got {row!r}; layout: {PATHFINDER_LAYOUT}")
-            try:
-                label = int(float(row[3]))
-            except ValueError:
-                raise ValueError(f"{mf}:{i}: label {row[3]!r} is not an integer") from None
+            label = integer_field(row[3], f"{mf}:{i}", "label")
             png = root / row[0] / row[1]
             img = _read_png_gray(_need(png, PATHFINDER_LAYOUT))
             if img.shape != (resolution, resolution):

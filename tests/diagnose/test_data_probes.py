@@ -14,8 +14,10 @@ from initlab.diagnose.verdict import MIN_BLIND_SHARE, predict
 
 def test_readers_each_format(tmp_path):
     (tmp_path / "a.txt").write_text("# comment\nfirst text\n\nsecond text\n")
-    s = read_sequences(tmp_path / "a.txt")
-    assert s.texts == ["first text", "second text"] and s.labels is None
+    s = read_sequences(tmp_path / "a.txt")  # every non-blank line is a sequence, '#' or not
+    assert s.texts == ["# comment", "first text", "second text"] and s.labels is None
+    s = read_sequences(tmp_path / "a.txt", skip_comments=True)
+    assert s.texts == ["first text", "second text"] and s.skipped_comments == 1
     (tmp_path / "a.jsonl").write_text("\n".join(json.dumps({"text": f"t{i}", "y": i % 2}) for i in range(4)) + "\n")
     s = read_sequences(tmp_path / "a.jsonl", labels="y")
     assert s.texts == ["t0", "t1", "t2", "t3"] and s.labels == ["0", "1", "0", "1"]

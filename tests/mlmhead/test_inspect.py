@@ -95,7 +95,7 @@ def test_mlm_head_inspect_cli_new_user(tok, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "recommended k" in printed and "ModernBERT" in printed
     rep = json.loads(out_json.read_text())
-    assert rep["n_texts"] == 3 and len(rep["table"]) == 6
+    assert rep["n_texts"] == 4 and len(rep["table"]) == 6  # every non-blank line, '# my texts' too
     k = rep["recommended"]["k"]
     assert cli_main(["mlmhead", "rescale", str(src), "--k", str(k), "--out", str(tmp_path / "resc")]) == 0
     capsys.readouterr()
@@ -127,13 +127,14 @@ def test_mlm_head_inspect_cli_errors(tok, tmp_path, capsys, monkeypatch):
 
 def test_inspect_texts_file_with_bom_or_bad_bytes(tok, tmp_path, capsys):
     """--texts read by initlab.textio: a byte-order mark before a leading comment line no longer turns that comment
-    into a text ('\ufeff# my texts' does not start with '#'); a non-UTF-8 file is a one-line error naming it."""
+    into a text under --skip-comments ('\ufeff# my texts' does not start with '#'); a non-UTF-8 file is a one-line
+    error naming it."""
     src = tmp_path / "tiny"
     tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)
     tok.save_pretrained(src)
     texts, out = tmp_path / "texts.txt", tmp_path / "r.json"
     texts.write_bytes(b"\xef\xbb\xbf# my texts\nthe cat sleeps\na train leaves the airport\nbees dance\n")
-    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(texts), "--json", str(out)]) == 0
+    assert cli_main(["mlmhead", "inspect", str(src), "--texts", str(texts), "--skip-comments", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["n_texts"] == 3
     capsys.readouterr()
     texts.write_bytes(b"the cat sleeps\nbees dance caf\xe9\n")

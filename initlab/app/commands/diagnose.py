@@ -37,6 +37,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--spt-probe", type=int_at_least(1), default=0, metavar="STEPS",
                         help="also run STEPS steps of masked reconstruction and report the proximity mass and "
                              "relative-position score reached (an integer >= 1; default: no probe)")
+    parser.add_argument("--skip-comments", action="store_true",
+                        help="text-line files (.txt): skip lines starting with '#' (they are counted in a note); by "
+                             "default every non-blank line is a sequence")
     parser.add_argument("--pretrained", action="store_true", help="load MODEL's weights instead of a fresh initialisation")
     parser.add_argument("--batch", type=int_at_least(2), default=64,
                         help="sequences measured, an integer >= 2 (default 64; the first ones of the file)")
@@ -61,7 +64,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         check_input_path(args.data, flag="--data", kind="file", what="text lines, .jsonl, .tsv or .npy token ids")
         r = diagnose(args.model, args.data, pooling=args.pooling, labels=args.labels, text_field=args.text_field,
                      spt_steps=args.spt_probe, pretrained=args.pretrained, batch_size=args.batch,
-                     max_length=args.max_length, seed=args.seed)
+                     max_length=args.max_length, seed=args.seed, skip_comments=args.skip_comments)
     except (ValueError, TypeError, FileNotFoundError, RunExistsError) as err:
         print(f"{parser.prog}: error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.lengths import fitting_default
 from initlab.mlmhead.report import format_inspect, inspect_model
-from initlab.mlmhead.tiny import _parse_texts
+from initlab.mlmhead.tiny import _parse_texts, count_comments
 from initlab.nn.collapse import detect_collapse
 from initlab.runs import RunExistsError, check_input_path, check_output_path
 from initlab.textio import read_text
@@ -30,7 +30,10 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
     parser = argparse.ArgumentParser(prog=prog or "initlab mlmhead inspect",
                                      description="MLM-head scale report of a masked-LM checkpoint, against k.")
     parser.add_argument("model", metavar="MODEL", help="local checkpoint folder or hub id")
-    parser.add_argument("--texts", type=Path, default=None, help="sample texts, one per line (default: packaged set of 40)")
+    parser.add_argument("--texts", type=Path, default=None,
+                        help="sample texts, one per line; every non-blank line is a text (default: packaged set of 40)")
+    parser.add_argument("--skip-comments", action="store_true",
+                        help="--texts: skip lines starting with '#' (they are counted in a note)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON")
     parser.add_argument("--max-length", type=int_at_least(2), default=None,
                         help=f"tokens per text, an integer >= 2 (default {DEFAULT_MAX_LENGTH}, or the model's usable "
@@ -42,10 +45,12 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
     args = parser.parse_args(argv)
     try:
         check_output_path(args.json, flag="--json", kind="file", overwrite=args.overwrite)
-        texts = None
+        texts, skipped = None, 0
         if args.texts is not None:
             check_input_path(args.texts, flag="--texts", kind="file", what="sample texts, one per line")
-            texts = _parse_texts(read_text(args.texts), f"--texts {args.texts}")
+            raw = read_text(args.texts)
+            texts = _parse_texts(raw, f"--texts {args.texts}", skip_comments=args.skip_comments)
+            skipped = count_comments(raw) if args.skip_comments else 0
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
         max_length = args.max_length or fitting_default(DEFAULT_MAX_LENGTH, model, tokenizer)
         rep = inspect_model(model, tokenizer, texts, max_length=max_length, batch=args.batch,
@@ -55,6 +60,9 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         return 2
     rep["model"] = str(args.model)
     print(format_inspect(rep))
+    if skipped:
+        print(f"note: {skipped} line{'s' if skipped > 1 else ''} starting with '#' skipped (--skip-comments); "
+              f"{len(texts)} texts read from {args.texts}")
     if args.json is not None:
         from initlab.runs import atomic_write_json
 
