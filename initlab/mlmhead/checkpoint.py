@@ -102,13 +102,7 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
     if dtype is not None and model.dtype != dtype:  # remote code may ignore the keyword
         model.to(dtype)
     model.initlab_stored_dtype = stored
-    prefix = getattr(model, "base_model_prefix", "") + "."
-    missing_head = sorted(key for key in info.get("missing_keys", ()) if not key.startswith(prefix))
-    if missing_head:
-        raise ValueError(
-            f"MODEL {src}: checkpoint has no MLM head (missing {', '.join(missing_head[:4])}"
-            f"{' ...' if len(missing_head) > 4 else ''}); use a masked-LM checkpoint"
-        )
+    check_loaded_keys(f"MODEL {src}", model, info)
     model.eval()
     tokenizer = None
     if with_tokenizer:
@@ -127,6 +121,98 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
         except ValueError as err:
             raise ValueError(f"MODEL {src}: {err}") from None
     return model, tokenizer
+
+
+def _names(keys: list[str], n: int = 4) -> str:
+    return ", ".join(keys[:n]) + (f" ... ({len(keys) - n} more)" if len(keys) > n else "")
+
+
+def _param_name(model: Any, tensor: Any) -> str | None:
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if p is tensor:
+            return name
+    return None
+
+
+def check_loaded_keys(what: str, model: Any, info: dict) -> None:
+    """Refuse a masked-LM checkpoint that transformers loaded with tensors initialised at random.
+
+    ``info`` is ``from_pretrained(..., output_loading_info=True)``'s loading report (``missing_keys``,
+    ``unexpected_keys``: the model's parameter names the checkpoint lacks, the checkpoint's tensors the model has
+    no place for, after transformers' own renaming and ignore rules). transformers only logs these (and initlab
+    silences its logs), so without this check a checkpoint missing layers runs with random layers, exit 0. Causes,
+    in the order they are checked:
+
+    * the checkpoint was saved with tied weights (no MLM decoder weight in the file: it is the input embedding
+      matrix) but ``config.json`` says ``tie_word_embeddings: false``: the decoder would be random. The fix is
+      ``"tie_word_embeddings": true`` in ``config.json`` (transformers PR#43429);
+    * backbone tensors missing (a stale ``model.safetensors.index.json`` listing fewer tensors than the weights
+      hold, a deleted shard; sglang PR#32279);
+    * backbone tensors the model built from ``config.json`` has no place for (the config does not describe the
+      weights, e.g. fewer layers); tensors of other heads (BERT's next-sentence head) are not the backbone's and
+      are accepted;
+    * MLM-head tensors missing (a saved base model, not a masked LM).
+
+    Args:
+        what: names the checkpoint in the error (``"MODEL PATH"``, ``"backbone PATH"``).
+    Raises:
+        ValueError: one line naming the tensors (the first four and a count) and the cause.
+    """
+    prefix = getattr(model, "base_model_prefix", "") + "."
+    missing = sorted(info.get("missing_keys", ()) or ())
+    unexpected = sorted(info.get("unexpected_keys", ()) or ())
+    head = _param_name(model, model.get_output_embeddings().weight) if model.get_output_embeddings() is not None else None
+    emb = model.get_input_embeddings()
+    emb_name = _param_name(model, emb.weight) if emb is not None else None
+    untied = not bool(getattr(model.config, "tie_word_embeddings", True))
+    if untied and head in missing and emb_name not in missing:
+        raise ValueError(
+            f"{what}: its config.json says tie_word_embeddings: false, but the checkpoint holds no MLM decoder weight "
+            f"({head}): it was saved with tied weights (the decoder is the input embedding matrix), so the decoder "
+            "would be initialised at random; set \"tie_word_embeddings\": true in its config.json")
+    lost = [k for k in missing if k.startswith(prefix)]
+    if lost:
+        raise ValueError(
+            f"{what}: the checkpoint lacks {len(lost)} backbone tensor(s) the model needs ({_names(lost)}); "
+            "transformers would initialise them at random. Its weights files are incomplete: check that every shard "
+            "is present and that model.safetensors.index.json lists every tensor (a stale index?)")
+    extra = [k for k in unexpected if k.startswith(prefix)]
+    if extra:
+        raise ValueError(
+            f"{what}: the checkpoint holds {len(extra)} backbone tensor(s) the model built from its config.json has no "
+            f"place for ({_names(extra)}); config.json does not describe these weights (e.g. fewer layers), so they "
+            "would be dropped: use the config.json saved with them")
+    missing_head = [k for k in missing if not k.startswith(prefix)]
+    if missing_head:
+        raise ValueError(f"{what}: checkpoint has no MLM head (missing {_names(missing_head)}); use a masked-LM "
+                         "checkpoint")
+
+
+def check_checkpoint_weights(name_or_path: str | Path, *, trust_remote_code: bool = False, what: str | None = None,
+                             config: Any = None) -> None:
+    """Load the masked-LM checkpoint ``name_or_path`` once on the CPU (in its stored dtype) and refuse it as
+    :func:`check_loaded_keys` does; for loaders that do not see transformers' loading report themselves
+    (sentence-transformers' ``Transformer`` module: ``splade train``'s backbone, ``splade eval``'s checkpoint).
+
+    Raises:
+        ValueError: see :func:`check_loaded_keys`; an unreadable weights file (:func:`unreadable_file`).
+    """
+    import transformers
+
+    _quiet_transformers()
+    what = what or f"MODEL {name_or_path}"
+    try:
+        model, info = transformers.AutoModelForMaskedLM.from_pretrained(
+            str(name_or_path), config=config, trust_remote_code=trust_remote_code, output_loading_info=True,
+            **dtype_kwargs("auto"))  # the stored dtype: the check needs no float32 copy
+    except Exception as err:
+        if not is_unreadable_weights(err):
+            raise
+        raise unreadable_file(what, err, "checkpoint (its weights file could not be read)") from None
+    try:
+        check_loaded_keys(what, model, info)
+    finally:
+        del model
 
 
 def _mismatch_error(src: str, config: Any, trust_remote_code: bool) -> ValueError:
@@ -185,8 +271,10 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         trust = model.config.model_type in REMOTE_CODE_FAMILIES
-        reloaded = transformers.AutoModelForMaskedLM.from_pretrained(tmp, trust_remote_code=trust,
-                                                                     **dtype_kwargs(model.dtype)).eval()
+        reloaded, info = transformers.AutoModelForMaskedLM.from_pretrained(
+            tmp, trust_remote_code=trust, output_loading_info=True, **dtype_kwargs(model.dtype))
+        reloaded.eval()
+        check_loaded_keys(f"the saved copy {tmp}", reloaded, info)
         g = torch.Generator().manual_seed(0)
         low = 5 if model.config.vocab_size > 10 else 0
         ids = torch.randint(low, model.config.vocab_size, (1, 8), generator=g)

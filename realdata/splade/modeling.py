@@ -20,7 +20,7 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["build_tiny_backbone", "build_splade", "fit_vocab_to_tokenizer", "text_module", "vocab_rows", "load_splade", "checkpoint_is_safetensors"]
+__all__ = ["build_tiny_backbone", "build_splade", "check_backbone_checkpoint", "fit_vocab_to_tokenizer", "text_module", "vocab_rows", "load_splade", "checkpoint_is_safetensors"]
 
 _SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 #: position table of the tiny in-process backbone (the README's recipe): inputs up to 128 tokens.
@@ -170,11 +170,16 @@ def checkpoint_is_safetensors(folder: str | Path) -> bool:
 def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_code: bool = False):
     """Load a SPLADE checkpoint saved by ``initlab splade train`` (``<cell>/model``) from safetensors only.
 
+    The masked LM is checked first to load completely (:func:`initlab.mlmhead.checkpoint.check_checkpoint_weights`).
+
     Raises:
         FileNotFoundError: ``folder`` does not exist or has no ``model.safetensors``.
-        ValueError: ``folder`` holds pickle weights (``*.bin``/``*.pt``), which are refused.
+        ValueError: ``folder`` holds pickle weights (``*.bin``/``*.pt``), which are refused; a tensor missing or
+            without a place in the model (one line naming it).
     """
     from sentence_transformers.sparse_encoder import SparseEncoder
+
+    from initlab.mlmhead.checkpoint import check_checkpoint_weights
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -183,5 +188,36 @@ def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_c
         raise FileNotFoundError(f"{folder}: no *.safetensors weights (expected model.safetensors)")
     if not checkpoint_is_safetensors(folder):
         raise ValueError(f"{folder}: holds pickle weights (*.bin/*.pt); only safetensors checkpoints are loaded")
+    check_checkpoint_weights(_transformer_folder(folder), trust_remote_code=trust_remote_code,
+                             what=f"checkpoint {folder}")  # sentence-transformers loads without a word on missing tensors
     return SparseEncoder(str(folder), device=device, local_files_only=True, trust_remote_code=trust_remote_code,
                          model_kwargs={"use_safetensors": True})
+
+
+def _transformer_folder(folder: Path) -> Path:
+    """The folder of a saved SparseEncoder's Transformer module (``modules.json``; the folder itself by default)."""
+    from initlab.textio import read_json
+
+    try:
+        modules = read_json(folder / "modules.json")
+    except (OSError, ValueError):
+        return folder
+    for m in modules if isinstance(modules, list) else []:
+        if isinstance(m, dict) and str(m.get("type", "")).endswith("Transformer"):
+            return folder / str(m.get("path", ""))
+    return folder
+
+
+def check_backbone_checkpoint(backbone: str, *, trust_remote_code: bool = False) -> None:
+    """Before a training run writes anything: the masked-LM ``backbone`` (folder or hub id) loads completely, with
+    no tensor initialised at random (:func:`initlab.mlmhead.checkpoint.check_checkpoint_weights`: loaded once on
+    the CPU in its stored dtype; sentence-transformers' ``Transformer`` module, which loads it for training, gives
+    no word when tensors are missing).
+
+    Raises:
+        ValueError: one line naming the backbone, the tensors and the cause (a stale shard index, a tied checkpoint
+            under an untied config, a config that does not describe the weights, no MLM head).
+    """
+    from initlab.mlmhead.checkpoint import check_checkpoint_weights
+
+    check_checkpoint_weights(backbone, trust_remote_code=trust_remote_code, what=f"backbone {backbone}")

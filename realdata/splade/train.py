@@ -293,10 +293,12 @@ def _finished_training(cfg: SpladeTrainConfig, out: Path, overwrite: bool, reuse
 
 
 def _check_model_lengths(cfg: SpladeTrainConfig) -> None:
-    """The tiny-model name, and the query/document lengths against the backbone's positions (no weights loaded).
+    """The tiny-model name, the query/document lengths against the backbone's positions, and the backbone's
+    checkpoint (loaded once to check that no tensor would be initialised at random).
 
     Raises:
-        ValueError: an unknown ``tiny_model`` or a length beyond the backbone's usable length.
+        ValueError: an unknown ``tiny_model``, a length beyond the backbone's usable length, an incomplete backbone
+            checkpoint (:func:`.modeling.check_backbone_checkpoint`).
     """
     from .modeling import TINY_POSITIONS
 
@@ -307,7 +309,10 @@ def _check_model_lengths(cfg: SpladeTrainConfig) -> None:
 
         check_lengths(cfg, BertConfig(max_position_embeddings=TINY_POSITIONS))
     else:
+        from .modeling import check_backbone_checkpoint
+
         check_lengths(cfg, check_backbone(cfg.backbone, trust_remote_code=cfg.trust_remote_code))
+        check_backbone_checkpoint(cfg.backbone, trust_remote_code=cfg.trust_remote_code)
 
 
 def _training_arguments(cfg: SpladeTrainConfig, out: Path, world: int, progress: bool):

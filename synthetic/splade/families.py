@@ -245,12 +245,20 @@ def prepare_family_backbone(folder: Path, family: str, corpus: SyntheticCorpus, 
 
 
 def load_family_backbone(folder: Path) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from a :func:`prepare_family_backbone` folder, head tied, eval mode."""
+    """``(model, tokenizer)`` from a :func:`prepare_family_backbone` folder, head tied, eval mode.
+
+    Raises:
+        ValueError: the folder's weights lack a tensor or hold one the model has no place for
+            (:func:`initlab.mlmhead.checkpoint.check_loaded_keys`).
+    """
     import transformers
 
+    from initlab.mlmhead.checkpoint import check_loaded_keys
     from initlab.mlmhead.precision import dtype_kwargs
 
-    model = transformers.AutoModelForMaskedLM.from_pretrained(str(folder), **dtype_kwargs(torch.float32))  # float32 always
+    model, info = transformers.AutoModelForMaskedLM.from_pretrained(str(folder), output_loading_info=True,
+                                                                    **dtype_kwargs(torch.float32))  # float32 always
+    check_loaded_keys(f"backbone {folder}", model, info)  # a damaged cached backbone: refused, not half random
     model.tie_weights()
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
     return model.eval(), tok

@@ -34,8 +34,11 @@ def _load(backbone_dir: Path, cfg: PhaseConfig, seed: int):
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling
 
+    from initlab.mlmhead.checkpoint import check_checkpoint_weights
     from initlab.mlmhead.precision import dtype_kwargs
 
+    with quiet():  # a damaged saved backbone is refused, never trained with random tensors (no RNG drawn here)
+        check_checkpoint_weights(backbone_dir, what=f"backbone {backbone_dir}")
     torch.manual_seed(seed)
     with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
         tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
