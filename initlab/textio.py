@@ -12,6 +12,10 @@ and markdown files initlab writes and reads back -- goes through this module, so
   the byte offset, instead of a bare ``UnicodeDecodeError`` without a file name; a UTF-16 or UTF-32 file
   (recognised by its byte-order mark) is named as such.
 
+A gzip-compressed file (recognised by its first two bytes, ``1F 8B``, whatever its name) is read decompressed, and
+:func:`text_file` lets a reader that looks for ``NAME`` in a folder find ``NAME.gz`` too: corpora are often shipped
+compressed (``corpus.jsonl.gz``), and reading one as text gave "not UTF-8 ... use iconv", which points the wrong way.
+
 Line splitting is Python's text mode (``\\n``, ``\\r\\n`` and ``\\r`` end a line; ``newline=""`` keeps the
 endings for :mod:`csv`). A byte-order mark anywhere but at the very start is kept (it is then data).
 Layer 1: imports nothing from initlab.
@@ -20,18 +24,42 @@ Layer 1: imports nothing from initlab.
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = ["ENCODING", "TextDecodeError", "JSONFileError", "decode_text", "read_text", "read_json", "open_text",
-           "integer_field"]
+           "integer_field", "text_file", "GZIP_MAGIC"]
 
 #: the codec of every text file initlab reads: UTF-8 with an optional leading byte-order mark.
 ENCODING = "utf-8-sig"
 
 _OTHER_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
                (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+#: the first two bytes of every gzip file (RFC 1952)
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def text_file(path: str | Path) -> Path:
+    """``path``, or ``path`` + ``.gz`` when only that exists (a folder reader's file lookup); ``path`` when neither
+    does, so a not-found error names the file the layout expects."""
+    path = Path(path)
+    if not path.exists():
+        gz = path.with_name(path.name + ".gz")
+        if gz.is_file():
+            return gz
+    return path
+
+
+def _gunzip(data: bytes, source: str) -> bytes:
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError; a truncated stream an EOFError
+        raise TextDecodeError(f"{source}: starts like a gzip file but could not be decompressed ({err or 'truncated'})"
+                              ) from None
 
 
 class TextDecodeError(ValueError):
@@ -46,17 +74,18 @@ def _other_bom(head: bytes, source: str) -> TextDecodeError | None:
     return None
 
 
-def _decode_error(source: str, data: bytes, err: UnicodeDecodeError, base_offset: int = 0, base_line: int = 1) -> TextDecodeError:
+def _decode_error(source: str, data: bytes, err: UnicodeDecodeError, base_offset: int = 0, base_line: int = 1,
+                  note: str = "") -> TextDecodeError:
     start = err.start
     line = base_line + data.count(b"\n", 0, start)
     bad = data[start:start + 1].hex()
-    return TextDecodeError(f"{source}:{line}: not UTF-8 text (byte 0x{bad} at byte offset {base_offset + start}: "
+    return TextDecodeError(f"{source}:{line}: not UTF-8 text (byte 0x{bad} at byte offset {base_offset + start}{note}: "
                            f"{err.reason}); initlab reads text files as UTF-8: convert the file, e.g. "
                            f"'iconv -f <its encoding> -t UTF-8'")
 
 
 def decode_text(data: bytes, source: str | Path) -> str:
-    """``data`` decoded as UTF-8, a leading byte-order mark dropped.
+    """``data`` decoded as UTF-8, a leading byte-order mark dropped; gzip-compressed ``data`` is decompressed first.
 
     Args:
         data: the raw bytes of a file (or of a packaged resource).
@@ -66,6 +95,11 @@ def decode_text(data: bytes, source: str | Path) -> str:
             or starts with a UTF-16/UTF-32 byte-order mark.
     """
     source = str(source)
+    if data.startswith(GZIP_MAGIC):
+        data = _gunzip(data, source)
+        source_note = " (of the decompressed gzip content)"
+    else:
+        source_note = ""
     other = _other_bom(data[:4], source)
     if other is not None:
         raise other
@@ -74,7 +108,7 @@ def decode_text(data: bytes, source: str | Path) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise _decode_error(source, body, err, base_offset=shift) from None
+        raise _decode_error(source, body, err, base_offset=shift, note=source_note) from None
 
 
 def read_text(path: str | Path) -> str:
@@ -181,10 +215,23 @@ class open_text:
     def __init__(self, path: str | Path, *, newline: str | None = None):
         self.path = Path(path)
         with open(self.path, "rb") as raw:
-            other = _other_bom(raw.read(4), str(self.path))
+            self.gzipped = raw.read(2) == GZIP_MAGIC
+        with self._open_binary() as raw:
+            try:
+                head = raw.read(4)
+            except (OSError, EOFError) as err:
+                raise TextDecodeError(f"{self.path}: starts like a gzip file but could not be decompressed "
+                                      f"({err or 'truncated'})") from None
+            other = _other_bom(head, str(self.path))
         if other is not None:
             raise other
-        self._fh = open(self.path, encoding=ENCODING, errors="strict", newline=newline)
+        if self.gzipped:
+            self._fh = gzip.open(self.path, "rt", encoding=ENCODING, errors="strict", newline=newline)
+        else:
+            self._fh = open(self.path, encoding=ENCODING, errors="strict", newline=newline)
+
+    def _open_binary(self):
+        return gzip.open(self.path, "rb") if self.gzipped else open(self.path, "rb")
 
     def __enter__(self) -> "open_text":
         return self
@@ -203,24 +250,30 @@ class open_text:
             return next(self._fh)
         except UnicodeDecodeError:
             raise self._locate() from None
+        except (OSError, EOFError) as err:  # a corrupt or truncated gzip stream
+            raise TextDecodeError(f"{self.path}: gzip file could not be decompressed ({err or 'truncated'})") from None
 
     def read(self) -> str:
         try:
             return self._fh.read()
         except UnicodeDecodeError:
             raise self._locate() from None
+        except (OSError, EOFError) as err:
+            raise TextDecodeError(f"{self.path}: gzip file could not be decompressed ({err or 'truncated'})") from None
 
     def _locate(self) -> TextDecodeError:
         """Find the first undecodable line by reading the file again in binary (error path only)."""
         offset = 0
-        with open(self.path, "rb") as raw:
+        note = " (of the decompressed gzip content)" if self.gzipped else ""
+        with self._open_binary() as raw:
             for lineno, line in enumerate(raw, 1):  # b"\n" never occurs inside a UTF-8 multi-byte sequence
                 chunk = line[3:] if lineno == 1 and line.startswith(codecs.BOM_UTF8) else line
                 try:
                     chunk.decode("utf-8")
                 except UnicodeDecodeError as err:
                     shift = len(line) - len(chunk)
-                    return _decode_error(str(self.path), chunk, err, base_offset=offset + shift, base_line=lineno)
+                    return _decode_error(str(self.path), chunk, err, base_offset=offset + shift, base_line=lineno,
+                                         note=note)
                 offset += len(line)
         # an incomplete multi-byte sequence at the very end of the file
         return TextDecodeError(f"{self.path}: not UTF-8 text (truncated multi-byte sequence at the end); "

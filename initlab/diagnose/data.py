@@ -12,6 +12,9 @@ Formats, by file suffix:
 * ``.npy``: an integer array ``(N, T)`` of token ids (no tokenizer needed); negative ids mark padding (right
   padding; any id after the first negative one is padding too); no labels.
 
+A gzip-compressed file is read decompressed (:mod:`initlab.textio`); its format is the suffix before ``.gz``
+(``data.jsonl.gz`` is JSONL).
+
 Labels are one class per value (:func:`label_classes`): in ``.jsonl`` the numbers ``0`` and ``0.0`` are one class
 (``"0"``), a string, a number and a bool are values of different types and a file mixing them is refused naming the
 first row whose type differs from the first row's; in ``.tsv`` a column whose values are all numbers is read as
@@ -126,6 +129,8 @@ def read_sequences(path: str | Path, *, labels: str | None = None, text_field: s
     """
     path = Path(path)
     suffix = path.suffix.lower()
+    if suffix == ".gz":  # read decompressed by initlab.textio; the format is the suffix before .gz
+        suffix = Path(path.stem).suffix.lower()
     if suffix == ".npy":
         if labels is not None:
             raise _labels_missing(path, labels, ".npy")

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from initlab.nn.encoder import ModelConfig, SequenceTransformer
 from initlab.textio import decode_text
 
-__all__ = ["Backend", "load_backend", "backend_from_model", "capture_scores", "INITLAB_PRESETS", "BUILTIN_CONFIGS", "builtin_config"]
+__all__ = ["Backend", "load_backend", "backend_from_model", "choose_mask_id", "capture_scores", "INITLAB_PRESETS", "BUILTIN_CONFIGS", "builtin_config"]
 
 #: initlab's own encoders by name: the synthetic SPT experiment's model (d 32, 1 head, d_ff 64, pre-norm with
 #: residual, FFN, LayerNorm) at depth 1, 2, 4, and its attention-only variant (the theorem's setting + residual)
@@ -99,7 +99,7 @@ class Backend:
     family: str
     vocab_size: int
     pad_id: int
-    mask_id: int
+    mask_id: int | None
     max_len: int
     n_layers: int
     n_heads: int
@@ -174,9 +174,8 @@ def _hf_backend(model, tokenizer, name: str, notes: list[str]) -> Backend:
     mask = getattr(tokenizer, "mask_token_id", None) if tokenizer is not None else None
     if mask is None:
         mask = get("mask_token_id", default=None)
-    if mask is None:
-        mask = 103 if family in ("bert", "distilbert") and cfg.vocab_size > 103 else (4 if cfg.vocab_size > 4 else 0)
-        notes.append(f"no tokenizer or mask token: masked positions use id {mask}")
+    # no mask token: left None; the diagnosis masks with an id no sequence of the data uses (fresh weights) or
+    # refuses (pretrained weights: every id is a word), :func:`choose_mask_id`; never an ordinary word's id
     cls = getattr(tokenizer, "cls_token_id", None) if tokenizer is not None else get("cls_token_id", "bos_token_id")
     max_len = get("max_position_embeddings", default=512)
     if family == "roberta":
@@ -185,7 +184,8 @@ def _hf_backend(model, tokenizer, name: str, notes: list[str]) -> Backend:
     heads = get("num_attention_heads", "n_heads")
     d = get("hidden_size", "dim")
     model.config._attn_implementation = "eager"
-    return Backend("hf", model, name, family, int(cfg.vocab_size), int(pad), int(mask), int(max_len), int(layers),
+    return Backend("hf", model, name, family, int(cfg.vocab_size), int(pad), None if mask is None else int(mask),
+                   int(max_len), int(layers),
                    int(heads), int(d), tokenizer, cls, notes)
 
 
@@ -345,6 +345,32 @@ def _from_hf_dict(raw: dict[str, Any], name: str, seed: int, notes: list[str]) -
         raise ValueError(f"MODEL {name}: not a known Hugging Face model_type {kind!r} ({err})") from None
     notes.append("no tokenizer: data must be token ids (.npy)")
     return _hf_from_config(config, name, None, seed, notes)
+
+
+def choose_mask_id(backend: Backend, ids: list, *, pretrained: bool) -> None:
+    """Set ``backend.mask_id`` when the model has no mask token (``None``): the largest id below the vocabulary size
+    that no sequence of ``ids`` uses (and that is not the pad or CLS id), noted in ``backend.notes``. With fresh
+    weights such an id is a dedicated mask token (its embedding is as random as ``[MASK]``'s); a pretrained model has
+    none (every id is a learned word), so masked reconstruction is refused there rather than done with a word.
+
+    Raises:
+        ValueError: ``pretrained`` and no mask token (naming the model and the fix), or every id used.
+    """
+    if backend.mask_id is not None:
+        return
+    if pretrained:
+        raise ValueError(f"MODEL {backend.name}: its tokenizer has no mask token (and its config no mask_token_id), so "
+                         "masked reconstruction would replace tokens with an ordinary word of a pretrained model; give the "
+                         "tokenizer its mask token (tokenizer.mask_token = '[MASK]', then save it), or diagnose fresh "
+                         "weights (without --pretrained)")
+    used = {int(t) for s in ids for t in s} | {backend.pad_id} | ({backend.cls_id} if backend.cls_id is not None else set())
+    free = next((i for i in range(backend.vocab_size - 1, -1, -1) if i not in used), None)
+    if free is None:
+        raise ValueError(f"MODEL {backend.name}: no mask token, and the data uses every id of its {backend.vocab_size}-id "
+                         "vocabulary, so none is free to mask with; use a tokenizer with a mask token")
+    backend.mask_id = free
+    backend.notes.append(f"no mask token: masked positions use id {free}, which no sequence of the data uses (with fresh "
+                         "weights an unused id is a dedicated mask token)")
 
 
 def backend_from_model(model: SequenceTransformer, name: str, mask_id: int = 1) -> Backend:

@@ -12,7 +12,7 @@ import torch
 
 from initlab.diagnose.data import encode_all, make_batch, read_sequences, word_ids
 from initlab.diagnose.measure import measure
-from initlab.diagnose.models import load_backend
+from initlab.diagnose.models import choose_mask_id, load_backend
 from initlab.diagnose.probes import bag_of_tokens_probe, spt_probe
 from initlab.diagnose.verdict import MAX_ENTROPY_GAP, MIN_BLIND_SHARE, predict
 from initlab.runs import atomic_write_bytes
@@ -30,6 +30,9 @@ def diagnose_loaded(backend, ids: list, labels: list[str] | None, *, pooling: st
     ``measure`` (:func:`initlab.diagnose.measure.measure`), ``bag`` (or None), ``prediction``
     (:func:`initlab.diagnose.verdict.predict`), ``spt_probe`` (or None), ``notes``, ``seconds``.
     """
+    if backend.mask_id is None:
+        raise ValueError(f"MODEL {backend.name}: no mask id to mask with; set backend.mask_id, or call "
+                         "initlab.diagnose.models.choose_mask_id first")
     t0 = time.perf_counter()
     batch = make_batch(ids, labels, pad_id=backend.pad_id, n=batch_size, seed=seed)
     m = measure(backend, batch, pooling=pooling, seed=seed, micro=micro)
@@ -84,6 +87,7 @@ def diagnose(model: str, data: str | Path, *, pooling: str = "mean", labels: str
     short = [i for i, s in enumerate(ids[:batch_size]) if len(s) < 2]
     if short:
         raise ValueError(f"--data {data}: sequence {short[0] + 1} has fewer than 2 tokens after tokenisation")
+    choose_mask_id(backend, ids, pretrained=pretrained)  # no mask token: an unused id, or refused when pretrained
     out = diagnose_loaded(backend, ids, seqs.labels[:n_use] if seqs.labels else None, pooling=pooling,
                           batch_size=batch_size, spt_steps=spt_steps, seed=seed, micro=micro)
     out.update(data=str(data), format=seqs.fmt, pretrained=pretrained, seed=seed)

@@ -153,6 +153,33 @@ def check_vocab(model: Any, tokenizer: Any) -> dict[str, int]:
     return {"tokenizer": len(tokenizer), "rows": V, "reached_rows": reached, "unreached_rows": V - reached}
 
 
+def check_pad_token(tokenizer: Any, what: str, *, config: Any = None, folder: Any = None) -> None:
+    """Refuse a tokenizer without a pad token: texts of different lengths cannot be batched with it (transformers'
+    own error names no checkpoint, and it comes only at the first batch, after a run has written its folder).
+
+    Args:
+        what: names the checkpoint in the error (``"MODEL PATH"``, ``"backbone PATH"``).
+        config: the model's config; its ``pad_token_id`` names the token to set.
+        folder: where to save the fixed tokenizer (named in the fix).
+    Raises:
+        ValueError: one line naming the checkpoint and the fix (set the model's pad token and save the tokenizer).
+    """
+    if getattr(tokenizer, "pad_token", None) is not None and getattr(tokenizer, "pad_token_id", None) is not None:
+        return
+    pad_id = getattr(config, "pad_token_id", None) if config is not None else None
+    token = None
+    if pad_id is not None:
+        try:
+            token = tokenizer.convert_ids_to_tokens(int(pad_id))
+        except Exception:  # noqa: BLE001 -- an id the tokenizer does not know: name the id instead
+            token = None
+    name = repr(token) if token else "its padding token"
+    where = f" (its config.json pad_token_id {pad_id})" if pad_id is not None else ""
+    save = f"; tokenizer.save_pretrained({str(folder)!r})" if folder is not None else " and save the tokenizer again"
+    raise ValueError(f"{what}: its tokenizer has no pad token, so texts of different lengths cannot be batched; give it "
+                     f"the model's pad token{where}: tokenizer.pad_token = {name}{save}")
+
+
 def is_tied(model: Any) -> bool:
     """Whether ``W_head`` shares storage with the input embeddings (one tensor)."""
     w = head_projection(model)

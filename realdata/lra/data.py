@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from initlab.textio import decode_text, integer_field, open_text
+from initlab.textio import decode_text, integer_field, open_text, text_file
 from initlab.realdata.lra.splits import Split, TaskData, holdout, pair_split, split_from_sequences
 from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB, N_SPECIAL, encode_bytes, encode_listops, grayscale
 
@@ -60,6 +60,8 @@ TASK_CLASSES = {"listops": 10, "text": 2, "retrieval": 2, "image": 10, "pathfind
 
 
 def _need(path: Path, layout: str) -> Path:
+    """``path`` (or ``path.gz``, read decompressed by :mod:`initlab.textio`), or FileNotFoundError naming the layout."""
+    path = text_file(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: not found; expected layout: {layout}")
     return path

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from initlab.textio import open_text
+from initlab.textio import open_text, text_file
 
 from .evalset import SETS_HOLDING_QUERIES, RetrievalSet, put_unique, relevance_grade
 
@@ -32,6 +32,8 @@ BEIR_LAYOUT = ("BEIR layout: corpus.jsonl {\"_id\",\"title\",\"text\"}; queries.
 
 
 def _need(path: Path, layout: str) -> Path:
+    """``path`` (or ``path.gz``, read decompressed by :mod:`initlab.textio`), or FileNotFoundError naming the layout."""
+    path = text_file(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found (expected {layout})")
     return path

@@ -180,6 +180,7 @@ def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_c
     from sentence_transformers.sparse_encoder import SparseEncoder
 
     from initlab.mlmhead.checkpoint import check_checkpoint_weights
+    from initlab.mlmhead.heads import check_pad_token
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -190,8 +191,12 @@ def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_c
         raise ValueError(f"{folder}: holds pickle weights (*.bin/*.pt); only safetensors checkpoints are loaded")
     check_checkpoint_weights(_transformer_folder(folder), trust_remote_code=trust_remote_code,
                              what=f"checkpoint {folder}")  # sentence-transformers loads without a word on missing tensors
-    return SparseEncoder(str(folder), device=device, local_files_only=True, trust_remote_code=trust_remote_code,
-                         model_kwargs={"use_safetensors": True})
+    model = SparseEncoder(str(folder), device=device, local_files_only=True, trust_remote_code=trust_remote_code,
+                          model_kwargs={"use_safetensors": True})
+    mod = text_module(model)
+    if mod is not None:
+        check_pad_token(mod[0], f"checkpoint {folder}", config=model[0].auto_model.config, folder=folder)
+    return model
 
 
 def _transformer_folder(folder: Path) -> Path:
@@ -212,12 +217,25 @@ def check_backbone_checkpoint(backbone: str, *, trust_remote_code: bool = False)
     """Before a training run writes anything: the masked-LM ``backbone`` (folder or hub id) loads completely, with
     no tensor initialised at random (:func:`initlab.mlmhead.checkpoint.check_checkpoint_weights`: loaded once on
     the CPU in its stored dtype; sentence-transformers' ``Transformer`` module, which loads it for training, gives
-    no word when tensors are missing).
+    no word when tensors are missing), and its tokenizer can pad (:func:`initlab.mlmhead.heads.check_pad_token`).
 
     Raises:
         ValueError: one line naming the backbone, the tensors and the cause (a stale shard index, a tied checkpoint
-            under an untied config, a config that does not describe the weights, no MLM head).
+            under an untied config, a config that does not describe the weights, no MLM head), or a tokenizer
+            without a pad token and the fix.
     """
-    from initlab.mlmhead.checkpoint import check_checkpoint_weights
+    from transformers import AutoTokenizer
 
-    check_checkpoint_weights(backbone, trust_remote_code=trust_remote_code, what=f"backbone {backbone}")
+    from initlab.mlmhead.checkpoint import check_checkpoint_weights
+    from initlab.mlmhead.heads import check_pad_token
+
+    what = f"backbone {backbone}"
+    check_checkpoint_weights(backbone, trust_remote_code=trust_remote_code, what=what)
+    try:
+        tok = AutoTokenizer.from_pretrained(str(backbone), trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, TypeError) as err:
+        raise ValueError(f"{what}: no tokenizer could be loaded ({str(err).splitlines()[0] if str(err) else err!r})") from None
+    from transformers import AutoConfig
+
+    check_pad_token(tok, what, config=AutoConfig.from_pretrained(str(backbone), trust_remote_code=trust_remote_code),
+                    folder=backbone if Path(str(backbone)).is_dir() else None)

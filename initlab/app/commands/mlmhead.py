@@ -11,7 +11,7 @@ import torch
 
 from initlab.experiment.options import int_at_least
 from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
-from initlab.mlmhead.heads import K_ATTR, _check_k, family_of, head_projection, is_tied, rescale_mlm_head
+from initlab.mlmhead.heads import K_ATTR, _check_k, check_pad_token, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.lengths import fitting_default
 from initlab.mlmhead.report import format_inspect, inspect_model
 from initlab.mlmhead.tiny import _parse_texts, count_comments
@@ -52,6 +52,8 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
             texts = _parse_texts(raw, f"--texts {args.texts}", skip_comments=args.skip_comments)
             skipped = count_comments(raw) if args.skip_comments else 0
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
+        check_pad_token(tokenizer, f"MODEL {args.model}", config=model.config,
+                        folder=args.model if Path(args.model).is_dir() else None)
         max_length = args.max_length or fitting_default(DEFAULT_MAX_LENGTH, model, tokenizer)
         rep = inspect_model(model, tokenizer, texts, max_length=max_length, batch=args.batch,
                             collapse=detect_collapse)
