@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import math
@@ -49,6 +50,10 @@ __all__ = [
     "OutputPathError",
     "check_input_path",
     "InputPathError",
+    "WriteError",
+    "disk_cause",
+    "write_error",
+    "check_writable",
     "unreadable_file",
     "file_where_folder_expected",
     "folder_where_file_expected",
@@ -238,29 +243,125 @@ def _normal_write_mode(path: Path) -> int:
         return 0o666 & ~_current_umask()
 
 
+class WriteError(OSError):
+    """Writing an output failed because the disk refused it (full, read-only, over quota, no permission).
+
+    The message is one line, ``"PATH: cannot write (CAUSE)"`` (the commands print it and exit 2); ``errno`` is the
+    underlying error number. An ``OSError``, so code catching the raw error keeps working.
+    """
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message)
+        self.errno = code
+
+
+#: error numbers of a write the disk refused, and their wording in messages
+DISK_ERRNOS: dict[int, str] = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EFBIG: "file too large",
+}
+#: how libraries that do not raise ``OSError`` word the same causes (safetensors' and torch's writers)
+_DISK_WORDS = (("no space left on device", errno.ENOSPC), ("os error 28", errno.ENOSPC),
+               ("disk quota exceeded", errno.EDQUOT), ("os error 122", errno.EDQUOT),
+               ("read-only file system", errno.EROFS), ("os error 30", errno.EROFS),
+               ("permission denied", errno.EACCES), ("os error 13", errno.EACCES))
+
+
+def disk_cause(err: BaseException) -> tuple[str, int] | None:
+    """``(wording, errno)`` when ``err`` says the disk refused a write (:data:`DISK_ERRNOS`: an ``OSError`` with that
+    number, or another library's error naming the cause), else None."""
+    for e in (err, err.__cause__, err.__context__):
+        if isinstance(e, OSError) and e.errno in DISK_ERRNOS:
+            return DISK_ERRNOS[e.errno], e.errno
+    text = str(err).lower()
+    for words, code in _DISK_WORDS:
+        if words in text:
+            return DISK_ERRNOS[code], code
+    return None
+
+
+def write_error(err: BaseException, what: str | Path) -> WriteError | None:
+    """The one-line :class:`WriteError` ``"WHAT: cannot write (CAUSE)"`` for ``err`` when the disk refused a write
+    (:func:`disk_cause`), else None; raise it ``from err``."""
+    if isinstance(err, WriteError):
+        return err
+    cause = disk_cause(err)
+    if cause is None:
+        return None
+    return WriteError(f"{what}: cannot write ({cause[0]})", cause[1])
+
+
+def _nearest_folder(path: Path) -> Path:
+    """``path`` if it is a folder, else its nearest existing ancestor folder."""
+    for p in (path, *path.parents):
+        if p.is_dir():
+            return p
+    return Path(".")
+
+
+def check_writable(path: str | Path, *, flag: str, kind: str = "folder") -> None:
+    """Check that the output ``path`` can be written, before any work starts, by writing and removing a one-byte
+    probe file (``.initlab-write-probe-*``) in the folder that will hold it: ``path`` itself for an existing
+    folder, else its nearest existing ancestor (the folder a run creates its folders in), or the parent of a file.
+
+    Raises:
+        WriteError: ``"FLAG PATH: cannot write in FOLDER (CAUSE)"`` (read-only file system, no space left on device,
+            disk quota exceeded, permission denied).
+    """
+    path = Path(path)
+    folder = _nearest_folder(path if kind == "folder" else (path.parent if str(path.parent) else Path(".")))
+    try:
+        if shutil.disk_usage(folder).free == 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(folder))
+        fd, probe = tempfile.mkstemp(prefix=".initlab-write-probe-", dir=folder)
+        try:
+            os.write(fd, b"x")
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as err:
+        cause = disk_cause(err)
+        why = cause[0] if cause else (err.strerror or str(err)).lower()
+        raise WriteError(f"{flag} {path}: cannot write in {folder} ({why})", err.errno) from None
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file + ``os.replace``); parents are created.
 
     The file gets the permissions a normal write would give (those of the file it replaces, else
     ``0o666`` minus the umask), not the 0600 of a private temporary file.
+
+    Raises:
+        WriteError: the disk refused the write (full, read-only, ...): one line naming ``path`` and the cause; no
+            temporary file is left.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = _normal_write_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _normal_write_mode(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+            os.fchmod(fd, mode)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+    except OSError as err:
+        wrapped = write_error(err, path)
+        if wrapped is None:
+            raise
+        raise wrapped from err
     return path
 
 
@@ -358,6 +459,7 @@ class RunDir:
     Raises:
         RunExistsError: see above.
         OutputPathError: ``root`` exists and is a file (also a ``NotADirectoryError``).
+        WriteError: the folder cannot be created or moved aside (read-only file system, full disk, ...).
     """
 
     def __init__(self, root: str | Path, *, overwrite: bool = False, resume: bool = True, config: Any = None,
@@ -373,11 +475,17 @@ class RunDir:
                 f"{self.root} already holds {what}; choose another --out or pass --overwrite "
                 "(the old folder is then moved aside, not deleted)"
             )
-        if (finished or nonempty) and overwrite:
-            aside = self.root.with_name(f"{self.root.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
-            shutil.move(str(self.root), str(aside))
-        self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "cells").mkdir(exist_ok=True)
+        try:
+            if (finished or nonempty) and overwrite:
+                aside = self.root.with_name(f"{self.root.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
+                shutil.move(str(self.root), str(aside))
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / "cells").mkdir(exist_ok=True)
+        except OSError as err:
+            wrapped = write_error(err, self.root)
+            if wrapped is None:
+                raise
+            raise wrapped from err
         self.config_record: dict[str, Any] | None = None
         if config is not None:
             self.bind_config(config, config_name)
@@ -403,7 +511,13 @@ class RunDir:
     # -- files -------------------------------------------------------------------------------
     def path(self, *parts: str) -> Path:
         p = self.root.joinpath(*parts)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            wrapped = write_error(err, p.parent)
+            if wrapped is None:
+                raise
+            raise wrapped from err
         return p
 
     def write_config(self, cfg: Any, name: str = "config.json") -> Path:
@@ -574,12 +688,15 @@ def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder
       folders are created when the run starts; a finished run in it (``DONE``) is refused unless
       ``overwrite``, which moves the old folder aside (:class:`RunDir`).
 
+    * Both: the folder that will hold the output is checked writable (:func:`check_writable`: a probe file).
+
     Returns ``Path(path)`` (None for None).
 
     Raises:
         OutputPathError: a folder where a file is expected, a file where a folder is expected, or a
             missing parent folder of a file.
         RunExistsError: the file exists, or the folder holds a finished run, and not ``overwrite``.
+        WriteError: the output cannot be written there (read-only file system, full disk, no permission).
         ValueError: unknown ``kind``.
     """
     if path is None:
@@ -605,6 +722,7 @@ def check_output_path(path: str | Path | None, *, flag: str, kind: str = "folder
                                  "--overwrite (the old folder is then moved aside, not deleted)")
     else:
         raise ValueError(f"kind: expected 'file' or 'folder', got {kind!r}")
+    check_writable(path, flag=flag, kind=kind)  # a read-only or full disk: refused now, not after hours of work
     return path
 
 

@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"initlab {__version__}")
         return 0
-    from initlab.runs import InputPathError, NonFiniteError, OutputPathError, RunExistsError
+    from initlab.runs import InputPathError, NonFiniteError, OutputPathError, RunExistsError, write_error
 
     warnings.formatwarning = _one_line_warning  # a run's warnings read as messages, not source excerpts
     target, rest, prog = _resolve(argv)
@@ -93,6 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (RunExistsError, OutputPathError, InputPathError) as err:  # the path rules (docs/conventions.md)
         print(f"initlab {prog}: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # a write the disk refused (full, read-only): one line naming the path, exit 2
+        wrapped = write_error(err, getattr(err, "filename", None) or "an output file")
+        if wrapped is None:
+            raise
+        print(f"initlab {prog}: error: {wrapped}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         # Ctrl-C: no traceback. Finished cells and checkpoints are kept; the same command resumes.

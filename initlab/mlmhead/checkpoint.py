@@ -13,7 +13,7 @@ import torch
 
 from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, RESIZE_FIX, check_vocab, family_of, is_tied
 from initlab.mlmhead.precision import dtype_kwargs, stored_dtype
-from initlab.runs import file_where_folder_expected, unreadable_file
+from initlab.runs import file_where_folder_expected, unreadable_file, write_error
 
 #: what loading a corrupt weights file raises: safetensors' own error; torch's unpickling, zip and EOF errors;
 #: transformers' OSError ("Unable to load weights from pytorch checkpoint file")
@@ -235,10 +235,13 @@ def _mismatch_error(src: str, config: Any, trust_remote_code: bool) -> ValueErro
 
 
 def _check_out(out: Path, overwrite: bool) -> None:
+    from initlab.runs import check_writable
+
     if out.exists() and not out.is_dir():
         raise FileExistsError(file_where_folder_expected(out, "--out"))
     if out.exists() and any(out.iterdir()) and not overwrite:
         raise FileExistsError(f"--out {out}: folder exists and is not empty; choose another --out or pass --overwrite")
+    check_writable(out, flag="--out", kind="folder")  # a read-only or full disk: refused before loading anything
 
 
 def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: bool = False) -> dict[str, Any]:
@@ -255,14 +258,18 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
     Raises:
         FileExistsError: ``out`` is non-empty (or a file) and not ``overwrite``.
         RuntimeError: the reload check failed (nothing is left at ``out``).
+        initlab.runs.WriteError: the disk refused a write (full, read-only): nothing is left at ``out``.
     """
     import transformers
 
     _quiet_transformers()
     out = Path(out)
     _check_out(out, overwrite)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    except OSError as err:
+        raise (write_error(err, f"--out {out}") or err) from err
     try:
         from initlab.runs import _current_umask
 
@@ -302,7 +309,10 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
                 return {"out": str(out), "tied": tied_new, "k": k_new, "max_abs_logit_diff": diff,
                         "moved_aside": str(aside)}
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        wrapped = write_error(err, f"--out {out}") if isinstance(err, Exception) else None
+        if wrapped is None:
+            raise
+        raise wrapped from err
     return {"out": str(out), "tied": tied_new, "k": k_new, "max_abs_logit_diff": diff}
