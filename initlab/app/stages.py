@@ -31,7 +31,8 @@ from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splad
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
 from initlab.executor import check_scheduler, default_workers, format_seconds, measure_speed, run_cells, track_reports
-from initlab.runs import ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, revive_nonfinite, torch_threads
+from initlab.runs import (ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, holds_run_folder,
+                          revive_nonfinite, torch_threads)
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.textio import read_json, read_text
@@ -65,6 +66,7 @@ def finished_summary(out_dir: Path, preset: str, overwrite: bool) -> str | None:
     return read_text(out_dir / "summary.md")
 
 
+@holds_run_folder("out_dir")
 def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Callable[..., str], **kwargs: Any) -> str:
     """The saved summary of a finished stage folder (see :func:`finished_summary`), else
     ``body(out_dir, preset, overwrite, **kwargs)``.
@@ -360,6 +362,7 @@ def relink(md: str, stage: str) -> str:
     return _NAMED_FILE.sub(lambda m: f"`{stage}/{m.group(1)}`", md)
 
 
+@holds_run_folder("out")
 def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False,
                   *, workers: int | None = None, scheduler: str | None = None, speed: float | None = None) -> Path:
     """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path.

@@ -13,7 +13,7 @@ import torch
 
 from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, RESIZE_FIX, check_vocab, family_of, is_tied
 from initlab.mlmhead.precision import dtype_kwargs, stored_dtype
-from initlab.runs import file_where_folder_expected, unreadable_file, write_error
+from initlab.runs import file_where_folder_expected, holds_run_folder, unreadable_file, write_error
 
 #: what loading a corrupt weights file raises: safetensors' own error; torch's unpickling, zip and EOF errors;
 #: transformers' OSError ("Unable to load weights from pytorch checkpoint file")
@@ -244,6 +244,7 @@ def _check_out(out: Path, overwrite: bool) -> None:
     check_writable(out, flag="--out", kind="folder")  # a read-only or full disk: refused before loading anything
 
 
+@holds_run_folder("out")
 def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: bool = False) -> dict[str, Any]:
     """Save ``model`` and ``tokenizer`` to ``out`` atomically and check the saved copy.
 

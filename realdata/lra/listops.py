@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
-from initlab.runs import atomic_write_text
+from initlab.runs import atomic_write_text, holds_run_folder
 
 __all__ = ["ListOpsGenConfig", "OPERATORS", "generate_tree", "tree_to_string", "tree_value", "generate_examples", "write_listops_tsv"]
 
@@ -137,6 +137,7 @@ def generate_examples(cfg: ListOpsGenConfig) -> dict[str, list[tuple[str, int]]]
     }
 
 
+@holds_run_folder("out_dir")
 def write_listops_tsv(out_dir: str | Path, cfg: ListOpsGenConfig, overwrite: bool = False) -> dict[str, Path]:
     """Generate and write ``basic_{train,val,test}.tsv`` (header ``Source\\tTarget``) atomically.
 

@@ -30,7 +30,7 @@ from typing import Sequence
 from initlab.config import derive, from_dict, to_dict
 from initlab.executor import Cell, Progress, check_scheduler, run_cells
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
-from initlab.runs import NonFiniteError, RunDir, check_same_record, revive_nonfinite
+from initlab.runs import NonFiniteError, RunDir, check_same_record, holds_run_folder, revive_nonfinite
 from initlab.textio import read_json
 
 __all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "plan", "cell_pretrain", "cell_finetune"]
@@ -82,6 +82,7 @@ def pretrain_key(cfg: LRAConfig) -> str:
     return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
 
 
+@holds_run_folder("out")
 def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[int] = (0,), *, overwrite: bool = False,
               progress: bool = True, figure: bool = True, workers: int | None = 1, scheduler: str | None = None) -> list[dict]:
     """Run (or resume) the sweep; returns the result rows (see module doc). A finished sweep with the same

@@ -47,7 +47,8 @@ from initlab.realdata.lra.runtime import (SplitMismatchError, _restore_last, _sa
                                           check_spt_split, finished_results, load_data, load_spt_checkpoint, load_weights,
                                           lr_schedule, make_accelerator, open_run, read_run_config, recorded_split,
                                           save_weights, single_inputs, split_metadata, spt_view, task_vocab)
-from initlab.runs import ConfigMismatchError, LossGuard, NonFiniteError, RunDir, atomic_write_bytes, rank_seed
+from initlab.runs import (ConfigMismatchError, LossGuard, NonFiniteError, RunDir, atomic_write_bytes, holds_run_folder,
+                          rank_seed)
 
 __all__ = ["load_data", "build_model", "pretrain", "finetune", "make_accelerator",
            "save_weights", "load_weights", "ConfigMismatchError", "NonFiniteError", "epochs_since_gain",
@@ -124,6 +125,7 @@ def _spt_save_epoch(run: RunDir, model, opt, sched, val: float, best: float, epo
     return best
 
 
+@holds_run_folder("out")
 def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milestones: Sequence[int] = (),
              progress: bool = True, reuse_finished: bool = False, report: Any = None, verbose: bool = True) -> dict:
     """Self-pretrain and return the results dict (also written to ``out/results.json``). See module doc.
@@ -279,6 +281,7 @@ def _finetune_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_state: dict 
     return run, data, model, copied, frozen, params, opt, sched, spe
 
 
+@holds_run_folder("out")
 def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None, *, overwrite: bool = False,
              progress: bool = True, reuse_finished: bool = False, report: Any = None, verbose: bool = True) -> dict:
     """Fine-tune on labels; returns the results dict (``test_acc`` at the best validation epoch).

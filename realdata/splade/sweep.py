@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.executor import Cell, Progress, check_scheduler, run_cells
-from initlab.runs import RunDir, check_same_record
+from initlab.runs import RunDir, check_same_record, holds_run_folder
 from initlab.textio import open_text, read_json
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
@@ -49,6 +49,7 @@ def resolve_eval_sets(cfg: SpladeTrainConfig, extra: Sequence[str] = ()) -> list
     return list(dict.fromkeys(names))
 
 
+@holds_run_folder("out")
 def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | Path, *, data_root: str = "",
                     top_k: int = 1000, batch_size: int = 128, overwrite: bool = False, trust_remote_code: bool = False,
                     meta: dict | None = None, approx: bool = False, mark_done: bool = True) -> dict[str, Any]:
@@ -146,6 +147,7 @@ def check_checkpoint_vocab(model, model_dir: str | Path) -> None:
         raise ValueError(f"{model_dir}: {err}") from None
 
 
+@holds_run_folder("out")
 def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
     """Train ``cfg`` into ``out`` then evaluate it; returns the flat cell result (also in ``out/results.json``).
 
@@ -207,6 +209,7 @@ def cell_train_eval(root: str, name: str, args: dict, progress: Progress) -> dic
     return run_cell(cfg, out, progress=args.get("progress", False))
 
 
+@holds_run_folder("out")
 def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[str] = tuple(BACKBONES),
               ks: Sequence[float] = K_VALUES, overwrite: bool = False, progress: bool = True, workers: int | None = 1,
               scheduler: str | None = None) -> list[dict[str, Any]]:

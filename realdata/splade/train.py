@@ -36,7 +36,7 @@ from initlab.config import to_dict
 from initlab.executor import is_terminal
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import (LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json,
-                          check_input_path, check_same_record, rank_seed)
+                          check_input_path, check_same_record, holds_run_folder, rank_seed)
 from initlab.textio import read_json
 
 from .config import SpladeTrainConfig
@@ -188,6 +188,7 @@ def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
+@holds_run_folder("out")
 def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False, progress: bool = True,
                  reuse_finished: bool = False) -> dict[str, Any]:
     """Train the cell ``cfg`` into ``out`` (resumable from the Trainer's checkpoints under ``out/checkpoints``).

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import torch
 
 from initlab.nn.attention_metrics import proximity_mass, relative_position_score
-from initlab.runs import RunDir, atomic_write_bytes, atomic_write_json
+from initlab.runs import RunDir, atomic_write_bytes, atomic_write_json, holds_run_folder
 from initlab.synthetic.diagnose.settings import BUDGET, SEEDS, SETTINGS, Budget, Setting, setting_data, setting_model
 from initlab.synthetic.spt.tasks import MASK_ID
 from initlab.synthetic.spt.training import Checkpoint, finetune, pretrain
@@ -94,6 +94,7 @@ def run_arm(root: Path, s: Setting, seed: int, arm: str, b: Budget = BUDGET, log
     return rec
 
 
+@holds_run_folder("root")
 def run_all(root: str | Path, seeds: Sequence[int] = SEEDS, settings: Sequence[str] | None = None,
             b: Budget = BUDGET, log=print) -> list[dict[str, Any]]:
     """Every arm of every setting, seed-major; resumes a folder that holds the same configuration."""

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from initlab.config import to_dict
 from initlab.executor import estimate, remaining_cells, run_cells
-from initlab.runs import RunDir, atomic_write_json, atomic_write_text
+from initlab.runs import RunDir, atomic_write_json, atomic_write_text, holds_run_folder
 from initlab.synthetic.spt.config import SPTConfig
 from initlab.synthetic.spt.plan import plan
 from initlab.synthetic.spt.report import report_markdown, summarize, verdicts
@@ -41,6 +41,7 @@ def _write_outputs(cfg: SPTConfig, rd: RunDir, results: dict[str, Any], prefix: 
     return summ, report_markdown(cfg, summ)
 
 
+@holds_run_folder("out")
 def run(
     cfg: SPTConfig, out: str | Path, overwrite: bool = False, progress: bool = True,
     draw: Callable[[Path], list[Path]] | None = None, workers: int | None = None, scheduler: str | None = None,
@@ -85,6 +86,7 @@ def expected_seconds(cfg: SPTConfig, out: str | Path | None, workers: int, speed
     return estimate(cells, workers, speed=speed, startup=WORKER_START_SECONDS)
 
 
+@holds_run_folder("out")
 def partial_report(cfg: SPTConfig, out: str | Path) -> str:
     """The report of an unfinished run from the cells finished so far (``report_partial.md`` and
     ``partial/metrics.json``; no ``DONE``). Claims whose conditions are missing read *not run*; the report

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from initlab.config import from_dict, to_dict
 from initlab.executor import Cell, Progress, run_cells
-from initlab.runs import RunDir, atomic_write_text
+from initlab.runs import RunDir, atomic_write_text, holds_run_folder
 from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
                                                  bm25_key, config_record, pretrain_key, train_key)
 from initlab.textio import read_text
@@ -192,6 +192,7 @@ def id_rows(r: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"]) for x in r]
 
 
+@holds_run_folder("out")
 def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: bool = True,
             overwrite: bool = False, scheduler: str | None = None) -> RunDir:
     """Run (or resume) ``cfg`` into ``out``; writes ``results.json`` and ``summary.md`` from the cells, then ``DONE``.

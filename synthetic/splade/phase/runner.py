@@ -44,7 +44,7 @@ from typing import Any, Callable, Mapping
 
 from initlab.config import from_dict, to_dict
 from initlab.executor import Cell, Progress, check_scheduler, estimate, remaining_cells, run_cells
-from initlab.runs import RunDir, cell_file
+from initlab.runs import RunDir, cell_file, holds_run_folder
 from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
 from initlab.synthetic.splade.phase.config import (PRESETS, CellSpec, PhaseConfig, backbone_for, cell_key, cell_spec, inspect_name,
@@ -139,6 +139,7 @@ def expected_seconds(out_dir: str | Path, cfg: PhaseConfig, workers: int) -> tup
     return estimate(remaining_cells(out_dir, plan(cfg)), workers, startup=WORKER_START_SECONDS)
 
 
+@holds_run_folder("out")
 def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bool = True,
               draw: Callable[[Path], Any] | None = None, workers: int | None = None,
               scheduler: str | None = None) -> RunDir:
