@@ -30,7 +30,8 @@ from typing import Any, Callable, Sequence
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_phase_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import to_dict
-from initlab.executor import check_scheduler, default_workers, format_seconds, measure_speed, run_cells, track_reports
+from initlab.executor import (check_scheduler, default_workers, format_seconds, measure_speed, probe_scheduler, run_cells,
+                              track_reports)
 from initlab.runs import (ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, holds_run_folder,
                           revive_nonfinite, torch_threads)
 from initlab.synthetic import spt as synthetic_spt
@@ -391,6 +392,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
         raise ValueError(f"--workers: expected >= 1, got {workers}")
     if scheduler is not None:
         check_scheduler(scheduler)
+        probe_scheduler(scheduler)  # one line, before the report folder is made
     cores = workers or default_workers()
     out = Path(out)
     sections = [

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Sequence
 
-from initlab.executor.cluster import run_dask
+from initlab.executor.cluster import SCHEDULER_TIMEOUT, SchedulerUnreachableError, probe_scheduler, run_dask
 from initlab.executor.core import (LOG_INTERVAL, REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, _TRACKERS,
                                    _Bar, _check_scheduler, _dependency_order, check_scheduler, default_workers, estimate,
                                    format_seconds, is_terminal, measure_speed, progress_bar, remaining_cells,
@@ -20,7 +20,8 @@ from initlab.executor.core import (LOG_INTERVAL, REFERENCE_SPEED_SECONDS, Cell, 
 from initlab.executor.local import gpu_count, run_inline, run_pool
 from initlab.runs import RunDir
 
-__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells",
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "probe_scheduler",
+           "SchedulerUnreachableError", "SCHEDULER_TIMEOUT", "estimate", "remaining_cells",
            "run_cells", "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports",
            "progress_bar", "is_terminal", "LOG_INTERVAL"]
 

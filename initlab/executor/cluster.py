@@ -1,11 +1,19 @@
 """The Dask bridge: run cells on a Dask distributed cluster (``tcp://host:8786``) or an in-process
 ``LocalCluster`` (``local:N``); progress events travel over a Dask topic. The run folder must be on a filesystem
-every Dask worker sees under the same path (docs/cluster.md)."""
+every Dask worker sees under the same path (docs/cluster.md).
+
+A scheduler address is checked to answer (:func:`probe_scheduler`) before a run makes its folder: within
+:data:`SCHEDULER_TIMEOUT` seconds, a Dask scheduler must accept a TCP connection and complete Dask's handshake;
+otherwise one line says what answered instead (nothing: connection refused; a server that does not speak Dask's
+protocol: the dashboard's HTTP port, 8787 by default, is not the scheduler's, 8786 by default)."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import queue
+import socket
 import time
 import uuid
 from typing import Any, Sequence
@@ -13,7 +21,80 @@ from typing import Any, Sequence
 from initlab.executor.core import (Cell, ExecutionReport, Progress, _Bar, _dependency_order, _execute, _take,
                                    sigint_ignored_in_children, worker_setup)
 
-__all__ = ["run_dask"]
+__all__ = ["run_dask", "probe_scheduler", "SchedulerUnreachableError", "SCHEDULER_TIMEOUT"]
+
+#: seconds within which a Dask scheduler must answer (TCP connection and Dask's handshake) before a run starts
+SCHEDULER_TIMEOUT = 10.0
+
+
+class SchedulerUnreachableError(ValueError):
+    """No Dask scheduler answered at the ``--scheduler`` address (one line: the address and what answered)."""
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of a ``tcp://host:port`` or ``host:port`` address, None for other schemes."""
+    rest = address.split("://", 1)[1] if "://" in address else address
+    if "://" in address and not address.startswith("tcp://"):
+        return None
+    host, _, port = rest.rpartition(":")
+    host = host.strip("[]")
+    try:
+        return host, int(port.split("/")[0])
+    except ValueError:
+        return None
+
+
+async def _handshake(address: str, timeout: float) -> None:
+    from distributed.comm import connect
+
+    comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)  # the read of the handshake has no
+    await comm.close()                                                        # timeout of its own: wait_for bounds it
+
+
+def probe_scheduler(address: str | None, timeout: float | None = None) -> None:
+    """Check that a Dask scheduler answers at ``address`` within ``timeout`` seconds (default
+    :data:`SCHEDULER_TIMEOUT`); ``None`` and ``local:N`` (an in-process cluster) pass. Contacts the address, writes
+    nothing.
+
+    Raises:
+        SchedulerUnreachableError: ``"--scheduler ADDRESS: no Dask scheduler answered at ADDRESS ..."`` with what was
+            found: the connection refused (nothing listens there), no answer within the timeout, an unknown host, or a
+            server that accepted the connection but did not complete Dask's handshake (an HTTP port such as the
+            dashboard's).
+        ImportError: dask distributed is not installed (``pip install 'initlab[cluster]'``).
+    """
+    if address is None or address.startswith("local:"):
+        return
+    timeout = SCHEDULER_TIMEOUT if timeout is None else float(timeout)
+    try:
+        import distributed  # noqa: F401
+    except ImportError as err:
+        raise ImportError(f"--scheduler {address}: needs dask distributed; install it with "
+                          "pip install 'initlab[cluster]' (or pip install 'dask[distributed]')") from err
+    head = f"--scheduler {address}: no Dask scheduler answered at {address}"
+    hp = _host_port(address)
+    if hp is not None:  # the TCP connection first: a refused or unknown address is said at once
+        try:
+            with socket.create_connection(hp, timeout=timeout):
+                pass
+        except ConnectionRefusedError:
+            raise SchedulerUnreachableError(f"{head} (connection refused: nothing listens on port {hp[1]}; a Dask "
+                                            "scheduler listens on 8786 by default)") from None
+        except socket.gaierror as err:
+            raise SchedulerUnreachableError(f"{head} (unknown host {hp[0]!r}: {err.strerror})") from None
+        except (TimeoutError, socket.timeout):
+            raise SchedulerUnreachableError(f"{head} within {timeout:g} s (no answer to the TCP connection: a "
+                                            "firewall, or a host that is down)") from None
+        except OSError as err:
+            raise SchedulerUnreachableError(f"{head} ({err.strerror or err})") from None
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a fresh event loop, whatever runs in this thread
+        try:
+            pool.submit(asyncio.run, _handshake(address, timeout)).result()
+        except (asyncio.TimeoutError, OSError, ValueError) as err:
+            raise SchedulerUnreachableError(
+                f"{head} within {timeout:g} s (a server accepted the connection but did not complete Dask's handshake: "
+                "the dashboard port, 8787 by default, is not the scheduler's, 8786 by default; "
+                f"{type(err).__name__})") from None
 
 
 def _dask_execute(root, name, fn, args, key, topic) -> dict[str, Any]:
@@ -35,7 +116,8 @@ def _dask_client(scheduler: str):
             cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                                dashboard_address=None, silence_logs=logging.ERROR)
         return distributed.Client(cluster), cluster
-    return distributed.Client(scheduler, timeout="30s"), None
+    probe_scheduler(scheduler)  # one line within SCHEDULER_TIMEOUT, never a hang on a port that is not Dask's
+    return distributed.Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"), None
 
 
 def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: _Bar, rep: ExecutionReport, on_error: str) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.config import derive, from_dict, to_dict
-from initlab.executor import Cell, Progress, check_scheduler, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
 from initlab.runs import NonFiniteError, RunDir, check_same_record, holds_run_folder, revive_nonfinite
 from initlab.textio import read_json
@@ -94,6 +94,7 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     """
     if scheduler is not None:
         check_scheduler(scheduler)  # before anything is written
+        probe_scheduler(scheduler)
     meta = {"kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
     if not overwrite:  # another ablation/seeds/config in `out`: ConfigMismatchError naming the keys, nothing written
         check_same_record(Path(out) / "config.json", meta, what="sweep config")

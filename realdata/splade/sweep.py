@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from initlab.executor import Cell, Progress, check_scheduler, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
 from initlab.runs import RunDir, check_same_record, holds_run_folder
 from initlab.textio import open_text, read_json
 
@@ -233,6 +233,7 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
     cells = [cell_config(base, b, k) for b in backbones for k in ks]  # validates (remote code, k) before writing
     if scheduler is not None:
         check_scheduler(scheduler)
+        probe_scheduler(scheduler)  # one line, before the sweep's folder is made
     if not resolve_eval_sets(base):
         raise ValueError("the sweep's config has no evaluation sets; set eval_sets, beir or nanobeir")
     run = RunDir(out, overwrite=overwrite, config=base)

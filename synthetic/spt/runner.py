@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from initlab.config import to_dict
-from initlab.executor import estimate, remaining_cells, run_cells
+from initlab.executor import check_scheduler, estimate, probe_scheduler, remaining_cells, run_cells
 from initlab.runs import RunDir, atomic_write_json, atomic_write_text, holds_run_folder
 from initlab.synthetic.spt.config import SPTConfig
 from initlab.synthetic.spt.plan import plan
@@ -61,6 +61,9 @@ def run(
     if workers is not None and workers < 1:
         raise ValueError(f"workers (--workers): expected an int >= 1, got {workers}")
     t0 = time.perf_counter()
+    if scheduler is not None:
+        check_scheduler(scheduler)
+        probe_scheduler(scheduler)  # one line, before the run folder is made
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     cells = plan(cfg)
     run_cells(rd, cells, workers=workers, scheduler=scheduler, progress=progress, desc="synthetic SPT (epochs)",

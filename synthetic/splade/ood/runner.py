@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.config import from_dict, to_dict
-from initlab.executor import Cell, Progress, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
 from initlab.runs import RunDir, atomic_write_text, holds_run_folder
 from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
                                                  bm25_key, config_record, pretrain_key, train_key)
@@ -203,6 +203,9 @@ def run_ood(out: Path, cfg: OODConfig, workers: int | None = None, progress: boo
         initlab.runs.RunExistsError / ConfigMismatchError: as :class:`initlab.runs.RunDir`.
     """
     check_config(cfg)
+    if scheduler is not None:
+        check_scheduler(scheduler)
+        probe_scheduler(scheduler)  # one line, before the run folder is made
     rd = RunDir(out, overwrite=overwrite, resume=True, config=config_record(cfg))
     t0 = time.perf_counter()
     run_cells(rd, plan(cfg), workers=workers, scheduler=scheduler, progress=progress, desc="OOD synthetic SPLADE",

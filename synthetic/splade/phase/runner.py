@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from initlab.config import from_dict, to_dict
-from initlab.executor import Cell, Progress, check_scheduler, estimate, remaining_cells, run_cells
+from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, estimate, remaining_cells, run_cells
 from initlab.runs import RunDir, cell_file, holds_run_folder
 from initlab.textio import read_json
 from initlab.synthetic.splade.phase.cell import inspect_cell, pretrain_family, run_phase_cell
@@ -165,6 +165,7 @@ def run_phase(out: Path, cfg: PhaseConfig, overwrite: bool = False, progress: bo
         raise ValueError(f"workers (--workers): expected >= 1, got {workers}")
     if scheduler is not None:
         check_scheduler(scheduler)  # before the run folder is made
+        probe_scheduler(scheduler)
     rd = RunDir(out, overwrite=overwrite, resume=True, config=cfg)
     points = grid(cfg)
     t0 = time.perf_counter()

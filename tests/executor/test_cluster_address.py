@@ -1,0 +1,106 @@
+"""A wrong Dask address (``--scheduler``) is one line within the stated timeout, exit 2, and nothing created: an HTTP
+port (the dashboard's kind) hung with no output, a closed port ended in a traceback after 30 s, and both had made
+the run folder first. The HTTP server is bound by the test itself on port 0 (no race); the closed port is a socket
+bound but not listening (kept open, so the port cannot be reused meanwhile)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import io
+import socket
+import threading
+
+import pytest
+
+from initlab.app import cli
+from initlab.executor import cluster
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # the server's own request log is not the command's output
+        pass
+
+
+@contextlib.contextmanager
+def http_port():
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Quiet)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def closed_port():
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))  # bound, never listening: a connection is refused
+    try:
+        yield s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def _run(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main(argv)
+        except SystemExit as e:
+            rc = e.code
+    return int(rc or 0), out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def short_timeout(monkeypatch):
+    monkeypatch.setattr(cluster, "SCHEDULER_TIMEOUT", 3.0, raising=False)  # the stated timeout (10 s by default), shortened
+
+
+COMMANDS = {
+    "synthetic spt": ["synthetic", "spt", "--preset", "quick", "--no-progress"],
+    "synthetic splade": ["synthetic", "splade", "--preset", "quick", "--no-progress"],
+    "reproduce": ["reproduce", "--preset", "quick", "--only", "theory"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_an_http_port_is_named_as_not_the_scheduler_and_nothing_is_created(name, tmp_path):
+    out = tmp_path / "run"
+    with http_port() as port:
+        rc, _, err = _run(COMMANDS[name] + ["--scheduler", f"tcp://127.0.0.1:{port}", "--out", str(out)])
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"no Dask scheduler answered at tcp://127.0.0.1:{port}" in lines[0] and "dashboard" in lines[0]
+    assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_closed_port_is_one_line_and_nothing_is_created(tmp_path):
+    out = tmp_path / "run"
+    with closed_port() as port:
+        rc, _, err = _run(["synthetic", "spt", "--preset", "quick", "--no-progress", "--scheduler",
+                           f"tcp://127.0.0.1:{port}", "--out", str(out)])
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"no Dask scheduler answered at tcp://127.0.0.1:{port}" in lines[0] and "refused" in lines[0]
+    assert not out.exists()
+
+
+def test_library_sweeps_refuse_a_wrong_address_before_making_their_folder(tmp_path):
+    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.sweep import run_sweep
+
+    with http_port() as port:
+        with pytest.raises(ValueError, match="no Dask scheduler answered"):
+            run_sweep("spt-epochs", TOY, tmp_path / "sw", progress=False, scheduler=f"tcp://127.0.0.1:{port}")
+    assert not (tmp_path / "sw").exists()
+
+
+def test_a_real_scheduler_answers():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as lc:
+        cluster.probe_scheduler(lc.scheduler_address)  # no error
+    cluster.probe_scheduler("local:2")  # an in-process cluster: nothing to contact
+
