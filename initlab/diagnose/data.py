@@ -241,15 +241,15 @@ class Batch:
     classes: list[str]
 
 
-def encode_all(seqs: Sequences, backend: Any, max_length: int) -> list[np.ndarray]:
+def encode_all(seqs: Sequences, backend: Any, max_length: int | None) -> list[np.ndarray]:
     """Token ids of every sequence (tokenised with the backend's tokenizer; ``.npy`` ids taken as they are),
-    each cut to ``max_length``.
+    each cut to ``max_length`` (None: not cut).
 
     Raises:
         ValueError: text data for a model without a tokenizer; ids outside the model's vocabulary.
     """
     if seqs.ids is not None:
-        out = [s[:max_length] for s in seqs.ids]
+        out = [s[:max_length] for s in seqs.ids]  # [:None] keeps every id
         hi = max(int(s.max()) for s in out)
         if hi >= backend.vocab_size:
             raise ValueError(f"--data: token id {hi} is outside the model's vocabulary [0, {backend.vocab_size})")
@@ -258,7 +258,7 @@ def encode_all(seqs: Sequences, backend: Any, max_length: int) -> list[np.ndarra
     if tok is None:
         raise ValueError(f"--data: MODEL {backend.name} has no tokenizer, so the data must be token ids in a .npy file "
                          "(or use a model folder that holds its tokenizer)")
-    enc = tok(seqs.texts, truncation=True, max_length=max_length, add_special_tokens=True)
+    enc = tok(seqs.texts, truncation=max_length is not None, max_length=max_length, add_special_tokens=True)
     return [np.asarray(x, dtype=np.int64) for x in enc["input_ids"]]
 
 

@@ -17,9 +17,14 @@ from initlab.diagnose.probes import bag_of_tokens_probe, spt_probe
 from initlab.diagnose.verdict import MAX_ENTROPY_GAP, MIN_BLIND_SHARE, predict
 from initlab.runs import atomic_write_bytes
 
-__all__ = ["diagnose", "diagnose_loaded", "format_report", "save_figure", "BAG_MAX_SEQUENCES"]
+__all__ = ["diagnose", "diagnose_loaded", "format_report", "save_figure", "BAG_MAX_SEQUENCES", "DEFAULT_MAX_LENGTH",
+           "DEFAULT_BATCH"]
 
 BAG_MAX_SEQUENCES = 2048
+#: ``diagnose``'s defaults: tokens per sequence (or the model's usable length when shorter) and sequences measured
+#: (or every sequence of a file that holds fewer)
+DEFAULT_MAX_LENGTH = 512
+DEFAULT_BATCH = 64
 
 
 def diagnose_loaded(backend, ids: list, labels: list[str] | None, *, pooling: str = "mean", batch_size: int = 64,
@@ -53,17 +58,29 @@ def diagnose_loaded(backend, ids: list, labels: list[str] | None, *, pooling: st
 
 
 def diagnose(model: str, data: str | Path, *, pooling: str = "mean", labels: str | None = None,
-             text_field: str | None = None, spt_steps: int = 0, pretrained: bool = False, batch_size: int = 64,
-             max_length: int = 512, seed: int = 0, micro: int = 8, skip_comments: bool = False) -> dict[str, Any]:
+             text_field: str | None = None, spt_steps: int = 0, pretrained: bool = False,
+             batch_size: int | None = None, max_length: int | None = None, seed: int = 0, micro: int = 8,
+             skip_comments: bool = False) -> dict[str, Any]:
     """Read ``data``, load ``model`` (fresh weights from ``seed`` unless ``pretrained``), and diagnose.
+
+    ``max_length``: tokens per sequence; None: :data:`DEFAULT_MAX_LENGTH`, or the model's usable length when that is
+    shorter. ``batch_size``: sequences measured (the first ones of the file); None: :data:`DEFAULT_BATCH`, or every
+    sequence when the file holds fewer. A value the caller sets is honoured or refused, never clamped; sequences
+    cut at the length are counted in a note.
 
     ``skip_comments``: a text-line file's lines starting with ``#`` are skipped (counted in a note); by default every
     non-blank line is a sequence.
 
     Raises:
-        ValueError / FileNotFoundError: bad data or model (one-line messages naming the argument).
+        ValueError / FileNotFoundError: bad data or model (one-line messages naming the argument); ``max_length``
+            beyond the model's usable length, ``batch_size`` beyond the sequences of ``data``.
     """
     seqs = read_sequences(data, labels=labels, text_field=text_field, skip_comments=skip_comments)
+    if batch_size is not None and batch_size > len(seqs):
+        raise ValueError(f"--batch {batch_size}: --data {data} holds {len(seqs)} sequences; choose at most {len(seqs)} "
+                         f"(or omit --batch: {DEFAULT_BATCH}, or every sequence when there are fewer)")
+    chosen_batch = batch_size is not None
+    batch_size = batch_size if chosen_batch else min(DEFAULT_BATCH, len(seqs))
     n_use = max(batch_size, BAG_MAX_SEQUENCES if labels is not None else batch_size)
     words = None
     if seqs.texts is not None and model.startswith("builtin:"):
@@ -83,7 +100,18 @@ def diagnose(model: str, data: str | Path, *, pooling: str = "mean", labels: str
     if words is not None:
         backend.notes.append(f"text tokenised into whitespace-separated words ({len(words)} distinct; ids from 2, "
                              "0 = padding, 1 = mask)")
-    ids = encode_all(seqs, backend, min(max_length, backend.max_len))
+    if max_length is not None and max_length > backend.max_len:
+        raise ValueError(f"--max-length {max_length}: MODEL {model} takes at most {backend.max_len} tokens per sequence "
+                         f"(its position table); choose at most {backend.max_len} (or omit --max-length)")
+    length = max_length if max_length is not None else min(DEFAULT_MAX_LENGTH, backend.max_len)
+    full = encode_all(seqs, backend, None)
+    ids = [s[:length] for s in full]
+    cut = sum(1 for s in full[:batch_size] if len(s) > length)
+    if cut:
+        backend.notes.append(f"{cut} of {min(batch_size, len(full))} sequences are longer than {length} tokens and were "
+                             f"cut to {length} (--max-length)")
+    if not chosen_batch:
+        backend.notes.append(f"measured on {batch_size} sequences (the first {batch_size} of the file; --batch sets it)")
     short = [i for i, s in enumerate(ids[:batch_size]) if len(s) < 2]
     if short:
         raise ValueError(f"--data {data}: sequence {short[0] + 1} has fewer than 2 tokens after tokenisation")

@@ -53,20 +53,24 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
             measured here (1 s) when ``progress``, else 1.
         startup: reference seconds a local worker needs to start (its imports): for the first estimate, and
             the cells run in this process when a pool would not finish sooner than one process.
-        gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``), and ``workers`` is
-            capped at the GPU count.
+        gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``); ``workers`` defaults to the GPU
+            count, and a larger ``workers`` is refused (never cut to it).
 
     Raises:
         ValueError: duplicate cell names, ``needs`` naming no cell (neither in ``cells`` nor finished),
-            a cycle, ``workers < 1``, a bad ``scheduler`` or ``on_error``.
+            a cycle, ``workers < 1`` (or more than the GPUs with ``gpus``), a bad ``scheduler`` or ``on_error``.
         KeyboardInterrupt: Ctrl-C; the bar is closed first, the workers are stopped, finished cells are kept.
         ImportError: ``scheduler`` given and dask distributed is not installed.
     """
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error: expected 'raise' or 'record', got {on_error!r}")
+    chosen = workers is not None
     workers = default_workers() if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers (--workers): expected >= 1, got {workers}")
+    if gpus and scheduler is None and chosen and workers > max(1, gpu_count()):
+        raise ValueError(f"workers (--workers) {workers}: this machine has {gpu_count()} GPU(s) and each local worker "
+                         f"takes one; choose at most {max(1, gpu_count())} (or omit --workers: one per GPU)")
     if scheduler is not None:
         _check_scheduler(scheduler)
     names = [c.name for c in cells]

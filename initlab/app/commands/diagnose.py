@@ -41,10 +41,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
                         help="text-line files (.txt): skip lines starting with '#' (they are counted in a note); by "
                              "default every non-blank line is a sequence")
     parser.add_argument("--pretrained", action="store_true", help="load MODEL's weights instead of a fresh initialisation")
-    parser.add_argument("--batch", type=int_at_least(2), default=64,
-                        help="sequences measured, an integer >= 2 (default 64; the first ones of the file)")
-    parser.add_argument("--max-length", type=int_at_least(2), default=512,
-                        help="tokens per sequence at most, an integer >= 2 (default 512, or the model's limit)")
+    parser.add_argument("--batch", type=int_at_least(2), default=None,
+                        help="sequences measured, the first ones of the file: an integer >= 2, at most the file's "
+                             "sequences (default 64, or every sequence when the file holds fewer)")
+    parser.add_argument("--max-length", type=int_at_least(2), default=None,
+                        help="tokens per sequence at most, an integer >= 2 within the model's usable length (default "
+                             "512, or the model's usable length when shorter); longer sequences are cut and counted")
     parser.add_argument("--seed", type=int_at_least(0), default=0, help="initialisation, dropout and mask seed (default 0)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the diagnosis as JSON")
     parser.add_argument("--figure", type=Path, default=None, metavar="PNG",
