@@ -26,7 +26,8 @@ from initlab.realdata.lra.splits import Split, TaskData, split_fingerprint, spli
 from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB
 from initlab.realdata.lra.listops import generate_examples, write_listops_tsv
 from initlab.realdata.lra.model import LRAModel, backbone_config
-from initlab.runs import RunDir, atomic_write_bytes, check_same_record, folder_where_file_expected, unreadable_file
+from initlab.runs import (RunDir, atomic_write_bytes, check_inputs, check_same_record, folder_where_file_expected,
+                          unreadable_file)
 from initlab.textio import read_json
 
 __all__ = ["task_vocab", "load_data", "build_model", "single_inputs", "batch_tensors", "make_accelerator", "spt_view",
@@ -261,26 +262,47 @@ def run_record(cfg: LRAConfig, kind: str) -> dict:
     return {"kind": kind, "config": to_dict(cfg)}
 
 
-def finished_results(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrite: bool) -> dict | None:
-    """Saved results of a finished run with the same config when ``reuse`` (sweeps), else None."""
+def run_inputs(cfg: LRAConfig, task: str, spt_ckpt: str | Path | None = None) -> dict[str, Path | None]:
+    """The input files of a run (:func:`initlab.runs.check_inputs`): the data folder of ``task`` (None when the
+    data are generated or downloaded) and the SPT checkpoint a fine-tuning starts from."""
+    data_dir = _data_dir(cfg, task)
+    return {"data": Path(data_dir) if data_dir else None,
+            "spt_checkpoint": Path(spt_ckpt) if spt_ckpt is not None else None}
+
+
+def finished_results(out: Path, cfg: LRAConfig, kind: str, reuse: bool, overwrite: bool,
+                     inputs: dict[str, Path | None] | None = None) -> dict | None:
+    """Saved results of a finished run with the same config and inputs when ``reuse`` (sweeps), else None.
+
+    Raises:
+        ConfigMismatchError: the folder holds another config, or was run on other inputs (``inputs``,
+            :func:`initlab.runs.check_inputs`).
+    """
     if reuse and not overwrite and (out / "DONE").exists():
         check_same_record(out / "config.json", run_record(cfg, kind))  # ConfigMismatchError naming the keys
+        check_inputs(out, inputs or {}, write=False)  # a reused result proves its data and checkpoint
         return read_json(out / "results.json")
     return None
 
 
 def open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str,
-             check: Callable[[TaskData], None] | None = None) -> tuple[RunDir, TaskData]:
+             check: Callable[[TaskData], None] | None = None,
+             inputs: dict[str, Path | None] | None = None) -> tuple[RunDir, TaskData]:
     """Open (or resume) the run folder and load ``task``'s data, in an order that writes nothing on bad input:
-    a finished run or a config mismatch is refused first, then the data are read (a missing or malformed file
-    raises here) and handed to ``check`` (which raises to refuse them), and only then is the folder created.
-    Generated ListOps is written into ``out/listops_data`` after the folder exists (an ``--overwrite`` moves
-    the old folder aside first); ``check`` sees it generated in memory, the same tensors the run reads back."""
+    a finished run or a config mismatch is refused first, then a resumed run's inputs are compared with those it
+    started on (``inputs``, :func:`initlab.runs.check_inputs`: the data files, the SPT checkpoint), then the data
+    are read (a missing or malformed file raises here) and handed to ``check`` (which raises to refuse them), and
+    only then is the folder created. The inputs and the fingerprint of the loaded splits are recorded in
+    ``inputs.json``. Generated ListOps is written into ``out/listops_data`` after the folder exists (an
+    ``--overwrite`` moves the old folder aside first); ``check`` sees it generated in memory, the same tensors the
+    run reads back."""
     out = Path(out)
+    inputs = dict(inputs if inputs is not None else run_inputs(cfg, task))
     if not overwrite and (out / "DONE").exists():
         RunDir(out, overwrite=False)  # raises RunExistsError naming the folder
     if not overwrite:
         check_same_record(out / "config.json", run_record(cfg, kind))  # ConfigMismatchError before any data is read
+        check_inputs(out, inputs, write=False)  # a resumed run: the files it started on, before any data is read
     generated = task == "listops" and _data_dir(cfg, task) is None
     data = None if generated else load_data(cfg, task)
     if check is not None:
@@ -292,4 +314,5 @@ def open_run(cfg: LRAConfig, out: Path, overwrite: bool, kind: str, task: str,
         if check is not None and split_fingerprint(data) != split_fingerprint(early):
             raise RuntimeError(f"{run.root / 'listops_data'}: the generated ListOps read back differs from the one "
                                "generated in memory")  # pragma: no cover - an invariant (tested)
+    check_inputs(run.root, {**inputs, "splits": split_fingerprint(data)})  # compared on resume, recorded when new
     return run, data

@@ -30,7 +30,8 @@ from typing import Sequence
 from initlab.config import derive, from_dict, to_dict
 from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
-from initlab.runs import NonFiniteError, RunDir, check_same_record, holds_run_folder, revive_nonfinite
+from initlab.realdata.lra.runtime import run_inputs
+from initlab.runs import NonFiniteError, RunDir, check_inputs, check_same_record, holds_run_folder, revive_nonfinite
 from initlab.textio import read_json
 
 __all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "plan", "cell_pretrain", "cell_finetune"]
@@ -96,13 +97,16 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
         check_scheduler(scheduler)  # before anything is written
         probe_scheduler(scheduler)
     meta = {"kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
+    conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]  # bad ablation: nothing written
+    inputs = sweep_inputs(base, conds)
     if not overwrite:  # another ablation/seeds/config in `out`: ConfigMismatchError naming the keys, nothing written
         check_same_record(Path(out) / "config.json", meta, what="sweep config")
+        check_inputs(out, inputs, write=False)  # finished cells are reused only on the data they were run on
     if (Path(out) / "DONE").exists() and not overwrite:  # finished with the same config: read back, never redone
         return [_revive(r) for r in read_json(Path(out) / "results.json")["rows"]]
-    conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]  # bad ablation: nothing written
     fresh = not Path(out).exists()
     run = RunDir(out, overwrite=overwrite, resume=True, config=meta)
+    check_inputs(run.root, inputs)
     try:
         rows = _run_cells(run, ablation, conds, progress, workers=workers, scheduler=scheduler)
     except (ValueError, TypeError, FileNotFoundError):
@@ -121,6 +125,20 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
         plot_sweep(rows, run.root / f"{ablation}.png", title=f"{base.task}: {ablation}")
     run.mark_done()
     return rows
+
+
+def sweep_inputs(base: LRAConfig, conds: Sequence[tuple]) -> dict[str, Path]:
+    """The data folders every condition of the sweep reads (its task's and, for cross-task SPT, the SPT task's),
+    fingerprinted at the sweep's root (:func:`initlab.runs.check_inputs`): the executor skips finished cells by
+    their keys, so the sweep itself proves its data unchanged."""
+    folders: dict[str, Path] = {}
+    for c in conds:
+        cfg = next((x for x in c if isinstance(x, LRAConfig)), base)
+        for task in (cfg.task, cfg.spt_task or cfg.task):
+            d = run_inputs(cfg, task)["data"]
+            if d is not None:
+                folders[f"data {task}"] = d.resolve()
+    return folders
 
 
 def _revive(row: dict) -> dict:

@@ -46,7 +46,7 @@ from initlab.realdata.lra.model import LRAModel
 from initlab.realdata.lra.runtime import (SplitMismatchError, _restore_last, _save_state, batch_tensors, build_model,
                                           check_spt_split, finished_results, load_data, load_spt_checkpoint, load_weights,
                                           lr_schedule, make_accelerator, open_run, read_run_config, recorded_split,
-                                          save_weights, single_inputs, split_metadata, spt_view, task_vocab)
+                                          run_inputs, save_weights, single_inputs, split_metadata, spt_view, task_vocab)
 from initlab.runs import (ConfigMismatchError, LossGuard, NonFiniteError, RunDir, atomic_write_bytes, holds_run_folder,
                           rank_seed)
 
@@ -148,7 +148,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     if task_vocab(spt_task) != task_vocab(cfg.task):
         raise ValueError(f"spt_task: {spt_task!r} inputs use a different vocabulary from {cfg.task!r}; choose a task "
                          f"with the same tokens (e.g. image <-> pathfinder, text <-> retrieval)")
-    done = finished_results(out, cfg, "pretrain", reuse_finished, overwrite)
+    done = finished_results(out, cfg, "pretrain", reuse_finished, overwrite, run_inputs(cfg, spt_task))
     if done is not None:
         if report is not None:  # finished earlier: resumed work, not speed
             report.start(done.get("epochs_run", cfg.spt_epochs), done.get("epochs_run", cfg.spt_epochs))
@@ -263,12 +263,14 @@ def _finetune_epoch(model, opt, sched, params, data: TaskData, cfg: LRAConfig, a
     return tot / max(cnt, 1)
 
 
-def _finetune_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_state: dict | None, accelerator, check=None):
+def _finetune_setup(cfg: LRAConfig, out: Path, overwrite: bool, spt_state: dict | None, accelerator, check=None,
+                    spt_ckpt: str | Path | None = None):
     """Run folder (main process), data, model (with SPT weights copied and groups frozen), optimizer and
     scheduler of a fine-tuning stage; also the copied and frozen parameter names and the steps per epoch.
     ``check(data)`` runs on the data before the folder is created (the SPT split check)."""
-    run, data = (open_run(cfg, out, overwrite, "finetune", cfg.task, check=check) if accelerator.is_main_process
-                 else (None, None))
+    inputs = run_inputs(cfg, cfg.task, spt_ckpt if cfg.init == "spt" else None)
+    run, data = (open_run(cfg, out, overwrite, "finetune", cfg.task, check=check, inputs=inputs)
+                 if accelerator.is_main_process else (None, None))
     accelerator.wait_for_everyone()
     if run is None:
         run = RunDir(out, resume=True)
@@ -305,7 +307,8 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         raise ValueError(f"epochs: fine-tuning needs at least 1 epoch, got {cfg.epochs}")
     if cfg.init == "spt" and spt_ckpt is None:
         raise ValueError("spt_ckpt: init='spt' needs an SPT checkpoint (.safetensors from initlab lra pretrain)")
-    done = finished_results(out, cfg, "finetune", reuse_finished, overwrite)
+    done = finished_results(out, cfg, "finetune", reuse_finished, overwrite,
+                            run_inputs(cfg, cfg.task, spt_ckpt if cfg.init == "spt" else None))
     if done is not None:
         if report is not None:  # finished earlier: resumed work, not speed
             report.start(done.get("epochs_run", cfg.epochs), done.get("epochs_run", cfg.epochs))
@@ -317,7 +320,7 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     accelerator = make_accelerator(cfg)
     main = accelerator.is_main_process
     run, data, model, copied, frozen, params, opt, sched, spe = _finetune_setup(cfg, out, overwrite, spt_state, accelerator,
-                                                                                check)
+                                                                                check, spt_ckpt)
     init_metrics = initial_attention_metrics(run, model, cfg, data.val) if main else None
     max_len = model.backbone.cfg.max_len
     history: list[dict] = []

@@ -62,6 +62,7 @@ __all__ = [
     "load_nanobeir",
     "load_eval_set",
     "check_eval_spec",
+    "local_set_files",
 ]
 MSMARCO_TRAIN_ID = "msmarco-passage/train/triples-small"
 MSMARCO_EVAL_IDS = {"msmarco-dev": "msmarco-passage/dev/small", "trec-dl-2019": "msmarco-passage/trec-dl-2019/judged"}
@@ -157,6 +158,32 @@ def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
         put_unique(qrels.setdefault(q, {}), str(r["corpus-id"]), relevance_grade(r.get("score", 1), where),
                    seen.setdefault(q, {}), where, f"judgement of query {q!r} for document")
     return RetrievalSet(name, corpus, queries, qrels, 1, source=src)
+
+
+def local_set_files(spec: str, *, data_root: str | Path | None = None) -> list[Path]:
+    """The local files :func:`load_eval_set` reads for ``spec`` (a ``.gz`` copy where the file itself is absent), or
+    ``[]`` for a source that is not a local folder (ir_datasets, the NanoBEIR dataset on Hugging Face): what a resumed
+    evaluation fingerprints (:func:`initlab.runs.check_inputs`)."""
+    from initlab.textio import text_file
+
+    root = Path(data_root) if data_root else None
+    folder, split, kind = None, None, None
+    if spec.startswith("msmarco:"):
+        parts = spec.split(":")
+        folder, split, kind = Path(parts[1]), parts[2] if len(parts) > 2 else "dev.small", "msmarco"
+    elif spec.startswith("beir:"):
+        folder, split, kind = Path(spec.split(":", 1)[1]), "test", "beir"
+    elif root is not None and spec.startswith("nano:"):
+        folder, split, kind = root / "nanobeir" / spec.split(":", 1)[1], "test", "beir"
+    elif root is not None and spec in MSMARCO_EVAL_IDS:
+        folder, split, kind = root / "msmarco", "dev.small" if spec == "msmarco-dev" else "dl19", "msmarco"
+    elif root is not None and spec in BEIR13:
+        folder, split, kind = root / "beir" / spec, "test", "beir"
+    if folder is None:
+        return []
+    names = (["collection.tsv", f"queries.{split}.tsv", f"qrels.{split}.tsv"] if kind == "msmarco" else
+             ["corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"])
+    return [text_file(folder / n) for n in names]
 
 
 def check_eval_spec(spec: str, *, data_root: str | Path | None = None) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
-from initlab.runs import RunDir, check_same_record, holds_run_folder
+from initlab.runs import INPUTS_FILE, RunDir, check_inputs, check_same_record, holds_run_folder
 from initlab.textio import open_text, read_json
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
@@ -69,6 +69,7 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
 
     for name in set_names:
         check_eval_spec(name, data_root=data_root or None)
+    inputs = eval_inputs(model_dir, set_names, data_root)
     model = load_splade(model_dir, trust_remote_code=trust_remote_code)  # fails before anything is written
     check_checkpoint_lengths(model, model_dir)
     check_checkpoint_vocab(model, model_dir)
@@ -80,7 +81,10 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     fresh = not out.exists()
     if not overwrite:
         check_same_record(out / "eval_key.json", key, what="evaluation (checkpoint, sets or settings)")
+        check_inputs(out, inputs, write=False)  # finished sets are reused only on the checkpoint and data they saw
+    had_inputs = (out / INPUTS_FILE).exists() and not overwrite
     run = RunDir(out, overwrite=overwrite, config=key, config_name="eval_key.json")
+    check_inputs(out, inputs)
     rows = []
     from initlab.executor import progress_bar
 
@@ -100,6 +104,8 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
                 shutil.rmtree(out, ignore_errors=True)
             else:
                 (out / "eval_key.json").unlink(missing_ok=True)
+                if not had_inputs:
+                    (out / INPUTS_FILE).unlink(missing_ok=True)
                 if (out / "cells").is_dir() and not any((out / "cells").iterdir()):
                     (out / "cells").rmdir()
         raise
@@ -110,6 +116,35 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     if mark_done:
         run.mark_done()
     return res
+
+
+def sweep_inputs(base: SpladeTrainConfig, cells: Sequence[SpladeTrainConfig]) -> dict[str, Path]:
+    """The inputs every cell of a sweep shares or reads (:func:`initlab.runs.check_inputs`): the training files,
+    each local backbone folder and the local files of the evaluation sets."""
+    from .data import local_set_files
+    from .train import training_inputs
+
+    inputs = {k: v for k, v in training_inputs(base).items() if k != "backbone" and v is not None}
+    for c in cells:
+        bb = training_inputs(c)["backbone"]
+        if bb is not None:
+            inputs[f"backbone {c.backbone}"] = bb
+    for name in resolve_eval_sets(base):
+        for p in local_set_files(name, data_root=base.data_root or None):
+            inputs[f"set {name}: {p.name}"] = p.resolve()
+    return inputs
+
+
+def eval_inputs(model_dir: str | Path, set_names: Sequence[str], data_root: str | Path | None) -> dict[str, Path]:
+    """The inputs of an evaluation (:func:`initlab.runs.check_inputs`): every file of the checkpoint folder (weights,
+    tokenizer, configs) and the local files of each set (:func:`.data.local_set_files`)."""
+    from .data import local_set_files
+
+    inputs: dict[str, Path] = {"checkpoint": Path(model_dir).resolve()}
+    for name in set_names:
+        for p in local_set_files(name, data_root=data_root or None):
+            inputs[f"set {name}: {p.name}"] = p.resolve()
+    return inputs
 
 
 def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -236,7 +271,11 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
         probe_scheduler(scheduler)  # one line, before the sweep's folder is made
     if not resolve_eval_sets(base):
         raise ValueError("the sweep's config has no evaluation sets; set eval_sets, beir or nanobeir")
+    inputs = sweep_inputs(base, cells)
+    if not overwrite:  # finished cells are skipped by their keys: the sweep proves the inputs they saw unchanged
+        check_inputs(out, inputs, write=False)
     run = RunDir(out, overwrite=overwrite, config=base)
+    check_inputs(run.root, inputs)
     gpus = torch.cuda.is_available()
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # under torchrun: every rank runs each cell, one after another
         workers, scheduler = 1, None

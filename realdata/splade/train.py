@@ -36,7 +36,7 @@ from initlab.config import to_dict
 from initlab.executor import is_terminal
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import (LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json,
-                          check_input_path, check_same_record, holds_run_folder, rank_seed)
+                          check_input_path, check_inputs, check_same_record, holds_run_folder, rank_seed)
 from initlab.textio import read_json
 
 from .config import SpladeTrainConfig
@@ -206,7 +206,8 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         ValueError: global batch not divisible by the number of processes; bad config values; a length
             beyond the backbone's positions; ``data_root`` set but not a folder.
         RunExistsError: ``out`` holds a finished training and neither ``overwrite`` nor ``reuse_finished``.
-        ConfigMismatchError: ``out`` holds a run of another config.
+        ConfigMismatchError: ``out`` holds a run of another config, or was started on other inputs (the training
+            files, a local backbone; :func:`training_inputs`).
         NonFiniteError: the loss or a gradient became NaN/inf (``out/failure.json`` records it).
     """
     from datasets import Dataset
@@ -226,6 +227,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     columns = load_training_triples(cfg)
     if rank == 0:
         RunDir(out, overwrite=overwrite, config=cfg)
+        check_inputs(out, training_inputs(cfg))  # recorded for a resume (compared above, before anything was read)
         (out / "failure.json").unlink(missing_ok=True)  # a resumed run starts without the old failure record
     backbone = cfg.backbone
     if cfg.tiny_model:
@@ -276,15 +278,28 @@ def training_truncation(model, columns: dict[str, list]) -> dict[str, Any] | Non
     return out
 
 
+def training_inputs(cfg: SpladeTrainConfig) -> dict[str, Path | None]:
+    """The input files of a training (:func:`initlab.runs.check_inputs`): the local training files (not an
+    ``ir_datasets:`` source) and a local backbone folder (its weights, tokenizer and config; not a hub id, not the
+    tiny in-process model, which is built from the training texts)."""
+    def local(value: str) -> Path | None:
+        return Path(value).resolve() if value and not value.startswith("ir_datasets:") and Path(value).is_file() else None
+
+    backbone = Path(cfg.backbone) if not cfg.tiny_model and Path(cfg.backbone).is_dir() else None
+    return {"train_source": local(cfg.train_source), "train_collection": local(cfg.train_collection),
+            "train_queries": local(cfg.train_queries), "backbone": backbone.resolve() if backbone else None}
+
+
 def _finished_training(cfg: SpladeTrainConfig, out: Path, overwrite: bool, reuse_finished: bool) -> dict[str, Any] | None:
     """The saved results of a finished training in ``out`` when ``reuse_finished``, else None (must train).
 
     Raises:
-        ConfigMismatchError: ``out`` holds a run of another config (unless ``overwrite``).
+        ConfigMismatchError: ``out`` holds a run of another config or other inputs (unless ``overwrite``).
         RunExistsError: ``out`` holds a finished training and neither ``overwrite`` nor ``reuse_finished``.
     """
-    if not overwrite:  # never resume or reuse a folder that holds another configuration
+    if not overwrite:  # never resume or reuse a folder that holds another configuration, or other inputs
         check_same_record(out / "config.json", to_dict(cfg), what="training config")
+        check_inputs(out, training_inputs(cfg), write=False)
     if (out / "train_results.json").exists() and (out / "model").is_dir() and not overwrite:
         if not reuse_finished:
             raise RunExistsError(f"{out}: already holds a finished training; choose another --out or pass --overwrite "
