@@ -2,6 +2,9 @@
 
 Formats, by file suffix:
 
+The suffix names the format; a file whose suffix names none of ``.npy``, ``.jsonl``, ``.tsv`` is recognised by its
+content (a NumPy header: ``.npy``; every non-blank line a JSON object: ``.jsonl``), else read as text lines.
+
 * ``.txt`` (or any other suffix): one text per line; blank lines skipped, every other line read (a line starting with
   ``#`` is a text too: a hashtag, a heading; ``skip_comments=True``, ``--skip-comments``, skips those and counts them);
   no labels.
@@ -117,6 +120,24 @@ def label_classes(values: Sequence[Any], wheres: Sequence[str], flag: str, *, fr
     return out
 
 
+def _sniff(path: Path, suffix: str) -> str:
+    """The format of a file whose suffix names none of ``.npy``/``.jsonl``/``.tsv``, from its content: a NumPy header
+    is ``.npy``, text whose every non-blank line is a JSON object is ``.jsonl``, anything else text lines."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(6) == b"\x93NUMPY":
+                return ".npy"
+        lines = [ln for ln in read_text(path).splitlines() if ln.strip()]
+    except (OSError, ValueError):
+        return suffix  # the reader of that suffix names the problem
+    try:
+        if lines and all(ln.lstrip().startswith("{") and isinstance(json.loads(ln), dict) for ln in lines):
+            return ".jsonl"
+    except json.JSONDecodeError:
+        pass
+    return suffix
+
+
 def read_sequences(path: str | Path, *, labels: str | None = None, text_field: str | None = None,
                    skip_comments: bool = False) -> Sequences:
     """Read ``path`` (format by suffix, module docstring; ``skip_comments``: text-line files skip lines starting
@@ -131,6 +152,8 @@ def read_sequences(path: str | Path, *, labels: str | None = None, text_field: s
     suffix = path.suffix.lower()
     if suffix == ".gz":  # read decompressed by initlab.textio; the format is the suffix before .gz
         suffix = Path(path.stem).suffix.lower()
+    if suffix not in (".npy", ".jsonl", ".tsv"):  # a name that claims no format: the data decide
+        suffix = _sniff(path, suffix)
     if suffix == ".npy":
         if labels is not None:
             raise _labels_missing(path, labels, ".npy")

@@ -17,28 +17,37 @@ def read_triples(path: str | Path, *, collection: str | Path | None = None, quer
 
     Either text triples (``triples.train.small.tsv``: ``query<TAB>positive<TAB>negative``) or id triples
     (``qidpidtriples.train.full.2.tsv``: ``qid<TAB>pos_pid<TAB>neg_pid``, resolved through ``collection``
-    and ``queries`` TSV files). The kind is detected from the first line (three integers = ids).
+    and ``queries`` TSV files). The data decide, not the ids' shape: with ``collection`` and ``queries`` every line
+    is an id triple (ids of any form: ``123``, ``msm-d4``) looked up in them, and a field that is not one of their
+    ids is refused naming the line; without them the lines are text triples, and a first line of three integers
+    (id triples whose files were not given) is refused.
     """
     path = Path(path)
     layout = "triples 'query<TAB>positive<TAB>negative' or 'qid<TAB>pos_pid<TAB>neg_pid'"
     rows = read_tsv(path, 3, "triple", layout)
     out: list[tuple[str, str, str]] = []
     docs = qs = None
+    if (collection is None) != (queries is None):
+        raise ValueError(f"{path}: id triples need both the collection and the queries TSV files "
+                         "(--train-collection collection.tsv --train-queries queries.train.tsv); text triples neither")
+    if collection is not None:
+        docs = read_id_text_tsv(collection, "pid<TAB>passage")
+        qs = read_id_text_tsv(queries, "qid<TAB>query")
     for lineno, row in enumerate(rows, 1):
         if limit is not None and len(out) >= limit:
             break
-        is_ids = all(c.strip().isdigit() for c in row)
-        if lineno == 1 and is_ids:
-            if collection is None or queries is None:
-                raise ValueError(f"{path}: id triples (qid pid pid) need the collection and queries TSV files "
-                                 "(--collection collection.tsv --queries queries.train.tsv)")
-            docs = read_id_text_tsv(collection, "pid<TAB>passage")
-            qs = read_id_text_tsv(queries, "qid<TAB>query")
+        if lineno == 1 and docs is None and all(c.strip().isdigit() for c in row):
+            raise ValueError(f"{path}: id triples (qid pid pid) need the collection and queries TSV files "
+                             "(--train-collection collection.tsv --train-queries queries.train.tsv)")
         if docs is not None:
-            try:
-                out.append((qs[row[0].strip()], docs[row[1].strip()], docs[row[2].strip()]))
-            except KeyError as err:
-                raise ValueError(f"{path}:{lineno}: id {err.args[0]} not found in {queries} / {collection}") from None
+            q, pos, neg = (c.strip() for c in row)
+            if q not in qs:
+                raise ValueError(f"{path}:{lineno}: id {q!r} not found in the queries {queries} (id triples: every "
+                                 "field an id of the queries or the collection)")
+            missing = next((d for d in (pos, neg) if d not in docs), None)
+            if missing is not None:
+                raise ValueError(f"{path}:{lineno}: id {missing!r} not found in the collection {collection}")
+            out.append((qs[q], docs[pos], docs[neg]))
         else:
             out.append((row[0], row[1], row[2]))
     if not out:

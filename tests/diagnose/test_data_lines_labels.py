@@ -63,3 +63,18 @@ def test_diagnose_cli_reads_hash_lines_and_says_what_it_skipped(tmp_path, capsys
     capsys.readouterr()
     assert cli.main(["diagnose", "initlab:spt", "--data", str(ids), "--batch", "6", "--skip-comments"]) == 0
     assert "6 lines starting with '#' skipped" in capsys.readouterr().out
+
+
+def test_the_format_is_read_from_the_data_not_only_the_file_name(tmp_path):
+    """A file of JSON objects named .txt was measured as text lines (each line's JSON syntax as the text), and
+    --labels refused; the data decide: every line a JSON object is JSONL, a NumPy header is an array."""
+    import numpy as np
+
+    p = tmp_path / "posts.txt"
+    p.write_text("".join(json.dumps({"text": f"post {i}", "y": i % 2}) + "\n" for i in range(4)))
+    s = read_sequences(p, labels="y")
+    assert s.fmt == "jsonl" and s.texts == ["post 0", "post 1", "post 2", "post 3"] and s.labels == ["0", "1", "0", "1"]
+    ids = tmp_path / "ids.bin"
+    with open(ids, "wb") as fh:
+        np.save(fh, np.array([[5, 6, 7], [8, 9, 10]]))
+    assert read_sequences(ids).fmt == "npy"

@@ -99,7 +99,7 @@ def test_malformed_triples(tmp_path):
     with pytest.raises(ValueError, match=r"triples\.tsv:1: expected 3 tab-separated columns"):
         triples.read_triples(p)
     p.write_text("3000\t0\t99\n")
-    with pytest.raises(ValueError, match="id 99 not found"):
+    with pytest.raises(ValueError, match="id '99' not found"):
         triples.read_triples(p, collection=FIX / "msmarco" / "collection.tsv", queries=FIX / "msmarco" / "queries.train.tsv")
 
 
