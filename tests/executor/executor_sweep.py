@@ -16,10 +16,13 @@ def epochs(root, name, args, progress):
     ckpt = Path(root) / "ckpt" / f"{name}.json"
     done = json.loads(ckpt.read_text())["epoch"] if ckpt.exists() else 0
     progress.start(done, args["epochs"])
+    hold = Path(root) / "HOLD"  # the SIGINT test: each cell waits after epoch 2 while this file exists
     for e in range(done, args["epochs"]):
         time.sleep(args.get("sleep", 0.2))
         atomic_write_json(ckpt, {"epoch": e + 1})
         progress.advance(1)
+        while e + 1 == 2 and hold.exists():  # mid-cell until interrupted: no race with the cell's end
+            time.sleep(0.05)
     return {"epochs": args["epochs"], "resumed_from": done, "pid": os.getpid()}
 
 

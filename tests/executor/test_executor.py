@@ -207,18 +207,22 @@ sys.exit(cli.main(["demosweep", sys.argv[1]]))
 
 def test_sigint_stops_cleanly_and_a_rerun_resumes(tmp_path, cells_importable):
     out = tmp_path / "run"
+    out.mkdir()
+    (out / "HOLD").write_text("")  # each cell waits after its epoch 2 until interrupted: no race with its end
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(out)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    deadline = time.monotonic() + 120
     ckpts = out / "ckpt"
-    while time.monotonic() < deadline and proc.poll() is None:  # wait until both workers are mid-cell
-        if ckpts.is_dir() and len(list(ckpts.glob("*.json"))) >= 2:
-            break
+
+    def held() -> int:
+        return sum(1 for p in ckpts.glob("*.json") if json.loads(p.read_text() or "{}").get("epoch") == 2)
+
+    deadline = time.monotonic() + 600  # a failsafe only: both workers reach their hold whatever the load
+    while time.monotonic() < deadline and proc.poll() is None and held() < 2:  # both workers mid-cell, held
         time.sleep(0.1)
-    assert proc.poll() is None, proc.communicate()
+    assert proc.poll() is None and held() == 2, proc.communicate()
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=600)  # a failsafe only
     assert proc.returncode == 130, stderr
     tail = stderr.rstrip().splitlines()[-1]
     assert tail == "initlab demosweep: interrupted; finished parts are kept, rerun the same command to resume", stderr
@@ -227,7 +231,8 @@ def test_sigint_stops_cleanly_and_a_rerun_resumes(tmp_path, cells_importable):
     assert "units" not in after_message  # no bar redrawn after the message
     done_epochs = {p.stem: json.loads(p.read_text())["epoch"] for p in ckpts.glob("*.json")}
     assert any(0 < e < 6 for e in done_epochs.values()), done_epochs
-    rerun = subprocess.run([sys.executable, "-c", DRIVER, str(out)], env=env, capture_output=True, text=True, timeout=180)
+    (out / "HOLD").unlink()
+    rerun = subprocess.run([sys.executable, "-c", DRIVER, str(out)], env=env, capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     for name, epochs in done_epochs.items():
         rec = json.loads((out / "cells" / f"{name}.json").read_text())

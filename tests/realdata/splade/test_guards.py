@@ -277,18 +277,14 @@ def test_ir_datasets_duplicates_are_refused(monkeypatch):
 def test_diverging_ddp_training_stops_every_process_at_the_same_step(tmp_path):
     # 2 gloo processes: the non-finite verdict is all-reduced, so no process hangs in the next all-reduce
     import os
-    import socket
     import subprocess
     import sys
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     out = tmp_path / "ddp_nan"
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     script = str(Path(__file__).with_name("splade_loss_injection.py"))  # NaN loss from step 3 on, every rank
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(port), script, "nan", "3", "splade", "train", "--out", str(out)] + QUICK + [
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
+           script, "nan", "3", "splade", "train", "--out", str(out)] + QUICK + [
            "--set", "save_steps=1"]
     proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[3], env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode != 0
@@ -301,19 +297,15 @@ def test_diverging_ddp_training_stops_every_process_at_the_same_step(tmp_path):
 def test_ddp_training_draws_its_own_dropout_masks_on_each_rank(tmp_path):
     # the Trainer seeds every process with the same seed; each rank must then draw its own dropout stream
     import os
-    import socket
     import subprocess
     import sys
 
     probes = []
     for run in ("a", "b"):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
         env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         script = str(Path(__file__).with_name("splade_loss_injection.py"))
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-               "--master_port", str(port), script, "probe", str(tmp_path / f"probe_{run}"), "splade", "train", "--out",
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
+               script, "probe", str(tmp_path / f"probe_{run}"), "splade", "train", "--out",
                str(tmp_path / run)] + QUICK + ["--set", "max_steps=1"]
         proc = subprocess.run(cmd, cwd=Path(__file__).resolve().parents[3], env=env, capture_output=True, text=True,
                               timeout=400)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import warnings
@@ -177,17 +176,11 @@ def test_global_flops_differs_from_mean_of_local_flops():
     assert glob == pytest.approx(0.5) and local != pytest.approx(glob)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_process_ddp_flops_term_equals_single_process(toy_run, tmp_path):
     out = tmp_path / "ddp"
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), "-m", "initlab.app.cli", "splade", "train", "--out", str(out)] + TRAIN_ARGS
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
+           "-m", "initlab.app.cli", "splade", "train", "--out", str(out)] + TRAIN_ARGS
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads((out / "train_results.json").read_text())["world_size"] == 2
@@ -267,8 +260,8 @@ def test_global_flops_gradient_under_ddp_equals_single_process(tmp_path):
     script = tmp_path / "ddp_grad.py"
     script.write_text(_DDP_GRAD_SCRIPT)
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(_free_port()), str(script), str(tmp_path / "grads.pt")]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--standalone",
+           str(script), str(tmp_path / "grads.pt")]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = torch.load(tmp_path / "grads.pt", weights_only=True)

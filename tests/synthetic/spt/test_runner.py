@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -124,16 +123,18 @@ def test_resume_under_changed_config_is_refused(tmp_path):
 SLOW = derive(TINY, seeds=(0,), n_train=256, finetune_max_epochs=12, finetune_patience=0, conditions=("scratch",))
 
 _CHILD = """
-import json, signal, sys, time
+import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a parent that ignores SIGINT (a background job) passes that on
 from initlab.config import from_dict
 from initlab.synthetic import spt
 from initlab.synthetic.spt import training
 _save = training.Checkpoint.save
-def _slow_save(self, state):  # 0.2 s after each epoch's checkpoint: the parent's SIGINT lands mid-run on any CPU
+def _save_then_wait(self, state):  # after epoch 3's checkpoint: say so, then wait, so the SIGINT lands mid-run
     _save(self, state)
-    time.sleep(0.2)
-training.Checkpoint.save = _slow_save
+    if self.path.name.startswith("ft_") and state["state"]["epoch"] == 3:
+        print("saved epoch 3", flush=True)
+        sys.stdin.readline()  # the parent's SIGINT interrupts this wait (no timing: a handshake)
+training.Checkpoint.save = _save_then_wait
 cfg = from_dict(spt.SPTConfig, json.loads(sys.argv[2]))
 try:
     spt.run(cfg, sys.argv[1], progress=False, workers=1)
@@ -149,27 +150,19 @@ def test_a_real_sigint_loses_at_most_one_epoch_and_resumes_bit_identically(tmp_p
     spt.run(SLOW, ref, progress=False, workers=1)
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(out), json.dumps(to_dict(SLOW))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     resume = out / "resume" / "ft_scratch__seed0.pt"
-    deadline = time.time() + 120
     import torch
 
-    while time.time() < deadline:  # wait until the fine-tuning cell has saved a few epochs
-        if resume.exists():
-            try:
-                if torch.load(resume, weights_only=False)["state"]["epoch"] >= 3:
-                    break
-            except Exception:  # noqa: BLE001 -- a file replaced under us: read it again
-                pass
-        time.sleep(0.05)
-    else:
+    line = proc.stdout.readline()  # blocks until the child has saved epoch 3 (or ended)
+    if line.strip() != "saved epoch 3":
         proc.kill()
-        pytest.fail("the child never saved three epochs")
+        pytest.fail(f"the child ended before saving epoch 3: {proc.stderr.read()[-2000:]}")
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(60) == 130, proc.stderr.read().decode()[-2000:]
+    assert proc.wait(600) == 130, proc.stderr.read()[-2000:]
     assert not (out / "DONE").exists() and not (out / "cells" / "ft_scratch__seed0.json").exists()
-    at_interrupt = torch.load(resume, weights_only=False)["state"]["epoch"]
-    assert at_interrupt >= 3
+    at_interrupt = torch.load(resume, weights_only=True)["state"]["epoch"]
+    assert at_interrupt == 3
     spt.run(SLOW, out, progress=False, workers=1)
     resumed = json.loads((out / "cells" / "ft_scratch__seed0.json").read_text())
     assert resumed["epochs_run"] == 12
