@@ -97,12 +97,23 @@ def condition_color(name: str) -> str:
 
 def legend_below(target: Any, handles: Sequence[Any] | None = None, ncol: int = 3, offset: float = -0.16,
                  **kw: Any) -> Any:
-    """A legend centred under the axes ``target`` (outside the data area); returns it."""
+    """A legend centred under the axes ``target`` (outside the data area); returns it, or None when nothing is
+    labelled."""
     kw.setdefault("fontsize", 8)
     kw.setdefault("frameon", False)
     if handles is not None:
         kw["handles"] = list(handles)
+    elif not has_labelled_artists(target):  # nothing to name: no empty legend, no matplotlib warning
+        return None
     return target.legend(loc="upper center", bbox_to_anchor=(0.5, offset), ncol=ncol, **kw)
+
+
+def has_labelled_artists(target: Any) -> bool:
+    """Whether ``target`` (axes or figure) holds an artist with a legend label, i.e. whether a legend would show
+    anything (matplotlib warns "No artists with labels found to put in legend" otherwise)."""
+    axes = getattr(target, "axes", None)
+    axes = axes if isinstance(axes, list) else [target]
+    return any(h for ax in axes for h in [ax.get_legend_handles_labels()[0]])
 
 
 def plain_log_ticks(ax: Any, which: str = "both") -> None:

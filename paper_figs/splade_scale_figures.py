@@ -69,7 +69,8 @@ def plot_nanobeir_vs_flops(summary_json: str | Path, out_png: str | Path) -> Pat
     """NanoBEIR mean nDCG@10 (y) against mean FLOPS (x, log scale), one line per backbone over k.
 
     Each point is labelled with its k, placed so that labels overlap neither markers nor each other; the
-    legend is outside the axes on the right. Written at :data:`DPI` dots per inch.
+    legend is outside the axes on the right. Without a finite point (no NanoBEIR evaluation) the axes say so and
+    draw no legend. Written at :data:`DPI` dots per inch.
     """
     rows = read_json(Path(summary_json))
     plt = pyplot()
@@ -99,7 +100,12 @@ def plot_nanobeir_vs_flops(summary_json: str | Path, out_png: str | Path) -> Pat
     ax.set_xlabel("FLOPS (expected multiplications per query-document pair, log scale)")
     ax.set_ylabel("NanoBEIR mean nDCG@10")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="backbone", title_fontsize=8)
+    if lines:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="backbone",
+                  title_fontsize=8)
+    else:  # e.g. a sweep whose preset evaluates no NanoBEIR set: say so instead of an empty legend
+        ax.text(0.5, 0.5, "no cell has finite NanoBEIR nDCG@10 and FLOPS\n(was NanoBEIR evaluated?)",
+                transform=ax.transAxes, ha="center", va="center", fontsize=9, color="0.3")
     return save(fig, out_png)[0]
 
 
