@@ -62,7 +62,7 @@ def run_arm(root: Path, s: Setting, seed: int, arm: str, b: Budget = BUDGET, log
     if arm == "spt":
         ck = root / "ckpt" / f"{s.name}__seed{seed}__spt.pt"
         if ck.exists():
-            saved = torch.load(ck, weights_only=False)
+            saved = torch.load(ck, weights_only=True)  # a state dict and numbers: no code runs on load
             model.load_state_dict(saved["state"])
             spt = saved["info"]
         else:

@@ -121,8 +121,9 @@ def finetune_stop(val_acc: Sequence[float], patience: int, max_epochs: int) -> b
 class Checkpoint:
     """The resume file of one loop: ``path`` written atomically after every epoch, removed when the loop ends.
 
-    ``load()`` returns the saved dict or None; a file that does not load (e.g. from another torch version)
-    raises ``RuntimeError`` naming it.
+    ``load()`` returns the saved dict or None, read with ``torch.load(weights_only=True)`` (what :meth:`save_epoch`
+    stores: tensors, numbers, lists and dicts), so a file planted in a shared run folder cannot run code; a file that
+    does not load that way (another torch version, or one holding other objects) raises ``RuntimeError`` naming it.
     """
 
     def __init__(self, path: str | Path | None):
@@ -131,8 +132,8 @@ class Checkpoint:
     def load(self) -> dict[str, Any] | None:
         if self.path is None or not self.path.exists():
             return None
-        try:
-            return torch.load(self.path, weights_only=False)
+        try:  # tensors, numbers, lists and dicts only: a file planted in a shared run folder cannot run code
+            return torch.load(self.path, weights_only=True)
         except Exception as err:  # noqa: BLE001 -- any unpickling failure: name the file
             raise RuntimeError(f"{self.path}: resume checkpoint does not load ({err}); remove it to restart the cell") from err
 
