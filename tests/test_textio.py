@@ -81,7 +81,8 @@ def _package_files() -> list[Path]:
 
 def _text_reads(src: str, label: str) -> list[str]:
     """Calls that open or read a file as text without initlab.textio: ``x.read_text(...)``, ``x.open(...)``
-    and ``open(...)`` without a binary mode (``Image.open`` and reads of ``/proc`` are not text files)."""
+    and ``open(...)`` without a binary mode (``Image.open``, ``os.open`` (a file descriptor, bytes only) and reads of
+    ``/proc`` are not text files)."""
     bad = []
     for node in ast.walk(ast.parse(src, filename=label)):
         if not isinstance(node, ast.Call):
@@ -93,7 +94,7 @@ def _text_reads(src: str, label: str) -> list[str]:
         proc = isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("/proc/")
         if isinstance(f, ast.Attribute) and f.attr == "read_text":
             bad.append(f"{label}:{node.lineno}: .read_text()")
-        elif isinstance(f, ast.Attribute) and f.attr == "open" and not (isinstance(f.value, ast.Name) and f.value.id == "Image") and not binary:
+        elif isinstance(f, ast.Attribute) and f.attr == "open" and not (isinstance(f.value, ast.Name) and f.value.id in ("Image", "os")) and not binary:
             bad.append(f"{label}:{node.lineno}: .open()")
         elif isinstance(f, ast.Name) and f.id == "open" and not binary and not proc:
             bad.append(f"{label}:{node.lineno}: open()")
