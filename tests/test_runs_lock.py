@@ -172,6 +172,17 @@ def test_a_lock_from_another_host_is_refused_until_it_goes_unrefreshed(tmp_path)
             pass
 
 
+def test_a_partial_report_reads_a_live_run_without_its_lock(tmp_path):
+    """--partial-report only reads the cells a run has finished and writes report_partial.md, which the run never
+    writes: it is allowed while the run is alive (to look at its progress)."""
+    from initlab.synthetic import spt
+
+    cfg = spt.PRESETS["quick"]
+    with held_by_another_process(tmp_path / "run"):
+        spt.partial_report(cfg, tmp_path / "run")
+    assert (tmp_path / "run" / "report_partial.md").exists()
+
+
 def test_other_ranks_of_a_torchrun_job_share_rank_zeros_folder(tmp_path, monkeypatch):
     with held_by_another_process(tmp_path / "run"):
         monkeypatch.setenv("RANK", "1")
@@ -239,7 +250,6 @@ def _runners(tiny_checkpoint):
         "stages.run_reproduce": lambda out: stages.run_reproduce(out, "quick", ["theory"], speed=1.0),
         "stages.theory": lambda out: stages.theory(out, "quick"),
         "spt.run": lambda out: spt.run(spt.PRESETS["quick"], out, progress=False),
-        "spt.partial_report": lambda out: spt.partial_report(spt.PRESETS["quick"], out),
         "phase.run_phase": lambda out: phase.run_phase(out, phase.PRESETS["quick"], progress=False),
         "ood.run_ood": lambda out: ood.run_ood(out, ood.PRESETS["tiny"], progress=False),
         "diagnose.run_all": lambda out: diag_run.run_all(out),

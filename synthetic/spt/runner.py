@@ -89,7 +89,6 @@ def expected_seconds(cfg: SPTConfig, out: str | Path | None, workers: int, speed
     return estimate(cells, workers, speed=speed, startup=WORKER_START_SECONDS)
 
 
-@holds_run_folder("out")
 def partial_report(cfg: SPTConfig, out: str | Path) -> str:
     """The report of an unfinished run from the cells finished so far (``report_partial.md`` and
     ``partial/metrics.json``; no ``DONE``). Claims whose conditions are missing read *not run*; the report
