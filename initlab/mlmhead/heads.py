@@ -238,3 +238,52 @@ def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
     previous = float(getattr(model.config, K_ATTR, None) or 1.0)
     setattr(model.config, K_ATTR, previous * k)
     return model
+
+
+# ------------------------------------------------------------------------------------------------
+# the head's input: the family's transform between the last hidden states and W_head
+# ------------------------------------------------------------------------------------------------
+def _gte_transform(head: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """GTE-MLM's ``lm_head`` without its decoder: ``transform`` (a Sequential) in some revisions of its remote code,
+    ``dense`` -> ``transform_act_fn`` -> ``norm`` in others."""
+    if hasattr(head, "transform"):
+        return head.transform(hidden)
+    return head.norm(head.transform_act_fn(head.dense(hidden)))
+
+
+def _roberta_transform(head: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    from transformers.models.roberta.modeling_roberta import gelu  # the activation RobertaLMHead.forward calls
+
+    return head.layer_norm(gelu(head.dense(hidden)))
+
+
+#: ``config.model_type`` -> the head transform of that family's masked-LM class, ``(model, hidden) -> head input``;
+#: each is the family's own head forward with the final vocabulary projection left out
+_HEAD_TRANSFORMS = {
+    "bert": lambda m, h: m.cls.predictions.transform(h),  # dense -> act -> LayerNorm
+    "roberta": lambda m, h: _roberta_transform(m.lm_head, h),  # dense -> gelu -> layer_norm
+    "albert": lambda m, h: m.predictions.LayerNorm(m.predictions.activation(m.predictions.dense(h))),
+    "modernbert": lambda m, h: m.head(h),  # dense -> act -> norm
+    "distilbert": lambda m, h: m.vocab_layer_norm(m.activation(m.vocab_transform(h))),
+    "new": lambda m, h: _gte_transform(m.lm_head, h),  # GTE-MLM (remote code)
+}
+
+
+def head_input(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """The input ``H`` of the vocabulary projection: the family's head transform applied to the encoder's last
+    hidden states, so that ``H @ W_head.T + b`` are the model's masked-LM logits.
+
+    Args:
+        model: a transformers masked-LM model of a family in :data:`FAMILIES`.
+        hidden: ``(..., hidden_size)`` last hidden states of ``model``'s encoder (``model.base_model``).
+    Returns:
+        ``(..., d)``, ``d`` the width of ``W_head (V, d)`` (``embedding_size`` for ALBERT): BERT's
+        ``cls.predictions.transform``, RoBERTa's ``lm_head`` dense -> gelu -> layer_norm, ALBERT's
+        ``predictions`` dense -> activation -> LayerNorm, ModernBERT's ``head``, DistilBERT's ``vocab_transform`` ->
+        activation -> ``vocab_layer_norm``, GTE-MLM's ``lm_head`` transform.
+    Raises:
+        TypeError: ``model`` is not a transformers model.
+        ValueError: unknown family, or no MLM head.
+    """
+    _output_module(model)  # validates the model, its family and its head
+    return _HEAD_TRANSFORMS[model.config.model_type](model, hidden)
