@@ -18,7 +18,19 @@ mean pooling + linear classifier, AdamW step), measured side by side in one run,
 
     python benchmarks/bench_spt.py --what step [--repeats 30] [--batch 64] [--T 100] [--d 64] [--threads N]
 
-The step comparison uses the shared interleaved timing of ``benchmarks/_timing.py``
+3. ``--what paths``: the attention paths at the synthetic SPT experiments' own model (``model_config`` of
+   the default ``SPTConfig``: d = 32, d_ff = 64, T = 100, batch 64, pre-norm, ``--layers`` layers), one
+   training step each, interleaved in one run: the training path (``torch.nn.functional.scaled_dot_product_attention``,
+   ``sdpa``), the explicit-softmax reference path that returns attention maps (``explicit``), both again with
+   the ALiBi arm's distance bias (``alibi_slope`` of the config, passed to SDPA as ``attn_mask``), torch's
+   ``nn.TransformerEncoderLayer`` of the same size, and a square float32 matmul of side ``--matmul-n`` whose
+   speed (``2 n^3`` FLOP per call) is the arithmetic limit of the same run. Each step's FLOP are the
+   matmul FLOP of forward and backward (:func:`step_flops`, 3 x the forward's); the fraction of the
+   limit is ``step_flops / (step time x matmul FLOP/s)``.
+
+    python benchmarks/bench_spt.py --what paths [--repeats 30] [--layers 1] [--matmul-n 1024] [--threads 1]
+
+The comparisons use the shared interleaved timing of ``benchmarks/_timing.py``
 (rounds of one call per side, order rotated each round, ratio per round).
 """
 
@@ -37,16 +49,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import interleaved, load_average  # noqa: E402
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer, sinusoidal_table
+from initlab.synthetic.spt.config import SPTConfig, model_config
 
 
 class TorchReference(nn.Module):
-    """Embedding + sinusoidal positions + nn.TransformerEncoderLayer + mean pool + linear head."""
+    """Embedding + sinusoidal positions + ``n_layers`` x nn.TransformerEncoderLayer + mean pool + linear head."""
 
-    def __init__(self, vocab: int, T: int, d: int, d_ff: int, heads: int):
+    def __init__(self, vocab: int, T: int, d: int, d_ff: int, heads: int, n_layers: int = 1):
         super().__init__()
         self.tok_emb = nn.Embedding(vocab, d)
         self.register_buffer("pos", sinusoidal_table(T, d), persistent=False)
-        self.layer = nn.TransformerEncoderLayer(d, heads, d_ff, dropout=0.0, activation="gelu", batch_first=True, norm_first=True)
+        make = lambda: nn.TransformerEncoderLayer(d, heads, d_ff, dropout=0.0, activation="gelu", batch_first=True,  # noqa: E731
+                                                  norm_first=True)
+        self.layer = make() if n_layers == 1 else nn.Sequential(*(make() for _ in range(n_layers)))
         self.ln_f = nn.LayerNorm(d)
         self.cls_head = nn.Linear(d, 2)
 
@@ -66,6 +81,63 @@ def _step_fn(model: nn.Module, fwd):
         opt.step()
 
     return step
+
+
+def step_flops(B: int, T: int, d: int, d_ff: int, n_layers: int = 1, n_classes: int = 2, use_ffn: bool = True) -> int:
+    """Matmul FLOP of one training step (forward + backward) of :class:`SequenceTransformer` on ``(B, T)`` tokens.
+
+    Forward, per layer: ``W_Q, W_K, W_V, W_O`` ``4 * 2 B T d^2``; scores ``Q K^T`` and ``A V`` ``2 * 2 B T^2 d``;
+    FFN ``2 * 2 B T d d_ff``; then the classifier ``2 B d n_classes``. Backward costs two matmuls per forward
+    matmul (gradient to the input and to the weight), so the step is 3 x the forward. The explicit path's
+    count by ``torch.utils.flop_counter.FlopCounterMode`` equals this (tests/benchmarks/test_bench_spt.py);
+    additions, softmax, LayerNorm and the optimizer are not counted.
+    """
+    layer = 4 * 2 * B * T * d * d + 2 * 2 * B * T * T * d + (2 * 2 * B * T * d * d_ff if use_ffn else 0)
+    return 3 * (n_layers * layer + 2 * B * d * n_classes)
+
+
+def bench_paths(repeats: int, n_layers: int, matmul_n: int) -> dict:
+    """The ``--what paths`` comparison (module docstring); prints a table and returns the numbers."""
+    cfg = SPTConfig()
+    B, T, d, d_ff = cfg.batch_size, cfg.task.T, cfg.d_model, cfg.d_ff
+    torch.manual_seed(0)
+    plain = model_config(cfg, n_layers)
+    alibi = model_config(cfg, n_layers, proximity_bias=cfg.alibi_slope)
+    V = plain.vocab_size
+    models = {"sdpa": SequenceTransformer(plain), "explicit": SequenceTransformer(plain),
+              "sdpa alibi": SequenceTransformer(alibi), "explicit alibi": SequenceTransformer(alibi)}
+    ref = TorchReference(V, T, d, d_ff, cfg.n_heads, n_layers)
+
+    def explicit(m):
+        def fwd(tokens):
+            H, _ = m.encode(tokens, return_attn=True)
+            return m.cls_head(m.pooled(H))
+        return fwd
+
+    steps = {name: _step_fn(m, explicit(m) if name.startswith("explicit") else m.classify) for name, m in models.items()}
+    steps["nn.TransformerEncoderLayer"] = _step_fn(ref, ref)
+    tokens = torch.randint(0, V, (B, T))
+    labels = torch.randint(0, 2, (B,))
+    cases = {name: (lambda s=s: s(tokens, labels)) for name, s in steps.items()}
+    a, b = torch.randn(matmul_n, matmul_n), torch.randn(matmul_n, matmul_n)
+    cases["matmul"] = lambda: torch.mm(a, b)
+    cmp = interleaved(cases, baseline="sdpa", repeats=repeats, warmup=3)
+    med = {k: statistics.median(v) for k, v in cmp.seconds.items()}
+    peak = 2 * matmul_n ** 3 / med["matmul"]
+    flops = step_flops(B, T, d, d_ff, n_layers, plain.n_classes)
+    summ = cmp.summary()
+    print(f"one training step of the synthetic SPT model, batch {B}, T={T}, d={d}, d_ff={d_ff}, {n_layers} layer(s), "
+          f"threads {torch.get_num_threads()}, {repeats} interleaved rounds, load average {cmp.load_start} -> {cmp.load_end}")
+    print(f"  arithmetic limit: {matmul_n}x{matmul_n} float32 matmul {peak / 1e9:.1f} GFLOP/s; "
+          f"step {flops / 1e9:.3f} GFLOP -> {1e3 * flops / peak:.2f} ms at that speed")
+    rows = {}
+    for k in steps:
+        r = summ[k]["ratio_to_sdpa"]
+        rows[k] = {"ms": 1e3 * med[k], "ratio_to_sdpa": r["median"], "q1": r["q1"], "q3": r["q3"],
+                   "share_of_peak": flops / (med[k] * peak)}
+        print(f"  {k:<28} {1e3 * med[k]:8.2f} ms   {100 * rows[k]['share_of_peak']:5.1f} % of the limit   "
+              f"time / sdpa's: {r['median']:.3f} [IQR {r['q1']:.3f}-{r['q3']:.3f}]")
+    return {"gflops_per_s": peak / 1e9, "step_gflop": flops / 1e9, "rows": rows}
 
 
 def bench_overhead(n_seeds: int, repeats: int) -> None:
@@ -102,19 +174,27 @@ def bench_overhead(n_seeds: int, repeats: int) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--what", choices=("overhead", "step"), default="step")
+    ap.add_argument("--what", choices=("overhead", "step", "paths"), default="step")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--T", type=int, default=100)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--d-ff", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=1, help="--what paths: encoder depth")
+    ap.add_argument("--matmul-n", type=int, default=1024, help="--what paths: side of the square matmul timed as the limit")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = ap.parse_args(argv)
+    for name in ("repeats", "layers", "matmul_n", "batch", "T", "d", "d_ff", "seeds"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')}: expected an int >= 1, got {getattr(args, name)}")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if args.what == "overhead":
         bench_overhead(args.seeds, args.repeats if args.repeats != 30 else 20)
+        return 0
+    if args.what == "paths":
+        bench_paths(args.repeats, args.layers, args.matmul_n)
         return 0
     torch.manual_seed(0)
     V = 20

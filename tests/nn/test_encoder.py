@@ -51,6 +51,38 @@ def test_fast_path_equals_reference_float64(pre_norm, use_ffn, use_layernorm, us
     torch.testing.assert_close(fast, ref, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("proximity_bias", [0.0, 0.4, 3.0])
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_training_path_equals_explicit_with_gradients_float64(proximity_bias, causal):
+    """The training path (SDPA, the ALiBi bias and padding as one additive ``attn_mask``) and the explicit
+    softmax path give the same loss and the same gradient on every parameter, in float64."""
+    m = _model(proximity_bias=proximity_bias).double()
+    twin = _model(proximity_bias=proximity_bias).double()
+    twin.load_state_dict(m.state_dict())
+    g = torch.Generator().manual_seed(2)
+    tok = torch.randint(0, 11, (4, 19), generator=g)
+    mask = torch.arange(19)[None, :] < torch.tensor([19, 11, 4, 16])[:, None]
+    y = torch.tensor([0, 1, 1, 0])
+    fast = torch.nn.functional.cross_entropy(m.cls_head(m.pool(m.encode(tok, mask, causal=causal), mask)), y)
+    H, maps = twin.encode(tok, mask, return_attn=True, causal=causal)
+    ref = torch.nn.functional.cross_entropy(twin.cls_head(twin.pool(H, mask)), y)
+    fast.backward()
+    ref.backward()
+    torch.testing.assert_close(fast, ref, rtol=1e-12, atol=0)
+    grads = dict(twin.named_parameters())
+    for name, p in m.named_parameters():
+        if name.startswith("mlm_head"):  # not on the classification path
+            continue
+        torch.testing.assert_close(p.grad, grads[name].grad, rtol=1e-10, atol=1e-12, msg=name)
+    if proximity_bias:  # the bias acts: the maps put more mass near the diagonal than without it
+        d = (torch.arange(19)[:, None] - torch.arange(19)[None, :]).abs()
+        plain = _model().double()
+        plain.load_state_dict(m.state_dict())
+        _, plain_maps = plain.encode(tok, mask, return_attn=True, causal=causal)
+        near = lambda a: (a[0] * (d <= 1)).sum(-1).mean()  # noqa: E731
+        assert near(maps[0]) > near(plain_maps[0])
+
+
 @given(st.integers(1, 4), st.integers(2, 12), st.integers(0, 2**16))
 def test_attention_fast_vs_reference_hypothesis(B, T, seed):
     torch.manual_seed(seed)
