@@ -71,10 +71,10 @@ SPLADE_FAMILIES: tuple[Family, ...] = (
            "and comparisons (on the grid and on the landscape)"),
 )
 
-#: the OOD synthetic SPLADE's preregistered confirmation (docs/synthetic_splade_ood.md, issue 28 item 7): the
-#: interaction is the one primary claim (the issue's headline test); everything else of
+#: the OOD synthetic SPLADE's preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-preregistered):
+#: the interaction is the one primary claim (its preregistered headline test); everything else of
 #: :mod:`initlab.synthetic.splade.claims` is secondary. Applied separately to the out-of-domain verdicts and to the
-#: in-domain ones (two declarations of the same structure; in domain every claim is secondary by the issue's design).
+#: in-domain ones (two declarations of the same structure; in domain every claim is secondary by the preregistered design).
 SPLADE_OOD_FAMILIES: tuple[Family, ...] = (
     Family("primary", ("interaction",),
            "a large head norm degrades SPLADE and k fixes it beyond what the normal-norm control gains (out of domain)"),

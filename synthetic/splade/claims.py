@@ -43,7 +43,7 @@ recipe into ``th.high_norm`` and ``th.normal_norm``; each claim is the all-of ov
   (rule ``a`` beats rule ``b``); the claims ``edge_beats_inspect`` and ``bert_beats_inspect`` ask whether an
   alternative beats the rule ``initlab mlmhead inspect`` ships (:func:`shipped_rule`).
 
-Added after the preregistered ``full`` run (issue 28; on that run they are **post-hoc analyses**: a run's saved
+Added after the preregistered ``full`` run (on that run they are **post-hoc analyses**: a run's saved
 ``verdicts`` record names the claims it was analysed with, and :func:`posthoc_claims` lists the ones it lacks):
 
 * :func:`interaction` -- the headline test of "a large head norm degrades SPLADE and k fixes it": per seed, the
@@ -103,7 +103,7 @@ class SPLADEThresholds:
     the standard recipe. Tolerances: an interval end within ``tol`` (nDCG@10) or ``tol_nats`` of a threshold
     counts as touching it (well above float noise, well below one query's weight in an nDCG@10 mean).
 
-    Landscape (issue 28, post hoc on the ``full`` run): the range is taken over the tied k in
+    Landscape (post hoc on the ``full`` run): the range is taken over the tied k in
     ``[1, landscape_k_max]``; k *matters* on a backbone whose range is at least ``landscape_factor`` times
     ``regret_margin``; ``fixed_k`` is the fixed-k rule's k (4: the log-scale midpoint of 1..16).
     """
@@ -400,7 +400,7 @@ def rule_difference(raw: Raw, th: SPLADEThresholds, a: str = "inspect", b: str =
     return _label(rules.gain(d, min_gain=th.min_rule_gain, tol=th.tol), f"regret({b}) − regret({a})")
 
 # ------------------------------------------------------------------------------------------------
-# issue 28: the interaction and the landscape (post hoc on the preregistered full run)
+# the interaction and the landscape (post hoc on the preregistered full run)
 # ------------------------------------------------------------------------------------------------
 def family_gains(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
     """Per family (high-norm first, then normal-norm) the gain ``nDCG(best k) - nDCG(k=1)`` over its seeds, gain
@@ -570,7 +570,7 @@ CLAIMS: tuple[ClaimSpec, ...] = (
               lambda raw, th: landscape_rule_difference(raw, th, "inspect", "fixed")),
 )
 
-#: the claims added after the preregistered ``full`` run (issue 28): post hoc on any run whose saved record lacks them
+#: the claims added after the preregistered ``full`` run: post hoc on any run whose saved record lacks them
 POSTHOC_SINCE_FULL = ("interaction", "landscape_regret_inspect", "landscape_regret_edge", "landscape_regret_fixed",
                       "landscape_edge_beats_inspect", "landscape_inspect_beats_fixed")
 

@@ -1,6 +1,6 @@
 """A generated multi-domain retrieval corpus that needs SPLADE's expansion: the OOD synthetic SPLADE's data.
 
-Role: the corpus of :mod:`initlab.synthetic.splade.ood` (issue 28), built so that lexical overlap alone fails
+Role: the corpus of :mod:`initlab.synthetic.splade.ood`, built so that lexical overlap alone fails
 where the MLM head's learned expansion could decide, and evaluated out of domain as BEIR is for the seed.
 
 Vocabulary (``vocab_size`` ids, special tokens included; every count is deterministic from the config):

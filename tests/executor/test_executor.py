@@ -277,7 +277,7 @@ def test_every_planned_cell_names_the_function_it_holds():
 
 
 # ------------------------------------------------------------------------------------------------
-# progress written to a file or pipe: plain lines at a coarse interval, never carriage-return redraws (issue 25)
+# progress written to a file or pipe: plain lines at a coarse interval, never carriage-return redraws
 # ------------------------------------------------------------------------------------------------
 def test_progress_into_a_file_is_plain_lines_at_a_coarse_interval(monkeypatch):
     import io

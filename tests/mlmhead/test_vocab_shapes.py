@@ -1,4 +1,4 @@
-"""Tokenizer and model vocabularies that differ, and an MLM-head bias of the wrong size (issue 25, items 3 and 4):
+"""Tokenizer and model vocabularies that differ, and an MLM-head bias of the wrong size:
 a one-line error naming both sizes (or the parameter and both shapes) and the fix, never a traceback; a model
 vocabulary padded beyond the tokenizer is accepted, with the rows no token id reaches left out of the statistics."""
 
@@ -112,7 +112,7 @@ def test_rows_no_token_reaches_are_left_out_of_every_sparse_statistic(folders, t
 
 
 def test_inspect_counts_and_warns_about_texts_cut_at_max_length(tmp_path):
-    """Issue 25, item 2 for inspect: texts longer than --max-length are counted, printed and warned about."""
+    """inspect: texts longer than --max-length are counted, printed and warned about."""
     from initlab.mlmhead import format_inspect
 
     tok = tiny_tokenizer(tmp_path)

@@ -94,7 +94,7 @@ def test_every_decision_reports_its_margin_positive_on_the_healthy_side():
 
 
 def test_a_knife_edge_reads_as_a_small_margin():
-    """The trained tied BERT SPLADE rescaled by k = 16 of issue 21: mean document cosine 0.9934 against 0.99."""
+    """The trained tied BERT SPLADE rescaled by k = 16 (a knife edge of the thresholds): mean document cosine 0.9934 against 0.99."""
     a = torch.tensor([[1.0, 0.0], [0.9934, (1 - 0.9934 ** 2) ** 0.5]])
     v = detect_collapse(doc_vectors=a, max_mean_cosine=0.99)
     assert v.collapsed and -1.0 < v.margins["doc_cosine"] < 0  # flagged by less than one factor of 2

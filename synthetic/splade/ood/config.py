@@ -115,30 +115,30 @@ PRESETS: dict[str, OODConfig] = {
                    family_backbones={"modernbert": derive(RECIPES["modernbert"], mlm_steps=40, max_len=34)},
                    ks=(1.0, 16.0), max_steps=30, eval_every=10, checkpoints=(10, 30), doc_max_len=34, query_max_len=8,
                    log_every=5, init_batch=8, batch_size=8),
-    # exploratory map (issue 28, item 4), cut to what the shared CPU allowed this round: one family of each recipe,
+    # exploratory map, cut to what the shared CPU allowed this round: one family of each recipe,
     # k in {1, 4}, cap 300 steps with the plateau rule (checked every 25), checkpoints 100 / 200 / 300, one seed;
     # vocabulary 2048 (map-v2k, run) and 8192 (map-v8k, defined, not run)
     "map-v2k": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
                       eval_every=25, checkpoints=(100, 200, 300)),
     "map-v8k": derive(BASE, corpus=derive(_SMALL, vocab_size=8192), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
                       eval_every=25, checkpoints=(100, 200, 300)),
-    # exploratory map, shift axis (issue 28, item 4): map-v2k (seed 0, bert and modernbert, k in {1, 4}) with every
+    # exploratory map, shift axis: map-v2k (seed 0, bert and modernbert, k in {1, 4}) with every
     # evaluation set also at synonym rates 0 and 1 (the training queries' rate is 0.6): domain x query vocabulary
     "map-v2k-shift": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
                             eval_every=25, checkpoints=(100, 200, 300), query_shift=(0.0, 1.0)),
-    # exploratory map, training-length axis (issue 28, item 4): map-v2k-shift with a 4x longer cap (1200 steps, the
+    # exploratory map, training-length axis: map-v2k-shift with a 4x longer cap (1200 steps, the
     # same plateau rule), checkpoints 100 / 300 / 600 / 1200; the learning-rate decay, the FLOPS warm-up and the
     # earliest plateau stop (step 400) stretch with the cap, so its early checkpoints are not the 300-step run's
     "map-v2k-long": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=1200,
                            eval_every=25, checkpoints=(100, 300, 600, 1200), query_shift=(0.0, 1.0)),
-    # preregistered confirmation (issue 28, item 7; docs/synthetic_splade_ood.md#confirmation-preregistered): the
+    # preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-preregistered): the
     # map's setting (2048 ids, the nearest miss), bert (control) and modernbert (high norm), k in {1, 4, 16} with
     # k = 16 as the over-rescaling k_far, cap 300 with the plateau rule, checkpoints 100 / 200 / 300, fresh seeds
     # 9201-9203 (the count set by the CPU budget, not by power)
     "confirm-v2k": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(9201, 9202, 9203), ks=(1.0, 4.0, 16.0),
                           max_steps=300, eval_every=25, checkpoints=(100, 200, 300),
                           claims=derive(BASE.claims, k_far=16.0)),
-    # exploratory map, head-norm axis (issue 28, item 4; labelled exploratory, not preregistered): the confirmation's
+    # exploratory map, head-norm axis (labelled exploratory, not preregistered): the confirmation's
     # setting and seeds with all four families (roberta: long recipe; albert: standard recipe, factorised
     # embeddings); the bert and modernbert cells are the confirmation's own (same cell keys: the grid is not in a key)
     "map-v2k-fam4": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(9201, 9202, 9203),

@@ -1,4 +1,4 @@
-"""The exploratory map of the OOD synthetic SPLADE (issue 28, item 4): where does head scale matter?
+"""The exploratory map of the OOD synthetic SPLADE: where does head scale matter?
 
 Role: read finished OOD runs (``results.json`` of :mod:`initlab.synthetic.splade.ood.runner`) and tabulate, per
 (vocabulary V, cap C, training length L, domain: out of domain or in domain, family, seed), the

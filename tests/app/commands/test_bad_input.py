@@ -172,7 +172,7 @@ def test_spt_data_dir_without_another_task_is_refused(paths):
 
 @pytest.mark.parametrize("positions, expected", [(64, 63), (130, 64)])
 def test_mlmhead_inspect_default_length_fits_the_model(tmp_path, positions, expected):
-    # issue: a RoBERTa-style model with 64 positions (63 usable) failed with inspect's own default --max-length 64
+    # regression: a RoBERTa-style model with 64 positions (63 usable) failed with inspect's own default --max-length 64
     import json
 
     import transformers

@@ -266,7 +266,7 @@ def test_lra_row_recomputes_the_interval_verdict():
 
 
 def test_lra_row_prints_what_the_records_give_and_refuses_a_stale_summary():
-    """Issue 25: an edited seed left the stored mean (0.376) printed beside the recomputed verdict, and a dropped
+    """Regression: an edited seed left the stored mean (0.376) printed beside the recomputed verdict, and a dropped
     seed left "seeds 10-12" beside a 2-seed interval."""
     from initlab.evidence.rules import SummaryRecordError, VerdictRecordError
 

@@ -48,7 +48,7 @@ def test_compare_tables_tolerates_last_digit_and_kernel_noise_only():
 
 
 def test_trained_stages_compare_structure_and_words_not_numbers():
-    """Issue 25: a trained model's numbers move with the CPU (modernbert best k - k = 1: +0.057 committed, +0.053
+    """A trained model's numbers move with the CPU (modernbert best k - k = 1: +0.057 committed, +0.053
     on a 2-core AVX-512 machine, beyond one printed unit and 5 %); across machines a trained stage's tables are
     compared on structure and words only, and a verdict near its threshold may flip."""
     page = ("| family | best k - k = 1 | flag |\n| --- | --- | ---: |\n| modernbert | +0.057 [unbounded] | 0.082 1C |\n"

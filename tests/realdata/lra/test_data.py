@@ -187,7 +187,7 @@ def test_lra_pathfinder_fixture_split_80_10_10(tmp_path, as_npy_array):
 
 
 def test_lra_splits_follow_the_split_seed_not_the_run_seed(tmp_path):
-    # issue: the Pathfinder 80/10/10 split and the Text/Image hold-outs were drawn with the run seed
+    # regression: the Pathfinder 80/10/10 split and the Text/Image hold-outs were drawn with the run seed
     from dataclasses import replace
 
     from initlab.realdata.lra.config import TOY

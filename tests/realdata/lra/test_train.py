@@ -253,7 +253,7 @@ def _pathfinder_folder(root, n: int = 20):
 
 
 def test_lra_finetune_of_another_seed_sees_the_spt_split_and_another_split_is_refused(tmp_path, capsys):
-    # issue: `lra finetune --seed 1 --spt <a seed-0 SPT run>` fine-tuned on Pathfinder examples the SPT run had
+    # regression: `lra finetune --seed 1 --spt <a seed-0 SPT run>` fine-tuned on Pathfinder examples the SPT run had
     # pretrained on (the 80/10/10 split followed --seed), with exit 0 and no warning
     from safetensors import safe_open
 

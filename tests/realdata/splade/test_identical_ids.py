@@ -1,4 +1,4 @@
-"""BEIR's identical-id rule (issue 25, item 1): a hit whose id equals its query's id is dropped only where the
+"""BEIR's identical-id rule: a hit whose id equals its query's id is dropped only where the
 document *is* the query (same text, or a set known to hold its queries: ArguAna, Quora), never where the qrels
 judge it relevant; what was dropped or kept is counted in the result row and warned about; metrics do not move
 when the ids are renamed."""

@@ -69,7 +69,7 @@ def test_toy_train_encode_retrieve_metrics(toy_run):
         for m in ("RR@10", "nDCG@10", "R@10"):
             assert 0.0 <= r[m] <= 1.0
         assert r["flops"] > 0 and r["q_active"] > 0 and r["d_active"] > 0 and isinstance(r["collapsed"], bool)
-        # issue 25: what the length limits cut and the identical-id decisions are written, per set
+        # what the length limits cut and the identical-id decisions are written, per set
         assert set(r["truncation"]) == {"queries", "documents"} and r["truncation"]["documents"]["texts"] == r["n_docs"]
         assert r["identical_ids"]["hits_dropped"] >= 0 and r["unreached_rows"] == 0
     train = json.loads((toy_run / "train_results.json").read_text())

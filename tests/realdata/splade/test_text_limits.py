@@ -1,5 +1,5 @@
-"""SPLADE evaluation and training with what the tokenizer and the length limits do to the text (issue 25, items 2
-and 3): truncation counted and warned per set; a tokenizer with ids beyond the model's rows refused in one line;
+"""SPLADE evaluation and training with what the tokenizer and the length limits do to the text:
+truncation counted and warned per set; a tokenizer with ids beyond the model's rows refused in one line;
 a vocabulary padded beyond the tokenizer accepted, its unreached rows never part of the sparse vectors."""
 
 from __future__ import annotations

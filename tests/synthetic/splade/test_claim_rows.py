@@ -109,7 +109,7 @@ def test_claims_missing_from_the_saved_record_are_labelled_post_hoc():
 
 
 def test_the_seeds_named_are_those_of_the_records():
-    """Issue 25: a row names the seeds its per-cell records hold, not the config's list."""
+    """A row names the seeds its per-cell records hold, not the config's list."""
     phase = _phase()
     phase["rows"] = [row for row in phase["rows"] if row["seed"] != 9104]
     phase["inspect"] = [x for x in phase["inspect"] if x["seed"] != 9104]
@@ -123,7 +123,7 @@ def test_the_seeds_named_are_those_of_the_records():
 
 
 # ------------------------------------------------------------------------------------------------
-# the OOD confirmation (issue 28 item 7): rows from it when present, the full run kept beside it
+# the OOD confirmation: rows from it when present, the full run kept beside it
 # ------------------------------------------------------------------------------------------------
 CSEEDS = [9201, 9202, 9203]
 

@@ -166,7 +166,7 @@ def test_describe_claim_names_parts_units_and_intervals():
 
 
 # ------------------------------------------------------------------------------------------------
-# issue 28: the interaction (headline) and the regrets judged against the landscape
+# the interaction (headline) and the regrets judged against the landscape
 # ------------------------------------------------------------------------------------------------
 def _set(raw, family, k, value, mode="tied"):
     for r in raw["rows"]:

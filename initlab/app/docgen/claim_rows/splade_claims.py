@@ -7,7 +7,7 @@ row. Every verdict is recomputed from the raw per-seed numbers of the run's ``ph
 against that recomputation (:func:`initlab.synthetic.splade.claims.check_record`: a mismatch is an error).
 
 What the numbers are (said in every cell): the run is the OOD synthetic SPLADE's preregistered confirmation,
-preset ``confirm-v2k`` (:data:`CONFIRM`, issue 28: out-of-domain nDCG@10 as the metric, the interaction as the
+preset ``confirm-v2k`` (:data:`CONFIRM`: out-of-domain nDCG@10 as the metric, the interaction as the
 headline, in domain as secondary, verdicts on its complete seeds, Holm within
 :data:`initlab.evidence.families.SPLADE_OOD_FAMILIES`) when its file is present with at least 2 complete seeds,
 with the earlier preregistered run, preset ``full`` (:data:`FULL`), kept beside it; else the ``full`` run alone.
@@ -60,8 +60,8 @@ Results = Mapping[str, Any]
 #: the preregistered confirmatory run (docs/synthetic_splade.md#preregistration)
 FULL = "synthetic_splade_full/phase.json"
 FILES = (FULL,)
-#: the OOD synthetic SPLADE's preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-preregistered,
-#: issue 28): when present with at least 2 complete seeds the rows come from it (out-of-domain nDCG@10, the
+#: the OOD synthetic SPLADE's preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-preregistered):
+#: when present with at least 2 complete seeds the rows come from it (out-of-domain nDCG@10, the
 #: interaction as the headline, in domain as secondary), the ``full`` run kept beside it
 CONFIRM = "synthetic_splade_ood_confirm/results.json"
 OPTIONAL = (CONFIRM,)
