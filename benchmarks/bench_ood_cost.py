@@ -37,10 +37,11 @@ def main() -> None:
     from initlab.config import derive
     from initlab.synthetic.splade.families import build_family_model, family_tokenizer
     from initlab.synthetic.splade.model import pretrain_mlm
-    from initlab.synthetic.splade.ood.cell import _load, corpus_for
+    from initlab.synthetic.splade.ood.cell import corpus_for
     from initlab.synthetic.splade.ood.config import PRESETS, backbone_for
     from initlab.synthetic.splade.ood.evaluate import evaluate_sets
     from initlab.synthetic.splade.ood.train import train_to_plateau
+    from initlab.synthetic.splade.train import load_encoder
 
     torch.set_num_threads(1)
     out = []
@@ -66,7 +67,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 model.save_pretrained(tmp)
                 tok.save_pretrained(tmp)
-                enc = _load(Path(tmp), cfg, 0)
+                enc = load_encoder(Path(tmp), cfg.doc_max_len, 0)
 
                 class P:
                     def advance(self, n):

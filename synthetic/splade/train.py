@@ -22,7 +22,7 @@ import torch
 from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import SyntheticCorpus
 
-__all__ = ["quiet", "finite_guard_callback", "train_cell"]
+__all__ = ["quiet", "load_encoder", "finite_guard_callback", "train_cell"]
 
 
 @contextlib.contextmanager
@@ -46,6 +46,32 @@ def quiet():
             transformers.logging.enable_progress_bar()
         transformers.logging.set_verbosity(old)
         st_logger.setLevel(old_st)
+
+
+def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int):
+    """The SparseEncoder of a cell: ``Transformer(fill-mask)`` over the saved backbone in ``backbone_dir`` (its head
+    tied again) + ``SpladePooling("max")``, in float32 whatever the saved config records
+    (:mod:`initlab.mlmhead.precision`), ``max_seq_length`` tokens, on the CPU; ``torch.manual_seed(seed)`` first.
+
+    Raises:
+        ValueError: a damaged saved backbone (:func:`initlab.mlmhead.checkpoint.check_checkpoint_weights`), refused
+            before anything is trained with random tensors.
+    """
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sparse_encoder import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import SpladePooling
+
+    from initlab.mlmhead.checkpoint import check_checkpoint_weights
+    from initlab.mlmhead.precision import dtype_kwargs
+
+    with quiet():  # a damaged saved backbone is refused, never trained with random tensors (no RNG drawn here)
+        check_checkpoint_weights(backbone_dir, what=f"backbone {backbone_dir}")
+    torch.manual_seed(seed)
+    with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
+        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=max_seq_length,
+                         model_kwargs=dtype_kwargs(torch.float32))
+        tr.auto_model.tie_weights()
+        return SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
 
 
 def finite_guard_callback(where: str):

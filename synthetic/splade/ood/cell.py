@@ -27,7 +27,7 @@ from initlab.synthetic.splade.families import prepare_family_backbone, scale_bac
 from initlab.synthetic.splade.ood.config import OODConfig, backbone_for
 from initlab.synthetic.splade.ood.evaluate import evaluate_sets, mean_metrics, shift_means
 from initlab.synthetic.splade.ood.train import train_to_plateau
-from initlab.synthetic.splade.train import quiet
+from initlab.synthetic.splade.train import load_encoder, quiet
 
 __all__ = ["corpus_for", "shift_sets_for", "pretrain", "run_cell", "bm25_cell", "initial_infonce", "inspect_cell", "INSPECT_TEXTS"]
 
@@ -66,24 +66,6 @@ def pretrain(folder: str, family: str, cfg: OODConfig, seed: int, on_step: Any =
                                            on_step=on_step, sparse_mlm=True))
 
 
-def _load(backbone_dir: Path, cfg: OODConfig, seed: int):
-    from sentence_transformers.base.modules import Transformer
-    from sentence_transformers.sparse_encoder import SparseEncoder
-    from sentence_transformers.sparse_encoder.modules import SpladePooling
-
-    from initlab.mlmhead.checkpoint import check_checkpoint_weights
-    from initlab.mlmhead.precision import dtype_kwargs
-
-    with quiet():  # a damaged saved backbone is refused, never trained with random tensors (no RNG drawn here)
-        check_checkpoint_weights(backbone_dir, what=f"backbone {backbone_dir}")
-    torch.manual_seed(seed)
-    with quiet():
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
-                         model_kwargs=dtype_kwargs(torch.float32))
-        tr.auto_model.tie_weights()
-        return SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
-
-
 @torch.no_grad()
 def initial_infonce(model, corpus: DomainCorpus, cfg: OODConfig) -> float:
     """In-batch InfoNCE (nats) of the first ``cfg.init_batch`` training pairs before training (chance: ln B)."""
@@ -114,7 +96,7 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
     rec: dict[str, Any] = {"family": family, "k": float(k), "seed": seed, "failed": None}
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = _load(Path(backbone_dir), cfg, seed)
+        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, seed)
         hf = model[0].auto_model
         scale_backbone(hf, 1.0 / k, 1.0 / k, tied=True)
         rec["head_frobenius"] = float(head_projection(hf).detach().double().norm())

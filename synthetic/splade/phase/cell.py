@@ -24,28 +24,9 @@ from initlab.synthetic.splade.data import make_corpus
 from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
 from initlab.synthetic.splade.phase.config import CellSpec, PhaseConfig, backbone_for
 from initlab.synthetic.splade.measure import batch_features, evaluate, measure_init
-from initlab.synthetic.splade.train import quiet, train_cell
+from initlab.synthetic.splade.train import load_encoder, quiet, train_cell
 
 __all__ = ["collapse_verdict", "run_phase_cell", "posthoc_rescales", "inspect_cell", "pretrain_family"]
-
-
-def _load(backbone_dir: Path, cfg: PhaseConfig, seed: int):
-    from sentence_transformers.base.modules import Transformer
-    from sentence_transformers.sparse_encoder import SparseEncoder
-    from sentence_transformers.sparse_encoder.modules import SpladePooling
-
-    from initlab.mlmhead.checkpoint import check_checkpoint_weights
-    from initlab.mlmhead.precision import dtype_kwargs
-
-    with quiet():  # a damaged saved backbone is refused, never trained with random tensors (no RNG drawn here)
-        check_checkpoint_weights(backbone_dir, what=f"backbone {backbone_dir}")
-    torch.manual_seed(seed)
-    with quiet():  # float32 master weights, whatever the saved backbone's config records (initlab.mlmhead.precision)
-        tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=cfg.doc_max_len,
-                         model_kwargs=dtype_kwargs(torch.float32))
-        tr.auto_model.tie_weights()
-        model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
-    return model
 
 
 @torch.no_grad()
@@ -90,7 +71,7 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
     corpus = make_corpus(cfg.corpus)
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = _load(Path(backbone_dir), cfg, spec.seed)
+        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, spec.seed)
         hf = model[0].auto_model
         feats = batch_features(model, list(corpus.docs.values())[: cfg.init_batch], cfg.doc_max_len)
         h_ref = _hidden(hf, feats)

@@ -135,17 +135,15 @@ def test_tied_rescale_changes_hidden_states_except_through_a_direct_layernorm():
 
 def test_a_backbone_saved_in_bf16_loads_in_float32(tmp_path):
     """The synthetic backbones are trained from float32 master weights whatever their saved config records."""
-    from initlab.config import derive
     from initlab.synthetic.splade.families import load_family_backbone
-    from initlab.synthetic.splade.phase import cell
-    from initlab.synthetic.splade.phase.config import BASE
+    from initlab.synthetic.splade.train import load_encoder
 
     model = build_family_model("bert", len(VOCAB), TINY, seed=0)
     model.to(torch.bfloat16).save_pretrained(tmp_path)
     family_tokenizer("bert", VOCAB).save_pretrained(tmp_path)
     loaded, _ = load_family_backbone(tmp_path)
     assert loaded.dtype == torch.float32
-    encoder = cell._load(tmp_path, derive(BASE, doc_max_len=12), seed=0)
+    encoder = load_encoder(tmp_path, 12, seed=0)
     assert {p.dtype for p in encoder.parameters()} == {torch.float32}
 
 
