@@ -17,6 +17,8 @@ family's embedding LayerNorm sits, which :func:`initlab.mlmhead.report.inspect_m
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -196,6 +198,24 @@ def _check_k(k: Any) -> float:
     return k
 
 
+def untie_head(model: Any) -> Any:
+    """Give a tied MLM head its own copy of ``W_head`` ``(V, d)`` (and of its bias, so the bias survives a
+    save/reload) and set ``config.tie_word_embeddings = False``, in place; the values are unchanged. A head that is
+    not tied is left alone. Returns ``model``.
+
+    Raises:
+        TypeError: ``model`` is not a transformers model.
+        ValueError: unknown family, or no MLM head.
+    """
+    out = _output_module(model)
+    if is_tied(model):
+        out.weight = torch.nn.Parameter(out.weight.detach().clone(), requires_grad=out.weight.requires_grad)
+        if getattr(out, "bias", None) is not None:
+            out.bias = torch.nn.Parameter(out.bias.detach().clone(), requires_grad=out.bias.requires_grad)
+        model.config.tie_word_embeddings = False
+    return model
+
+
 def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
     """Divide the MLM head's vocabulary projection ``W_head`` by ``k``, in place; return ``model``.
 
@@ -228,16 +248,39 @@ def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
             raise ValueError(f"k: {k!r} makes W_head / k overflow or underflow in {w.dtype}; expected a moderate "
                              "positive factor (e.g. 1 to 64)")
         del q
-    if untie and is_tied(model):
-        out.weight = torch.nn.Parameter(out.weight.detach().clone(), requires_grad=out.weight.requires_grad)
-        if getattr(out, "bias", None) is not None:
-            out.bias = torch.nn.Parameter(out.bias.detach().clone(), requires_grad=out.bias.requires_grad)
-        model.config.tie_word_embeddings = False
+    if untie:
+        untie_head(model)
     with torch.no_grad():
         out.weight.div_(k)
     previous = float(getattr(model.config, K_ATTR, None) or 1.0)
     setattr(model.config, K_ATTR, previous * k)
     return model
+
+
+@contextmanager
+def rescaled(model: Any, k: float) -> Iterator[Any]:
+    """Within the ``with`` block, ``model`` rescaled by :func:`rescale_mlm_head` ``(model, k)`` (tied: the one shared
+    tensor, so the input embeddings are divided too); on leaving, ``W_head`` ``(V, d)`` is restored bit-exactly from
+    a copy and ``config.mlm_head_rescale_k`` to its earlier value (or absence). Yields ``model``.
+
+    Raises:
+        the errors of :func:`rescale_mlm_head` (nothing is changed then).
+    """
+    W = head_projection(model)
+    W0 = W.detach().clone()
+    missing = object()
+    recorded = getattr(model.config, K_ATTR, missing)
+    try:
+        rescale_mlm_head(model, k)
+        yield model
+    finally:
+        with torch.no_grad():
+            W.copy_(W0)
+        if recorded is missing:
+            if hasattr(model.config, K_ATTR):
+                delattr(model.config, K_ATTR)
+        else:
+            setattr(model.config, K_ATTR, recorded)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import torch
 import transformers
 
 from initlab.app.commands.mlmhead import rescale_main
-from initlab.mlmhead import K_ATTR, head_bias, head_projection, is_tied, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
+from initlab.mlmhead import (K_ATTR, head_bias, head_projection, is_tied, rescale_mlm_head, rescaled, tiny_masked_lm,
+                             tiny_tokenizer, untie_head)
 
 FAMILIES = ["bert", "distilbert", "albert", "roberta", "modernbert"]
 
@@ -79,6 +80,46 @@ def test_mlm_head_rescale_untie(family, tok_dir):
     assert model.config.tie_word_embeddings is False
     assert torch.equal(model.get_input_embeddings().weight, E0)  # embeddings untouched
     assert torch.allclose(head_projection(model), E0 / 4.0)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_untie_head_copies_weight_and_bias_and_changes_no_value(family, tok_dir):
+    model = tiny_masked_lm(family, _tok(tok_dir).vocab_size, hidden=16, layers=1)
+    before = {n: p.detach().clone() for n, p in model.state_dict().items()}
+    bias0 = head_bias(model)
+    assert untie_head(model) is model and not is_tied(model) and model.config.tie_word_embeddings is False
+    assert all(torch.equal(model.state_dict()[n], v) for n, v in before.items())
+    if bias0 is not None:  # its own bias copy, so the bias survives a save/reload of the untied head
+        assert head_bias(model) is not bias0 and torch.equal(head_bias(model), bias0)
+    W = head_projection(model)
+    untie_head(model)  # already untied: left alone
+    assert head_projection(model) is W
+
+
+@pytest.mark.parametrize("family", ["bert", "albert"])
+@pytest.mark.parametrize("untie", [False, True])
+def test_rescaled_block_divides_then_restores_weights_and_recorded_k(family, untie, tok_dir):
+    model = tiny_masked_lm(family, _tok(tok_dir).vocab_size, hidden=16, layers=1)
+    if untie:
+        untie_head(model)
+    E0 = model.get_input_embeddings().weight.detach().clone()
+    W0 = head_projection(model).detach().clone()
+    with rescaled(model, 3.0) as m:
+        assert m is model and getattr(model.config, K_ATTR) == 3.0
+        assert torch.equal(head_projection(model), W0 / 3.0)  # the same division as rescale_mlm_head
+        assert torch.equal(model.get_input_embeddings().weight, E0 if untie else W0 / 3.0)
+    assert torch.equal(head_projection(model), W0) and torch.equal(model.get_input_embeddings().weight, E0)
+    assert not hasattr(model.config, K_ATTR) and is_tied(model) is not untie
+    rescale_mlm_head(model, 2.0)
+    W2 = head_projection(model).detach().clone()
+    with pytest.raises(RuntimeError, match="inside"):
+        with rescaled(model, 4.0):
+            raise RuntimeError("inside")
+    assert torch.equal(head_projection(model), W2) and getattr(model.config, K_ATTR) == 2.0  # an earlier k kept
+    with pytest.raises(ValueError, match="k"):
+        with rescaled(model, 0.0):
+            pass
+    assert torch.equal(head_projection(model), W2) and getattr(model.config, K_ATTR) == 2.0
 
 
 @pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e-300, 1e300])
