@@ -15,11 +15,13 @@ The input side of the tie therefore differs by family: a tied rescale of ``W_hea
 hidden states in BERT, RoBERTa and ALBERT (the word embedding's weight against the position and
 type embeddings changes before the LayerNorm) and almost not at all in ModernBERT.
 
-Scaling a cell's weights: :func:`scale_backbone` sets the input word embeddings to ``e * W`` and the
-output projection to ``h * W`` (``W`` the pretrained tied matrix). ``tied=True`` needs ``e == h`` and
-keeps the one shared tensor; ``tied=False`` unties the head first (its own copy of the matrix and of
-the bias) and scales the two copies separately. With powers of two the products are exact in
-floating point, so "head scale s then rescale k" and "scale s / k" give bitwise the same weights.
+Scaling a cell's weights: :func:`scale_backbone` imposes a head scale, the input word embeddings ``e * W`` and
+the output projection ``h * W`` (``W`` the pretrained tied matrix). ``tied=True`` needs ``e == h`` and
+keeps the one shared tensor; ``tied=False`` unties the head first (:func:`initlab.mlmhead.untie_head`: its own
+copy of the matrix and of the bias) and scales the two copies separately. Every division by an MLM-head
+rescaling factor k is :func:`initlab.mlmhead.rescale_mlm_head`, the tool the experiments validate. With powers of
+two the products are exact in floating point, so "head scale s then rescale k" and "scale s / k" give bitwise the
+same weights.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 import torch
 
+from initlab.mlmhead.heads import is_tied, rescaled, untie_head
 from initlab.synthetic.splade.data import SyntheticCorpus
 from initlab.synthetic.splade.model import build_tokenizer, pretrain_mlm
 
@@ -155,33 +158,32 @@ def scale_backbone(model, e: float, h: float, tied: bool):
             raise ValueError(f"tied scaling needs e == h, got e={e!r}, h={h!r}")
         emb.weight.mul_(float(e))
         return model
-    out.weight = torch.nn.Parameter(out.weight.detach().clone())
-    if getattr(out, "bias", None) is not None:
-        out.bias = torch.nn.Parameter(out.bias.detach().clone())
-    model.config.tie_word_embeddings = False
+    untie_head(model)
     emb.weight.mul_(float(e))
-    out.weight.mul_(float(h))
+    model.get_output_embeddings().weight.mul_(float(h))
     return model
 
 
 @torch.no_grad()
 def hidden_change(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, k: float) -> float:
     """Relative change ``||H_k - H_1||_F / ||H_1||_F`` of the last hidden states (non-padding tokens)
-    when the tied matrix is divided by ``k``; the weights are restored bit-exactly afterwards."""
-    w = _word_embeddings(model).weight
-    w0 = w.detach().clone()
+    when the tied matrix is divided by ``k`` (:func:`initlab.mlmhead.rescaled`: :func:`initlab.mlmhead.rescale_mlm_head`,
+    then the weights and the recorded k restored bit-exactly).
+
+    Raises:
+        ValueError: the head is not tied (only the tied matrix feeds the hidden states).
+    """
+    if not is_tied(model):
+        raise ValueError("hidden_change: expected a model whose head is tied to the input embeddings")
     model.eval()
 
     def hidden() -> torch.Tensor:
         out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
         return out.hidden_states[-1][attention_mask.bool()].double()
 
-    try:
-        h1 = hidden()
-        w.div_(float(k))
+    h1 = hidden()
+    with rescaled(model, float(k)):
         hk = hidden()
-    finally:
-        w.copy_(w0)
     return float((hk - h1).norm() / h1.norm())
 
 

@@ -2,7 +2,7 @@
 
 Role: :func:`pretrain` MLM-pretrains one family's backbone on every domain's documents with its own recipe
 (:func:`initlab.synthetic.splade.families.prepare_family_backbone`); :func:`run_cell` divides the tied head by k
-(as ``initlab mlmhead rescale``), measures the initial in-batch InfoNCE, trains to the plateau rule
+(:func:`initlab.mlmhead.rescale_mlm_head`, as ``initlab mlmhead rescale``), measures the initial in-batch InfoNCE, trains to the plateau rule
 (:func:`initlab.synthetic.splade.ood.train.train_to_plateau`) and evaluates nDCG@10 in domain and out of domain at
 the checkpoints (:func:`initlab.synthetic.splade.ood.evaluate.evaluate_sets`); :func:`bm25_cell` scores BM25 on the
 same sets (and on the query-shift sets of ``query_shift``, :func:`shift_sets_for`). :func:`corpus_for` is the
@@ -23,7 +23,7 @@ import torch
 from initlab.config import derive
 from initlab.runs import NonFiniteError, torch_threads
 from initlab.synthetic.splade.domains import DomainCorpus, DomainCorpusConfig, make_domain_corpus, query_shift_set
-from initlab.synthetic.splade.families import prepare_family_backbone, scale_backbone
+from initlab.synthetic.splade.families import prepare_family_backbone
 from initlab.synthetic.splade.ood.config import OODConfig, backbone_for
 from initlab.synthetic.splade.ood.evaluate import evaluate_sets, mean_metrics, shift_means
 from initlab.synthetic.splade.ood.train import train_to_plateau
@@ -87,7 +87,7 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
     evaluation at the stop), ``failed`` (the non-finite error or None), ``collapse`` (reasons of
     :func:`initlab.nn.collapse.detect_collapse`), ``seconds``, ``cpu_seconds``, ``cpu_seconds_per_step``.
     """
-    from initlab.mlmhead import head_projection
+    from initlab.mlmhead import head_projection, rescale_mlm_head
     from initlab.nn.collapse import detect_collapse
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -98,7 +98,7 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
         warnings.simplefilter("ignore")
         model = load_encoder(Path(backbone_dir), cfg.doc_max_len, seed)
         hf = model[0].auto_model
-        scale_backbone(hf, 1.0 / k, 1.0 / k, tied=True)
+        rescale_mlm_head(hf, k)  # tied: the one shared tensor, as `initlab mlmhead rescale` does
         rec["head_frobenius"] = float(head_projection(hf).detach().double().norm())
         rec["init_infonce"] = initial_infonce(model, corpus, cfg)
         c_train = time.process_time()

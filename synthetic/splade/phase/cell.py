@@ -2,7 +2,8 @@
 
 Role: train, evaluate and inspect one model of :mod:`initlab.synthetic.splade.phase.config`'s grid.
 :func:`run_phase_cell` scales the pretrained family backbone (input embeddings ``e``, head ``h``, tied or
-not), measures it at initialisation, trains it with the SPLADE recipe of
+not; :func:`scale_cell`: the imposed scale, then ``initlab.mlmhead.rescale_mlm_head`` by k), measures it at
+initialisation, trains it with the SPLADE recipe of
 :mod:`initlab.synthetic.splade.train` (SPLADE v2, arXiv:2109.10086), evaluates it
 (:mod:`initlab.synthetic.splade.measure`) and gives the collapse verdict of
 :func:`initlab.nn.collapse.detect_collapse`; a non-finite gradient or loss makes the cell ``failed``.
@@ -26,7 +27,7 @@ from initlab.synthetic.splade.phase.config import CellSpec, PhaseConfig, backbon
 from initlab.synthetic.splade.measure import batch_features, evaluate, measure_init
 from initlab.synthetic.splade.train import load_encoder, quiet, train_cell
 
-__all__ = ["collapse_verdict", "run_phase_cell", "posthoc_rescales", "inspect_cell", "pretrain_family"]
+__all__ = ["collapse_verdict", "run_phase_cell", "scale_cell", "posthoc_rescales", "inspect_cell", "pretrain_family"]
 
 
 @torch.no_grad()
@@ -75,7 +76,7 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
         hf = model[0].auto_model
         feats = batch_features(model, list(corpus.docs.values())[: cfg.init_batch], cfg.doc_max_len)
         h_ref = _hidden(hf, feats)
-        scale_backbone(hf, spec.e, spec.h, spec.tied)
+        scale_cell(hf, spec)
         hidden_change = float((_hidden(hf, feats) - h_ref).norm() / h_ref.norm())
         init = measure_init(model, corpus, cfg, spec.seed)
         rec: dict[str, Any] = {"family": spec.family, "tied": spec.tied, "e": spec.e, "h": spec.h, "seed": spec.seed,
@@ -99,6 +100,21 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
                 "final": final, "tied_after": is_tied(hf), "posthoc": posthoc, "seconds": time.perf_counter() - t0,
                 "cpu_seconds": time.process_time() - c0, "cpu_seconds_train": c_train})
     return rec
+
+
+def scale_cell(hf, spec: CellSpec):
+    """Give the pretrained tied backbone ``hf`` the weights of ``spec``, in place; returns ``hf``.
+
+    First the imposed scale (:meth:`CellSpec.imposed`, :func:`initlab.synthetic.splade.families.scale_backbone`:
+    tied when input and head scale agree, else the head untied and scaled alone), then the MLM-head rescaling by
+    ``spec.k`` with :func:`initlab.mlmhead.rescale_mlm_head` (``untie`` for an untied cell), as ``initlab mlmhead
+    rescale [--untie]`` does to a checkpoint.
+    """
+    from initlab.mlmhead import rescale_mlm_head
+
+    e, h = spec.imposed()
+    scale_backbone(hf, e, h, tied=e == h)
+    return rescale_mlm_head(hf, spec.k, untie=not spec.tied)
 
 
 def _step_callback(progress: Any):

@@ -143,13 +143,25 @@ PRESETS: dict[str, PhaseConfig] = {
 
 @dataclass(frozen=True)
 class CellSpec:
-    """One trained model: input word embeddings ``e * W``, output projection ``h * W``, tied or not."""
+    """One trained model: input word embeddings ``e * W``, output projection ``h * W``, tied or not.
+
+    ``k``: the MLM-head rescaling factor by which the cell reaches these weights: the backbone is given the
+    imposed scale first (:meth:`imposed`), then divided by ``k`` with :func:`initlab.mlmhead.rescale_mlm_head`
+    (untied by it when the cell is untied). Grid points with the same ``e``, ``h`` and tie are one model (bitwise,
+    for powers of two) whatever their ``k``, so ``k`` is left out of equality, the name and the cell key.
+    """
 
     family: str
     tied: bool
     e: float
     h: float
     seed: int
+    k: float = field(default=1.0, compare=False)
+
+    def imposed(self) -> tuple[float, float]:
+        """``(input scale, head scale)`` of the backbone before the division by ``k``: ``(e * k, h * k)`` tied,
+        ``(e, h * k)`` untied."""
+        return (self.e * self.k if self.tied else self.e), self.h * self.k
 
     @property
     def name(self) -> str:
@@ -163,11 +175,11 @@ def cell_spec(family: str, mode: str, s: float, k: float, seed: int) -> CellSpec
         ValueError: unknown ``mode``.
     """
     if mode == "tied":
-        return CellSpec(family, True, s / k, s / k, seed)
+        return CellSpec(family, True, s / k, s / k, seed, k)
     if mode == "k_output":
-        return CellSpec(family, True, s, s, seed) if k == 1.0 else CellSpec(family, False, s, s / k, seed)
+        return CellSpec(family, True, s, s, seed, k) if k == 1.0 else CellSpec(family, False, s, s / k, seed, k)
     if mode == "s_output":
-        return CellSpec(family, False, 1.0, s / k, seed)
+        return CellSpec(family, False, 1.0, s / k, seed, k)
     raise ValueError(f"mode: expected one of {list(MODES)}, got {mode!r}")
 
 

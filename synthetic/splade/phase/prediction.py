@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 import torch
 
-from initlab.mlmhead import head_bias, inspect_model, rescale_mlm_head
-from initlab.mlmhead.heads import K_ATTR, K_GRID
+from initlab.mlmhead import head_bias, inspect_model, untie_head
+from initlab.mlmhead.heads import K_GRID
 from initlab.runs import torch_threads
 from initlab.synthetic.splade.data import make_corpus
 from initlab.synthetic.splade.families import load_family_backbone
@@ -159,8 +159,7 @@ def prediction_rows(work_dir: str | Path | None = None, cfg: PhaseConfig = PRESE
             for head in ("tied", "untied"):
                 model, tok = load_family_backbone(Path(folder))
                 if head == "untied":
-                    rescale_mlm_head(model, 1.0, untie=True)
-                    setattr(model.config, K_ATTR, None)
+                    untie_head(model)
                 rep = inspect_model(model, tok, texts, ks=ks, max_length=cfg.doc_max_len)
                 share = special_token_share(model, tok, texts, cfg.doc_max_len)
                 effect = text_effect_prediction(model, tok, texts, cfg.doc_max_len, ks)

@@ -214,8 +214,39 @@ def _ood_cell_weights(monkeypatch, backbone, family, k, cfg):
 def test_every_ood_cell_has_the_weights_of_the_frozen_reference(monkeypatch, backbones):
     points = _ood_points()
     assert {k for _, k in points} >= {1.0, 4.0, 16.0}
-    cfg = OOD_PRESETS["quick"] if "quick" in OOD_PRESETS else next(iter(OOD_PRESETS.values()))
+    cfg = next(iter(OOD_PRESETS.values()))
     for family, k in points:
         got = _ood_cell_weights(monkeypatch, backbones[family], family, k, cfg)
         want = _frozen_scale_backbone(copy.deepcopy(backbones[family]), 1.0 / k, 1.0 / k, tied=True)
         _assert_same_weights(got, want, f"ood {family} k={k:g}")
+
+
+# ------------------------------------------------------------------------------------------------
+# the cells run the shipped tool
+# ------------------------------------------------------------------------------------------------
+def _spy(monkeypatch) -> list[tuple[float, bool]]:
+    import initlab.mlmhead as mlmhead
+
+    calls: list[tuple[float, bool]] = []
+    real = mlmhead.rescale_mlm_head
+
+    def spy(model, k, *, untie=False):
+        calls.append((float(k), bool(untie)))
+        return real(model, k, untie=untie)
+
+    monkeypatch.setattr(mlmhead, "rescale_mlm_head", spy)
+    return calls
+
+
+@pytest.mark.parametrize("mode,s,k,untie", [("tied", 16.0, 4.0, False), ("k_output", 16.0, 4.0, True),
+                                            ("k_output", 1.0, 1.0, False), ("s_output", 16.0, 64.0, True)])
+def test_a_phase_cell_divides_by_its_k_with_rescale_mlm_head(monkeypatch, backbones, mode, s, k, untie):
+    calls = _spy(monkeypatch)
+    hf = _phase_cell_weights(monkeypatch, backbones["bert"], cell_spec("bert", mode, s, k, 0), PHASE_PRESETS["quick"])
+    assert calls == [(k, untie)] and getattr(hf.config, K_ATTR) == k
+
+
+def test_an_ood_cell_divides_by_its_k_with_rescale_mlm_head(monkeypatch, backbones):
+    calls = _spy(monkeypatch)
+    hf = _ood_cell_weights(monkeypatch, backbones["roberta"], "roberta", 16.0, next(iter(OOD_PRESETS.values())))
+    assert calls == [(16.0, False)] and getattr(hf.config, K_ATTR) == 16.0
