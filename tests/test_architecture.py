@@ -67,12 +67,8 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("docgen",)],  # the one home of generated documents (it reads the registry and runs commands' code)
     ],
     "initlab.app.docgen": [
-        [("claim_rows",), ("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",)],
+        [("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",)],
         [("claims",), ("cli_docs",)],  # the README's claims table (over its rows); the command table and page
-    ],
-    "initlab.app.docgen.claim_rows": [
-        # one row module per evidence module, independent (their shared Claim record is the package itself)
-        [("theory_claims",), ("spt_claims",), ("lra_claims",), ("splade_claims",), ("diagnose_claims",)],
     ],
 }
 
@@ -294,10 +290,10 @@ def test_the_check_catches_an_upward_import(tmp_path):
      "initlab.app.commands.fake imports initlab.app.docgen (initlab.app: docgen is not below commands)"),
     ("initlab.app.cli.fake", "from initlab.app.docgen.cli_docs import COMMANDS\n",
      "initlab.app.cli.fake imports initlab.app.docgen.cli_docs (initlab.app: docgen is not below cli)"),
-    ("initlab.app.docgen.claim_rows.spt_claims.fake", "from initlab.app.docgen import claims\n",
-     "initlab.app.docgen.claim_rows.spt_claims.fake imports initlab.app.docgen.claims (initlab.app.docgen: claims is not below claim_rows)"),
-    ("initlab.app.docgen.claim_rows.lra_claims.fake", "from initlab.app.docgen.claim_rows.spt_claims import spt_runs\n",
-     "initlab.app.docgen.claim_rows.lra_claims.fake imports initlab.app.docgen.claim_rows.spt_claims"),
+    ("initlab.app.docgen.tables.fake", "from initlab.app.docgen import claims\n",
+     "initlab.app.docgen.tables.fake imports initlab.app.docgen.claims (initlab.app.docgen: claims is not below tables)"),
+    ("initlab.synthetic.spt.claims.fake", "from initlab.app.docgen import claims\n",
+     "initlab.synthetic imports initlab.app.docgen"),
 ])
 def test_the_check_catches_sideways_and_upward_imports_between_sub_packages(tmp_path, name, source, expected):
     """Mutations one level down: an experiment importing the other, a shared piece importing an experiment, a

@@ -1,12 +1,14 @@
-"""The README's claims rows, one module per evidence module of :mod:`initlab.evidence` (``theory_claims``,
-``spt_claims``, ``lra_claims``, ``splade_claims``, ``diagnose_claims``).
+"""The record of a README claims row and the wording its cells share; the rows themselves live in each
+experiment's ``claims`` module, beside their verdict functions (:mod:`initlab.synthetic.spt.claims`,
+:mod:`initlab.synthetic.splade.claims`, :mod:`initlab.synthetic.diagnose.claims`, :mod:`initlab.realdata.lra.claims`,
+:mod:`initlab.theorycheck.verify.claims`).
 
-Each row module holds its rows as :class:`Claim` records in a list ``CLAIMS`` and the functions that turn the
+Each claims module holds its rows as :class:`Claim` records in a list ``CLAIM_ROWS`` and the functions that turn the
 loaded result files (``{file name under docs/results: parsed JSON}``) into one markdown verdict cell. No saved
-verdict word is used: every verdict is recomputed by the one verdict function of its claim in
-:mod:`initlab.evidence` from the saved raw per-seed numbers, and a saved verdict record, where a file keeps one,
-must agree with that recomputation (else :class:`initlab.evidence.rules.VerdictRecordError`). A new claim is one
-``Claim`` entry in the ``CLAIMS`` of its evidence's row module; :mod:`initlab.app.docgen.claims` lists the modules.
+verdict word is used: every verdict is recomputed by the one verdict function of its claim (in the same module)
+from the saved raw per-seed numbers, and a saved verdict record, where a file keeps one, must agree with that
+recomputation (else :class:`initlab.evidence.rules.VerdictRecordError`). A new claim is its verdict function and one
+``Claim`` entry in its module's ``CLAIM_ROWS``; :mod:`initlab.app.docgen.claims` lists the modules.
 
 Every cell names the preset and seeds of the run it comes from. Brackets are intervals of the claim's rule
 (95 % t for a gain, 90 % TOST for an equivalence, 95 % Fieller for a share; :mod:`initlab.evidence.rules`).

@@ -16,6 +16,13 @@ acc}}}}}`` (test accuracies as fractions at the best validation epoch). The prer
   (an intersection-union test: *reproduced* only if the prediction is right on every setting);
 * :func:`confusion` and :func:`correlation` -- the confusion table and the Pearson (Fisher-z 95 % interval) and
   Spearman (bootstrap 95 % interval) correlations between predicted blind share and mean measured gain.
+
+The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.evidence.rows.Claim` each, rendered by
+:mod:`initlab.app.docgen.claims`) follow the verdict functions.
+
+The README's diagnosis row: "initlab's diagnosis predicts SPT's gain", from ``diagnose_validation/records.json`` by
+:func:`initlab.synthetic.diagnose.claims.predicts_gain` on the per-setting predictions and per-seed accuracies of both
+arms (the preregistered analysis of docs/diagnose.md).
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from initlab.evidence import rules
+from initlab.evidence.rows import Claim, Headline, Results, b, seeds_text
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED, Verdict
 
-__all__ = ["MIN_GAIN", "TOL", "MIN_SEEDS", "gains", "outcome", "part", "predicts_gain", "confusion", "correlation"]
+__all__ = ["MIN_GAIN", "TOL", "MIN_SEEDS", "gains", "outcome", "part", "predicts_gain", "confusion", "correlation",
+           "DIAGNOSE", "CLAIM_ROWS", "diagnose_row", "diagnose_headline"]
 
 MIN_GAIN = 0.05  # 5 points, the synthetic SPT experiment's δ
 TOL = 0.002  # one test sequence in 512
@@ -138,3 +147,52 @@ def correlation(records: Mapping[str, Any], *, n_resamples: int = 9999, seed: in
                       method="percentile", random_state=np.random.default_rng(seed))
     out.update(spearman_lo=float(bs.confidence_interval.low), spearman_hi=float(bs.confidence_interval.high))
     return out
+
+
+# --- the README rows of these claims (initlab.app.docgen.claims renders them) ---
+DIAGNOSE = "diagnose_validation/records.json"
+
+
+def diagnose_row(r: Results) -> str:
+    """The all-of word, where the rule was right / wrong / undecided, and the correlation with its intervals."""
+    rec = r[DIAGNOSE]
+    v = predicts_gain(rec)
+    if v.word == NOT_RUN:
+        return f"{b(NOT_RUN)} (no setting has {MIN_SEEDS} finished seeds yet)"
+    c = confusion(rec)
+    right = c["table"][("helps", "helps")] + c["table"][("does not help", "does not help")]
+    wrong = c["table"][("helps", "does not help")] + c["table"][("does not help", "helps")]
+    seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
+    out = (f"{b(v.word)} (preregistered rule, {len(rec['settings'])} synthetic settings, {seeds_text(seeds)}): right on "
+           f"{len(right)} ({', '.join(right) or 'none'}), wrong on {len(wrong)} ({', '.join(wrong) or 'none'})")
+    if c["undecided"]:
+        need = [p.seeds_to_decide for p in v.parts if p.word == rules.INCONCLUSIVE]
+        out += f", undecided on {len(c['undecided'])} ({', '.join(c['undecided'])}"
+        out += f"; {max(need)} seeds would decide)" if need and all(n is not None for n in need) else ")"
+    if c["not_run"]:
+        out += f", not run on {', '.join(c['not_run'])}"
+    k = correlation(rec)
+    if not math.isnan(k["pearson"]):
+        out += (f"; blind share vs SPT gain: Pearson {k['pearson']:.2f} [{k['pearson_lo']:.2f}, {k['pearson_hi']:.2f}], "
+                f"Spearman {k['spearman']:.2f} [{k['spearman_lo']:.2f}, {k['spearman_hi']:.2f}] ({k['n']} settings)")
+    return out
+
+
+def diagnose_headline(r: Results) -> Headline:
+    """The README's cells: the all-of word, and the rule's hits out of the decided settings with the seeds."""
+    rec = r[DIAGNOSE]
+    v = predicts_gain(rec)
+    if v.word == NOT_RUN:
+        return Headline(b(NOT_RUN), "—")
+    c = confusion(rec)
+    right = len(c["table"][("helps", "helps")] + c["table"][("does not help", "does not help")])
+    decided = sum(len(x) for x in c["table"].values())
+    seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
+    return Headline(b(v.word), f"rule right on {right} of {decided} decided settings, undecided on "
+                                f"{len(c['undecided'])} of {len(rec['settings'])} ({len(seeds)} seeds)")
+
+
+CLAIM_ROWS: list[Claim] = [
+    Claim("initlab's diagnosis predicts SPT's gain", "no seed number (initlab's own claim)",
+          "[diagnose](docs/diagnose.md)", (DIAGNOSE,), diagnose_row, headline=diagnose_headline),
+]

@@ -2,9 +2,9 @@
 ("What reproduces") and the full page ``docs/claims.md`` (every part of every verdict).
 
 Each row of :data:`CLAIMS` holds the seed's claim and number (fixed text: the papers' words), the evidence
-links, the result files it reads and the function that turns them into the verdict cell; the rows live in
-:mod:`initlab.app.docgen.claim_rows`, one module per evidence module of :mod:`initlab.evidence` (a new claim is
-one entry in its module's ``CLAIMS``). Rows for experiments that were
+links, the result files it reads and the function that turns them into the verdict cell; each row lives beside
+its verdict function in its experiment's ``claims`` module (:mod:`initlab.synthetic.spt.claims`, ...; a new claim
+is one verdict function and one entry in its module's ``CLAIM_ROWS``). Rows for experiments that were
 not run carry their reason instead. The README table is written between the markers :data:`BEGIN_MARK` and
 :data:`END_MARK` of the README, the full table as the whole of ``docs/claims.md``::
 
@@ -25,10 +25,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from initlab.app.docgen.claim_rows import diagnose_claims, lra_claims, splade_claims, spt_claims, theory_claims
 from initlab.evidence.rows import Claim, Headline
+from initlab.realdata.lra import claims as lra_claims
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path, check_output_path
+from initlab.synthetic.diagnose import claims as diagnose_claims
+from initlab.synthetic.splade import claims as splade_claims
+from initlab.synthetic.spt import claims as spt_claims
 from initlab.textio import read_json, read_text
+from initlab.theorycheck.verify import claims as theory_claims
 
 __all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
            "claims_page", "replace_block", "collect_spt", "main"]
@@ -43,9 +47,10 @@ class ResultsFileError(ValueError):
     """A saved result file is missing or does not hold what a row needs; the message names the file."""
 
 
-#: the row modules, in table order; each mirrors its evidence module (a new claim is one entry in its ``CLAIMS``)
+#: the experiments' claims modules, in table order; each holds its verdict functions and its rows (a new claim is
+#: one verdict function and one entry in its module's ``CLAIM_ROWS``)
 ROW_MODULES = (theory_claims, spt_claims, lra_claims, splade_claims, diagnose_claims)
-CLAIMS: list[Claim] = [claim for module in ROW_MODULES for claim in module.CLAIMS]
+CLAIMS: list[Claim] = [claim for module in ROW_MODULES for claim in module.CLAIM_ROWS]
 
 
 def load_results(results_dir: str | Path, names: Sequence[str] | None = None,

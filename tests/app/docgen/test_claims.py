@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from initlab.app.docgen import claims
-from initlab.app.docgen.claim_rows import lra_claims as lra_rows
-from initlab.app.docgen.claim_rows import spt_claims as spt_rows
-from initlab.app.docgen.claim_rows import theory_claims as theory_rows
+from initlab.realdata.lra import claims as lra_rows
+from initlab.synthetic.spt import claims as spt_rows
+from initlab.theorycheck.verify import claims as theory_rows
 
 ROOT = Path(__file__).resolve().parents[3]
 README = ROOT / "README.md"

@@ -1,4 +1,4 @@
-"""The README SPLADE rows of initlab.app.docgen.claim_rows.splade_claims: computed from raw per-seed numbers, never from words."""
+"""The README SPLADE rows of initlab.synthetic.splade.claims: computed from raw per-seed numbers, never from words."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from initlab.config import to_dict
 from initlab.evidence import rules
 from initlab.synthetic.splade import claims as sc
-from initlab.app.docgen.claim_rows import splade_claims as cs
+from initlab.synthetic.splade import claims as cs
 
 ROOT = Path(__file__).resolve().parents[3]
 SEEDS = [9101, 9102, 9103, 9104]
