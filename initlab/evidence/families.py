@@ -2,8 +2,9 @@
 
 Imported as ``initlab.evidence.families``. Every experiment's claims are split, before its confirmatory run, into
 a **primary** family (the few claims the experiment exists to test) and a **secondary** family (everything else
-it reports with a word). Within each family the family-wise error rate is held at ``alpha = 0.05`` by Holm's
-step-down procedure (S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6
+it reports with a word), declared beside the claims in the experiment's claims module (e.g.
+:data:`initlab.synthetic.spt.claims.SPT_FAMILIES`); this module holds only the machinery. Within each family the
+family-wise error rate is held at ``alpha = 0.05`` by Holm's step-down procedure (S. Holm, "A simple sequentially rejective multiple test procedure", Scand. J. Statist. 6
 (1979) 65-70), computed by ``statsmodels.stats.multitest.multipletests(method="holm")``, not by hand.
 
 What is tested: every *leaf* verdict of a family's claims (a claim's own verdict, or each part of an all-of
@@ -30,8 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 from initlab.evidence import rules
 from initlab.evidence.rules import INCONCLUSIVE, NOT_RUN, Verdict
 
-__all__ = ["ALPHA", "Family", "SPT_FAMILIES", "SPLADE_FAMILIES", "SPLADE_OOD_FAMILIES", "FAMILIES", "family_of", "holm", "corrected",
-           "families_markdown"]
+__all__ = ["ALPHA", "Family", "family_of", "holm", "corrected", "families_markdown"]
 
 #: the family-wise error rate held within each family
 ALPHA = 0.05
@@ -45,49 +45,6 @@ class Family:
     name: str
     claims: tuple[str, ...]
     why: str
-
-
-#: the synthetic SPT claims (:mod:`initlab.synthetic.spt.claims`). Primary: the gain itself, against both
-#: controls, the proximity mechanism, and the two causal predictions that decide the explanation (a proximity
-#: prior without SPT recovers the gain; SPT without position codes gives none). Secondary: everything else.
-SPT_FAMILIES: tuple[Family, ...] = (
-    Family("primary", ("spt_gain", "spt_gain_matched", "proximity", "causal_prior", "causal_nopos"),
-           "the SPT gain against tuned and compute-matched label training, the proximity pattern it forms, and the "
-           "two interventions on the explanation: a proximity prior without SPT, SPT without positions"),
-    Family("secondary", ("qkvo", "qk", "few_epochs", "frozen_attn", "ffn", "depth", "cross_data", "causal_nonuniform",
-                         "causal_pooling", "mech_hybrid_qk_emb", "mech_hybrid_qk_ln", "mech_hybrid_qk_emb_ln", "mech_attn_qk"),
-           "where the gain lives (hybrids, frozen attention, FFN), its scope (SPT epochs, depth, other data), the "
-           "theorem's premises (a non-uniform start, last-token pooling) and the mechanism rows"),
-)
-
-#: the synthetic SPLADE claims (:mod:`initlab.synthetic.splade.claims`). Primary: the degradation and its fix.
-SPLADE_FAMILIES: tuple[Family, ...] = (
-    Family("primary", ("high_norm_degrades", "rescaling_fixes"),
-           "a large MLM-head norm degrades SPLADE; dividing W_head by the recommended k fixes it"),
-    Family("secondary", ("interaction", "over_rescaling", "input_side", "regret_inspect", "regret_bert", "regret_edge",
-                         "edge_beats_inspect", "bert_beats_inspect", "landscape_regret_inspect", "landscape_regret_edge",
-                         "landscape_regret_fixed", "landscape_edge_beats_inspect", "landscape_inspect_beats_fixed"),
-           "the high-norm x normal-norm interaction, over-rescaling, the tie's input side, and the k rules' regrets "
-           "and comparisons (on the grid and on the landscape)"),
-)
-
-#: the OOD synthetic SPLADE's preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-preregistered):
-#: the interaction is the one primary claim (its preregistered headline test); everything else of
-#: :mod:`initlab.synthetic.splade.claims` is secondary. Applied separately to the out-of-domain verdicts and to the
-#: in-domain ones (two declarations of the same structure; in domain every claim is secondary by the preregistered design).
-SPLADE_OOD_FAMILIES: tuple[Family, ...] = (
-    Family("primary", ("interaction",),
-           "a large head norm degrades SPLADE and k fixes it beyond what the normal-norm control gains (out of domain)"),
-    Family("secondary", ("high_norm_degrades", "rescaling_fixes", "over_rescaling", "input_side", "regret_inspect",
-                         "regret_bert", "regret_edge", "edge_beats_inspect", "bert_beats_inspect",
-                         "landscape_regret_inspect", "landscape_regret_edge", "landscape_regret_fixed",
-                         "landscape_edge_beats_inspect", "landscape_inspect_beats_fixed"),
-           "the per-family degradation and fix, over-rescaling, the tie's input side, and the k rules' regrets "
-           "(on the grid and gated by the landscape)"),
-)
-
-FAMILIES: dict[str, tuple[Family, ...]] = {"spt": SPT_FAMILIES, "splade": SPLADE_FAMILIES,
-                                           "splade_ood": SPLADE_OOD_FAMILIES}
 
 
 def family_of(families: Sequence[Family], claim_id: str) -> Family:

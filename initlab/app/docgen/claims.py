@@ -117,10 +117,13 @@ def headline_cells(claim: Claim, results: dict[str, Any], results_dir: str | Pat
     return Headline(_cell(h.word), _cell(h.estimate))
 
 
-def _families_text() -> str:
-    from initlab.evidence import families
+#: the declared claim families of each experiment (its claims module), as the legend names them
+FAMILIES = {"spt": spt_claims.SPT_FAMILIES, "splade": splade_claims.SPLADE_FAMILIES,
+            "splade_ood": splade_claims.SPLADE_OOD_FAMILIES}
 
-    return "; ".join(f"{exp.upper()} {f.name}: " + ", ".join(f.claims) for exp, fams in families.FAMILIES.items()
+
+def _families_text() -> str:
+    return "; ".join(f"{exp.upper()} {f.name}: " + ", ".join(f.claims) for exp, fams in FAMILIES.items()
                      for f in fams if f.name == "primary") + "; every other claim secondary"
 
 
