@@ -85,7 +85,7 @@ def bench_spt(preset: str, tmp: Path, epochs: int = 4) -> None:
     from initlab.runs import torch_threads
     from initlab.synthetic import spt
     from initlab.synthetic.spt import plan, training
-    from initlab.synthetic.spt.cells import _fresh, seed_data, spt_inputs
+    from initlab.synthetic.spt.cells import fresh_model, seed_data, spt_inputs
     from initlab.synthetic.spt.tasks import MASK_ID
 
     cfg = spt.PRESETS["explore" if preset == "quick" else preset]
@@ -96,7 +96,7 @@ def bench_spt(preset: str, tmp: Path, epochs: int = 4) -> None:
     with torch_threads(1):
         for kind, variant, depth in sorted(plan.REFERENCE_EPOCH_SECONDS):
             def once(n: int) -> float:
-                m = _fresh(cfg, depth, variant, 0)
+                m = fresh_model(cfg, depth, variant, 0)
                 c0 = time.process_time()
                 if kind == "finetune":
                     training.finetune(m, d, torch.Generator().manual_seed(1), lr=cfg.lr, weight_decay=0.0,

@@ -243,7 +243,7 @@ class LossGuard:
         return float(sum(_as_floats(value)))
 
 
-def _current_umask() -> int:
+def current_umask() -> int:
     """The process umask (read from /proc where available, else by setting and restoring it)."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
@@ -263,7 +263,7 @@ def _normal_write_mode(path: Path) -> int:
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
-        return 0o666 & ~_current_umask()
+        return 0o666 & ~current_umask()
 
 
 class WriteError(OSError):

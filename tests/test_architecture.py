@@ -180,6 +180,55 @@ def violations(modules: dict[str, Path] | None = None) -> list[str]:
     return sorted(set(bad))
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(modules: dict[str, Path] | None = None) -> list[str]:
+    """Every use of another initlab module's private name (``_name``): ``from x import _name`` (relative imports
+    included), and ``x._name`` where ``x`` is an initlab module bound by an import (``import initlab.x.y as x``,
+    ``from initlab.x import y``). What several modules share is public in the module that owns it."""
+    mods = modules if modules is not None else _modules()
+    bad = []
+    for name, path in sorted(mods.items()):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        is_pkg = path.name == "__init__.py"
+        bound: dict[str, str] = {}  # local name -> the initlab module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("initlab"):
+                        bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = name.split(".") if is_pkg else name.split(".")[:-1]
+                    base = base[: len(base) - (node.level - 1)]
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                if not mod.startswith("initlab") or mod == name:
+                    continue
+                for a in node.names:
+                    if _private(a.name):
+                        bad.append(f"{_show(path)}:{node.lineno}: {name} imports {mod}.{a.name}, a private name of another "
+                                   "module (make it public where it lives)")
+                    elif f"{mod}.{a.name}" in mods:
+                        bound[a.asname or a.name] = f"{mod}.{a.name}"
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+                continue
+            chain, v = [], node.value
+            while isinstance(v, ast.Attribute):
+                chain.append(v.attr)
+                v = v.value
+            if isinstance(v, ast.Name) and v.id in bound:
+                target = ".".join([bound[v.id], *reversed(chain)])
+                if target != name:
+                    bad.append(f"{_show(path)}:{node.lineno}: {name} uses {target}.{node.attr}, a private name of another "
+                               "module (make it public where it lives)")
+    return sorted(set(bad))
+
+
 def _module_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the initlab modules it imports (each import resolved to the longest existing module name; a
     ``from package import module`` is an edge to the module only)."""
@@ -309,6 +358,36 @@ def test_every_module_of_a_sub_layered_package_has_a_group(tmp_path):
     fake.write_text("")
     bad = [b for b in violations({**_modules(), "initlab.theory.stray": fake}) if "stray" in b]
     assert bad and "belongs to no sub-layer of initlab.theory" in bad[0]
+
+
+def test_no_module_uses_another_modules_private_names():
+    bad = private_imports()
+    assert not bad, "private names used across modules:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name,source,expected", [
+    ("initlab.executor.local.fake", "from initlab.executor.core import Cell, _Bar\n",
+     "initlab.executor.local.fake imports initlab.executor.core._Bar"),
+    ("initlab.executor.fake", "def f():\n    from .core import _dependency_order\n",
+     "imports initlab.executor.core._dependency_order"),
+    ("initlab.executor.local.fake", "from initlab.executor import core\ncore._WORKER_QUEUE = None\n",
+     "uses initlab.executor.core._WORKER_QUEUE"),
+    ("initlab.app.cli.fake", "import initlab.mlmhead.heads as h\nh._check(1)\n", "uses initlab.mlmhead.heads._check"),
+    ("initlab.app.cli.fake", "import initlab.mlmhead.heads\ninitlab.mlmhead.heads._check(1)\n",
+     "uses initlab.mlmhead.heads._check"),
+])
+def test_the_check_catches_a_private_name_used_across_modules(tmp_path, name, source, expected):
+    fake = tmp_path / "fake.py"
+    fake.write_text(source)
+    bad = [b for b in private_imports({**_modules(), name: fake}) if "fake.py" in b]
+    assert bad and expected in bad[0], bad
+
+
+def test_the_private_name_check_allows_dunders_and_public_names(tmp_path):
+    fake = tmp_path / "fake.py"
+    fake.write_text("import initlab\nfrom initlab.executor.core import Cell\nfrom initlab.executor import core\n"
+                    "print(initlab.__version__, core.__name__, core.Cell, self._own)\n")
+    assert [b for b in private_imports({**_modules(), "initlab.executor.local.fake": fake}) if "fake.py" in b] == []
 
 
 def test_no_import_cycles():

@@ -161,9 +161,9 @@ class Backend:
 
 
 def _quiet() -> None:
-    from initlab.mlmhead.checkpoint import _quiet_transformers
+    from initlab.mlmhead.checkpoint import quiet_transformers
 
-    _quiet_transformers()
+    quiet_transformers()
 
 
 def _hf_backend(model, tokenizer, name: str, notes: list[str]) -> Backend:

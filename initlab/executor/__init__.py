@@ -13,8 +13,8 @@ import time
 from typing import Sequence
 
 from initlab.executor.cluster import SCHEDULER_TIMEOUT, SchedulerUnreachableError, probe_scheduler, run_dask
-from initlab.executor.core import (LOG_INTERVAL, REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, _TRACKERS,
-                                   _Bar, _check_scheduler, _dependency_order, check_scheduler, default_workers, estimate,
+from initlab.executor.core import (LOG_INTERVAL, REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, SweepBar,
+                                   announce_report, dependency_order, check_scheduler, default_workers, estimate,
                                    format_seconds, is_terminal, measure_speed, progress_bar, remaining_cells,
                                    track_reports, worker_setup)
 from initlab.executor.local import gpu_count, run_inline, run_pool
@@ -72,7 +72,7 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         raise ValueError(f"workers (--workers) {workers}: this machine has {gpu_count()} GPU(s) and each local worker "
                          f"takes one; choose at most {max(1, gpu_count())} (or omit --workers: one per GPU)")
     if scheduler is not None:
-        _check_scheduler(scheduler)
+        check_scheduler(scheduler)
     names = [c.name for c in cells]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -86,10 +86,9 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         bad = [n for n in c.needs if n not in known and not rd.has_cell(n)]
         if bad:
             raise ValueError(f"cell {c.name}: needs {bad}, which are neither cells of this run nor finished")
-    _dependency_order(todo)  # a cycle: ValueError before any work
+    dependency_order(todo)  # a cycle: ValueError before any work
     rep.skipped = [n for n in names if n in finished]
-    for t in _TRACKERS:
-        t.append(rep)
+    announce_report(rep)
     if not todo:
         rep.wall_seconds = time.perf_counter() - t0
         return rep
@@ -112,7 +111,7 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         print(f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
               + f" in {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model x "
               f"machine speed {speed:.2f})", file=sys.stderr, flush=True)
-    bar = _Bar(todo, done_before, workers, speed, desc, progress)
+    bar = SweepBar(todo, done_before, workers, speed, desc, progress)
     root = str(rd.root.resolve())
     try:
         if scheduler is not None:

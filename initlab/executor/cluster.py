@@ -18,7 +18,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
-from initlab.executor.core import (Cell, ExecutionReport, Progress, _Bar, _dependency_order, _execute, _take,
+from initlab.executor.core import (Cell, ExecutionReport, Progress, SweepBar, dependency_order, execute_cell, take_result,
                                    sigint_ignored_in_children, worker_setup)
 
 __all__ = ["run_dask", "probe_scheduler", "SchedulerUnreachableError", "SCHEDULER_TIMEOUT"]
@@ -99,7 +99,7 @@ def probe_scheduler(address: str | None, timeout: float | None = None) -> None:
 
 def _dask_execute(root, name, fn, args, key, topic) -> dict[str, Any]:
     worker_setup()
-    return _execute(root, name, fn, args, key, Progress(name, ("dask", topic)))
+    return execute_cell(root, name, fn, args, key, Progress(name, ("dask", topic)))
 
 
 def _dask_client(scheduler: str):
@@ -120,13 +120,13 @@ def _dask_client(scheduler: str):
     return distributed.Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"), None
 
 
-def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: _Bar, rep: ExecutionReport, on_error: str) -> None:
+def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep: ExecutionReport, on_error: str) -> None:
     client, cluster = _dask_client(scheduler)
     events: queue.Queue = queue.Queue()
     topic = f"initlab-progress-{uuid.uuid4().hex}"
     client.subscribe_topic(topic, lambda ev: events.put(ev[1]))  # ev = (scheduler timestamp, message)
     by_name = {c.name: c for c in todo}
-    pending = list(_dependency_order(todo))
+    pending = list(dependency_order(todo))
     running: dict[Any, Cell] = {}
     ended: set[str] = set()
     lost: set[str] = set()
@@ -158,7 +158,7 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: _Bar, rep: Ex
             drain()
             for fut in [f for f in running if f.done()]:
                 c = running.pop(fut)
-                lost |= _take(fut, rep, bar, todo, c, on_error, ended)  # an error, or a worker lost too often (KilledWorker)
+                lost |= take_result(fut, rep, bar, todo, c, on_error, ended)  # an error, or a worker lost too often (KilledWorker)
             bar.refresh()
     except BaseException:
         bar.close()

@@ -122,7 +122,14 @@ class Cell:
 # ------------------------------------------------------------------------------------------------
 # progress
 # ------------------------------------------------------------------------------------------------
-_WORKER_QUEUE: Any = None  # the local pool's progress queue, set in each worker by local._pool_init
+_WORKER_QUEUE: Any = None  # the local pool's progress queue, set in each worker by set_worker_queue
+
+
+def set_worker_queue(q: Any) -> None:
+    """Make ``q`` (a ``multiprocessing`` queue, or None) this worker process's progress queue: every
+    :class:`Progress` event of a cell run here is put on it (the local pool's workers call this when they start)."""
+    global _WORKER_QUEUE
+    _WORKER_QUEUE = q
 
 
 class Progress:
@@ -227,13 +234,13 @@ def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0, startup
     """
     if workers < 1:
         raise ValueError(f"workers: expected >= 1, got {workers}")
-    order = _dependency_order(cells)
+    order = dependency_order(cells)
     busy = [startup * speed] * min(workers, len(order)) if workers > 1 and order else []
     return (_makespan(order, workers, lambda c: c.expected_seconds * speed, busy=busy),
             _makespan(order, workers, lambda c: c.max_seconds * speed, busy=busy))
 
 
-def _dependency_order(cells: Sequence[Cell]) -> list[Cell]:
+def dependency_order(cells: Sequence[Cell]) -> list[Cell]:
     """``cells`` in their order, each moved after the cells it needs (stable); ValueError on a cycle."""
     names = {c.name for c in cells}
     placed: set[str] = set()
@@ -365,8 +372,8 @@ def _error_from_fields(fields: Mapping[str, Any]) -> NonFiniteError:
     return NonFiniteError(**f)
 
 
-def _execute(root: str, name: str, fn: str, args: Mapping[str, Any], key: Any, progress: Progress,
-             in_worker: bool = True) -> dict[str, Any]:
+def execute_cell(root: str, name: str, fn: str, args: Mapping[str, Any], key: Any, progress: Progress,
+                 in_worker: bool = True) -> dict[str, Any]:
     """Run one cell and save its result (``cells/<name>.json`` + key); returns result, timings, worker.
 
     A :class:`NonFiniteError` comes back as its fields (``"nonfinite"``), so it keeps them across processes.
@@ -454,6 +461,12 @@ def track_reports() -> Iterator[list[ExecutionReport]]:
         _TRACKERS.remove(got)
 
 
+def announce_report(rep: ExecutionReport) -> None:
+    """Hand ``rep`` to every open :func:`track_reports` block (called by :func:`initlab.executor.run_cells`)."""
+    for got in _TRACKERS:
+        got.append(rep)
+
+
 # ------------------------------------------------------------------------------------------------
 # the progress bar
 # ------------------------------------------------------------------------------------------------
@@ -529,12 +542,12 @@ def _line_bar_class() -> type:
     return _LINE_BAR[0]
 
 
-class _Bar:
+class SweepBar:
     """One bar over work units; time left from this invocation's measured speed (resumed work excluded)."""
 
     def __init__(self, cells: Sequence[Cell], done_before: float, workers: int, speed: float, desc: str, enabled: bool):
         self.cells = {c.name: c for c in cells}
-        self.order = _dependency_order(cells)
+        self.order = dependency_order(cells)
         self.total = {c.name: float(c.units) for c in cells}
         self.done = {c.name: 0.0 for c in cells}  # units this invocation
         self.resumed = {c.name: 0.0 for c in cells}  # units resumed from a checkpoint
@@ -640,11 +653,6 @@ class _Bar:
 def check_scheduler(scheduler: str) -> str:
     """``scheduler`` if it reads as a Dask scheduler address (``tcp://host:8786``, ``host:8786``) or
     ``local:N`` (N >= 1); else ValueError naming the expected forms. Nothing is contacted."""
-    _check_scheduler(scheduler)
-    return scheduler
-
-
-def _check_scheduler(scheduler: str) -> None:
     if scheduler.startswith("local:"):
         n = scheduler.split(":", 1)[1]
         if not n.isdigit() or int(n) < 1:
@@ -652,9 +660,12 @@ def _check_scheduler(scheduler: str) -> None:
     elif "://" not in scheduler and not scheduler.count(":") == 1:
         raise ValueError(f"--scheduler {scheduler}: expected a Dask scheduler address such as tcp://host:8786, "
                          "or local:N for an in-process cluster of N workers")
+    return scheduler
 
 
-def _record(rep: ExecutionReport, bar: _Bar, cell: Cell, out: dict[str, Any]) -> None:
+def record_result(rep: ExecutionReport, bar: SweepBar, cell: Cell, out: dict[str, Any]) -> None:
+    """Enter the outcome ``out`` of :func:`execute_cell` for ``cell`` in ``rep`` (its seconds; its result unless its
+    training was non-finite) and mark it finished on ``bar``."""
     rep.cell_seconds[cell.name] = out["seconds"]
     rep.cell_cpu_seconds[cell.name] = out["cpu_seconds"]
     rep.cpu_seconds += out["cpu_seconds"]
@@ -664,22 +675,22 @@ def _record(rep: ExecutionReport, bar: _Bar, cell: Cell, out: dict[str, Any]) ->
     bar.finish(cell.name)
 
 
-def _take(fut: Any, rep: ExecutionReport, bar: _Bar, todo: Sequence[Cell], c: Cell, on_error: str, ended: set[str]) -> set[str]:
-    """Record a finished future of cell ``c`` (pool or Dask): its result, or its failure (:func:`_failure`);
+def take_result(fut: Any, rep: ExecutionReport, bar: SweepBar, todo: Sequence[Cell], c: Cell, on_error: str, ended: set[str]) -> set[str]:
+    """Record a finished future of cell ``c`` (pool or Dask): its result, or its failure (:func:`handle_failure`);
     returns the cells lost with it."""
     try:
         out = fut.result()
     except Exception as err:  # noqa: BLE001 - a cell's error, or its worker died
-        return _failure(rep, todo, c, None, err, on_error)
-    _record(rep, bar, c, out)
+        return handle_failure(rep, todo, c, None, err, on_error)
+    record_result(rep, bar, c, out)
     if "nonfinite" in out:
-        return _failure(rep, todo, c, out, None, on_error)
+        return handle_failure(rep, todo, c, out, None, on_error)
     ended.add(c.name)
     return set()
 
 
-def _failure(rep: ExecutionReport, cells: Sequence[Cell], cell: Cell, out: dict[str, Any] | None,
-             err: BaseException | None, on_error: str) -> set[str]:
+def handle_failure(rep: ExecutionReport, cells: Sequence[Cell], cell: Cell, out: dict[str, Any] | None,
+                   err: BaseException | None, on_error: str) -> set[str]:
     """Handle a failed cell: raise, or (``on_error="record"``, a non-finite training only) record it and the
     cells that need it; returns the names recorded."""
     nonfinite = out.get("nonfinite") if out else None

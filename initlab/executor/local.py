@@ -12,9 +12,8 @@ import signal
 import sys
 from typing import Any, Sequence
 
-from initlab.executor import core
-from initlab.executor.core import (Cell, ExecutionReport, Progress, _Bar, _dependency_order, _execute, _failure, _record,
-                                   _take, sigint_ignored_in_children, worker_setup)
+from initlab.executor.core import (Cell, ExecutionReport, Progress, SweepBar, dependency_order, execute_cell, handle_failure,
+                                   record_result, set_worker_queue, sigint_ignored_in_children, take_result, worker_setup)
 
 __all__ = ["run_inline", "run_pool", "gpu_count"]
 
@@ -23,7 +22,7 @@ def _pool_init(q: Any, modules: Sequence[str]) -> None:
     """Local pool worker start: ignore Ctrl-C (the parent stops the workers), import torch and the cells'
     modules once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    core._WORKER_QUEUE = q
+    set_worker_queue(q)
     worker_setup()
     for m in modules:
         importlib.import_module(m)
@@ -34,10 +33,10 @@ def _pool_init(q: Any, modules: Sequence[str]) -> None:
 
 
 def _pool_execute(root, name, fn, args, key) -> dict[str, Any]:
-    return _execute(root, name, fn, args, key, Progress(name, ("pool",)))
+    return execute_cell(root, name, fn, args, key, Progress(name, ("pool",)))
 
 
-def run_inline(root: str, todo: Sequence[Cell], bar: _Bar, rep: ExecutionReport, on_error: str) -> None:
+def run_inline(root: str, todo: Sequence[Cell], bar: SweepBar, rep: ExecutionReport, on_error: str) -> None:
     import torch
 
     from initlab.runs import torch_threads
@@ -47,23 +46,23 @@ def run_inline(root: str, todo: Sequence[Cell], bar: _Bar, rep: ExecutionReport,
     with torch_threads(1):
         torch.use_deterministic_algorithms(True, warn_only=True)
         try:
-            for c in _dependency_order(todo):
+            for c in dependency_order(todo):
                 if c.name in lost:
                     continue
                 prog = Progress(c.name, lambda ev: bar.event(*ev))
                 try:
-                    out = _execute(root, c.name, c.target, c.args, c.key, prog, in_worker=False)
+                    out = execute_cell(root, c.name, c.target, c.args, c.key, prog, in_worker=False)
                 except Exception as err:  # noqa: BLE001 - handed to the on_error policy
-                    lost |= _failure(rep, todo, c, None, err, on_error)
+                    lost |= handle_failure(rep, todo, c, None, err, on_error)
                     continue
-                _record(rep, bar, c, out)
+                record_result(rep, bar, c, out)
                 if "nonfinite" in out:
-                    lost |= _failure(rep, todo, c, out, None, on_error)
+                    lost |= handle_failure(rep, todo, c, out, None, on_error)
         finally:
             torch.use_deterministic_algorithms(det, warn_only=warn)
 
 
-def run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[str], bar: _Bar,
+def run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[str], bar: SweepBar,
               rep: ExecutionReport, on_error: str, gpus: bool) -> None:
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -76,7 +75,7 @@ def run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[st
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init_gpu, initargs=(q, modules, counter))
     else:
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init, initargs=(q, modules))
-    pending = list(_dependency_order(todo))
+    pending = list(dependency_order(todo))
     running: dict[Any, Cell] = {}
     ended: set[str] = set()
     lost: set[str] = set()
@@ -106,7 +105,7 @@ def run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[st
             drain()
             for fut in done:
                 c = running.pop(fut)
-                lost |= _take(fut, rep, bar, todo, c, on_error, ended)  # a cell's error, or a worker that died
+                lost |= take_result(fut, rep, bar, todo, c, on_error, ended)  # a cell's error, or a worker that died
             bar.refresh()
     except BaseException:
         bar.close()

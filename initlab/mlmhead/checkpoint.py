@@ -29,7 +29,8 @@ def is_unreadable_weights(err: BaseException) -> bool:
 # ------------------------------------------------------------------------------------------------
 # loading and saving checkpoints
 # ------------------------------------------------------------------------------------------------
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
+    """Silence transformers' logging below errors and its download progress bars (for the whole process)."""
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -59,7 +60,7 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
     """
     import transformers
 
-    _quiet_transformers()
+    quiet_transformers()
     src = str(name_or_path)
     p = Path(src)
     if p.exists() and not p.is_dir():
@@ -199,7 +200,7 @@ def check_checkpoint_weights(name_or_path: str | Path, *, trust_remote_code: boo
     """
     import transformers
 
-    _quiet_transformers()
+    quiet_transformers()
     what = what or f"MODEL {name_or_path}"
     try:
         model, info = transformers.AutoModelForMaskedLM.from_pretrained(
@@ -220,7 +221,7 @@ def _mismatch_error(src: str, config: Any, trust_remote_code: bool) -> ValueErro
     bias left at the old vocabulary size): each parameter with both shapes, and the fix."""
     import transformers
 
-    _quiet_transformers()
+    quiet_transformers()
     try:
         _, info = transformers.AutoModelForMaskedLM.from_pretrained(
             src, config=config, trust_remote_code=trust_remote_code, output_loading_info=True,
@@ -234,7 +235,14 @@ def _mismatch_error(src: str, config: Any, trust_remote_code: bool) -> ValueErro
     return ValueError(f"MODEL {src}: {shown}; {RESIZE_FIX}")
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
+def check_out_folder(out: Path, overwrite: bool) -> None:
+    """Refuse an ``--out`` folder that is a file, is not empty (unless ``overwrite``) or cannot be written, before
+    anything is loaded.
+
+    Raises:
+        FileExistsError: ``out`` is a file, or a non-empty folder without ``overwrite``.
+        initlab.runs.WriteError: the folder cannot be written (:func:`initlab.runs.check_writable`).
+    """
     from initlab.runs import check_writable
 
     if out.exists() and not out.is_dir():
@@ -263,18 +271,18 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
     """
     import transformers
 
-    _quiet_transformers()
+    quiet_transformers()
     out = Path(out)
-    _check_out(out, overwrite)
+    check_out_folder(out, overwrite)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     except OSError as err:
         raise (write_error(err, f"--out {out}") or err) from err
     try:
-        from initlab.runs import _current_umask
+        from initlab.runs import current_umask
 
-        os.chmod(tmp, 0o777 & ~_current_umask())  # the mode a plain mkdir gives, not mkdtemp's private 0700
+        os.chmod(tmp, 0o777 & ~current_umask())  # the mode a plain mkdir gives, not mkdtemp's private 0700
         model.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)

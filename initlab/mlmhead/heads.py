@@ -189,7 +189,13 @@ def is_tied(model: Any) -> bool:
     return emb is not None and emb.weight.data_ptr() == w.data_ptr() and emb.weight.shape == w.shape
 
 
-def _check_k(k: Any) -> float:
+def check_k(k: Any) -> float:
+    """``k`` as a float if it is a positive finite number.
+
+    Raises:
+        TypeError: ``k`` is not a number (a bool included).
+        ValueError: ``k <= 0``, NaN or inf.
+    """
     if isinstance(k, bool) or not isinstance(k, (int, float)):
         raise TypeError(f"k: expected a positive finite float, got {type(k).__name__} {k!r}")
     k = float(k)
@@ -238,7 +244,7 @@ def rescale_mlm_head(model: Any, k: float, *, untie: bool = False) -> Any:
             family; model without an MLM head; a bias of the wrong size (:func:`check_head_shapes`).
         TypeError: ``k`` not a number, or ``model`` not a transformers model.
     """
-    k = _check_k(k)
+    k = check_k(k)
     out = _output_module(model)  # validates family and head before anything changes
     check_head_shapes(model)
     with torch.no_grad():  # a k so small (large) that W_head / k overflows (underflows) is refused up front

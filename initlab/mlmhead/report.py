@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from initlab.mlmhead.heads import (K_ATTR, K_GRID, _check_k, check_pad_token, check_vocab, family_of, head_bias, head_projection, is_tied,
+from initlab.mlmhead.heads import (K_ATTR, K_GRID, check_k, check_pad_token, check_vocab, family_of, head_bias, head_projection, is_tied,
                                    reachable_rows)
 from initlab.mlmhead.lengths import check_length, truncation_counts, warn_truncation
 from initlab.mlmhead.tiny import default_texts
@@ -108,7 +108,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     texts = default_texts() if texts is None else list(texts)
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
         raise ValueError("texts: expected at least 2 non-empty strings")
-    ks = [_check_k(k) for k in ks]
+    ks = [check_k(k) for k in ks]
     check_pad_token(tokenizer, "tokenizer", config=model.config)  # texts are batched with padding
     vocab = check_vocab(model, tokenizer)  # one-line errors for a vocabulary or bias of the wrong size
     W = head_projection(model)

@@ -20,10 +20,10 @@ _SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 def default_texts() -> list[str]:
     """The packaged sample texts (``initlab/mlmhead/data/default_texts.txt``): 40 unrelated English sentences."""
     text = decode_text(resources.files("initlab.mlmhead").joinpath("data/default_texts.txt").read_bytes(), "default_texts.txt")
-    return _parse_texts(text, "default_texts.txt")
+    return parse_texts(text, "default_texts.txt")
 
 
-def _parse_texts(text: str, name: str, *, skip_comments: bool = False) -> list[str]:
+def parse_texts(text: str, name: str, *, skip_comments: bool = False) -> list[str]:
     """Every non-blank line of ``text``, stripped (a line starting with ``#`` is a text too, unless
     ``skip_comments``; :func:`count_comments` counts those)."""
     lines = [ln.strip() for ln in text.splitlines()]

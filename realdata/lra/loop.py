@@ -2,11 +2,11 @@
 
 * :func:`epochs_since_gain` -- epochs since the last new best of a per-epoch metric (the plateau rule
   stops a stage when it reaches the stage's patience);
-* ``_optimizer_step`` -- one step that stops on a NaN/inf or diverged loss (before backward; the run's
+* :func:`optimizer_step` -- one step that stops on a NaN/inf or diverged loss (before backward; the run's
   :class:`~initlab.runs.LossGuard`) or a NaN/inf gradient norm (before the update) with
   :class:`~initlab.runs.NonFiniteError`, in step with every DDP rank;
 * :func:`dropout_seed` -- the torch seed of an epoch's dropout masks on one DDP rank;
-* ``_record_failure`` -- the ``results.json`` of a stopped run (the folder gets no ``DONE``).
+* :func:`record_failure` -- the ``results.json`` of a stopped run (the folder gets no ``DONE``).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def epochs_since_gain(values: Sequence[float], *, higher_is_better: bool, min_re
     return since
 
 
-def _optimizer_step(loss, model, opt, sched, params, accelerator, cfg: LRAConfig, *, guard: LossGuard, step: int,
-                    last: Path) -> float:
+def optimizer_step(loss, model, opt, sched, params, accelerator, cfg: LRAConfig, *, guard: LossGuard, step: int,
+                   last: Path) -> float:
     """One guarded optimisation step; returns the loss as a float.
 
     Raises :class:`NonFiniteError` (naming ``step`` and the last finite checkpoint) on a NaN/inf loss or
@@ -73,7 +73,7 @@ def _optimizer_step(loss, model, opt, sched, params, accelerator, cfg: LRAConfig
     return float(probe[0]) / accelerator.num_processes
 
 
-def _record_failure(run: RunDir, kind: str, cfg: LRAConfig, err: NonFiniteError, history: list) -> None:
+def record_failure(run: RunDir, kind: str, cfg: LRAConfig, err: NonFiniteError, history: list) -> None:
     """results.json of a run stopped by a non-finite value (no DONE: the folder stays resumable)."""
     run.write_json("results.json", {"kind": kind, "task": cfg.task, "failed": True, "error": str(err),
                                     "step": err.step, "what": err.what, "last_checkpoint": err.last_checkpoint,

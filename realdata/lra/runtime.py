@@ -126,7 +126,7 @@ def make_accelerator(cfg: LRAConfig):
     return Accelerator(cpu=not use_cuda, mixed_precision="bf16" if (use_cuda and cfg.bf16) else "no")
 
 
-def _restore_last(last: Path, model, opt, sched) -> dict | None:
+def restore_last(last: Path, model, opt, sched) -> dict | None:
     """Restore model, optimizer and scheduler from the resumable checkpoint ``last`` (plain tensors and
     numbers, loaded with ``weights_only=True``); returns its saved state, or ``None`` if there is none yet."""
     if not last.exists():
@@ -239,7 +239,9 @@ def check_spt_split(meta: dict[str, str], ckpt: str | Path, data: TaskData) -> N
             "the same data folder, limit, max_len and split_seed")
 
 
-def _save_state(path: Path, **state: Any) -> None:
+def save_state(path: Path, **state: Any) -> None:
+    """Write ``state`` (plain tensors and numbers, what :func:`restore_last` reads back) to ``path`` with
+    ``torch.save``, atomically."""
     import io
 
     buf = io.BytesIO()

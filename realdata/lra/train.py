@@ -40,10 +40,10 @@ import torch.nn.functional as F
 from initlab.realdata.lra.config import LRAConfig, INIT_GROUPS
 from initlab.realdata.lra.evaluation import attention_metrics_on, evaluate_accuracy, initial_attention_metrics, spt_val_loss
 from initlab.realdata.lra.splits import TaskData, iter_batches
-from initlab.realdata.lra.loop import _optimizer_step, _record_failure, dropout_seed, epochs_since_gain
+from initlab.realdata.lra.loop import optimizer_step, record_failure, dropout_seed, epochs_since_gain
 from initlab.realdata.lra.masking import MASK_RATIO, spt_loss
 from initlab.realdata.lra.model import LRAModel
-from initlab.realdata.lra.runtime import (SplitMismatchError, _restore_last, _save_state, batch_tensors, build_model,
+from initlab.realdata.lra.runtime import (SplitMismatchError, restore_last, save_state, batch_tensors, build_model,
                                           check_spt_split, finished_results, load_data, load_spt_checkpoint, load_weights,
                                           lr_schedule, make_accelerator, open_run, read_run_config, recorded_split,
                                           run_inputs, save_weights, single_inputs, split_metadata, spt_view, task_vocab)
@@ -102,7 +102,7 @@ def _spt_epoch(model, opt, sched, params, train_split, cfg: LRAConfig, view: LRA
         tok, mask, _ = batch_tensors(train_split, idx, accelerator.device, max_len)
         with accelerator.autocast():
             loss, n = spt_loss(model, tok, mask, cfg, ratio, gen)
-        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, guard=guard, step=epoch * spe + i,
+        value = optimizer_step(loss, model, opt, sched, params, accelerator, cfg, guard=guard, step=epoch * spe + i,
                                 last=last)
         tot, cnt = tot + value * n, cnt + n
     return tot / max(cnt, 1)
@@ -119,7 +119,7 @@ def _spt_save_epoch(run: RunDir, model, opt, sched, val: float, best: float, epo
         save_weights(state, run.root / "spt_best.safetensors", metadata=meta)
     if epoch + 1 in set(milestones):
         atomic_write_bytes(run.root / f"spt_best_e{epoch + 1}.safetensors", (run.root / "spt_best.safetensors").read_bytes())
-    _save_state(last, model=model.state_dict(), optim=opt.state_dict(), sched=sched.state_dict(), epoch=epoch + 1,
+    save_state(last, model=model.state_dict(), optim=opt.state_dict(), sched=sched.state_dict(), epoch=epoch + 1,
                 best=best, history=history)
     run.write_csv("history.csv", history)
     return best
@@ -162,7 +162,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
     history: list[dict] = []
     best, start = float("inf"), 0
     last = run.root / "ckpt" / "last.pt"
-    st = _restore_last(last, model, opt, sched)
+    st = restore_last(last, model, opt, sched)
     if st is not None:
         start, best, history = int(st["epoch"]), float(st["best"]), list(st["history"])
         if main and verbose:
@@ -182,7 +182,7 @@ def pretrain(cfg: LRAConfig, out: str | Path, *, overwrite: bool = False, milest
                                     spe, last, progress and main, guard)
         except NonFiniteError as err:
             if main:
-                _record_failure(run, "pretrain", cfg, err, history)
+                record_failure(run, "pretrain", cfg, err, history)
             raise
         val = spt_val_loss(model, val_split, view, ratio, accelerator, max_len)
         row = {"epoch": epoch + 1, "train_loss": train_loss, "val_loss": val, "lr": sched.get_last_lr()[0],
@@ -257,7 +257,7 @@ def _finetune_epoch(model, opt, sched, params, data: TaskData, cfg: LRAConfig, a
         tok, mask, y = batch_tensors(data.train, idx, accelerator.device, max_len)
         with accelerator.autocast():
             loss = F.cross_entropy(model(tok, mask, mode="classify").float(), y)
-        value = _optimizer_step(loss, model, opt, sched, params, accelerator, cfg, guard=guard, step=epoch * spe + i,
+        value = optimizer_step(loss, model, opt, sched, params, accelerator, cfg, guard=guard, step=epoch * spe + i,
                                 last=last)
         tot, cnt = tot + value * len(y), cnt + len(y)
     return tot / max(cnt, 1)
@@ -327,7 +327,7 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
     best = {"val_acc": -1.0, "test_acc": float("nan"), "epoch": 0}
     start = 0
     last = run.root / "ckpt" / "last.pt"
-    st = _restore_last(last, model, opt, sched)
+    st = restore_last(last, model, opt, sched)
     if st is not None:
         start, best, history = int(st["epoch"]), dict(st["best"]), list(st["history"])
         if main and verbose:
@@ -345,7 +345,7 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
                                          progress and main, guard)
         except NonFiniteError as err:
             if main:
-                _record_failure(run, "finetune", cfg, err, history)
+                record_failure(run, "finetune", cfg, err, history)
             raise
         val_acc = evaluate_accuracy(model, data.val, cfg.batch_size, accelerator, max_len)
         improved = val_acc > best["val_acc"]
@@ -358,7 +358,7 @@ def finetune(cfg: LRAConfig, out: str | Path, spt_ckpt: str | Path | None = None
         if main:
             if improved:
                 save_weights(accelerator.unwrap_model(model).state_dict(), run.root / "best.safetensors")
-            _save_state(last, model=accelerator.unwrap_model(model).state_dict(), optim=opt.state_dict(),
+            save_state(last, model=accelerator.unwrap_model(model).state_dict(), optim=opt.state_dict(),
                         sched=sched.state_dict(), epoch=epoch + 1, best=best, history=history)
             run.write_csv("history.csv", history)
             if verbose:

@@ -63,7 +63,7 @@ def spt_inputs(cfg: SPTConfig, source: str, seed: int) -> tuple[torch.Tensor, to
     return make_task(source, cfg.n_train, 1000 * seed + k, cfg.task)[0], make_task(source, cfg.n_val, 1000 * seed + k + 4, cfg.task)[0]
 
 
-def _fresh(cfg: SPTConfig, depth: int, variant: str, seed: int, qk_scale: float = 1.0, **overrides: Any) -> SequenceTransformer:
+def fresh_model(cfg: SPTConfig, depth: int, variant: str, seed: int, qk_scale: float = 1.0, **overrides: Any) -> SequenceTransformer:
     """A freshly initialised model of seed ``seed``; ``qk_scale`` multiplies the initial W_Q, W_K weights of every
     layer (1: the default initialisation; the draw is the same, so a scaled arm differs from scratch only by it)."""
     torch.manual_seed(seed)
@@ -133,7 +133,7 @@ def spt_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None
     cfg = run_config(root)
     src, variant, depth, s = args["source"], args["variant"], int(args["depth"]), int(args["seed"])
     x, xv = spt_inputs(cfg, src, s)
-    model = _fresh(cfg, depth, variant, s, **spt_model_overrides(src))
+    model = fresh_model(cfg, depth, variant, s, **spt_model_overrides(src))
     r = pretrain(model, x, xv, torch.Generator().manual_seed(7919 * s + 17 + depth), s + 5, lr=cfg.lr,
                  weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, mask_rate=cfg.mask_rate, mask_id=MASK_ID,
                  window=cfg.spt_window, min_rel=cfg.spt_min_rel_improvement, max_epochs=cfg.spt_max_epochs,
@@ -170,7 +170,7 @@ def finetune_cell(root: str, name: str, args: Mapping[str, Any], progress: Any =
     cond, s, lr = args["condition"], int(args["seed"]), float(args["lr"])
     spec = condition_spec(cfg)[cond]
     d = seed_data(cfg, s)
-    model = _fresh(cfg, spec["depth"], spec["variant"], s, spec["qk_scale"], **spec["model"])
+    model = fresh_model(cfg, spec["depth"], spec["variant"], s, spec["qk_scale"], **spec["model"])
     loaded: list[str] = []
     if spec["spt"] is not None:
         source, e = spec["spt"]
@@ -232,7 +232,7 @@ def init_grad_cell(root: str, name: str, args: Mapping[str, Any], progress: Any 
     x, y = d["xtr"][:64], d["ytr"][:64]
     inp, masked = mask_tokens(x, cfg.mask_rate, torch.Generator().manual_seed(seed + 11), mask_id=MASK_ID, at_least_one=True)
     out: dict[str, Any] = {"kind": "init_grad", "seed": seed}
-    out["model"] = score_gradients_at_init(_fresh(cfg, 1, "full", seed), x, y, inp, masked)
+    out["model"] = score_gradients_at_init(fresh_model(cfg, 1, "full", seed), x, y, inp, masked)
     torch.manual_seed(seed)
     th = SequenceTransformer(derive(model_config(cfg, 1), use_ffn=False, use_layernorm=False)).double()
     with torch.no_grad():

@@ -87,12 +87,12 @@ def measure_epoch_seconds(cfg: SPTConfig, kind: str, variant: str, depth: int, s
     if key in _SPEED:
         return _SPEED[key]
     from initlab.runs import torch_threads
-    from initlab.synthetic.spt.cells import _fresh, seed_data
+    from initlab.synthetic.spt.cells import fresh_model, seed_data
     from initlab.synthetic.spt.training import accuracy, masked_loss
     import torch.nn.functional as F
 
     with torch_threads(1):
-        model = _fresh(cfg, depth, variant, 0)
+        model = fresh_model(cfg, depth, variant, 0)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
         x = torch.randint(2, 2 + cfg.task.n_content, (cfg.batch_size, cfg.task.T))
         y = torch.randint(0, 2, (cfg.batch_size,))

@@ -142,7 +142,7 @@ def test_time_left_ignores_resumed_work(monkeypatch):
     now = [100.0]
     monkeypatch.setattr(ex.time, "monotonic", lambda: now[0])
     cells = [Cell(f"c{i}", "m:f", {}, 1, units=10, unit_seconds=2.0) for i in range(2)]
-    bar = ex._Bar(cells, done_before=30.0, workers=1, speed=1.0, desc="t", enabled=False)
+    bar = ex.SweepBar(cells, done_before=30.0, workers=1, speed=1.0, desc="t", enabled=False)
     assert bar._n() == 30.0 and bar._total() == 50.0  # cells finished earlier: shown done, not run
     assert bar.seconds_left() == 40.0  # cost model: 20 units x 2 s
     bar.event("c0", "start", 6.0, 10.0)  # resumed 6 epochs from a checkpoint: instant, not speed
@@ -287,7 +287,7 @@ def test_progress_into_a_file_is_plain_lines_at_a_coarse_interval(monkeypatch):
     log = io.StringIO()  # not a terminal, as a reproduce log or CI output
     monkeypatch.setattr(ex.sys, "stderr", log)
     cells = [Cell(f"c{i}", "m:f", {}, 1, units=100, unit_seconds=1.0) for i in range(2)]
-    bar = ex._Bar(cells, done_before=0.0, workers=1, speed=1.0, desc="t", enabled=True)
+    bar = ex.SweepBar(cells, done_before=0.0, workers=1, speed=1.0, desc="t", enabled=True)
     for step in range(200):  # one advance a second for 200 s: a terminal bar would redraw 200 times
         now[0] += 1.0
         bar.event(f"c{step // 100}", "advance", 1.0, None)

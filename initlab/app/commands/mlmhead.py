@@ -10,11 +10,11 @@ from typing import Sequence
 import torch
 
 from initlab.experiment.options import int_at_least
-from initlab.mlmhead.checkpoint import _check_out, load_masked_lm, save_rescaled
-from initlab.mlmhead.heads import K_ATTR, _check_k, check_pad_token, family_of, head_projection, is_tied, rescale_mlm_head
+from initlab.mlmhead.checkpoint import check_out_folder, load_masked_lm, save_rescaled
+from initlab.mlmhead.heads import K_ATTR, check_k, check_pad_token, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.lengths import fitting_default
 from initlab.mlmhead.report import format_inspect, inspect_model
-from initlab.mlmhead.tiny import _parse_texts, count_comments
+from initlab.mlmhead.tiny import parse_texts, count_comments
 from initlab.nn.collapse import detect_collapse
 from initlab.runs import RunExistsError, check_input_path, check_output_path
 from initlab.textio import read_text
@@ -49,7 +49,7 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
         if args.texts is not None:
             check_input_path(args.texts, flag="--texts", kind="file", what="sample texts, one per line")
             raw = read_text(args.texts)
-            texts = _parse_texts(raw, f"--texts {args.texts}", skip_comments=args.skip_comments)
+            texts = parse_texts(raw, f"--texts {args.texts}", skip_comments=args.skip_comments)
             skipped = count_comments(raw) if args.skip_comments else 0
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
         check_pad_token(tokenizer, f"MODEL {args.model}", config=model.config,
@@ -87,8 +87,8 @@ def rescale_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
     parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
     args = parser.parse_args(argv)
     try:
-        _check_k(args.k)
-        _check_out(args.out, args.overwrite)
+        check_k(args.k)
+        check_out_folder(args.out, args.overwrite)
         model, tokenizer = load_masked_lm(args.model, trust_remote_code=args.trust_remote_code)
         tied_before = is_tied(model)
         norm_before = head_projection(model).detach().double().norm().item()

@@ -18,7 +18,7 @@ from initlab.nn.encoder import ModelConfig, SequenceTransformer
 from initlab.runs import NonFiniteError
 from initlab.synthetic import spt
 from initlab.synthetic.spt import cells, training
-from initlab.synthetic.spt.cells import _fresh, seed_data
+from initlab.synthetic.spt.cells import fresh_model, seed_data
 from initlab.synthetic.spt.config import condition_spec
 from initlab.nn.attention_metrics import proximity_mass
 from initlab.synthetic.spt.tasks import TaskConfig
@@ -90,7 +90,7 @@ def test_last_pooling_reads_the_last_real_token_and_its_label_gradient_is_not_qu
 
 
 def test_qk_scale_multiplies_only_the_initial_wq_wk():
-    base, big = _fresh(TINY, 1, "full", 0), _fresh(TINY, 1, "full", 0, 4.0)
+    base, big = fresh_model(TINY, 1, "full", 0), fresh_model(TINY, 1, "full", 0, 4.0)
     for (n, a), (_, b) in zip(base.state_dict().items(), big.state_dict().items()):
         if n.endswith(("W_Q.weight", "W_K.weight")):
             assert torch.allclose(b, 4.0 * a)
@@ -141,7 +141,7 @@ class _After:
 
 def _cosine(ck, progress):
     d = seed_data(TINY, 0)
-    return training.finetune(_fresh(TINY, 1, "full", 0), d, torch.Generator().manual_seed(3), lr=3e-3, weight_decay=0.01,
+    return training.finetune(fresh_model(TINY, 1, "full", 0), d, torch.Generator().manual_seed(3), lr=3e-3, weight_decay=0.01,
                              batch_size=16, max_epochs=6, patience=0, checkpoint=ck, progress=progress,
                              schedule="cosine", warmup_epochs=1)
 
@@ -154,7 +154,7 @@ def test_cosine_finetune_resumes_bit_identically_and_differs_from_constant(tmp_p
     out, _ = _cosine(ck, _After(None))
     out.pop("resumed_epochs"), ref.pop("resumed_epochs")
     assert json.dumps(out) == json.dumps(ref)
-    const, _ = training.finetune(_fresh(TINY, 1, "full", 0), seed_data(TINY, 0), torch.Generator().manual_seed(3), lr=3e-3,
+    const, _ = training.finetune(fresh_model(TINY, 1, "full", 0), seed_data(TINY, 0), torch.Generator().manual_seed(3), lr=3e-3,
                                  weight_decay=0.01, batch_size=16, max_epochs=6, patience=0)
     assert const["history"] != ref["history"]
 

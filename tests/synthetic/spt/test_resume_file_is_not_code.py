@@ -54,21 +54,21 @@ class _StopAfter:
 def test_what_the_loops_save_loads_with_weights_only(tmp_path):
     from initlab.config import derive
     from initlab.synthetic import spt
-    from initlab.synthetic.spt.cells import _fresh, seed_data, spt_inputs
+    from initlab.synthetic.spt.cells import fresh_model, seed_data, spt_inputs
     from initlab.synthetic.spt.tasks import MASK_ID, TaskConfig
 
     tiny = derive(spt.BASE, seeds=(0,), task=TaskConfig(T=20), n_train=64, n_val=32, n_test=64, d_model=8, d_ff=8,
                   batch_size=16, probe_size=4)
     ft = training.Checkpoint(tmp_path / "ft.pt")
     with pytest.raises(_Stop):
-        training.finetune(_fresh(tiny, 1, "full", 0), seed_data(tiny, 0), torch.Generator().manual_seed(3), lr=3e-3,
+        training.finetune(fresh_model(tiny, 1, "full", 0), seed_data(tiny, 0), torch.Generator().manual_seed(3), lr=3e-3,
                           weight_decay=0.01, batch_size=16, max_epochs=7, patience=0, checkpoint=ft,
                           progress=_StopAfter(2))
     assert torch.load(ft.path, weights_only=True)["state"]["epoch"] == 2
     pt = training.Checkpoint(tmp_path / "spt.pt")
     x, xv = spt_inputs(tiny, "local", 0)
     with pytest.raises(_Stop):
-        training.pretrain(_fresh(tiny, 1, "full", 0), x, xv, torch.Generator().manual_seed(17), 5, lr=3e-3,
+        training.pretrain(fresh_model(tiny, 1, "full", 0), x, xv, torch.Generator().manual_seed(17), 5, lr=3e-3,
                           weight_decay=0.01, batch_size=16, mask_rate=0.15, mask_id=MASK_ID, window=3, min_rel=0.01,
                           max_epochs=6, snapshots=(2, 8), checkpoint=pt, progress=_StopAfter(3))
     assert torch.load(pt.path, weights_only=True)["state"]["epoch"] == 3

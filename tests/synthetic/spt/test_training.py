@@ -13,7 +13,7 @@ from initlab.config import derive
 from initlab.runs import NonFiniteError
 from initlab.synthetic import spt
 from initlab.synthetic.spt import training
-from initlab.synthetic.spt.cells import _fresh, seed_data, spt_inputs
+from initlab.synthetic.spt.cells import fresh_model, seed_data, spt_inputs
 from initlab.synthetic.spt.tasks import MASK_ID, TaskConfig
 
 TINY = derive(spt.BASE, seeds=(0,), task=TaskConfig(T=20), n_train=64, n_val=32, n_test=64, d_model=8, d_ff=8,
@@ -59,7 +59,7 @@ class InterruptAfter:
 
 def _finetune(ck, progress):
     d = seed_data(TINY, 0)
-    return training.finetune(_fresh(TINY, 1, "full", 0), d, torch.Generator().manual_seed(3), lr=3e-3, weight_decay=0.01,
+    return training.finetune(fresh_model(TINY, 1, "full", 0), d, torch.Generator().manual_seed(3), lr=3e-3, weight_decay=0.01,
                              batch_size=16, max_epochs=7, patience=0, checkpoint=ck, progress=progress)
 
 
@@ -80,7 +80,7 @@ def test_finetune_resumes_bit_identically(tmp_path):
 
 def _pretrain(ck, progress):
     x, xv = spt_inputs(TINY, "local", 0)
-    return training.pretrain(_fresh(TINY, 1, "full", 0), x, xv, torch.Generator().manual_seed(17), 5, lr=3e-3,
+    return training.pretrain(fresh_model(TINY, 1, "full", 0), x, xv, torch.Generator().manual_seed(17), 5, lr=3e-3,
                              weight_decay=0.01, batch_size=16, mask_rate=0.15, mask_id=MASK_ID, window=3, min_rel=0.01,
                              max_epochs=6, snapshots=(2, 8), checkpoint=ck, progress=progress)
 
@@ -113,7 +113,7 @@ def test_nonfinite_loss_stops_with_its_step(monkeypatch):
     monkeypatch.setattr(training.F, "cross_entropy", poisoned)
     d = seed_data(TINY, 0)
     with pytest.raises(NonFiniteError) as err:
-        training.finetune(_fresh(TINY, 1, "full", 0), d, torch.Generator().manual_seed(3), lr=1e-3, weight_decay=0.0,
+        training.finetune(fresh_model(TINY, 1, "full", 0), d, torch.Generator().manual_seed(3), lr=1e-3, weight_decay=0.0,
                           batch_size=16, max_epochs=3, patience=0)
     assert err.value.step == 5 and err.value.what == "loss"
 
