@@ -50,7 +50,8 @@ def diagnose_loaded(backend, ids: list, labels: list[str] | None, *, pooling: st
     notes = list(backend.notes)
     if labels is None:
         notes.append("no --labels: the label loss uses random labels (a random-label probe head); the blind share does "
-                     "not depend on the labels under T1, but the bag-of-tokens check (R3) is skipped")
+                     "not depend on the labels under T1, but the bag-of-tokens check (R3) is skipped, so blind "
+                     "shares that pass R1 and R2 give no prediction")
     return {"model": backend.name, "family": backend.family, "pooling": pooling,
             "labels": "user" if labels is not None else "random probe", "classes": batch.n_classes,
             "measure": m, "bag": bag, "prediction": pred, "spt_probe": probe, "notes": notes,
@@ -137,7 +138,8 @@ def format_report(r: dict[str, Any]) -> str:
               f"{m['proximity_uniform']:.3f})",
               f"rule: R1 blind share >= {MIN_BLIND_SHARE:.3f}: {_yes(r['prediction']['checks']['R1'])}; "
               f"R2 entropy gap <= {MAX_ENTROPY_GAP}: {_yes(r['prediction']['checks']['R2'])}; "
-              f"R3 bag-of-tokens probe < 0.5: {_yes(r['prediction']['checks']['R3'])}"]
+              f"R3 bag-of-tokens probe < 0.5: {_yes(r['prediction']['checks']['R3'])}"
+              + (" (needs --labels)" if r["prediction"]["checks"]["R3"] is None else "")]
     if r.get("bag"):
         b = r["bag"]
         lines.append(f"bag-of-tokens probe: accuracy {b['accuracy']:.3f} (majority {b['majority']:.3f}, normalised "
@@ -176,7 +178,9 @@ def save_figure(r: dict[str, Any], path: str | Path) -> Path:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("layer")
     ax.set_ylabel("query-blind share of dL/dS")
-    word = "SPT predicted to help" if r["prediction"]["spt_helps"] else "SPT not predicted to help"
+    helps = r["prediction"]["spt_helps"]
+    word = ("no prediction without labels" if helps is None
+            else "SPT predicted to help" if helps else "SPT not predicted to help")
     ax.set_title(f"{r['model']} ({r['pooling']} pooling): {word}", fontsize=9)
     ax.set_xticks(x)
     ax.set_xlim(min(x) - 0.5, max(x) + 0.5)

@@ -15,7 +15,13 @@ acc}}}}}`` (test accuracies as fractions at the best validation epoch). The prer
 * :func:`predicts_gain` -- the claim: :func:`initlab.evidence.rules.all_of` over the settings with an outcome
   (an intersection-union test: *reproduced* only if the prediction is right on every setting);
 * :func:`confusion` and :func:`correlation` -- the confusion table and the Pearson (Fisher-z 95 % interval) and
-  Spearman (bootstrap 95 % interval) correlations between predicted blind share and mean measured gain.
+  Spearman (bootstrap 95 % interval) correlations between predicted blind share and mean measured gain;
+* :func:`ceiling_forced` -- the decided settings whose outcome a ceiling forced: scratch already at
+  :data:`CEILING` or above leaves no room for a gain of :data:`MIN_GAIN`, so "does not help" there tests nothing
+  about the rule's blind share (reported beside the claim, not part of the preregistered analysis).
+
+:data:`HEADLINE` names the setting the diagnosis exists for: the synthetic SPT experiment's own local task
+(docs/diagnose.md, section 2).
 
 The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.evidence.rows.Claim` each, rendered by
 :mod:`initlab.app.docgen.claims`) follow the verdict functions.
@@ -37,12 +43,17 @@ from initlab.evidence import rules
 from initlab.evidence.rows import Claim, Headline, Results, b, seeds_text
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED, Verdict
 
-__all__ = ["MIN_GAIN", "TOL", "MIN_SEEDS", "gains", "outcome", "part", "predicts_gain", "confusion", "correlation",
-           "DIAGNOSE", "CLAIM_ROWS", "diagnose_row", "diagnose_headline"]
+__all__ = ["MIN_GAIN", "TOL", "MIN_SEEDS", "CEILING", "HEADLINE", "gains", "outcome", "part", "predicts_gain",
+           "confusion", "correlation", "scratch_mean", "ceiling_forced", "DIAGNOSE", "CLAIM_ROWS", "diagnose_row",
+           "diagnose_headline"]
 
 MIN_GAIN = 0.05  # 5 points, the synthetic SPT experiment's δ
 TOL = 0.002  # one test sequence in 512
 MIN_SEEDS = 2
+#: scratch's mean test accuracy at or above which a gain of MIN_GAIN is out of reach (1 − 0.95 = 5 points)
+CEILING = 1.0 - MIN_GAIN
+#: the setting of the synthetic SPT experiment's own task (local, T = 100, depth 1, mean pooling)
+HEADLINE = "local"
 
 
 def gains(rec: Mapping[str, Any]) -> list[float]:
@@ -149,12 +160,45 @@ def correlation(records: Mapping[str, Any], *, n_resamples: int = 9999, seed: in
     return out
 
 
+def scratch_mean(rec: Mapping[str, Any]) -> float:
+    """Mean scratch test accuracy (fraction) of one setting record over its seeds; NaN without seeds."""
+    seeds = rec.get("seeds") or {}
+    return float(np.mean([float(x["scratch"]) for x in seeds.values()])) if seeds else math.nan
+
+
+def ceiling_forced(records: Mapping[str, Any]) -> list[str]:
+    """The settings with a decided outcome (:func:`confusion`) whose scratch arm already averages :data:`CEILING` or
+    more: SPT cannot gain :data:`MIN_GAIN` there, so their "does not help" was forced by the ceiling, whatever the
+    rule predicted. In the records' order."""
+    c = confusion(records)
+    decided = {n for names in c["table"].values() for n in names}
+    return [n for n, r in records["settings"].items() if n in decided and scratch_mean(r) >= CEILING]
+
+
 # --- the README rows of these claims (initlab.app.docgen.claims renders them) ---
 DIAGNOSE = "diagnose_validation/records.json"
 
 
+def _forced_text(rec) -> str:
+    """``; NAMES forced by a ceiling: ...`` naming the decided settings whose scratch arm already reached
+    :data:`CEILING` (empty when none)."""
+    forced = ceiling_forced(rec)
+    if not forced:
+        return ""
+    acc = ", ".join(f"{100 * scratch_mean(rec['settings'][n]):.1f} %" for n in forced)
+    return (f"; {', '.join(forced)} forced by a ceiling: scratch already at {acc} (≥ {100 * CEILING:.0f} %), no "
+            f"{100 * MIN_GAIN:.0f}-point gain possible")
+
+
+def _headline_text(undecided: list[str]) -> str:
+    """``; the headline setting `local`, ..., is undecided`` when it is among the ``undecided`` settings."""
+    return (f"; the headline setting `{HEADLINE}`, the synthetic SPT experiment's task, is undecided"
+            if HEADLINE in undecided else "")
+
+
 def diagnose_row(r: Results) -> str:
-    """The all-of word, where the rule was right / wrong / undecided, and the correlation with its intervals."""
+    """The all-of word, where the rule was right / wrong / undecided (which decided settings a ceiling forced, and
+    whether the headline setting is undecided), and the correlation with its intervals."""
     rec = r[DIAGNOSE]
     v = predicts_gain(rec)
     if v.word == NOT_RUN:
@@ -164,11 +208,13 @@ def diagnose_row(r: Results) -> str:
     wrong = c["table"][("helps", "does not help")] + c["table"][("does not help", "helps")]
     seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
     out = (f"{b(v.word)} (preregistered rule, {len(rec['settings'])} synthetic settings, {seeds_text(seeds)}): right on "
-           f"{len(right)} ({', '.join(right) or 'none'}), wrong on {len(wrong)} ({', '.join(wrong) or 'none'})")
+           f"{len(right)} ({', '.join(right) or 'none'}{_forced_text(rec)}), wrong on {len(wrong)} "
+           f"({', '.join(wrong) or 'none'})")
     if c["undecided"]:
         need = [p.seeds_to_decide for p in v.parts if p.word == rules.INCONCLUSIVE]
         out += f", undecided on {len(c['undecided'])} ({', '.join(c['undecided'])}"
-        out += f"; {max(need)} seeds would decide)" if need and all(n is not None for n in need) else ")"
+        out += f"; {max(need)} seeds would decide" if need and all(n is not None for n in need) else ""
+        out += _headline_text(c["undecided"]) + ")"
     if c["not_run"]:
         out += f", not run on {', '.join(c['not_run'])}"
     k = correlation(rec)
@@ -187,9 +233,12 @@ def diagnose_headline(r: Results) -> Headline:
     c = confusion(rec)
     right = len(c["table"][("helps", "helps")] + c["table"][("does not help", "does not help")])
     decided = sum(len(x) for x in c["table"].values())
+    forced = ceiling_forced(rec)
     seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
-    return Headline(b(v.word), f"rule right on {right} of {decided} decided settings, undecided on "
-                                f"{len(c['undecided'])} of {len(rec['settings'])} ({len(seeds)} seeds)")
+    ceiling = f" ({len(forced)} forced by a ceiling: scratch ≥ {100 * CEILING:.0f} %)" if forced else ""
+    head = f", `{HEADLINE}` among them" if HEADLINE in c["undecided"] else ""
+    return Headline(b(v.word), f"rule right on {right} of {decided} decided settings{ceiling}, undecided on "
+                                f"{len(c['undecided'])} of {len(rec['settings'])}{head} ({len(seeds)} seeds)")
 
 
 CLAIM_ROWS: list[Claim] = [

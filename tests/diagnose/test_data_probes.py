@@ -73,12 +73,28 @@ def _m(b, u):
     return {"layers": [{"label_share": b, "entropy_gap": u}]}
 
 
+LOW_BAG = {"accuracy": 0.6, "majority": 0.5, "normalised": 0.2}
+
+
 def test_rule_words_and_thresholds():
-    assert predict(_m(0.95, 0.01), None)["spt_helps"]
-    assert predict(_m(0.95, 0.01), {"accuracy": 0.6, "majority": 0.5, "normalised": 0.2})["spt_helps"]
+    helps = predict(_m(0.95, 0.01), LOW_BAG)
+    assert helps["spt_helps"] is True and "self-pretraining is predicted to help" in helps["verdict"]
     counts = predict(_m(0.95, 0.01), {"accuracy": 0.97, "majority": 0.5, "normalised": 0.94})
-    assert not counts["spt_helps"] and "token counts" in counts["verdict"]
+    assert counts["spt_helps"] is False and "token counts" in counts["verdict"]
     far = predict(_m(0.95, 0.5), None)
-    assert not far["spt_helps"] and "not blind: attention is far from uniform at init" in far["verdict"]
-    assert not predict(_m(MIN_BLIND_SHARE - 1e-9, 0.0), None)["spt_helps"]
-    assert predict(_m(MIN_BLIND_SHARE, 0.0), None)["spt_helps"]
+    assert far["spt_helps"] is False and "not blind: attention is far from uniform at init" in far["verdict"]
+    assert predict(_m(MIN_BLIND_SHARE - 1e-9, 0.0), None)["spt_helps"] is False
+    assert predict(_m(MIN_BLIND_SHARE - 1e-9, 0.0), LOW_BAG)["spt_helps"] is False
+    assert predict(_m(MIN_BLIND_SHARE, 0.0), LOW_BAG)["spt_helps"] is True
+
+
+def test_without_labels_blind_shares_alone_predict_nothing():
+    """R1 and R2 passing without labels: the verdict says what was measured and that the prediction needs the
+    labels (R3), never "predicted to help"; a failed R1 or R2 still decides "not predicted to help"."""
+    p = predict(_m(0.95, 0.01), None)
+    assert p["spt_helps"] is None and p["checks"] == {"R1": True, "R2": True, "R3": None}
+    assert "predicted to help" not in p["verdict"]
+    assert p["verdict"].startswith("no prediction without labels")
+    assert "blind share 0.95" in p["verdict"] and "entropy gap 0.01" in p["verdict"] and "--labels" in p["verdict"]
+    assert predict(_m(MIN_BLIND_SHARE, 0.0), None)["spt_helps"] is None
+    assert predict(_m(0.95, 0.5), None)["spt_helps"] is False

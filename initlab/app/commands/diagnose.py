@@ -29,8 +29,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--pooling", choices=("mean", "cls", "last"), default="mean",
                         help="how your classifier pools the encoder's states (default mean)")
     parser.add_argument("--labels", default=None, metavar="COLUMN",
-                        help="the label field (.jsonl) or column (.tsv); without it a random-label probe head is used and "
-                             "the bag-of-tokens check is skipped")
+                        help="the label field (.jsonl) or column (.tsv); without it a random-label probe head is used, "
+                             "the bag-of-tokens check is skipped, and blind shares that pass R1 and R2 give no "
+                             "prediction (it needs the labels)")
     parser.add_argument("--text-field", default=None, metavar="NAME",
                         help="the text field (.jsonl, default text) or column (.tsv, default the first of text, Source, "
                              "source, input, sentence)")

@@ -56,7 +56,22 @@ def test_diagnose_writes_report_json_and_figure(tiny, tmp_path):
     rc, _, err = _run(["diagnose", str(tiny / "bert"), "--data", str(tiny / "texts.jsonl"), "--batch", "4",
                        "--json", str(out), "--overwrite"])
     assert rc == 0, err
-    assert json.loads(out.read_text())["labels"] == "random probe"
+    r = json.loads(out.read_text())
+    assert r["labels"] == "random probe" and r["prediction"]["checks"]["R3"] is None
+
+
+def test_without_labels_the_report_names_what_it_measured_and_predicts_nothing(tiny, tmp_path):
+    """The tiny BERT at initialisation passes R1 and R2 (first-layer blind share about 0.9, attention uniform): with
+    labels that is a prediction, without them only a measurement."""
+    out = tmp_path / "d.json"
+    rc, stdout, err = _run(["diagnose", str(tiny / "bert"), "--data", str(tiny / "texts.jsonl"), "--batch", "8",
+                            "--json", str(out)])
+    assert rc == 0, err
+    p = json.loads(out.read_text())["prediction"]
+    assert p["checks"] == {"R1": True, "R2": True, "R3": None}
+    assert p["spt_helps"] is None
+    assert "self-pretraining is predicted to help" not in stdout
+    assert "verdict: no prediction without labels" in stdout and "R3 bag-of-tokens probe < 0.5: skipped (needs --labels)" in stdout
 
 
 def test_random_label_probe_and_spt_probe_on_an_initlab_config(tiny, tmp_path):

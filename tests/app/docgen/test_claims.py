@@ -417,3 +417,28 @@ def test_spt_comparison_table_recomputes_each_run_from_its_raw_numbers(tmp_path,
     path.write_text(json.dumps(spt_summary(0.35)))
     assert claims.main(["--compare-spt", f"new={path}"]) == 0 and "| SPT gain at depth 1 |" in capsys.readouterr().out
     assert claims.main(["--compare-spt", str(path)]) == 2 and "expected LABEL=PATH" in capsys.readouterr().err
+
+
+def test_diagnose_row_names_ceiling_forced_settings_and_an_undecided_headline():
+    """A decided "does not help" where scratch already reached 95 % was forced by the ceiling (no 5-point gain was
+    possible), and the row says so by name; an undecided `local` setting is named as the headline's."""
+    from initlab.synthetic.diagnose import claims as diag_rows
+
+    def rec(pred, pairs):
+        return {"predicted_helps": pred, "blind_share": 0.9,
+                "seeds": {str(2901 + i): {"scratch": a, "spt": s} for i, (a, s) in enumerate(pairs)}}
+
+    records = {"settings": {
+        "local": rec(True, [(0.5, 0.9), (0.5, 0.5), (0.5, 0.7)]),
+        "depth2": rec(True, [(0.5, 0.9), (0.52, 0.93), (0.5, 0.95)]),
+        "bag": rec(False, [(1.0, 0.999), (1.0, 1.0), (1.0, 0.998)]),
+    }}
+    r = {diag_rows.DIAGNOSE: records}
+    row = diag_rows.diagnose_row(r)
+    assert "right on 2 (depth2, bag; bag forced by a ceiling: scratch already at 100.0 % (≥ 95 %)" in row
+    assert "the headline setting `local`" in row and "is undecided" in row
+    h = diag_rows.diagnose_headline(r)
+    assert "(1 forced by a ceiling: scratch ≥ 95 %)" in h.estimate and "`local` among them" in h.estimate
+    records["settings"]["local"] = rec(True, [(0.5, 0.9), (0.52, 0.93), (0.5, 0.95)])
+    row = diag_rows.diagnose_row(r)
+    assert "headline" not in row and "forced by a ceiling" in row

@@ -38,6 +38,20 @@ def test_right_wrong_undecided_and_not_run():
     assert not math.isnan(r["spearman_lo"])
 
 
+def test_ceiling_forced_names_decided_settings_whose_scratch_left_no_room():
+    recs = {"settings": {
+        "helps": _rec(True, 0.9, [(0.5, 0.9), (0.52, 0.93), (0.5, 0.95)]),
+        "at_ceiling": _rec(False, 0.9, [(0.96, 0.96), (0.97, 0.96), (0.95, 0.95)]),
+        "below_ceiling": _rec(False, 0.2, [(0.90, 0.89), (0.93, 0.92), (0.92, 0.92)]),
+        "undecided_at_ceiling": _rec(False, 0.2, [(0.96, 0.80), (0.97, 0.99), (0.99, 0.90)]),
+    }}
+    assert dc.CEILING == pytest.approx(1 - dc.MIN_GAIN)
+    assert dc.scratch_mean(recs["settings"]["at_ceiling"]) == pytest.approx(0.96)
+    assert dc.ceiling_forced(recs) == ["at_ceiling"]  # decided and at the ceiling; undecided ones are not "forced"
+    assert dc.part("at_ceiling", recs["settings"]["at_ceiling"]).word == "reproduced"  # the preregistered word stays
+    assert math.isnan(dc.scratch_mean({"seeds": {}}))
+
+
 def test_spearman_interval_equals_the_slow_reference_bootstrap():
     """The vectorised Spearman rho of the bootstrap gives the interval of ``scipy.stats.spearmanr`` called on each
     resample in turn (the slow, obvious reference), ties and constant resamples included."""
