@@ -60,8 +60,6 @@ CAUSAL_CONDITIONS = (
     ("spt_nopos", "SPT without\nposition\ncodes"), ("qkscale_scratch", "scratch,\nW_Q, W_K x4\nat init"),
     ("lastpool_scratch", "scratch,\nlast-token\npooling"),
 )
-#: the label-only conditions (grey in the accuracy charts)
-LABEL_ONLY = ("scratch", "scratch_matched", "frozen_attn", "alibi_scratch", "qkscale_scratch", "lastpool_scratch")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -86,15 +84,17 @@ def proximity_data(s: dict[str, Any]) -> dict[str, Any]:
 
 def accuracy_data(s: dict[str, Any], conditions: Sequence[tuple[str, str]] = ACCURACY_CONDITIONS,
                   preset: str = "full") -> dict[str, Any]:
-    """Per condition of ``conditions`` (name, label) present, every seed's test accuracy and their mean."""
+    """Per condition of ``conditions`` (name, label) present, every seed's test accuracy and their mean, and whether
+    it is label-only (its saved condition row names no SPT checkpoint: ``spt`` is ``"-"``; grey in the charts)."""
     per = s["summary"]["per_seed"]
+    label_only = {r["condition"]: r["spt"] == "-" for r in s["summary"]["conditions"]}
     conds = []
     for name, label in conditions:
         if name in per:
             rows = sorted(per[name], key=lambda r: r["seed"])
             acc = [r["test_acc"] for r in rows]
             conds.append({"condition": name, "label": label, "seeds": [r["seed"] for r in rows], "test_acc": acc,
-                          "mean": statistics.fmean(acc)})
+                          "mean": statistics.fmean(acc), "label_only": label_only[name]})
     return {"run": f"synthetic SPT, preset {preset}, {_seeds_label(s['config']['seeds'])}", "conditions": conds}
 
 
@@ -182,7 +182,7 @@ def draw_accuracy(d: dict[str, Any], path: Path) -> list[Path]:
     conds = d["conditions"]
     fig, ax = plt.subplots(figsize=(8.0, 3.6))
     for i, c in enumerate(conds):
-        color = "tab:gray" if c["condition"] in LABEL_ONLY else "tab:blue"
+        color = "tab:gray" if c["label_only"] else "tab:blue"
         ax.bar(i, 100 * c["mean"], width=0.6, color=color, alpha=0.35)
         ax.scatter([i + j for j in _jitter(len(c["test_acc"]))], [100 * a for a in c["test_acc"]], s=12, color=color, zorder=3)
     ax.set_xticks(range(len(conds)), [c["label"] for c in conds], fontsize=7)

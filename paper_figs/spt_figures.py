@@ -17,8 +17,11 @@ inch) and vector PDF into ``RESULTS_DIR``:
 * ``spt_attention_maps``         -- first-layer attention of one seed (mean over the probe batch): SPT
   checkpoints, and the start/end of fine-tuning for scratch and SPT; each panel with its colour bar.
 
-Colours follow :func:`initlab.paper_figs.common.condition_color` (grey scratch-like, blue SPT, orange
-hybrids, green cross-data SPT, purple attention-only model).
+Colours are the run's own: ``summary.arms`` of ``metrics.json`` (each arm's ``colour``: grey label-only, blue SPT,
+orange hybrids, green cross-data SPT, purple attention-only model; ``curve_colour`` for the learning-curve
+figure), saved by the run from the arms table :mod:`initlab.synthetic.spt.arms`. A folder written before runs
+saved it is drawn with :func:`initlab.paper_figs.common.condition_color` and learning curves of ``scratch`` and
+``spt`` only.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ __all__ = ["make_figures", "accuracy_figure", "epoch_curve_figure", "proximity_a
 
 CHANCE = 50.0  # per cent: the local task is a balanced binary classification
 _MARKERS = "os^DvP*Xh<>p"
-#: legend order of the condition groups, by colour (see condition_color)
+#: legend order of the condition groups, by colour (a colour not listed comes after these)
 _GROUP_ORDER = ("tab:gray", "tab:blue", "tab:orange", "tab:green", "tab:purple", "black")
 
 
@@ -50,6 +53,21 @@ def _load(run_dir: Path) -> dict:
     if not p.exists():
         raise FileNotFoundError(f"{p}: no metrics.json; pass the folder written by `initlab synthetic spt`")
     return read_json(p)
+
+
+def _arms(metrics: dict) -> dict[str, dict]:
+    """condition -> its saved arm row (``colour``, ``curve_colour``, ``label_only``), from ``summary.arms``; for a
+    folder written before runs saved it, colours by name (:func:`condition_color`) and curves of scratch and spt."""
+    rows = metrics["summary"].get("arms")
+    if rows is not None:
+        return {r["name"]: r for r in rows}
+    names = list(metrics["summary"]["per_seed"]) + [r["condition"] for r in metrics["summary"]["conditions"]]
+    return {n: {"name": n, "colour": condition_color(n),
+                "curve_colour": condition_color(n) if n in ("scratch", "spt") else ""} for n in dict.fromkeys(names)}
+
+
+def _group_rank(colour: str) -> int:
+    return _GROUP_ORDER.index(colour) if colour in _GROUP_ORDER else len(_GROUP_ORDER)
 
 
 def _seeds_of(metrics: dict) -> dict[str, list[dict]]:
@@ -80,13 +98,14 @@ def accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     rows = metrics["summary"]["conditions"]
     if not rows:
         return []
+    arms = _arms(metrics)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.8))
     for i, r in enumerate(rows):
         accs = 100 * np.asarray(r["test_acc_seeds"])
         h = float(r["test_acc_sd"])  # NaN (saved as "nan") with one seed
         ax.errorbar(i, 100 * r["test_acc_mean"], yerr=None if not math.isfinite(h) else 100 * h, fmt="s",
-                    color=condition_color(r["condition"]), capsize=4, ms=6)
+                    color=arms[r["condition"]]["colour"], capsize=4, ms=6)
         jitter = np.linspace(-0.2, 0.2, len(accs)) if len(accs) > 1 else np.zeros(len(accs))
         ax.scatter(np.full(len(accs), i) + jitter, accs, s=9, color="k", zorder=3)
     _chance_line(ax)
@@ -115,11 +134,12 @@ def proximity_accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     seeds = _seeds_of(metrics)
     if not seeds:
         return []
+    arms = _arms(metrics)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     used: dict[str, int] = {}  # colour -> markers used so far: each condition gets its own (colour, marker)
-    for name, ss in sorted(seeds.items(), key=lambda kv: _GROUP_ORDER.index(condition_color(kv[0]))):
-        color = condition_color(name)
+    for name, ss in sorted(seeds.items(), key=lambda kv: _group_rank(arms[kv[0]]["colour"])):
+        color = arms[name]["colour"]
         marker = _MARKERS[used.get(color, 0) % len(_MARKERS)]
         used[color] = used.get(color, 0) + 1
         ax.scatter([s["prox_start"] for s in ss], [100 * s["test_acc"] for s in ss], s=22, color=color,
@@ -147,17 +167,18 @@ def epoch_curve_figure(run_dir: Path, metrics: dict) -> list[Path]:
         return []
     runs = [r for r in metrics["summary"]["spt_runs"] if (r["source"], r["variant"], r["depth"]) == ("local", "full", 1)]
     pts = [(0.0, "scratch", seeds["scratch"])] + [(float(e), f"spt_e{e}", seeds[f"spt_e{e}"]) for e in fixed]
+    arms = _arms(metrics)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     xs = [max(x, 0.5) for x, _, _ in pts]  # log axis: scratch (0 epochs) drawn at 0.5
     for x, (_, name, ss) in zip(xs, pts):
         acc = [100 * s["test_acc"] for s in ss]
         ax.scatter([x] * len(acc), acc, s=12, color="k", zorder=3)
-        ax.plot([x * 0.85, x / 0.85], [np.mean(acc)] * 2, color=condition_color(name), lw=2.5)
+        ax.plot([x * 0.85, x / 0.85], [np.mean(acc)] * 2, color=arms[name]["colour"], lw=2.5)
     if "spt" in seeds and runs:
         rule = [r["rule_epoch"] for r in runs]
         acc = {s["seed"]: 100 * s["test_acc"] for s in seeds["spt"]}
-        ax.scatter(rule, [acc.get(r["seed"], np.nan) for r in runs], s=16, marker="D", color=condition_color("spt"),
+        ax.scatter(rule, [acc.get(r["seed"], np.nan) for r in runs], s=16, marker="D", color=arms["spt"]["colour"],
                    zorder=4, label="spt: at the stopping rule's epoch (one diamond per seed)")
         legend_below(ax, offset=-0.2, ncol=1)
     _chance_line(ax)
@@ -172,17 +193,13 @@ def epoch_curve_figure(run_dir: Path, metrics: dict) -> list[Path]:
     return _save(fig, run_dir, "spt_epoch_curve")
 
 
-#: the conditions of the learning-curve figure, with their colours: scratch and SPT, and the causal round's arms
-#: (each its own colour: the shared grey of ``condition_color`` would not tell the label-only arms apart)
-CURVE_CONDITIONS = {"scratch": "tab:gray", "spt": "tab:blue", "alibi_scratch": "tab:green", "spt_nopos": "tab:cyan",
-                    "qkscale_scratch": "tab:brown", "lastpool_scratch": "tab:pink"}
-
-
 def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
-    """Training and validation accuracy per fine-tuning epoch of every condition of :data:`CURVE_CONDITIONS` in the
-    run, at its run's learning rate: the mean over seeds and every seed (faint)."""
+    """Training and validation accuracy per fine-tuning epoch of every arm of the run with a ``curve_colour`` (its
+    own colour: scratch and SPT, and the causal round's arms, which the shared grey would not tell apart), at its
+    run's learning rate: the mean over seeds and every seed (faint)."""
     hist = _histories(run_dir)
-    names = [n for n in CURVE_CONDITIONS if n in hist]
+    colour = {n: r["curve_colour"] for n, r in _arms(metrics).items() if r["curve_colour"]}
+    names = [n for n in colour if n in hist]
     if not names:
         return []
     plt = pyplot()
@@ -198,13 +215,13 @@ def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
             if key == "train_acc":  # no training accuracy before the first epoch
                 curves, ep = curves[:, 1:], ep[1:]
             for c in curves:
-                ax.plot(ep, 100 * c, color=CURVE_CONDITIONS[name], lw=0.6, alpha=0.35)
-            ax.plot(ep, 100 * np.nanmean(curves, 0), color=CURVE_CONDITIONS[name], lw=2)
+                ax.plot(ep, 100 * c, color=colour[name], lw=0.6, alpha=0.35)
+            ax.plot(ep, 100 * np.nanmean(curves, 0), color=colour[name], lw=2)
         _chance_line(ax)
         ax.set_xlabel("fine-tuning epoch")
         ax.set_title(title, fontsize=9)
     axes[0].set_ylabel("accuracy (%)")
-    handles = [Line2D([], [], color=CURVE_CONDITIONS[n], lw=2, label=f"{n}: mean over seeds") for n in names]
+    handles = [Line2D([], [], color=colour[n], lw=2, label=f"{n}: mean over seeds") for n in names]
     handles += [Line2D([], [], color="0.5", lw=0.6, label="one seed"), Line2D([], [], color="r", lw=0.8, ls="--", label="chance")]
     legend_below(fig, handles, ncol=min(len(handles), 4), offset=0.0)
     fig.tight_layout(rect=(0, 0.07, 1, 1))

@@ -14,21 +14,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from initlab.config import derive
+from initlab.synthetic.spt.arms import HYBRIDS, arms
 from initlab.synthetic.spt.claims import SPTThresholds
 from initlab.nn.encoder import ModelConfig
 from initlab.synthetic.spt.tasks import TaskConfig
 
 __all__ = ["SPTConfig", "PRESETS", "BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "CAUSAL", "condition_names",
-           "spt_model_overrides",
-           "condition_spec", "condition_seeds", "label_lr", "model_config"]
+           "spt_model_overrides", "label_only_names", "condition_spec", "condition_seeds", "label_lr", "model_config"]
 
 EXPLORATORY_SEEDS = (0, 1, 2, 3, 4)
-ALL_GROUPS = ("embeddings", "qkvo", "ffn", "layernorm")
-HYBRIDS = {"qk": ("qk",), "qkvo": ("qkvo",), "ffn": ("ffn",), "qk_emb": ("qk", "embeddings"),
-           "qk_ln": ("qk", "layernorm"), "qk_emb_ln": ("qk", "embeddings", "layernorm")}
-#: the label-only arms (no SPT checkpoint): each gets its own learning rate chosen on validation
-LABEL_ONLY = ("scratch", "scratch_matched", "frozen_attn", "depth2_scratch", "depth4_scratch", "attn_scratch",
-              "alibi_scratch", "qkscale_scratch", "lastpool_scratch")
+
+
+def label_only_names(depths: tuple[int, ...] = (1, 2, 4)) -> tuple[str, ...]:
+    """The label-only arms (no SPT checkpoint) of :mod:`initlab.synthetic.spt.arms` at these depths, in table order:
+    each gets its own learning rate chosen on validation."""
+    return tuple(a.name for a in arms((), depths) if a.label_only)
+
+
+#: the label-only arms at the depths of the presets (:func:`label_only_names`)
+LABEL_ONLY = label_only_names()
 #: the causal arms (docs/synthetic_spt.md, the preregistration of the causal run): each a condition with a
 #: written prediction; label-only ones tune their learning rate like every other label-only arm
 CAUSAL = ("alibi_scratch", "qkscale_scratch", "lastpool_scratch", "spt_nopos")
@@ -146,7 +150,7 @@ class SPTConfig:
                                  f"(condition, value) pairs with names from {known}")
         conds = [c for c, _ in self.label_lr]
         for c, lr in self.label_lr:
-            if (c not in known and c not in LABEL_ONLY) or not lr > 0 or conds.count(c) > 1:
+            if (c not in known and c not in label_only_names()) or not lr > 0 or conds.count(c) > 1:
                 raise ValueError(f"SPTConfig.label_lr: ({c!r}, {lr!r}): expected a condition of {known} "
                                  "and a learning rate > 0, once each")
         for c, n in self.seed_counts:
@@ -161,40 +165,12 @@ class SPTConfig:
 def condition_spec(cfg: SPTConfig) -> dict[str, dict[str, Any]]:
     """condition -> {variant ("full" | "attn_only"), depth, spt: (source, epoch) or None, load, freeze,
     budget ("early_stop" | "matched"), model (ModelConfig overrides), qk_scale (factor on the initial W_Q, W_K
-    weights)}.
+    weights)}: every arm of :mod:`initlab.synthetic.spt.arms` under ``cfg`` (:meth:`~initlab.synthetic.spt.arms.Arm.spec`).
 
     ``epoch`` is ``"rule"`` (the SPT stopping rule's checkpoint) or a fixed sweep epoch. Source ``nopos`` is
     SPT on the task's own inputs by a model without position codes (:func:`spt_model_overrides`).
     """
-    def c(variant="full", depth=1, spt=None, load=(), freeze=(), budget="early_stop", model=(), qk_scale=1.0):
-        return dict(variant=variant, depth=depth, spt=spt, load=load, freeze=freeze, budget=budget, model=dict(model),
-                    qk_scale=qk_scale)
-
-    spec: dict[str, dict[str, Any]] = {
-        "scratch": c(),
-        "scratch_matched": c(budget="matched"),
-        "spt": c(spt=("local", "rule"), load=ALL_GROUPS),
-        "frozen_attn": c(freeze=("qkvo",)),
-    }
-    for h, groups in HYBRIDS.items():
-        spec[f"hybrid_{h}"] = c(spt=("local", "rule"), load=groups)
-    for e in cfg.spt_sweep_epochs:
-        spec[f"spt_e{e}"] = c(spt=("local", e), load=ALL_GROUPS)
-    for L in cfg.depths:
-        if L != 1:
-            spec[f"depth{L}_scratch"] = c(depth=L)
-            spec[f"depth{L}_spt"] = c(depth=L, spt=("local", "rule"), load=ALL_GROUPS)
-    spec["cross_count"] = c(spt=("count", "rule"), load=ALL_GROUPS)
-    spec["cross_iid"] = c(spt=("iid", "rule"), load=ALL_GROUPS)
-    spec["attn_scratch"] = c(variant="attn_only")
-    spec["attn_spt"] = c(variant="attn_only", spt=("local", "rule"), load=("embeddings", "qkvo"))
-    spec["attn_qk"] = c(variant="attn_only", spt=("local", "rule"), load=("qk",))
-    # causal arms: a proximity prior without SPT, a non-uniform start, last-token pooling, SPT without positions
-    spec["alibi_scratch"] = c(model={"proximity_bias": cfg.alibi_slope})
-    spec["qkscale_scratch"] = c(qk_scale=cfg.qk_init_scale)
-    spec["lastpool_scratch"] = c(model={"pooling": "last"})
-    spec["spt_nopos"] = c(spt=("nopos", "rule"), load=ALL_GROUPS)
-    return spec
+    return {a.name: a.spec(cfg) for a in arms(cfg.spt_sweep_epochs, cfg.depths)}
 
 
 def spt_model_overrides(source: str) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The plan of a synthetic SPT run: its cells (per seed), what each depends on, and its cost model.
 
-:func:`plan` lists every :class:`initlab.executor.Cell` of a config in claim order (the cells a reader needs
-first run first, so a run stopped early has the main rows), each SPT run before the fine-tuning cells that
-load its checkpoints. :func:`cell_key` is what a saved cell depends on (a resumed run under another config
+:func:`plan` lists every :class:`initlab.executor.Cell` of a config in claim order
+(:data:`initlab.synthetic.spt.arms.CLAIM_ORDER`: the cells a reader needs first run first, so a run stopped
+early has the main rows), each SPT run before the fine-tuning cells that load its checkpoints. :func:`cell_key` is what a saved cell depends on (a resumed run under another config
 is refused cell by cell).
 
 **Cost model.** A cell's cost is ``units x unit_seconds``: units are epochs, ``unit_seconds`` the seconds of one
@@ -23,17 +23,12 @@ import torch
 
 from initlab.config import to_dict
 from initlab.executor import Cell
+from initlab.synthetic.spt import arms
 from initlab.synthetic.spt.cells import finetune_cell, ft_cell_name, init_grad_cell, spt_cell, spt_cell_name
 from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
 
-__all__ = ["PRIORITY", "EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "measure_epoch_seconds",
+__all__ = ["EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "measure_epoch_seconds",
            "reference_epoch_seconds", "expected_epochs"]
-
-#: claim order: the conditions a reader needs first run first
-PRIORITY = ["scratch", "spt", "scratch_matched", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10", "spt_e1",
-            "spt_e5", "spt_e20", "spt_e40", "hybrid_qk_emb", "hybrid_qk_ln", "hybrid_qk_emb_ln", "attn_scratch", "attn_spt",
-            "attn_qk", "alibi_scratch", "spt_nopos", "qkscale_scratch", "lastpool_scratch", "cross_count", "cross_iid",
-            "depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt"]
 
 #: expected epochs per kind of cell, for the up-front estimate and the progress bar (measured means of the
 #: exploratory run; an overrun only makes the bar's total grow): SPT runs per source, label-only and
@@ -123,7 +118,8 @@ def measure_epoch_seconds(cfg: SPTConfig, kind: str, variant: str, depth: int, s
 
 
 def _sort_key(cond: str) -> int:
-    return PRIORITY.index(cond) if cond in PRIORITY else len(PRIORITY)
+    order = arms.CLAIM_ORDER  # read at call time: the arms table's claim order
+    return order.index(cond) if cond in order else len(order)
 
 
 def reference_epoch_seconds(cfg: SPTConfig, kind: str, variant: str, depth: int) -> float:

@@ -2,7 +2,8 @@
 
 :func:`summarize` turns the per-seed cells into the run's summary: ``per_seed`` (the raw numbers every
 verdict is computed from), per-condition statistics, the SPT runs, the learning-rate selection (in an
-``lr_sweep`` run), the SPT-duration curve and the score gradients at initialisation. The verdicts are NOT
+``lr_sweep`` run), the SPT-duration curve, the score gradients at initialisation and the run's arms as the
+figures draw them (:func:`arm_rows`). The verdicts are NOT
 computed here: :func:`verdicts` calls :mod:`initlab.synthetic.spt.claims` on ``per_seed``, and so does every
 other consumer (the README claims table, the docs). :func:`report_markdown` writes the report.
 
@@ -19,12 +20,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from initlab.evidence import text
+from initlab.synthetic.spt import arms as spt_arms
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.evidence.rules import Verdict
 from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_spec
 from initlab.nn.attention_metrics import uniform_proximity_mass
 
-__all__ = ["RAW_KEYS", "summarize", "verdicts", "lr_choice", "report_markdown", "mean_sd"]
+__all__ = ["RAW_KEYS", "summarize", "arm_rows", "verdicts", "lr_choice", "report_markdown", "mean_sd"]
 
 #: the per-seed numbers kept as the raw record of a fine-tuning cell
 RAW_KEYS = ("test_acc", "val_acc", "prox_start", "prox_end", "relpos_end", "final_train_acc", "best_epoch", "epochs_run",
@@ -132,7 +134,17 @@ def summarize(cfg: SPTConfig, results: Mapping[str, Any]) -> dict[str, Any]:
                 grads[f"{setting}_{key}_mean"], sd = mean_sd([g[setting][key] for g in gcells])
                 grads[f"{setting}_{key}_sd"] = 0.0 if math.isnan(sd) else sd
     return {"per_seed": per_seed, "conditions": conds, "spt_runs": spt_runs, "lr_selection": choice, "curves": curves,
-            "init_gradients": grads, "uniform_proximity": uniform_proximity_mass(cfg.task.T, cfg.proximity_w)}
+            "init_gradients": grads, "uniform_proximity": uniform_proximity_mass(cfg.task.T, cfg.proximity_w),
+            "arms": arm_rows(cfg)}
+
+
+def arm_rows(cfg: SPTConfig) -> list[dict[str, Any]]:
+    """The run's arms as the figures read them (they sit below the experiments and cannot import the arms table):
+    per condition of ``cfg``, in table order, ``name``, ``label_only``, ``colour`` and ``curve_colour``
+    (:class:`initlab.synthetic.spt.arms.Arm`)."""
+    run = set(condition_names(cfg))
+    return [{"name": a.name, "label_only": a.label_only, "colour": a.colour, "curve_colour": a.curve_colour}
+            for a in spt_arms.arms(cfg.spt_sweep_epochs, cfg.depths) if a.name in run]
 
 
 def verdicts(cfg: SPTConfig, summary: Mapping[str, Any]) -> dict[str, Verdict]:
