@@ -1,8 +1,9 @@
 """The cells of a synthetic SPT run: one SPT run, one fine-tuning or one gradient measurement, per seed.
 
 Every cell function has the executor's signature ``fn(root, name, args, progress) -> result`` (see
-:mod:`initlab.executor`): ``root`` the run folder (its ``config.json`` is the run's :class:`SPTConfig`),
-``args`` the cell (``kind``, ``seed``, ...), ``progress`` the executor's progress reporter; the result is a
+:mod:`initlab.executor`): ``root`` the run folder, ``args`` the cell (``kind``, ``seed``, ...) and ``config``, the
+run's :class:`SPTConfig` as a dict (:func:`cell_config`; as every experiment's cells receive their config),
+``progress`` the executor's progress reporter; the result is a
 JSON-ready dict the executor saves as ``cells/<name>.json``. Per-epoch resume files live in
 ``<root>/resume/<name>.pt`` (removed when the cell finishes); SPT checkpoints in
 ``<root>/ckpt/spt_<source>_<variant>_d<depth>_seed<s>_e<E>.pt`` with ``E`` a sweep epoch or ``rule``.
@@ -22,7 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from initlab.config import derive, load_config
+from initlab.config import derive, from_dict
 from initlab.nn.attention_metrics import attention_entropy, proximity_mass, relative_position_score
 from initlab.nn.encoder import SequenceTransformer, freeze, load_partial
 from initlab.nn.masking import mask_tokens
@@ -33,12 +34,17 @@ from initlab.synthetic.spt.tasks import MASK_ID, make_task
 from initlab.synthetic.spt.training import Checkpoint, finetune, pretrain
 
 __all__ = ["seed_data", "spt_inputs", "probe", "ckpt_path", "spt_cell_name", "ft_cell_name", "spt_cell", "finetune_cell",
-           "init_grad_cell", "run_config"]
+           "init_grad_cell", "cell_config"]
 
 
-def run_config(root: str | Path) -> SPTConfig:
-    """The :class:`SPTConfig` saved in run folder ``root`` (``config.json``)."""
-    return load_config(SPTConfig, Path(root) / "config.json")
+def cell_config(args: Mapping[str, Any]) -> SPTConfig:
+    """The run's :class:`SPTConfig`, from a cell's ``args["config"]`` (:func:`initlab.config.to_dict`'s form).
+
+    Raises:
+        KeyError: ``args`` has no ``config``.
+        ValueError: unknown keys or wrong types (:func:`initlab.config.from_dict`).
+    """
+    return from_dict(SPTConfig, args["config"])
 
 
 def seed_data(cfg: SPTConfig, seed: int) -> dict[str, torch.Tensor]:
@@ -130,7 +136,7 @@ def spt_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None
     """SPT of one seed on one source: ``args = {source, variant, depth, seed, snapshots}``; writes the rule's
     and the snapshot checkpoints; returns the validation curve, the rule's epoch, the stopping epoch and the
     probe metrics of every saved checkpoint."""
-    cfg = run_config(root)
+    cfg = cell_config(args)
     src, variant, depth, s = args["source"], args["variant"], int(args["depth"]), int(args["seed"])
     x, xv = spt_inputs(cfg, src, s)
     model = fresh_model(cfg, depth, variant, s, **spt_model_overrides(src))
@@ -166,7 +172,7 @@ def finetune_cell(root: str, name: str, args: Mapping[str, Any], progress: Any =
     """Label training of one condition and seed: ``args = {condition, seed, lr}`` (``lr`` the learning rate
     to use); returns the history, the test accuracy at the best validation epoch and the probe metrics at
     fine-tuning start and end."""
-    cfg = run_config(root)
+    cfg = cell_config(args)
     cond, s, lr = args["condition"], int(args["seed"]), float(args["lr"])
     spec = condition_spec(cfg)[cond]
     d = seed_data(cfg, s)
@@ -224,7 +230,7 @@ def init_grad_cell(root: str, name: str, args: Mapping[str, Any], progress: Any 
     ``model``: the depth-1 model of the experiments (float32); ``theorem``: the theorem's setting, one
     attention layer without FFN or LayerNorm, W_Q = W_K = 0 (exactly uniform attention), float64.
     """
-    cfg = run_config(root)
+    cfg = cell_config(args)
     seed = int(args["seed"])
     if progress is not None:
         progress.start(0)

@@ -52,9 +52,15 @@ _NOT_IN_KEY = ("seeds", "conditions", "seed_counts", "label_lr", "lr_grid", "lr_
 
 def cell_key(cfg: SPTConfig, args: dict[str, Any]) -> dict[str, Any]:
     """What a cell's result depends on: the training config (not which conditions, seeds or thresholds are
-    requested) and the cell's own arguments."""
+    requested) and the cell's own arguments (``args`` without the ``config`` that travels with them)."""
     d = {k: v for k, v in to_dict(cfg).items() if k not in _NOT_IN_KEY}
-    return {"config": d, "cell": dict(args)}
+    return {"config": d, "cell": {k: v for k, v in args.items() if k != "config"}}
+
+
+def _cell(cfg: SPTConfig, name: str, fn: Any, args: dict[str, Any], **kw: Any) -> Cell:
+    """A cell whose arguments carry the run's config (``args["config"]``, read by
+    :func:`initlab.synthetic.spt.cells.cell_config`), keyed by :func:`cell_key`."""
+    return Cell(name, fn, {**args, "config": to_dict(cfg)}, cell_key(cfg, args), **kw)
 
 
 def expected_epochs(cfg: SPTConfig, kind: str, condition: str | None = None, source: str | None = None) -> tuple[float, float]:
@@ -160,8 +166,7 @@ def plan(cfg: SPTConfig) -> list[Cell]:
     cells: list[Cell] = []
     for s in cfg.seeds:
         a = {"kind": "init_grad", "seed": s}
-        cells.append(Cell(f"init_grad__seed{s}", init_grad_cell, a, cell_key(cfg, a),
-                          units=1.0, max_units=1.0, unit_seconds=1.0))
+        cells.append(_cell(cfg, f"init_grad__seed{s}", init_grad_cell, a, units=1.0, max_units=1.0, unit_seconds=1.0))
     placed: set[str] = set()
     for n in names:
         sp = spec[n]
@@ -177,8 +182,8 @@ def plan(cfg: SPTConfig) -> list[Cell]:
                          "snapshots": snapshots}
                     exp, cap = expected_epochs(cfg, "spt", source=src)
                     cap = max(cap, max(a["snapshots"], default=0))
-                    cells.append(Cell(sname, spt_cell, a, cell_key(cfg, a), units=exp,
-                                      max_units=cap, unit_seconds=sec("spt", sp["variant"], sp["depth"])))
+                    cells.append(_cell(cfg, sname, spt_cell, a, units=exp, max_units=cap,
+                                       unit_seconds=sec("spt", sp["variant"], sp["depth"])))
                     placed.add(sname)
             if sp["budget"] == "matched":
                 needs += [spt_cell_name("local", "full", 1, s), ft_cell_name("spt", s)]
@@ -187,7 +192,6 @@ def plan(cfg: SPTConfig) -> list[Cell]:
                 if lr is not None:
                     a["lr_sweep"] = True
                 exp, cap = expected_epochs(cfg, "finetune", n)
-                cells.append(Cell(ft_cell_name(n, s, lr), finetune_cell, a, cell_key(cfg, a),
-                                  needs=tuple(needs), units=exp, max_units=cap,
-                                  unit_seconds=sec("finetune", sp["variant"], sp["depth"])))
+                cells.append(_cell(cfg, ft_cell_name(n, s, lr), finetune_cell, a, needs=tuple(needs), units=exp,
+                                   max_units=cap, unit_seconds=sec("finetune", sp["variant"], sp["depth"])))
     return cells

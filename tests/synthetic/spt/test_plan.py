@@ -1,0 +1,47 @@
+"""The plan of a synthetic SPT run: every cell receives the run's config in its arguments, under unchanged keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from initlab.config import derive, to_dict
+from initlab.synthetic import spt
+from initlab.synthetic.spt import cells as spt_cells
+from initlab.synthetic.spt.plan import _NOT_IN_KEY, plan
+from initlab.synthetic.spt.tasks import TaskConfig
+
+TINY = derive(
+    spt.BASE, seeds=(0, 1), task=TaskConfig(T=20), n_train=32, n_val=16, n_test=32, d_model=8, d_ff=8, batch_size=16,
+    finetune_max_epochs=3, finetune_patience=2, spt_max_epochs=4, spt_window=2, spt_sweep_epochs=(1, 2), depths=(1, 2),
+    probe_size=4,
+)
+
+
+@pytest.mark.parametrize("preset", sorted(spt.PRESETS))
+def test_every_cell_carries_the_config_and_keeps_its_key(preset):
+    """The key is what it was when cells read ``config.json`` from the run folder: the training config without the
+    grid fields and the cell's own arguments, so finished and interrupted runs resume."""
+    cfg = spt.PRESETS[preset]
+    training = {k: v for k, v in to_dict(cfg).items() if k not in _NOT_IN_KEY}
+    for c in plan(cfg):
+        assert c.args["config"] == to_dict(cfg) and spt_cells.cell_config(c.args) == cfg, c.name
+        own = {k: v for k, v in c.args.items() if k != "config"}
+        assert c.key == {"config": training, "cell": own}, c.name
+        assert "config" not in c.key["cell"]
+
+
+def test_the_keys_of_a_tiny_plan_are_the_former_literal_keys():
+    keys = {c.name: c.key["cell"] for c in plan(derive(TINY, conditions=("scratch", "spt")))}
+    assert keys["init_grad__seed0"] == {"kind": "init_grad", "seed": 0}
+    assert keys["spt_local_full_d1__seed1"] == {"kind": "spt", "source": "local", "variant": "full", "depth": 1,
+                                                "seed": 1, "snapshots": [1, 2]}
+    assert set(keys["ft_scratch__seed0"]) == {"kind", "condition", "seed", "lr"}
+
+
+def test_a_cell_runs_from_its_arguments_in_an_empty_folder(tmp_path):
+    """No ``config.json`` is read back: a cell gets its config in ``args`` (also with ``--workers 1``)."""
+    c = next(c for c in plan(TINY) if c.name == "init_grad__seed0")
+    out = spt_cells.init_grad_cell(str(tmp_path), c.name, c.args)
+    assert out["kind"] == "init_grad" and out["seed"] == 0 and not (tmp_path / "config.json").exists()
+    with pytest.raises(KeyError):
+        spt_cells.init_grad_cell(str(tmp_path), c.name, {k: v for k, v in c.args.items() if k != "config"})
