@@ -13,6 +13,7 @@ layout; every package folder must also be listed in ``pyproject.toml`` so that a
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -152,6 +153,18 @@ def _sub_violation(src: str, dst: str) -> str | None:
     return None
 
 
+def _import_violation(src: str, src_comp: str, target: str) -> str | None:
+    """Why module ``src`` (of component ``src_comp``) may not import ``target`` (None if it may)."""
+    dst = _component(target)
+    if dst is None:
+        return None
+    if dst == src_comp:
+        return _sub_violation(src, target)
+    if _rank(dst) >= _rank(src_comp):
+        return f"{src_comp} imports {target} ({dst} is not below it)"
+    return None
+
+
 def violations(modules: dict[str, Path] | None = None) -> list[str]:
     bad = []
     for name, path in sorted((modules if modules is not None else _modules()).items()):
@@ -167,16 +180,59 @@ def violations(modules: dict[str, Path] | None = None) -> list[str]:
             if name.startswith(package + ".") and _group(package, name) is None:
                 bad.append(f"{_show(path)}: module {name} belongs to no sub-layer of {package} (tests/test_architecture.py SUBLAYERS)")
         for target, line in _imports(name, path):
-            dst = _component(target)
-            if dst is None:
-                continue
-            if dst == src:
-                why = _sub_violation(name, target)
-                if why:
-                    bad.append(f"{_show(path)}:{line}: {why}")
-                continue
-            if _rank(dst) >= _rank(src):
-                bad.append(f"{_show(path)}:{line}: {src} imports {target} ({dst} is not below it)")
+            why = _import_violation(name, src, target)
+            if why:
+                bad.append(f"{_show(path)}:{line}: {why}")
+    return sorted(set(bad))
+
+
+#: a call by string name: ``"package.module:function"`` (the CLI's registry, the executor's cell targets)
+_NAMED = re.compile(r"(initlab(?:\.[A-Za-z_]\w*)+):([A-Za-z_]\w*)")
+
+
+def named_calls(modules: dict[str, Path] | None = None) -> list[tuple[str, Path, int, str, str]]:
+    """Every string constant of the initlab namespace that names a function to call, ``"initlab.x.y:function"``:
+    ``(holder module, its file, line, target module, function)``."""
+    out = []
+    for name, path in sorted((modules if modules is not None else _modules()).items()):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                m = _NAMED.fullmatch(node.value)
+                if m:
+                    out.append((name, path, node.lineno, m.group(1), m.group(2)))
+    return out
+
+
+def _top_level_names(path: Path) -> set[str]:
+    """The names a module defines or imports at its top level (what ``getattr(module, name)`` finds)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def unresolved_named_calls(modules: dict[str, Path] | None = None) -> list[str]:
+    """Every call by string name whose module or function does not exist, or whose module the holder of the
+    string may not import (the layers above: a name is an import made later)."""
+    mods = modules if modules is not None else _modules()
+    bad = []
+    for holder, path, line, module, func in named_calls(mods):
+        where = f"{_show(path)}:{line}: {module}:{func}"
+        if module not in mods:
+            bad.append(f"{where} names module {module}, which does not exist")
+        elif func not in _top_level_names(mods[module]):
+            bad.append(f"{where} names {func}, which {module} does not define")
+        else:
+            src = _component(holder)
+            why = _import_violation(holder, src, module) if src else None
+            if why:
+                bad.append(f"{where}: the holder may not import it: {why}")
     return sorted(set(bad))
 
 
@@ -388,6 +444,29 @@ def test_the_private_name_check_allows_dunders_and_public_names(tmp_path):
     fake.write_text("import initlab\nfrom initlab.executor.core import Cell\nfrom initlab.executor import core\n"
                     "print(initlab.__version__, core.__name__, core.Cell, self._own)\n")
     assert [b for b in private_imports({**_modules(), "initlab.executor.local.fake": fake}) if "fake.py" in b] == []
+
+
+def test_every_call_by_string_name_resolves_and_respects_the_layers():
+    calls = named_calls()
+    holders = {h for h, *_ in calls}
+    assert len([c for c in calls if c[0] == "initlab.app.cli"]) >= 19 and "initlab.synthetic.splade.ood.runner" in holders
+    bad = unresolved_named_calls()
+    assert not bad, "calls by string name that do not resolve:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name,source,expected", [
+    ("initlab.app.cli.fake", 'C = {"x": "initlab.app.commands.nowhere:main"}\n', "names module initlab.app.commands.nowhere"),
+    ("initlab.app.cli.fake", 'C = {"x": "initlab.app.commands.mlmhead:no_such_main"}\n', "names no_such_main, which"),
+    ("initlab.theory.attention.fake", 'T = "initlab.synthetic.spt.command:spt_main"\n',
+     "the holder may not import it: initlab.theory imports initlab.synthetic.spt.command"),
+    ("initlab.synthetic.splade.ood.fake", 'T = "initlab.synthetic.splade.phase.runner:cell_train"\n',
+     "the holder may not import it: initlab.synthetic.splade.ood.fake imports initlab.synthetic.splade.phase.runner"),
+])
+def test_the_check_catches_a_bad_call_by_string_name(tmp_path, name, source, expected):
+    fake = tmp_path / "fake.py"
+    fake.write_text(source)
+    bad = [b for b in unresolved_named_calls({**_modules(), name: fake}) if "fake.py" in b]
+    assert bad and expected in bad[0], bad
 
 
 def test_no_import_cycles():

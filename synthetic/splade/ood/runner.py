@@ -68,9 +68,8 @@ def mlm_step_seconds(vocab: int) -> float:
     return MLM_STEP_SECONDS[0] + MLM_STEP_SECONDS[1] * vocab / 1000
 
 
-#: the cells' importable module (not ``__name__``: run as ``python -m``, this module is ``__main__``, which a worker
-#: process cannot import by that name)
-_TARGET = "initlab.synthetic.splade.ood.runner:"
+#: the cells are named by their importable module (not ``__name__``: run as ``python -m``, this module is
+#: ``__main__``, which a worker process cannot import by that name); tests/test_architecture.py resolves the names
 
 
 def _bb(family: str, seed: int) -> str:
@@ -119,14 +118,14 @@ def plan(cfg: OODConfig) -> list[Cell]:
     per_step = step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V) / cfg.max_steps
     cells = []
     for s in cfg.seeds:
-        cells.append(Cell(f"bm25_seed={s}", _TARGET + "cell_bm25", {"config": conf, "seed": s}, bm25_key(cfg, s),
-                          unit_seconds=5.0))
+        cells.append(Cell(f"bm25_seed={s}", "initlab.synthetic.splade.ood.runner:cell_bm25", {"config": conf, "seed": s},
+                          bm25_key(cfg, s), unit_seconds=5.0))
         for f in cfg.families:
             bb = backbone_for(cfg, f)
-            cells.append(Cell(f"pretrain_{f}_seed={s}", _TARGET + "cell_pretrain",
+            cells.append(Cell(f"pretrain_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_pretrain",
                               {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
                               units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V)))
-            cells.append(Cell(f"inspect_{f}_seed={s}", _TARGET + "cell_inspect",
+            cells.append(Cell(f"inspect_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_inspect",
                               {"config": conf, "family": f, "seed": s, "backbone": _bb(f, s)},
                               {"backbone": pretrain_key(cfg, f, s), "ks": list(cfg.ks), "texts": INSPECT_TEXTS,
                                "batch": cfg.batch_size, "max_length": cfg.doc_max_len},
@@ -135,7 +134,7 @@ def plan(cfg: OODConfig) -> list[Cell]:
                        key=lambda x: (x[1] != 1.0, x[0] not in cfg.claims.high_norm, cfg.ks.index(x[1]),
                                       cfg.families.index(x[0])))
         for f, k in order:
-            cells.append(Cell(cell_name(f, k, s), _TARGET + "cell_train",
+            cells.append(Cell(cell_name(f, k, s), "initlab.synthetic.splade.ood.runner:cell_train",
                               {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
                               train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
                               unit_seconds=per_step))
