@@ -8,13 +8,15 @@ rotated each round; :func:`_timing.interleaved`):
 * ``inspect``   -- the full command (load from disk, 40 default texts, 6 rescaled forward passes and
                    all statistics), the quantity with the 30 s target;
 * ``reference`` -- loading the same checkpoint and one plain forward pass on the same texts (the
-                   least any inspection must do), for the ratio.
+                   least any inspection must do), for the ratio;
+* ``inspect --head dense`` (with ``--heads``) -- the same command pooling the SPLADE vectors from the logits
+                   instead of through the fused head (the default), for what the fused path costs here.
 
 The ratio inspect / reference is taken round by round (both sides seconds apart, under nearly the same
 load) and reported as its median with quartiles and range; the 30 s target applies to the median
 inspect time.
 
-Usage: ``python benchmarks/bench_inspect.py [--threads 2] [--repeats 3] [--out results.json]``.
+Usage: ``python benchmarks/bench_inspect.py [--threads 2] [--repeats 3] [--heads] [--out results.json]``.
 """
 
 from __future__ import annotations
@@ -54,12 +56,12 @@ def build_checkpoint(folder: Path) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def run_inspect(path: Path) -> None:
-    """The full ``initlab mlmhead inspect PATH`` command, output discarded."""
+def run_inspect(path: Path, *extra: str) -> None:
+    """The full ``initlab mlmhead inspect PATH [extra...]`` command, output discarded."""
     from initlab.app.commands.mlmhead import inspect_main
 
     with contextlib.redirect_stdout(io.StringIO()):
-        rc = inspect_main([str(path)])
+        rc = inspect_main([str(path), *extra])
     if rc != 0:
         raise RuntimeError("inspect failed")
 
@@ -80,6 +82,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timed rounds (default 3)")
     parser.add_argument("--warmup", type=int, default=0, help="untimed rounds first (default 0: a first, cold "
                         "load is part of what a user waits for)")
+    parser.add_argument("--heads", action="store_true", help="also time inspect --head dense (the default is fused)")
     parser.add_argument("--out", default=None, help="write the measurements as JSON here")
     args = parser.parse_args()
     if args.repeats < 1 or args.warmup < 0 or args.threads < 1:
@@ -93,8 +96,10 @@ def main() -> int:
         path = tmp / "bert-base-random"
         import initlab.app.commands.mlmhead  # noqa: F401  (imports outside the timing, for both sides alike)
 
-        cmp = interleaved({"inspect": lambda: run_inspect(path), "reference": lambda: run_reference(path)},
-                          baseline="reference", repeats=args.repeats, warmup=args.warmup)
+        cases = {"inspect": lambda: run_inspect(path), "reference": lambda: run_reference(path)}
+        if args.heads:
+            cases["inspect --head dense"] = lambda: run_inspect(path, "--head", "dense")
+        cmp = interleaved(cases, baseline="reference", repeats=args.repeats, warmup=args.warmup)
     t_ins = statistics.median(cmp.seconds["inspect"])
     print(f"threads {args.threads}, {args.repeats} interleaved rounds, load average {cmp.load_start} at the start, "
           f"{cmp.load_end} at the end")

@@ -12,8 +12,9 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from initlab.mlmhead.heads import (K_ATTR, K_GRID, check_k, check_pad_token, check_vocab, family_of, head_bias, head_projection, is_tied,
-                                   reachable_rows)
+from initlab.mlmhead.fused import splade_max_pool
+from initlab.mlmhead.heads import (K_ATTR, K_GRID, check_k, check_pad_token, check_vocab, family_of, head_bias, head_input,
+                                   head_projection, is_tied, reachable_rows)
 from initlab.mlmhead.lengths import check_length, truncation_counts, warn_truncation
 from initlab.mlmhead.tiny import default_texts
 from initlab.theory.score_scale import per_entry
@@ -25,6 +26,9 @@ PREDICTION_TOLERANCE = 0.25
 #: ... and only at the k where the encoder's last hidden states moved by at most this much (dH/H): the model holds
 #: them at their k = 1 values, which a tied head (the input embeddings are divided too) does not
 MAX_HIDDEN_CHANGE = 0.05
+#: how inspect pools the SPLADE vectors: ``fused`` (:func:`initlab.mlmhead.fused.splade_max_pool` on the head's input,
+#: the path training takes) or ``dense`` (from the model's logits ``(b, T, V)``, the slow obvious reference)
+HEAD_PATHS = ("fused", "dense")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -36,10 +40,27 @@ def _stats(x: torch.Tensor) -> dict[str, float]:
             "min": x.min().item(), "max": x.max().item()}
 
 
+def _wide(x: torch.Tensor) -> torch.Tensor:
+    """float32, or float64 for a float64 model (whose statistics are then exact to float64)."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
 def _forward(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The dense path: logits ``(b, T, V)`` and last hidden states ``(b, T, hidden)`` of the whole model."""
     with torch.inference_mode():
         out = model(**batch, output_hidden_states=True)
-    return out.logits.float(), out.hidden_states[-1].float()
+    return _wide(out.logits), _wide(out.hidden_states[-1])
+
+
+def _forward_fused(model: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The fused path's pass: logits ``(b, T, V)`` (for the logit statistics only), last hidden states
+    ``(b, T, hidden)`` and the head's input ``h (b, T, d)`` (:func:`initlab.mlmhead.heads.head_input`), from one pass
+    of the encoder; ``h W_head^T + b`` are the logits of the dense path."""
+    with torch.inference_mode():
+        out = model.base_model(**batch, output_hidden_states=True)
+        h = head_input(model, out.last_hidden_state)
+        z = torch.nn.functional.linear(h, head_projection(model), head_bias(model))
+    return _wide(z), _wide(out.hidden_states[-1]), h
 
 
 def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, Any]:
@@ -69,7 +90,7 @@ def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, A
 
 def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None, *,
                   ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32,
-                  collapse: Callable[..., Any] | None = None) -> dict[str, Any]:
+                  collapse: Callable[..., Any] | None = None, head: str = "fused") -> dict[str, Any]:
     """Measure every MLM-head scale quantity of ``model`` on ``texts`` (default :func:`default_texts`).
 
     For each k the model is actually rescaled as :func:`rescale_mlm_head` would do (tied: the shared
@@ -95,6 +116,11 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     text vectors, or one top-10 ranking shared by the queries when the first half of the texts queries the
     second half): ``collapsed`` and ``collapse_reasons``.
 
+    ``head`` (one of :data:`HEAD_PATHS`) says how the SPLADE vectors ``(n_texts, V)`` are pooled: ``"fused"`` (default)
+    by :func:`initlab.mlmhead.fused.splade_max_pool` on the head's input, as training pools them; ``"dense"`` from
+    the model's logits by :func:`initlab.theory.score_scale.splade_terms.splade_term_weights`. Both give the same
+    vectors (a float64 test); the logit statistics are computed from the logits on either path.
+
     Returns:
         A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``, ``dtype``
         (of the weights as measured, and as the checkpoint stores them when loaded by
@@ -104,6 +130,8 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         ValueError: fewer than 2 texts, unknown family or no MLM head, ``max_length`` beyond the model's
             usable length (:mod:`initlab.mlmhead.lengths`), a tokenizer without a pad token.
     """
+    if head not in HEAD_PATHS:
+        raise ValueError(f"head: expected one of {HEAD_PATHS}, got {head!r}")
     check_length(max_length, model, flag="--max-length", tokenizer=tokenizer)
     texts = default_texts() if texts is None else list(texts)
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
@@ -131,7 +159,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         for k in [1.0] + [k for k in ks if k != 1.0]:  # k = 1 first: the hidden-state reference
             with torch.no_grad():
                 W.copy_(W0 / k)
-            acc, a_parts, H_parts = _logit_pass(model, buckets, moments if H_ref is None else None, rows)
+            acc, a_parts, H_parts = _logit_pass(model, buckets, moments if H_ref is None else None, rows, head)
             if H_ref is None:
                 H_ref = H_parts
             if k not in ks:  # the reference pass only
@@ -151,6 +179,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     table.sort(key=lambda r: r["k"])
     report["prediction"] = _predict_active_dims(table, moments, buckets, moments.bias)
     report["max_length"] = int(max_length)
+    report["head_path"] = head
     report["table"] = table
     report["recommended"] = recommend_k(table, batch)
     return report
@@ -191,19 +220,34 @@ def _length_buckets(tokenizer: Any, texts: Sequence[str], max_length: int) -> tu
 
 
 def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]], moments: per_entry.EntryMoments | None = None,
-                rows: torch.Tensor | None = None) -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
+                rows: torch.Tensor | None = None, head: str = "fused") -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
     """One pass over the buckets at the current head scale: running sums of the logits over (non-padding token,
     vocabulary) entries, the SPLADE term weights ``(b, V)`` per bucket and the last hidden states ``(N_tokens, d)``;
     with ``moments``, the per-class, per-entry moments of the logits are accumulated too. ``rows (V,)`` bool: the
     vocabulary rows some token id reaches (None: all); the others are left out of everything but
-    ``acc["unreached_active"]``, their SPLADE active dimensions summed over texts (reported apart)."""
+    ``acc["unreached_active"]``, their SPLADE active dimensions summed over texts (reported apart). ``head``: how the
+    term weights are pooled (:data:`HEAD_PATHS`)."""
     acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0, "unreached_active": 0}
     a_parts, H_parts = [], []
     for bk in buckets:
-        z, H = _forward(model, {"input_ids": bk["input_ids"], "attention_mask": bk["attention_mask"]})
+        batch = {"input_ids": bk["input_ids"], "attention_mask": bk["attention_mask"]}
         m = bk["attention_mask"].bool()
+        if head == "fused":
+            z, H, h = _forward_fused(model, batch)
+            W, b = head_projection(model), head_bias(model)
+            with torch.inference_mode():
+                if rows is None:
+                    a = splade_max_pool(h, W, b, m)
+                else:
+                    a = splade_max_pool(h, W[rows], None if b is None else b[rows], m)
+                    out = splade_max_pool(h, W[~rows], None if b is None else b[~rows], m)
+                    acc["unreached_active"] += int((out > 0).sum())
+            a = _wide(a)
+        else:
+            z, H = _forward(model, batch)
+            if rows is not None:
+                acc["unreached_active"] += int((splade_from_logits(z[..., ~rows], m) > 0).sum())
         if rows is not None:
-            acc["unreached_active"] += int((splade_from_logits(z[..., ~rows], m) > 0).sum())
             z = z[..., rows]
         if moments is not None:
             moments.add(z, bk["classes"], m)
@@ -212,7 +256,7 @@ def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]], moments: per
         acc["sumsq"] += zt.double().pow(2).sum().item()
         acc["max"] = max(acc["max"], zt.max().item())
         acc["pos"] += int(torch.count_nonzero(zt > 0))
-        a_parts.append(splade_from_logits(z, m))  # (b, V)
+        a_parts.append(splade_from_logits(z, m) if head == "dense" else a)  # (b, V)
         H_parts.append(H[m])  # (N_tokens, d)
         del z, zt
     return acc, a_parts, H_parts

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from initlab.app.cli import main as cli_main
-from initlab.mlmhead import K_GRID, head_projection, inspect_model, recommend_k, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
+from initlab.mlmhead import K_GRID, head_bias, head_projection, inspect_model, recommend_k, rescale_mlm_head, tiny_masked_lm, tiny_tokenizer
 from initlab.nn.pooling import splade_pool as splade_from_logits
 
 
@@ -319,3 +319,55 @@ def test_bf16_and_float32_copies_of_the_same_weights_give_the_same_report(tok, t
         reps[name] = json.loads((tmp_path / f"{name}.json").read_text())
     assert reps["bf16"]["dtype"] == {"measured": "float32", "stored": "bfloat16"}
     assert reps["f32"]["table"] == reps["bf16"]["table"]
+
+
+def _numbers(rep):
+    """Every number of an inspect report's table and prediction, flattened to (key, value) pairs."""
+    out = []
+    for r in rep["table"]:
+        out += [(f"k={r['k']}:{key}", v) for key, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    out += [(f"prediction:{k}", v) for k, v in rep["prediction"]["model_by_k"].items()]
+    return out
+
+
+@pytest.mark.parametrize("family,vocab", [("bert", None), ("distilbert", None), ("albert", None), ("roberta", None),
+                                          ("modernbert", None), ("modernbert", 384)])
+def test_fused_and_dense_pooling_give_the_same_report_float64(tok, family, vocab):
+    """The default (fused) and the dense path of inspect pool the same SPLADE vectors: every number of the report
+    agrees to 1e-10 relative in float64, also with vocabulary rows no token id reaches (ModernBERT padded to 384)."""
+    model = tiny_masked_lm(family, vocab or tok.vocab_size, hidden=16, layers=1, head_scale=20.0).double()
+    bias = head_bias(model)
+    if bias is not None:  # a trained head's bias is not 0: give it one, so the bias's path is compared too
+        with torch.no_grad():
+            bias.copy_(torch.randn(bias.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
+    fused = inspect_model(model, tok, ks=(1.0, 4.0, 32.0))
+    dense = inspect_model(model, tok, ks=(1.0, 4.0, 32.0), head="dense")
+    assert fused["head_path"] == "fused" and dense["head_path"] == "dense"
+    assert fused["table"][0]["active_dims_per_text"] > 0  # the vectors compared are not all zero
+    if vocab:
+        assert fused["unreached_rows"] > 0 and fused["table"][0]["unreached_active_dims_per_text"] > 0
+    nf, nd = _numbers(fused), _numbers(dense)
+    assert [k for k, _ in nf] == [k for k, _ in nd]
+    for (key, a), (_, b) in zip(nf, nd):
+        assert a == pytest.approx(b, rel=1e-10, abs=1e-12), key
+    assert fused["recommended"] == dense["recommended"]
+    with pytest.raises(ValueError, match="head"):
+        inspect_model(model, tok, ks=(1.0,), head="sparse")
+
+
+def test_inspect_cli_head_option(tok, tmp_path, capsys):
+    src = tmp_path / "tiny"
+    tiny_masked_lm("bert", tok.vocab_size, hidden=16, layers=1).save_pretrained(src)
+    tok.save_pretrained(src)
+    reps = {}
+    for head in ("fused", "dense"):
+        out = tmp_path / f"{head}.json"
+        assert cli_main(["mlmhead", "inspect", str(src), "--head", head, "--json", str(out)]) == 0
+        reps[head] = json.loads(out.read_text())
+    assert reps["fused"]["head_path"] == "fused" and reps["dense"]["head_path"] == "dense"
+    for a, b in zip(reps["fused"]["table"], reps["dense"]["table"]):
+        assert a["active_dims_per_text"] == pytest.approx(b["active_dims_per_text"], rel=1e-5)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        cli_main(["mlmhead", "inspect", str(src), "--head", "sparse"])
+    assert "--head" in capsys.readouterr().err
