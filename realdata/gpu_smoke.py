@@ -12,7 +12,15 @@ generated. In order, within ``--budget-s`` (default 420 s, inside an 8-minute sl
    cross-entropy over query-document scores plus the FLOPS regulariser; SPLADE v2, arXiv:2109.10086,
    eqs. 6-8) on a bert-base-shaped ``BertForMaskedLM`` built from ``BertConfig()`` with random weights
    and random token ids (queries 32, documents 256 tokens): the same measurements;
-4. ``listops-spt`` and ``listops-finetune``: one epoch each of masked SPT and of fine-tuning from that
+   The same steps again with the fused head (``splade-check fused``: the encoder's last hidden states through
+   the family's head transform, :func:`initlab.mlmhead.heads.head_input`, into
+   :func:`initlab.mlmhead.fused.splade_max_pool`, which never builds the ``(B, T, V)`` logits);
+4. ``splade-head``: the SPLADE head alone, forward and backward, dense (logits ``H W^T + b`` ``(B, T, V)``, then
+   :func:`initlab.nn.pooling.splade_pool`) and fused, at a bert-base document batch (B = 32, T = 256, d = 768,
+   V = 30522, float32, a quarter of the tokens padding): time of each, the fused/dense time ratio and
+   peak-memory ratio (memory above what the inputs hold), and the largest relative difference of the vectors
+   and of the gradients to H, W and b between the two;
+5. ``listops-spt`` and ``listops-finetune``: one epoch each of masked SPT and of fine-tuning from that
    checkpoint at the LRA ListOps size (6 layers, d = 512, T <= 2000) on the generated data, through
    :func:`initlab.realdata.lra.train.pretrain` / ``finetune``.
 
@@ -37,7 +45,7 @@ import torch.nn.functional as F
 
 from initlab.realdata.timing import time_steps
 
-__all__ = ["splade_flops_per_sequence", "splade_check", "run_smoke", "format_table", "main"]
+__all__ = ["splade_flops_per_sequence", "splade_check", "splade_head_check", "run_smoke", "format_table", "main"]
 
 COLUMNS = ("stage", "status", "seconds", "tokens_per_s", "peak_mem_gib", "tflops", "mfu", "note")
 
@@ -54,9 +62,21 @@ def splade_flops_per_sequence(cfg, T: int, training: bool = True) -> float:
     return float(T * per_tok * (3 if training else 1))
 
 
-def splade_check(*, device: str, dry_run: bool, steps: int, peak: float | None) -> dict:
-    """Time SPLADE-max training steps of a random bert-base-shaped model; returns a table row."""
+def splade_check(*, device: str, dry_run: bool, steps: int, peak: float | None, head: str = "dense") -> dict:
+    """Time SPLADE-max training steps of a random bert-base-shaped model; returns a table row.
+
+    ``head``: ``"dense"`` pools the model's masked-LM logits ``(B, T, V)``; ``"fused"`` sends the head transform's
+    output to :func:`initlab.mlmhead.fused.splade_max_pool` (same vectors, no ``(B, T, V)`` tensor).
+    Raises:
+        ValueError: ``head`` is neither.
+    """
     from transformers import BertConfig, BertForMaskedLM
+
+    from initlab.mlmhead.fused import splade_max_pool
+    from initlab.mlmhead.heads import head_bias, head_input, head_projection
+
+    if head not in ("dense", "fused"):
+        raise ValueError(f"head: expected 'dense' or 'fused', got {head!r}")
 
     cfg = (BertConfig(vocab_size=500, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
                       max_position_embeddings=64) if dry_run else BertConfig())
@@ -70,9 +90,16 @@ def splade_check(*, device: str, dry_run: bool, steps: int, peak: float | None) 
     use_cuda = device.startswith("cuda")
 
     def term_weights(ids: torch.Tensor) -> torch.Tensor:  # (N, T) -> (N, V)
+        mask = torch.ones_like(ids)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_cuda):
-            logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
-        return torch.log1p(torch.relu(logits.float())).amax(dim=1)
+            if head == "dense":
+                logits = model(input_ids=ids, attention_mask=mask).logits
+                return torch.log1p(torch.relu(logits.float())).amax(dim=1)
+            h = head_input(model, model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state)
+        # the fused head in the dtype autocast gives the dense path's decoder (bf16 on CUDA), outside autocast
+        W, b = head_projection(model), head_bias(model)
+        dt = torch.bfloat16 if use_cuda else W.dtype
+        return splade_max_pool(h.to(dt), W.to(dt), None if b is None else b.to(dt), mask).float()
 
     def step() -> float:
         wq, wd = term_weights(q), term_weights(docs)
@@ -86,7 +113,57 @@ def splade_check(*, device: str, dry_run: bool, steps: int, peak: float | None) 
 
     return _timed(step, steps, warmup=1 if dry_run else 2, use_cuda=use_cuda,
                   tokens=B * Tq + 2 * B * Td, flops=B * splade_flops_per_sequence(cfg, Tq) + 2 * B * splade_flops_per_sequence(cfg, Td),
-                  peak=peak, note=f"L={cfg.num_hidden_layers} d={cfg.hidden_size} V={cfg.vocab_size} B={B} Tq={Tq} Td={Td}")
+                  peak=peak, note=f"{head} head; L={cfg.num_hidden_layers} d={cfg.hidden_size} V={cfg.vocab_size} B={B} Tq={Tq} Td={Td}")
+
+
+def splade_head_check(*, device: str, dry_run: bool, steps: int) -> list[dict]:
+    """The SPLADE head alone, dense against fused, forward + backward (module docstring, stage 4); two table rows.
+
+    Both sides get the same float32 inputs ``H (B, T, d)``, ``W (V, d)``, ``b (V,)`` and mask ``(B, T)`` and the
+    same upstream gradient ``(B, V)``. The fused row's note holds the fused/dense time ratio, the ratio of the
+    peak memory above the inputs' (CUDA only; ``None`` on CPU) and the largest relative differences
+    ``max |fused - dense| / max |dense|`` of the vectors and of each gradient.
+    """
+    from initlab.mlmhead.fused import splade_max_pool
+    from initlab.nn.pooling import splade_pool
+
+    B, T, d, V = (4, 16, 32, 500) if dry_run else (32, 256, 768, 30522)
+    g = torch.Generator().manual_seed(0)
+    H = torch.randn(B, T, d, generator=g).to(device).requires_grad_()
+    W = (torch.randn(V, d, generator=g) / d ** 0.5).to(device).requires_grad_()
+    b = (torch.randn(V, generator=g) - 1.0).to(device).requires_grad_()  # some entries active, most not
+    lengths = torch.randint(T // 2, T + 1, (B,), generator=g)
+    lengths[0] = T
+    mask = (torch.arange(T)[None, :] < lengths[:, None]).to(device)  # about a quarter padding
+    up = torch.randn(B, V, generator=g).to(device)
+    use_cuda = device.startswith("cuda")
+    paths = {"dense": lambda: splade_pool(F.linear(H, W, b), mask), "fused": lambda: splade_max_pool(H, W, b, mask)}
+    rows, got = [], {}
+    for name, pool in paths.items():
+        def step(pool=pool):
+            H.grad = W.grad = b.grad = None
+            a = pool()
+            (a * up).sum().backward()
+            return a.detach()
+
+        H.grad = W.grad = b.grad = None
+        base = torch.cuda.memory_allocated() / 2**30 if use_cuda else None
+        r = time_steps(step, steps, warmup=1 if dry_run else 2, use_cuda=use_cuda)
+        got[name] = (r.last, H.grad.clone(), W.grad.clone(), b.grad.clone())
+        rows.append({"stage": f"splade-head {name}", "seconds": r.seconds, "tokens_per_s": B * T * steps / r.seconds,
+                     "peak_mem_gib": r.peak_mem_gib, "extra_mem_gib": None if base is None else r.peak_mem_gib - base,
+                     "note": f"B={B} T={T} d={d} V={V} float32, {int(mask.sum())} real tokens"})
+        if use_cuda:
+            torch.cuda.empty_cache()
+    dense, fused = rows
+    time_ratio = fused["seconds"] / dense["seconds"]
+    mem_ratio = (fused["extra_mem_gib"] / dense["extra_mem_gib"]) if use_cuda and dense["extra_mem_gib"] else None
+    diffs = [float((f - r).abs().max() / r.abs().max().clamp_min(1e-30)) for f, r in zip(got["fused"], got["dense"])]
+    fused.update({"time_ratio": time_ratio, "mem_ratio": mem_ratio, "max_rel_diff": dict(zip(("a", "H", "W", "b"), diffs))})
+    fused["note"] += (f"; fused/dense time {time_ratio:.3g}, peak memory above inputs "
+                      + ("n/a (no CUDA)" if mem_ratio is None else f"{mem_ratio:.3g}")
+                      + "; max rel diff a {:.1e}, dH {:.1e}, dW {:.1e}, db {:.1e}".format(*diffs))
+    return rows
 
 
 def _timed(step: Callable[[], float], steps: int, *, warmup: int, use_cuda: bool, tokens: int, flops: float,
@@ -95,7 +172,8 @@ def _timed(step: Callable[[], float], steps: int, *, warmup: int, use_cuda: bool
     loss = float("nan") if r.last is None else r.last
     tflops = flops * steps / r.seconds / 1e12
     return {"seconds": r.seconds, "tokens_per_s": tokens * steps / r.seconds, "tflops": tflops,
-            "mfu": tflops / peak if peak else None, "peak_mem_gib": r.peak_mem_gib, "note": f"{note}; last loss {loss:.3f}"}
+            "mfu": tflops / peak if peak else None, "peak_mem_gib": r.peak_mem_gib, "last_loss": loss,
+            "note": f"{note}; last loss {loss:.3f}"}
 
 
 def _listops_data(out: Path, dry_run: bool, n_train: int) -> dict:
@@ -157,6 +235,8 @@ def run_smoke(out: Path, *, dry_run: bool, budget_s: float = 420.0, steps: int |
         ("listops-data", lambda: _listops_data(out, dry_run, listops_train)),
         ("lra-check", lambda: _lra_checks(device, dry_run, steps, peak)),
         ("splade-check", lambda: splade_check(device=device, dry_run=dry_run, steps=steps, peak=peak)),
+        ("splade-check fused", lambda: splade_check(device=device, dry_run=dry_run, steps=steps, peak=peak, head="fused")),
+        ("splade-head", lambda: splade_head_check(device=device, dry_run=dry_run, steps=steps)),
         ("listops-train", lambda: _listops_train(out, device, dry_run)),
     ]
     rows, t_start = [], time.perf_counter()
