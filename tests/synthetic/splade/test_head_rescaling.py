@@ -121,7 +121,7 @@ def _phase_cell_weights(monkeypatch, backbone, spec, cfg):
         seen["model"] = model[0].auto_model
         raise _Stop
 
-    monkeypatch.setattr(phcell, "_load", lambda *a, **k: [SimpleNamespace(auto_model=hf)])
+    monkeypatch.setattr(phcell, "load_encoder", lambda *a, **k: [SimpleNamespace(auto_model=hf)])
     monkeypatch.setattr(phcell, "make_corpus", lambda c: SimpleNamespace(docs={}))
     monkeypatch.setattr(phcell, "batch_features", lambda *a, **k: None)
     monkeypatch.setattr(phcell, "_hidden", lambda *a, **k: torch.ones(2, dtype=torch.float64))
@@ -201,7 +201,7 @@ def _ood_cell_weights(monkeypatch, backbone, family, k, cfg):
         seen["model"] = model[0].auto_model
         raise _Stop
 
-    monkeypatch.setattr(oodcell, "_load", lambda *a, **kw: [SimpleNamespace(auto_model=hf)])
+    monkeypatch.setattr(oodcell, "load_encoder", lambda *a, **kw: [SimpleNamespace(auto_model=hf)])
     monkeypatch.setattr(oodcell, "corpus_for", lambda *a, **kw: None)
     monkeypatch.setattr(oodcell, "shift_sets_for", lambda *a, **kw: ())
     monkeypatch.setattr(oodcell, "initial_infonce", stop)
