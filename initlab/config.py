@@ -25,7 +25,18 @@ from initlab.textio import read_json
 
 C = TypeVar("C")
 
-__all__ = ["from_dict", "derive", "to_dict", "load_config", "check_type", "parse_overrides"]
+__all__ = ["from_dict", "derive", "to_dict", "load_config", "check_type", "parse_overrides", "later_field"]
+
+#: dataclass field metadata of :func:`later_field`
+_OMIT_AT_DEFAULT = "omit_at_default"
+
+
+def later_field(default: Any) -> Any:
+    """A config field added after runs were saved: :func:`to_dict` leaves it out while it holds ``default`` (a
+    hashable value), so the saved config records and cell keys of those runs (made before the field existed) stay
+    what they were and the runs still resume; set to anything else, it is recorded like any field. :func:`from_dict`
+    of a record without it gives ``default``."""
+    return dataclasses.field(default=default, metadata={_OMIT_AT_DEFAULT: True})
 
 
 def _type_name(tp: Any) -> str:
@@ -151,10 +162,11 @@ def derive(base: C, **changes: Any) -> C:
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
-    """The config as JSON-ready plain data (tuples become lists)."""
+    """The config as JSON-ready plain data (tuples become lists); a :func:`later_field` at its default is left out."""
     def plain(v: Any) -> Any:
         if dataclasses.is_dataclass(v):
-            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+            return {f.name: plain(getattr(v, f.name)) for f in dataclasses.fields(v)
+                    if not (f.metadata.get(_OMIT_AT_DEFAULT) and getattr(v, f.name) == f.default)}
         if isinstance(v, (list, tuple)):
             return [plain(x) for x in v]
         if isinstance(v, dict):

@@ -292,3 +292,26 @@ def test_check_output_path_is_one_rule_for_files_and_folders(tmp_path):
         check_output_path(tmp_path / "done", flag="--out", kind="folder")
     check_output_path(tmp_path / "done", flag="--out", kind="folder", overwrite=True)
     check_output_path(tmp_path / "fresh" / "deeper", flag="--out", kind="folder")
+
+
+def test_a_later_field_is_recorded_only_off_its_default(tmp_path):
+    """A field added after runs were saved: at its default the record (and so a saved run's config guard) is what it
+    was before the field existed; off it, the field is recorded and the guard sees the change."""
+    from initlab.config import later_field
+    from initlab.runs import ConfigMismatchError, RunDir
+
+    @dataclasses.dataclass(frozen=True)
+    class Later(Cfg):
+        engine: Literal["dense", "fused"] = later_field("dense")
+
+    assert to_dict(Later()) == to_dict(Cfg())  # the record of a run made before the field existed
+    fused = derive(Later(), engine="fused")
+    assert to_dict(fused) == {**to_dict(Cfg()), "engine": "fused"}
+    assert from_dict(Later, to_dict(fused)) == fused and from_dict(Later, to_dict(Cfg())) == Later()
+    assert derive(fused, engine="dense") == Later()
+    with pytest.raises(ValueError, match="engine"):
+        derive(Later(), engine="sparse")
+    RunDir(tmp_path / "old", config=Cfg())
+    RunDir(tmp_path / "old", resume=True, config=Later())  # resumes
+    with pytest.raises(ConfigMismatchError, match="engine"):
+        RunDir(tmp_path / "old", resume=True, config=fused)
