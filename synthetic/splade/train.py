@@ -48,14 +48,16 @@ def quiet():
         st_logger.setLevel(old_st)
 
 
-def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int):
+def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int, engine: str = "dense"):
     """The SparseEncoder of a cell: ``Transformer(fill-mask)`` over the saved backbone in ``backbone_dir`` (its head
     tied again) + ``SpladePooling("max")``, in float32 whatever the saved config records
     (:mod:`initlab.mlmhead.precision`), ``max_seq_length`` tokens, on the CPU; ``torch.manual_seed(seed)`` first.
+    ``engine``: the SPLADE head's engine (:func:`initlab.mlmhead.splade_encoder.use_engine`: ``"dense"``,
+    sentence-transformers' own path, or ``"fused"``, the same vectors without the ``(B, T, V)`` logits).
 
     Raises:
         ValueError: a damaged saved backbone (:func:`initlab.mlmhead.checkpoint.check_checkpoint_weights`), refused
-            before anything is trained with random tensors.
+            before anything is trained with random tensors; an unknown ``engine``.
     """
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sparse_encoder import SparseEncoder
@@ -63,6 +65,10 @@ def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int):
 
     from initlab.mlmhead.checkpoint import check_checkpoint_weights
     from initlab.mlmhead.precision import dtype_kwargs
+    from initlab.mlmhead.splade_encoder import ENGINES, use_engine
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine: expected one of {list(ENGINES)}, got {engine!r}")
 
     with quiet():  # a damaged saved backbone is refused, never trained with random tensors (no RNG drawn here)
         check_checkpoint_weights(backbone_dir, what=f"backbone {backbone_dir}")
@@ -71,7 +77,7 @@ def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int):
         tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=max_seq_length,
                          model_kwargs=dtype_kwargs(torch.float32))
         tr.auto_model.tie_weights()
-        return SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu")
+        return use_engine(SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu"), engine)
 
 
 def finite_guard_callback(where: str):

@@ -96,7 +96,7 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
     rec: dict[str, Any] = {"family": family, "k": float(k), "seed": seed, "failed": None}
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, seed)
+        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, seed, cfg.engine)
         hf = model[0].auto_model
         rescale_mlm_head(hf, k)  # tied: the one shared tensor, as `initlab mlmhead rescale` does
         rec["head_frobenius"] = float(head_projection(hf).detach().double().norm())

@@ -72,7 +72,7 @@ def run_phase_cell(backbone_dir: str, cfg: PhaseConfig, spec: CellSpec, work_dir
     corpus = make_corpus(cfg.corpus)
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, spec.seed)
+        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, spec.seed, cfg.engine)
         hf = model[0].auto_model
         feats = batch_features(model, list(corpus.docs.values())[: cfg.init_batch], cfg.doc_max_len)
         h_ref = _hidden(hf, feats)

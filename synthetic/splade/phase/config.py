@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from initlab.config import derive, to_dict
+from initlab.config import derive, later_field, to_dict
 from initlab.synthetic.splade.claims import SPLADEThresholds
 from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
 from initlab.synthetic.splade.config import TrainingRecipe
@@ -49,6 +49,11 @@ class PhaseConfig(TrainingRecipe):
     ``max_mean_cosine``, ``max_same_ranking``; ``loss_threshold`` (nats of the logged InfoNCE part) for the
     descriptive "steps to threshold"; ``claims`` the preregistered thresholds of the claim verdicts. Each
     worker process runs its cells with ``torch_threads`` threads.
+
+    ``engine``: the SPLADE head's engine (:func:`initlab.mlmhead.splade_encoder.use_engine`): ``"dense"``,
+    sentence-transformers' own path (every preset with saved results), or ``"fused"`` (the same vectors to rounding
+    without the ``(B, T, V)`` logits). A :func:`initlab.config.later_field`: at ``"dense"`` it is in no config record
+    or cell key, so the runs saved before it existed keep their keys and resume; ``"fused"`` cells are other cells.
     """
 
     corpus: CorpusConfig = CorpusConfig(n_docs=240, n_train_queries=1600, n_dev_queries=160)
@@ -71,6 +76,7 @@ class PhaseConfig(TrainingRecipe):
     claims: SPLADEThresholds = SPLADEThresholds()
     inspect_texts: int = 40
     torch_threads: int = 1
+    engine: Literal["dense", "fused"] = later_field("dense")
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.family_backbones) - set(FAMILIES))
@@ -120,7 +126,8 @@ PRESETS: dict[str, PhaseConfig] = {
     "quick": derive(NATURAL, corpus=derive(BASE.corpus, n_docs=120, n_train_queries=600, n_dev_queries=40),
                     backbone=derive(STANDARD_RECIPE, mlm_steps=100),
                     family_backbones={"modernbert": derive(LONG_RECIPES["modernbert"], mlm_steps=300)},
-                    families=("bert", "modernbert"), ks=(1.0, 16.0), output_ks=(16.0,), posthoc_ks=(16.0,), steps=40),
+                    families=("bert", "modernbert"), ks=(1.0, 16.0), output_ks=(16.0,), posthoc_ks=(16.0,), steps=40,
+                    engine="fused"),
     # what `initlab reproduce` runs (the 20-minute budget on 2 cores, docs/benchmarks.md): two families (one of each
     # recipe), the first two confirmatory seeds, a four-point k grid; its cells are the full run's cells of those
     # seeds (same recipe and keys); two seeds give wide intervals: most of its verdicts read inconclusive
@@ -198,7 +205,12 @@ def grid(cfg: PhaseConfig) -> list[dict[str, Any]]:
 
 
 def check_config(cfg: PhaseConfig) -> None:
-    """Raise ``ValueError`` naming the field for an unknown family or mode, or a scale that is not a power of two."""
+    """Raise ``ValueError`` naming the field for an unknown family or mode, a scale that is not a power of two, or an
+    unknown ``engine``."""
+    from initlab.mlmhead.splade_encoder import ENGINES
+
+    if cfg.engine not in ENGINES:
+        raise ValueError(f"engine: expected one of {list(ENGINES)}, got {cfg.engine!r}")
     for f in cfg.families:
         if f not in FAMILIES:
             raise ValueError(f"families: expected names from {list(FAMILIES)}, got {f!r}")
