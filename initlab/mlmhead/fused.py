@@ -196,6 +196,11 @@ def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     rounded once to the input dtype. Tied decoders: pass the shared Parameter as ``weight``; autograd adds
     this gradient to the embedding's other uses. Not twice differentiable.
 
+    Under ``torch.autocast`` (mixed-precision training: sentence-transformers' trainer with ``bf16=True``) the
+    float32 inputs are cast to autocast's dtype first, as autocast casts them for the decoder's ``nn.Linear`` on
+    the dense path, and the pooling runs in that dtype with autocast off; the gradients go back through the casts to
+    the float32 parameters.
+
     Tie rule: when several unmasked tokens share the max logit of ``(b, j)``, the first one in ``t``
     receives the whole gradient -- what ``torch.max(dim=1)`` in the reference does on the transformed values
     (tested). Rows whose mask is all 0: the pooled row is all 0 and passes no gradient, as in the reference.
@@ -213,6 +218,14 @@ def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
         ValueError: a shape, dtype, device or mask value that does not fit, or ``block < 1`` (the message
             names the argument and the expected form).
     """
+    dev = hidden.device.type if isinstance(hidden, torch.Tensor) else "cpu"
+    if torch.is_autocast_enabled(dev):  # as autocast runs the decoder's nn.Linear: float32 inputs in its dtype
+        low = torch.get_autocast_dtype(dev)
+        hidden, weight, bias = (x.to(low) if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x
+                                for x in (hidden, weight, bias))
+        _check(hidden, weight, bias, mask)
+        with torch.autocast(dev, enabled=False):
+            return _SpladeMaxPool.apply(hidden, weight, bias, mask, _check_block(block))
     _check(hidden, weight, bias, mask)
     block = _check_block(block)
     return _SpladeMaxPool.apply(hidden, weight, bias, mask, block)

@@ -265,3 +265,20 @@ def test_bad_arguments_are_named(kwargs, name):
     args.update(kwargs)
     with pytest.raises(ValueError, match=rf"^{name}:"):
         splade_max_pool(args["hidden"], args["weight"], args["bias"], args["mask"], block=block)
+
+
+def test_autocast_runs_in_autocast_dtype_like_the_dense_decoder():
+    """Under torch.autocast (bf16 training) the fused head gives what the reference gives under the same autocast
+    (whose nn.Linear logits are bf16), and its gradients reach the float32 parameters in float32."""
+    h, w, b, mask = _inputs(3, 9, 16, 200, dtype=torch.float32, pad={2: 4})
+    go = torch.rand(3, 200, generator=torch.Generator().manual_seed(5))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fused = splade_max_pool(h, w, b, mask, block=64)
+        ref = splade_reference(h, w, b, mask)
+    assert fused.dtype == torch.bfloat16
+    eps = torch.finfo(torch.bfloat16).eps
+    torch.testing.assert_close(fused.float(), ref.float(), rtol=2 * eps, atol=2 * eps)
+    grads = torch.autograd.grad(fused, (h, w, b), go.to(fused.dtype))
+    assert all(g.dtype == torch.float32 and bool(g.abs().sum() > 0) for g in grads)
+    with torch.no_grad():  # autocast off again: float32 as before
+        assert splade_max_pool(h, w, b, mask).dtype == torch.float32
