@@ -96,10 +96,7 @@ def splade_check(*, device: str, dry_run: bool, steps: int, peak: float | None, 
                 logits = model(input_ids=ids, attention_mask=mask).logits
                 return torch.log1p(torch.relu(logits.float())).amax(dim=1)
             h = head_input(model, model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state)
-        # the fused head in the dtype autocast gives the dense path's decoder (bf16 on CUDA), outside autocast
-        W, b = head_projection(model), head_bias(model)
-        dt = torch.bfloat16 if use_cuda else W.dtype
-        return splade_max_pool(h.to(dt), W.to(dt), None if b is None else b.to(dt), mask).float()
+            return splade_max_pool(h, head_projection(model), head_bias(model), mask).float()  # bf16 under autocast
 
     def step() -> float:
         wq, wd = term_weights(q), term_weights(docs)
