@@ -35,7 +35,7 @@ def speed_line() -> str:
 def bench_theory(preset: str, tmp: Path) -> None:
     from initlab.executor import run_cells
     from initlab.runs import RunDir
-    from initlab.theory.verify import runner as verify
+    from initlab.theorycheck.verify import runner as verify
     from initlab.theorycheck.verify import experiment as theory_stage
 
     cfg = verify.PRESETS[preset]

@@ -10,7 +10,7 @@ machine's measured speed and prints it before anything runs). A finished stage (
 vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
 reproduction), ``full`` (larger grids and more seeds, still CPU).
 
-* ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theory.verify.runner`);
+* ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theorycheck.verify.runner`);
 * ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt`);
 * ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theory.score_scale.closed_form`);
 * ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.runner`);
@@ -40,7 +40,7 @@ from initlab.textio import read_json, read_text
 from initlab.theory.attention import curves
 from initlab.theory.score_scale import closed_form as score_scale
 from initlab.theorycheck.score_scale import experiment as score_scale_stage_
-from initlab.theory.verify import runner as verify
+from initlab.theorycheck.verify import runner as verify
 from initlab.theorycheck.verify import experiment as theory_stage
 
 __all__ = ["PRESETS", "Stage", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",

@@ -91,7 +91,7 @@ def test_theory_and_score_scale_stages_refuse_a_changed_config(tmp_path):
     from initlab.config import derive
     from initlab.runs import ConfigMismatchError, RunDir
     from initlab.theory.score_scale import closed_form as score_scale
-    from initlab.theory.verify import runner as verify
+    from initlab.theorycheck.verify import runner as verify
 
     # an interrupted stage folder (no DONE) written under another config is not resumed
     RunDir(tmp_path / "theory", config=derive(verify.PRESETS["quick"], cases=verify.PRESETS["quick"].cases + 1))

@@ -243,10 +243,10 @@ def test_sigint_stops_cleanly_and_a_rerun_resumes(tmp_path, cells_importable):
 
 def test_a_cell_holds_its_function_and_sends_its_name():
     """A cell keeps the function object (a reader follows it to the code); workers get its importable name."""
-    from initlab.theory.score_scale import table
+    from initlab.theorycheck.score_scale import table
 
     cell = Cell("x", table.table_cell, {}, None)
-    assert cell.fn is table.table_cell and cell.target == "initlab.theory.score_scale.table:table_cell"
+    assert cell.fn is table.table_cell and cell.target == "initlab.theorycheck.score_scale.table:table_cell"
 
     def nested(root, name, args, progress):
         return None
@@ -254,7 +254,7 @@ def test_a_cell_holds_its_function_and_sends_its_name():
     for fn in (nested, lambda root, name, args, progress: None):
         with pytest.raises(ValueError, match="module-level function"):
             Cell("y", fn, {}, None)
-    assert Cell("z", "initlab.theory.score_scale.table:table_cell", {}, None).target.endswith(":table_cell")
+    assert Cell("z", "initlab.theorycheck.score_scale.table:table_cell", {}, None).target.endswith(":table_cell")
 
 
 def test_every_planned_cell_names_the_function_it_holds():
@@ -265,7 +265,7 @@ def test_every_planned_cell_names_the_function_it_holds():
     from initlab.synthetic.spt.plan import plan as spt_plan
     from initlab.theory.score_scale import closed_form
     from initlab.theorycheck.score_scale import experiment as score_scale_stage
-    from initlab.theory.verify import runner as verify
+    from initlab.theorycheck.verify import runner as verify
     from initlab.theorycheck.verify import experiment as theory_stage
 
     cells = (theory_stage.cells(verify.PRESETS["quick"]) + score_scale_stage.cells(closed_form.PRESETS["quick"], "quick")

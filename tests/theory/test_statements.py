@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from initlab.theory import statements as S
 from initlab.theory.verify import base as verify_base
-from initlab.theory.verify import runner as verify
+from initlab.theorycheck.verify import runner as verify
 
 
 def test_registry_ids_and_every_name_resolves():

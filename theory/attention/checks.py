@@ -10,7 +10,7 @@ wrong gradients) with an independent route: the closed form, identity (G) from R
 expectation by enumeration, or Monte Carlo within ``MC_SIGMAS`` standard errors (T4). Random cases come from
 :mod:`initlab.theory.attention.case`; central differences have truncation error O(h^2) at h = 1e-5 (float64),
 hence the tolerances of :mod:`initlab.theory.verify.base`. The runner that calls these checkers and prints the
-table is :mod:`initlab.theory.verify.runner`.
+table is :mod:`initlab.theorycheck.verify.runner`.
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ padding and dropout (T6) in :mod:`initlab.theory.attention.padding_dropout`, dep
 Sources: the phenomenon, Amos et al., "Never Train from Scratch", ICLR 2024, arXiv:2310.02980; the
 theorem, the self-pretraining analysis (gradient of a mean-pooled supervised loss vs masked
 reconstruction at uniform initialisation). The formulas above are derived here and
-checked in :mod:`initlab.theory.attention.symbolic` (sympy) and :mod:`initlab.theory.verify.runner`.
+checked in :mod:`initlab.theory.attention.symbolic` (sympy) and :mod:`initlab.theorycheck.verify.runner`.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ checked against Monte Carlo (:func:`initlab.theory.score_scale.monte_carlo.monte
 
 Role of this module: the model's configuration, its closed forms and the mechanism; the sympy derivation
 is :mod:`initlab.theory.score_scale.symbolic`, the simulation :mod:`initlab.theory.score_scale.monte_carlo`, the
-theory-vs-Monte-Carlo table :mod:`initlab.theory.score_scale.table`.
+theory-vs-Monte-Carlo table :mod:`initlab.theorycheck.score_scale.table`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 per-statement result record, the tolerances, and the test hook.
 
 Role: the protocol shared by the checkers (:mod:`initlab.theory.attention.checks`, which also holds the helpers
-that draw random cases and compare gradients) and the runner (:mod:`initlab.theory.verify.runner`). It imports
+that draw random cases and compare gradients) and the runner (:mod:`initlab.theorycheck.verify.runner`). It imports
 no topic, so the topics' checks can use it and the runner can sit above them. Central differences have
 truncation error O(h^2) at h = 1e-5 (float64), hence the tolerances below.
 """

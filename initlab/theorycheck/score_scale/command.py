@@ -10,7 +10,7 @@ from initlab.config import derive, to_dict
 from initlab.experiment.options import fail, finite_float, int_at_least, positive_float
 from initlab.runs import RunExistsError, atomic_write_json, check_output_path
 from initlab.theory.score_scale import closed_form as score_scale
-from initlab.theory.score_scale import table as score_scale_table
+from initlab.theorycheck.score_scale import table as score_scale_table
 
 __all__ = ["score_scale_main"]
 

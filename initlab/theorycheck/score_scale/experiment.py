@@ -11,7 +11,7 @@ from typing import Any
 from initlab.config import to_dict
 from initlab.executor import Cell, estimate, remaining_cells
 from initlab.theory.score_scale.closed_form import ScoreScaleConfig, describe_mechanism
-from initlab.theory.score_scale.table import table_cell
+from initlab.theorycheck.score_scale.table import table_cell
 
 __all__ = ["CELL_SECONDS", "WORKER_START_SECONDS", "cells", "expected_seconds", "summary_markdown"]
 
@@ -25,7 +25,7 @@ WORKER_START_SECONDS = 3.0
 
 
 def cells(cfg: Any, preset: str) -> list[Cell]:
-    """One cell per (sigma, k): closed forms and Monte Carlo (:func:`initlab.theory.score_scale.table.table_cell`)."""
+    """One cell per (sigma, k): closed forms and Monte Carlo (:func:`initlab.theorycheck.score_scale.table.table_cell`)."""
     conf = to_dict(cfg)
     return [Cell(f"sigma={sigma:g}_k={k:g}", table_cell,
                  {"config": conf, "sigma": sigma, "k": k}, {"config": conf, "sigma": sigma, "k": k},

@@ -1,4 +1,4 @@
-"""``initlab theory verify``: a thin argparse layer over :mod:`initlab.theory.verify.runner`."""
+"""``initlab theory verify``: a thin argparse layer over :mod:`initlab.theorycheck.verify.runner`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Sequence
 from initlab.experiment.options import fail, int_at_least
 from initlab.config import derive
 from initlab.runs import RunExistsError, atomic_write_json, check_output_path
-from initlab.theory.verify import runner as verify
+from initlab.theorycheck.verify import runner as verify
 
 __all__ = ["verify_main"]
 

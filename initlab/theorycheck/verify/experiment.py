@@ -12,7 +12,7 @@ from typing import Any
 from initlab.config import to_dict
 from initlab.executor import Cell, estimate, remaining_cells
 from initlab.runs import cell_file
-from initlab.theory.verify import runner as verify
+from initlab.theorycheck.verify import runner as verify
 
 __all__ = ["THEORY_SECONDS", "WORKER_START_SECONDS", "cells", "expected_seconds", "summary_markdown"]
 

@@ -9,7 +9,7 @@ import torch
 
 from initlab.config import derive
 from initlab.theory.verify import base as verify_base
-from initlab.theory.verify import runner as verify
+from initlab.theorycheck.verify import runner as verify
 from initlab.theory.statements import REGISTRY
 
 pytestmark = pytest.mark.usefixtures("one_thread")

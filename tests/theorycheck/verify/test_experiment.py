@@ -1,4 +1,4 @@
-"""`initlab theory verify` and the theory reproduce stage (initlab.theory.verify.runner)."""
+"""`initlab theory verify` and the theory reproduce stage (initlab.theorycheck.verify.runner)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from initlab.app import cli
 from initlab.config import derive
 from initlab.theory.attention import checks
 from initlab.theory.verify import base as verify_base
-from initlab.theory.verify import runner as verify
+from initlab.theorycheck.verify import runner as verify
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
