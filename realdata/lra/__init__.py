@@ -6,3 +6,11 @@ ListOps generator), :mod:`.masking` (SPT objectives), :mod:`.config` (frozen con
 :mod:`.train` (pretrain / fine-tune loops), :mod:`.metrics` (attention metrics), :mod:`.sweep`
 (ablations), :mod:`.cli` (``initlab lra ...``), :mod:`.gpu_check`, :mod:`.ddp_check`.
 """
+
+from __future__ import annotations
+
+from initlab.experiment.record import Experiment
+from initlab.realdata.lra import claims
+
+#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
+EXPERIMENT = Experiment("lra_listops", claims)

@@ -7,3 +7,11 @@
 * :mod:`initlab.synthetic.diagnose.report` -- the diagnosis of every setting at initialisation, the
   per-setting records and the confusion table / correlation.
 """
+
+from __future__ import annotations
+
+from initlab.experiment.record import Experiment
+from initlab.synthetic.diagnose import claims
+
+#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
+EXPERIMENT = Experiment("diagnose_validation", claims)

@@ -8,3 +8,11 @@ diagram that ``initlab synthetic splade`` and ``initlab reproduce`` run (:mod:`.
 the earlier inflation sweep's design, is its ``imposed-s*`` presets), and the collapse detector's calibration
 (:mod:`.calibration`).
 """
+
+from __future__ import annotations
+
+from initlab.experiment.record import Experiment
+from initlab.synthetic.splade import claims
+
+#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
+EXPERIMENT = Experiment("synthetic_splade", claims, families=(("splade", claims.SPLADE_FAMILIES), ("splade_ood", claims.SPLADE_OOD_FAMILIES)))

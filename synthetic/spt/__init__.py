@@ -31,6 +31,8 @@ Every SPT run and fine-tuning of one seed is a cell (:mod:`initlab.synthetic.spt
 
 from __future__ import annotations
 
+from initlab.experiment.record import Experiment
+from initlab.synthetic.spt import claims
 from initlab.synthetic.spt.config import (
     BASE,
     EXPLORATORY_SEEDS,
@@ -47,4 +49,9 @@ from initlab.synthetic.spt.report import summarize, verdicts
 from initlab.synthetic.spt.runner import expected_seconds, partial_report, run
 
 __all__ = ["SPTConfig", "PRESETS", "BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "condition_names", "condition_seeds",
-           "condition_spec", "model_config", "run", "summarize", "verdicts", "partial_report", "expected_seconds"]
+           "condition_spec", "model_config", "run", "summarize", "verdicts", "partial_report", "expected_seconds",
+           "EXPERIMENT"]
+
+
+#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
+EXPERIMENT = Experiment("synthetic_spt", claims, families=(("spt", claims.SPT_FAMILIES),))

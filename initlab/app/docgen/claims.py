@@ -1,7 +1,7 @@
 """The claims tables, generated from the saved result files in ``docs/results/``: the README's one line per claim
 ("What reproduces") and the full page ``docs/claims.md`` (every part of every verdict).
 
-Each row of :data:`CLAIMS` holds the seed's claim and number (fixed text: the papers' words), the evidence
+Each row (:func:`all_claims`, over the experiments' records :data:`EXPERIMENTS`) holds the seed's claim and number (fixed text: the papers' words), the evidence
 links, the result files it reads and the function that turns them into the verdict cell; each row lives beside
 its verdict function in its experiment's ``claims`` module (:mod:`initlab.synthetic.spt.claims`, ...; a new claim
 is one verdict function and one entry in its module's ``CLAIM_ROWS``). Rows for experiments that were
@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from initlab.evidence.rows import Claim, Headline
-from initlab.realdata.lra import claims as lra_claims
+from initlab.experiment.record import Experiment
+from initlab.realdata import lra
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path, check_output_path
-from initlab.synthetic.diagnose import claims as diagnose_claims
-from initlab.synthetic.splade import claims as splade_claims
+from initlab.synthetic import diagnose, splade, spt
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.textio import read_json, read_text
-from initlab.theorycheck.verify import claims as theory_claims
+from initlab.theorycheck import verify as theory_verify
 
-__all__ = ["Claim", "CLAIMS", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
+__all__ = ["Claim", "EXPERIMENTS", "all_claims", "legend", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
            "claims_page", "replace_block", "collect_spt", "main"]
 
 BEGIN_MARK, END_MARK = "<!-- BEGIN claims -->", "<!-- END claims -->"
@@ -47,10 +47,15 @@ class ResultsFileError(ValueError):
     """A saved result file is missing or does not hold what a row needs; the message names the file."""
 
 
-#: the experiments' claims modules, in table order; each holds its verdict functions and its rows (a new claim is
-#: one verdict function and one entry in its module's ``CLAIM_ROWS``)
-ROW_MODULES = (theory_claims, spt_claims, lra_claims, splade_claims, diagnose_claims)
-CLAIMS: list[Claim] = [claim for module in ROW_MODULES for claim in module.CLAIM_ROWS]
+#: the experiments whose claims the tables show, in table order (each record's claims module holds its verdict
+#: functions, its rows and its claim families: a new claim is one verdict function and one ``CLAIM_ROWS`` entry there)
+EXPERIMENTS: tuple[Experiment, ...] = (theory_verify.EXPERIMENT, spt.EXPERIMENT, lra.EXPERIMENT, splade.EXPERIMENT,
+                                       diagnose.EXPERIMENT)
+
+
+def all_claims() -> list[Claim]:
+    """Every row of the claims tables, in table order, read from the experiments' claims modules now."""
+    return [claim for exp in EXPERIMENTS for claim in exp.claim_rows()]
 
 
 def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
@@ -63,9 +68,10 @@ def load_results(results_dir: str | Path, names: Sequence[str] | None = None,
             names it).
     """
     root = Path(results_dir)
-    wanted = list(names) if names is not None else sorted({f for c in CLAIMS for f in c.files})
+    rows = all_claims()
+    wanted = list(names) if names is not None else sorted({f for c in rows for f in c.files})
     if names is None:
-        wanted += sorted({f for c in CLAIMS for f in c.optional if (root / f).is_file()} - set(wanted))
+        wanted += sorted({f for c in rows for f in c.optional if (root / f).is_file()} - set(wanted))
     out: dict[str, Any] = {}
     for name in wanted:
         path = root / name
@@ -117,28 +123,25 @@ def headline_cells(claim: Claim, results: dict[str, Any], results_dir: str | Pat
     return Headline(_cell(h.word), _cell(h.estimate))
 
 
-#: the declared claim families of each experiment (its claims module), as the legend names them
-FAMILIES = {"spt": spt_claims.SPT_FAMILIES, "splade": splade_claims.SPLADE_FAMILIES,
-            "splade_ood": splade_claims.SPLADE_OOD_FAMILIES}
-
-
 def _families_text() -> str:
-    return "; ".join(f"{exp.upper()} {f.name}: " + ", ".join(f.claims) for exp, fams in FAMILIES.items()
-                     for f in fams if f.name == "primary") + "; every other claim secondary"
+    return "; ".join(f"{label.upper()} {f.name}: " + ", ".join(f.claims) for exp in EXPERIMENTS
+                     for label, fams in exp.families for f in fams if f.name == "primary") + "; every other claim secondary"
 
 
-_FAMILIES = _families_text()
+def legend() -> str:
+    """The claims page's legend: how to read a cell, and the primary claims of every declared family (read now)."""
+    return ("Every verdict is computed from the saved per-seed numbers by one function per claim (`initlab.evidence`) "
+            "and names the preset and seeds of its run (`full`: the preregistered confirmatory run; `default`: what "
+            "`initlab reproduce` runs). Numbers read `estimate [interval] (kind, n seeds)`: a gain is a paired mean "
+            "difference in accuracy points with its 95 % t-interval; an equivalence a paired mean difference with its 90 % "
+            "TOST interval; a share the ratio of mean gains with its 95 % Fieller interval; `mean ± sd` is the mean over "
+            "seeds and the sample standard deviation. An interval that contains its threshold reads **inconclusive**, "
+            "with the number of seeds that would decide it. Words are corrected for multiple claims: Holm's procedure "
+            "holds the family-wise error at 0.05 within each declared family (`initlab.evidence.families`; " + _families_text()
+            + "); a word the correction took back reads **inconclusive** with its uncorrected word and Holm-adjusted p "
+            "beside the uncorrected interval.")
 
-LEGEND = ("Every verdict is computed from the saved per-seed numbers by one function per claim (`initlab.evidence`) "
-          "and names the preset and seeds of its run (`full`: the preregistered confirmatory run; `default`: what "
-          "`initlab reproduce` runs). Numbers read `estimate [interval] (kind, n seeds)`: a gain is a paired mean "
-          "difference in accuracy points with its 95 % t-interval; an equivalence a paired mean difference with its 90 % "
-          "TOST interval; a share the ratio of mean gains with its 95 % Fieller interval; `mean ± sd` is the mean over "
-          "seeds and the sample standard deviation. An interval that contains its threshold reads **inconclusive**, "
-          "with the number of seeds that would decide it. Words are corrected for multiple claims: Holm's procedure "
-          "holds the family-wise error at 0.05 within each declared family (`initlab.evidence.families`; " + _FAMILIES
-          + "); a word the correction took back reads **inconclusive** with its uncorrected word and Holm-adjusted p "
-          "beside the uncorrected interval.")
+
 SHORT_LEGEND = ("One line per claim, from the strongest run behind it (synthetic SPT: the preregistered `causal` run, seeds "
                 "8271-8274, where it tested the claim, else the preregistered `full` run, seeds 8201-8208; synthetic "
                 "SPLADE: the preregistered out-of-domain confirmation `confirm-v2k`, seeds 9201-9203, with the earlier "
@@ -161,12 +164,13 @@ def _docs_relative(cell: str) -> str:
 #: rendered tables by (kind, results folder, the loaded files' contents): the rows are a pure function of the files,
 #: so one process that renders the same files again (``main``'s block and page, ``--check`` then a write, the
 #: tests) computes them once; an edited file is a new key
-_RENDERED: dict[tuple[str, str, str], str] = {}
+_RENDERED: dict[tuple[Any, ...], str] = {}
 
 
 def _memo(kind: str, results_dir: str | Path, render: Callable[[dict[str, Any]], str]) -> str:
     results = load_results(results_dir)
-    key = (kind, str(results_dir), json.dumps(results, sort_keys=True))
+    # the rows and families are read now too: an added claim is a new key
+    key = (kind, str(results_dir), json.dumps(results, sort_keys=True), tuple(all_claims()), _families_text())
     if key not in _RENDERED:
         if len(_RENDERED) >= 16:
             _RENDERED.clear()
@@ -181,7 +185,7 @@ def claims_table(results_dir: str | Path = "docs/results") -> str:
 
 def _claims_table(results: dict[str, Any], results_dir: str | Path) -> str:
     lines = [BEGIN_MARK, SHORT_LEGEND, "", *SHORT_HEADER]
-    for c in CLAIMS:
+    for c in all_claims():
         h = headline_cells(c, results, results_dir)
         lines.append(f"| {c.claim} | {c.seed_number} | {h.word} | {h.estimate} | {c.evidence} |")
     return "\n".join(lines + [END_MARK])
@@ -193,8 +197,8 @@ def claims_page(results_dir: str | Path = "docs/results") -> str:
 
 
 def _claims_page(results: dict[str, Any], results_dir: str | Path) -> str:
-    lines = [LEGEND, "", *HEADER]
-    for c in CLAIMS:
+    lines = [legend(), "", *HEADER]
+    for c in all_claims():
         lines.append(f"| {c.claim} | {c.seed_number} | {_docs_relative(verdict_cell(c, results, results_dir))} | "
                      f"{_docs_relative(c.evidence)} |")
     return PAGE_HEAD + "\n".join(lines) + "\n"

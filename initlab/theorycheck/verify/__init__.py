@@ -1,2 +1,10 @@
 """The theorem checks as an experiment: the ``theory`` stage's cells, cost model and summary (:mod:`.experiment`), the
 theorem claim (:mod:`.claims`) and ``initlab theory verify`` (:mod:`.command`), over :mod:`initlab.theory.verify`."""
+
+from __future__ import annotations
+
+from initlab.experiment.record import Experiment
+from initlab.theorycheck.verify import claims
+
+#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
+EXPERIMENT = Experiment("theory_verify", claims)
