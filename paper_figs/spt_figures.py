@@ -35,8 +35,8 @@ import numpy as np
 from initlab.paper_figs.common import condition_color, legend_below, pyplot, run_figure_cli, save
 from initlab.textio import open_text, read_json
 
-__all__ = ["make_figures", "accuracy_figure", "epoch_curve_figure", "proximity_accuracy_figure", "training_curves_figure",
-           "attention_maps_figure", "main"]
+__all__ = ["make_figures", "saved_arms", "accuracy_figure", "epoch_curve_figure", "proximity_accuracy_figure",
+           "training_curves_figure", "attention_maps_figure", "main"]
 
 CHANCE = 50.0  # per cent: the local task is a balanced binary classification
 _MARKERS = "os^DvP*Xh<>p"
@@ -55,7 +55,7 @@ def _load(run_dir: Path) -> dict:
     return read_json(p)
 
 
-def _arms(metrics: dict) -> dict[str, dict]:
+def saved_arms(metrics: dict) -> dict[str, dict]:
     """condition -> its saved arm row (``colour``, ``curve_colour``, ``label_only``), from ``summary.arms``; for a
     folder written before runs saved it, colours by name (:func:`condition_color`) and curves of scratch and spt."""
     rows = metrics["summary"].get("arms")
@@ -98,7 +98,7 @@ def accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     rows = metrics["summary"]["conditions"]
     if not rows:
         return []
-    arms = _arms(metrics)
+    arms = saved_arms(metrics)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 0.5 * len(rows) + 2), 3.8))
     for i, r in enumerate(rows):
@@ -134,7 +134,7 @@ def proximity_accuracy_figure(run_dir: Path, metrics: dict) -> list[Path]:
     seeds = _seeds_of(metrics)
     if not seeds:
         return []
-    arms = _arms(metrics)
+    arms = saved_arms(metrics)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     used: dict[str, int] = {}  # colour -> markers used so far: each condition gets its own (colour, marker)
@@ -167,7 +167,7 @@ def epoch_curve_figure(run_dir: Path, metrics: dict) -> list[Path]:
         return []
     runs = [r for r in metrics["summary"]["spt_runs"] if (r["source"], r["variant"], r["depth"]) == ("local", "full", 1)]
     pts = [(0.0, "scratch", seeds["scratch"])] + [(float(e), f"spt_e{e}", seeds[f"spt_e{e}"]) for e in fixed]
-    arms = _arms(metrics)
+    arms = saved_arms(metrics)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     xs = [max(x, 0.5) for x, _, _ in pts]  # log axis: scratch (0 epochs) drawn at 0.5
@@ -198,7 +198,7 @@ def training_curves_figure(run_dir: Path, metrics: dict) -> list[Path]:
     own colour: scratch and SPT, and the causal round's arms, which the shared grey would not tell apart), at its
     run's learning rate: the mean over seeds and every seed (faint)."""
     hist = _histories(run_dir)
-    colour = {n: r["curve_colour"] for n, r in _arms(metrics).items() if r["curve_colour"]}
+    colour = {n: r["curve_colour"] for n, r in saved_arms(metrics).items() if r["curve_colour"]}
     names = [n for n in colour if n in hist]
     if not names:
         return []

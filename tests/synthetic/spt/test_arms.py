@@ -103,8 +103,8 @@ def test_the_figures_take_the_saved_colours_else_fall_back_by_name():
     from initlab.paper_figs import spt_figures
 
     saved = {"summary": {"arms": [{"name": "odd", "label_only": True, "colour": "tab:olive", "curve_colour": ""}]}}
-    assert spt_figures._arms(saved)["odd"]["colour"] == "tab:olive"
+    assert spt_figures.saved_arms(saved)["odd"]["colour"] == "tab:olive"
     old = {"summary": {"per_seed": {"scratch": [], "alibi_scratch": [], "spt": []}, "conditions": []}}
-    got = spt_figures._arms(old)
+    got = spt_figures.saved_arms(old)
     assert got["alibi_scratch"]["colour"] == "tab:gray" and got["alibi_scratch"]["curve_colour"] == ""
     assert got["spt"]["curve_colour"] == "tab:blue"
