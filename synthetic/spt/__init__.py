@@ -16,11 +16,13 @@ Per seed s (conditions share a seed's data and initialisation, so every comparis
   ``finetune_max_epochs``); the reported test accuracy is that of the best validation epoch. Label-only arms
   use the learning rate chosen on validation over ``lr_grid`` on the exploratory seeds (``explore-lr``);
   ``scratch_matched`` trains from scratch for as many optimiser steps as SPT plus fine-tuning;
-* conditions (:func:`condition_names`): ``scratch``, ``scratch_matched``, ``spt`` (every weight but the heads
-  from SPT), ``frozen_attn`` (W_Q, W_K, W_V, W_O frozen at their random init), hybrids ``hybrid_<groups>``
-  (``qk``, ``qkvo``, ``ffn``, ``qk_emb``, ``qk_ln``, ``qk_emb_ln``), ``spt_e<E>``, ``depth<L>_scratch`` /
-  ``depth<L>_spt``, ``cross_count`` / ``cross_iid``, and the attention-only 1-layer model of the theorem
-  (``attn_scratch`` / ``attn_spt`` / ``attn_qk``);
+* conditions (:func:`condition_names`; one entry each in the arms table :mod:`initlab.synthetic.spt.arms`):
+  ``scratch``, ``scratch_matched``, ``spt`` (every weight but the heads from SPT), ``frozen_attn`` (W_Q, W_K,
+  W_V, W_O frozen at their random init), hybrids ``hybrid_<groups>`` (``qk``, ``qkvo``, ``ffn``, ``qk_emb``,
+  ``qk_ln``, ``qk_emb_ln``), ``spt_e<E>``, ``depth<L>_scratch`` / ``depth<L>_spt``, ``cross_count`` /
+  ``cross_iid``, the attention-only 1-layer model of the theorem (``attn_scratch`` / ``attn_spt`` /
+  ``attn_qk``), and the causal arms (``alibi_scratch``, ``qkscale_scratch``, ``lastpool_scratch``,
+  ``spt_nopos``);
 * measured: first-layer proximity mass, relative-position score and attention entropy on a probe batch
   at fine-tuning start and end, per-epoch accuracies, score gradients at initialisation; verdicts per
   claim by :mod:`initlab.synthetic.spt.claims` from the per-seed numbers.
