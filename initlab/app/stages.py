@@ -29,22 +29,27 @@ from typing import Any, Callable, Sequence
 
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_phase_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
-from initlab.config import to_dict
-from initlab.executor import (check_scheduler, default_workers, format_seconds, measure_speed, probe_scheduler, run_cells,
-                              track_reports)
-from initlab.runs import (ConfigMismatchError, RunDir, atomic_write_json, atomic_write_text, holds_run_folder,
-                          revive_nonfinite, torch_threads)
+from initlab.config import from_dict, to_dict
+from initlab.evidence import text as verdict_text
+from initlab.evidence.rules import NOT_RUN, Verdict
+from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
+                              probe_scheduler, run_cells, track_reports)
+from initlab.runs import (ConfigMismatchError, RunDir, RunExistsError, atomic_write_json, atomic_write_text,
+                          holds_run_folder, revive_nonfinite, torch_threads)
 from initlab.synthetic import spt as synthetic_spt
+from initlab.synthetic.splade import claims as splade_claims
 from initlab.synthetic.splade.phase import runner as splade_phase
+from initlab.synthetic.spt import claims as spt_claims
 from initlab.textio import read_json, read_text
 from initlab.theory.attention import curves
 from initlab.theory.score_scale import closed_form as score_scale
 from initlab.theorycheck.score_scale import experiment as score_scale_stage_
+from initlab.theorycheck.verify import claims as theory_claims
 from initlab.theorycheck.verify import runner as verify
 from initlab.theorycheck.verify import experiment as theory_stage
 
-__all__ = ["PRESETS", "Stage", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",
-           "score_scale_stage", "splade", "lra_listops", "expected_durations", "stage_figures"]
+__all__ = ["PRESETS", "Stage", "StageClaim", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",
+           "score_scale_stage", "splade", "lra_listops", "expected_durations", "stage_figures", "verdict_summary"]
 
 PRESETS = ("quick", "default", "full")
 
@@ -238,6 +243,99 @@ def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False,
 
 
 # ------------------------------------------------------------------------------------------------
+# the claims each stage's saved files decide (the console's verdict summary)
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StageClaim:
+    """One claim as a finished stage decides it: its ``title``, the :class:`~initlab.evidence.rules.Verdict`
+    (recomputed from the stage's saved raw numbers, with the words its own report shows), the ``unit`` its numbers
+    are printed in (:func:`initlab.evidence.text.number`), what ``verdict.n`` counts (``counted``), and for an
+    all-of claim whose parts differ in unit, each part's (``part_units``; empty: ``unit`` for every part)."""
+
+    title: str
+    verdict: Verdict
+    unit: str = "points"
+    counted: str = "seed"
+    part_units: tuple[str, ...] = ()
+
+
+def _theory_claims(out_dir: Path) -> list[StageClaim]:
+    """The theorem claim from ``verify.json`` (:func:`initlab.theorycheck.verify.claims.theorem`)."""
+    v = theory_claims.theorem(read_json(Path(out_dir) / "verify.json"))
+    return [StageClaim("the attention-gradient theorems hold on fresh random cases", v, counted="statement")]
+
+
+def _spt_claims(out_dir: Path) -> list[StageClaim]:
+    """Every SPT claim from ``metrics.json``'s per-seed numbers, Holm-corrected as the stage's report shows them
+    (:func:`initlab.synthetic.spt.claims.evaluate_corrected`)."""
+    m = read_json(Path(out_dir) / "metrics.json")
+    th = from_dict(spt_claims.SPTThresholds, m["config"]["thresholds"])
+    vs = spt_claims.evaluate_corrected(spt_claims.as_raw(m["summary"]["per_seed"]), th)
+    unit = {"proximity": "mass"}
+    return [StageClaim(c.title, vs[c.id], unit.get(c.id, "share" if vs[c.id].rule == "share" else "points"))
+            for c in spt_claims.CLAIMS]
+
+
+def _splade_claims(out_dir: Path) -> list[StageClaim]:
+    """Every synthetic SPLADE claim from ``phase.json``'s raw rows, uncorrected as the stage's summary shows them
+    (:func:`initlab.synthetic.splade.claims.evaluate_all`); regrets count (family, seed) backbones."""
+    phase = read_json(Path(out_dir) / "phase.json")
+    th = from_dict(splade_claims.SPLADEThresholds, phase["config"]["claims"])
+    vs = splade_claims.evaluate_all(splade_claims.as_raw(phase), th)
+    per_seed = ("interaction", "high_norm_degrades", "rescaling_fixes", "over_rescaling", "input_side")
+
+    def units(v: Verdict, unit: str) -> tuple[str, ...]:  # the InfoNCE parts are in nats
+        return tuple("nats" if "InfoNCE" in p.reason else unit for p in v.parts)
+
+    return [StageClaim(c.title, vs[c.id], c.unit, "seed" if c.id in per_seed else "(family, seed) backbone",
+                       units(vs[c.id], c.unit)) for c in splade_claims.CLAIMS]
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def claim_line(c: StageClaim) -> str:
+    """``title: word; estimate [interval]; n seeds``: one claim of a finished stage on one console line. An all-of
+    claim lists its parts' estimates; a check (the theorems) says how many statements it checked."""
+    v = c.verdict
+    if v.rule == "check":
+        return f"{c.title}: {v.word}; {_count(v.n, c.counted)} checked" + (f" ({v.reason})" if v.reason else "")
+    if v.rule == "all_of" and v.parts:
+        units = c.part_units or (c.unit,) * len(v.parts)
+        parts = [(p, u) for p, u in zip(v.parts, units) if p.word != NOT_RUN]
+        est = ", ".join(f"{verdict_text.number(p.estimate, u)} {verdict_text.interval(p, u)}" for p, u in parts)
+        n = max((p.n for p, _ in parts), default=0)
+        return f"{c.title}: {v.word}; parts {est}; {_count(n, c.counted)}"
+    est = f"{verdict_text.number(v.estimate, c.unit)} {verdict_text.interval(v, c.unit)}"
+    return f"{c.title}: {v.word}; {est}; {_count(v.n, c.counted)}"
+
+
+def verdict_summary(out: Path, stages: Sequence[str]) -> list[str]:
+    """The console's closing lines: per finished stage that decides claims, one line per claim it ran
+    (:func:`claim_line`), then how many of its claims this preset does not run. A stage without claims, or not
+    finished, says so in one line."""
+    known = {**STAGES, **OPTIONAL_STAGES}
+    lines = []
+    for name in stages:
+        st = known.get(name)
+        if st is None:
+            continue
+        if st.claims is None:
+            lines.append(f"{name}: no claims (tables and figures only: see the report)")
+            continue
+        if not (Path(out) / name / "DONE").exists():
+            lines.append(f"{name}: not finished, no verdicts")
+            continue
+        got = st.claims(Path(out) / name)
+        ran = [c for c in got if c.verdict.word != NOT_RUN]
+        lines += [f"{name}: {claim_line(c)}" for c in ran]
+        if len(ran) < len(got):
+            lines.append(f"{name}: {_count(len(got) - len(ran), 'more claim')} not run by this preset (see the report)")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------
 # the stages, one record each
 # ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -247,22 +345,28 @@ class Stage:
     ``run(out_dir, preset="default", overwrite=False, *, workers=None, scheduler=None) -> markdown`` runs it into
     ``out_dir``; ``estimate(out_dir, preset, workers) -> (expected, at most)`` gives the reference seconds of its
     remaining work from the experiment's own cost model (nothing is created or checked; None: no estimate, the
-    stage is left out of the printed duration); ``optional`` stages run only when named in ``--only``.
+    stage is left out of the printed duration); ``optional`` stages run only when named in ``--only``;
+    ``claims(out_dir) -> [StageClaim]`` reads a finished stage's claims for the closing verdict summary (None: the
+    stage decides no claim).
     """
 
     name: str
     run: Callable[..., str]
     estimate: Callable[[Path, str, int], tuple[float, float]] | None = None
     optional: bool = False
+    claims: Callable[[Path], list[StageClaim]] | None = None
 
 
 #: every stage, the default run first and in order
 REGISTRY: tuple[Stage, ...] = (
-    Stage("theory", theory, lambda out, preset, workers: theory_stage.expected_seconds(out, verify.PRESETS[preset], workers)),
-    Stage("spt", spt, lambda out, preset, workers: synthetic_spt.expected_seconds(synthetic_spt.PRESETS[preset], out, workers)),
+    Stage("theory", theory, lambda out, preset, workers: theory_stage.expected_seconds(out, verify.PRESETS[preset], workers),
+          claims=_theory_claims),
+    Stage("spt", spt, lambda out, preset, workers: synthetic_spt.expected_seconds(synthetic_spt.PRESETS[preset], out, workers),
+          claims=_spt_claims),
     Stage("score_scale", score_scale_stage,
           lambda out, preset, workers: score_scale_stage_.expected_seconds(out, score_scale.PRESETS[preset], preset, workers)),
-    Stage("splade", splade, lambda out, preset, workers: splade_phase.expected_seconds(out, splade_phase.PRESETS[preset], workers)),
+    Stage("splade", splade, lambda out, preset, workers: splade_phase.expected_seconds(out, splade_phase.PRESETS[preset], workers),
+          claims=_splade_claims),
     Stage("lra_listops", lra_listops, lambda out, preset, workers: lra_experiment.expected_seconds(out, toy=preset == "quick"),
           optional=True),
 )
@@ -370,14 +474,22 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
 
     Before anything runs, the expected duration is printed: :func:`expected_durations` over every stage's
     remaining cells, scaled by this machine's speed (``speed``; None: :func:`initlab.executor.measure_speed`,
-    about 2 s). ``workers`` (default: one per core) and ``scheduler`` go to every stage. After each stage its
+    about 2 s), the one speed every stage's own plan line then uses (:func:`initlab.executor.machine_speed`), so
+    the header's per-stage estimates and the stages' lines agree. ``workers`` (default: one per core) and
+    ``scheduler`` go to every stage. After each stage its
     wall time, CPU seconds (this process and its worker processes) and cores used are printed and kept in
     ``out/stage_times.json`` (so a resumed call reports a finished stage with the time it took then), and the
-    report embeds every figure the stage drew and lists the warnings it raised, the expected ones said so.
+    report embeds every figure the stage drew and lists the warnings it raised, the expected ones said so. At the
+    end the verdicts of the finished stages are printed, one line per claim (:func:`verdict_summary`).
+
+    A call whose every requested stage is finished and whose report exists is refused unless ``overwrite``
+    (a finished run is never silently redone or rewritten); a call with some stages unfinished resumes, reusing
+    the finished ones.
 
     Raises:
         ValueError: unknown ``preset`` or stage name, no stage, or ``workers < 1``.
         ConfigMismatchError: a requested stage was finished under another preset (see ``stage_times.json``).
+        RunExistsError: every requested stage of ``out`` is finished, its report exists, and ``overwrite`` is false.
     """
     if preset not in PRESETS:
         raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
@@ -407,6 +519,10 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     times_path = out / "stage_times.json"
     times: dict[str, Any] = read_json(times_path) if times_path.is_file() else {}
     _check_stage_presets(out, stages, times, preset, overwrite)
+    if not overwrite and (out / "report.md").is_file() and all((out / n / "DONE").exists() for n in stages):
+        raise RunExistsError(
+            f"--out {out}: a finished initlab reproduce (stages {', '.join(stages)} all done; its report: "
+            f"{out / 'report.md'}); use --overwrite to redo it (the old stage folders are moved aside), or another --out")
     if speed is None:
         speed = measure_speed()
     plan = expected_durations(out if not overwrite else out / ".none", preset, stages, cores, speed)
@@ -418,6 +534,21 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     sections[2] += (f" Expected before the run: about {format_seconds(exp)} (at most {format_seconds(most)}; "
                     f"machine speed {speed:.2f}x the reference's time).")
     out.mkdir(parents=True, exist_ok=True)
+    with machine_speed(speed):
+        _run_stages(out, stages, known, preset, overwrite, workers, scheduler, cores, plan, times, times_path, sections)
+    report = out / "report.md"
+    print(f"\nreport: {report}")
+    print("\nverdicts of this run (its report's words; few seeds: the README's confirmatory words come from "
+          "docs/results):")
+    for line in verdict_summary(out, stages):
+        print(f"  {line}")
+    return report
+
+
+def _run_stages(out: Path, stages: Sequence[str], known: dict[str, Stage], preset: str, overwrite: bool,
+                workers: int | None, scheduler: str | None, cores: int, plan: dict[str, tuple[float, float]],
+                times: dict[str, Any], times_path: Path, sections: list[str]) -> None:
+    """The stage loop of :func:`run_reproduce`: run each stage, record its time, rewrite the report after it."""
     for name in stages:
         print(f"\n=== initlab reproduce: stage {name} ===", flush=True)
         was_done = (out / name / "DONE").exists() and not overwrite
@@ -450,6 +581,3 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
                          "cells of the synthetic SPLADE grid, which are, are listed in its summary above):", ""]
             sections += [f"- `{w}`" for w in got] + [""]
         atomic_write_text(out / "report.md", "\n".join(sections) + "\n")
-    report = out / "report.md"
-    print(f"\nreport: {report}")
-    return report

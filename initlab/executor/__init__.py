@@ -8,9 +8,11 @@ bar; its docstring describes the executor), :mod:`initlab.executor.local` (this 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import sys
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from initlab.executor.cluster import SCHEDULER_TIMEOUT, SchedulerUnreachableError, probe_scheduler, run_dask
 from initlab.executor.core import (LOG_INTERVAL, REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, SweepBar,
@@ -23,7 +25,29 @@ from initlab.runs import RunDir
 __all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "probe_scheduler",
            "SchedulerUnreachableError", "SCHEDULER_TIMEOUT", "estimate", "remaining_cells",
            "run_cells", "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports",
-           "progress_bar", "is_terminal", "LOG_INTERVAL"]
+           "progress_bar", "is_terminal", "LOG_INTERVAL", "machine_speed"]
+
+#: the machine speed a caller measured once for every :func:`run_cells` inside it (:func:`machine_speed`)
+_SPEED: contextvars.ContextVar[float | None] = contextvars.ContextVar("initlab_executor_speed", default=None)
+
+
+@contextlib.contextmanager
+def machine_speed(speed: float) -> Iterator[float]:
+    """Within the block, every :func:`run_cells` not given its own ``speed`` starts its estimate from ``speed``
+    (:func:`measure_speed`'s factor) instead of measuring again, so that a caller that prints one plan over many
+    sweeps (``initlab reproduce``) and the sweeps' own plan lines agree: each fresh measurement of a shared
+    machine differs by its load at that second.
+
+    Raises:
+        ValueError: ``speed`` not a positive finite number.
+    """
+    if not (isinstance(speed, (int, float)) and 0 < float(speed) < float("inf")):
+        raise ValueError(f"speed: expected a positive finite time factor, got {speed!r}")
+    token = _SPEED.set(float(speed))
+    try:
+        yield float(speed)
+    finally:
+        _SPEED.reset(token)
 
 
 def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
@@ -49,8 +73,8 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
             on. Any other exception of a cell stops the run (running cells are stopped) and is re-raised
             as itself, with a note naming the cell.
         preload: modules each local worker imports when it starts (the cells' own modules always are).
-        speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured); None:
-            measured here (1 s) when ``progress``, else 1.
+        speed: :func:`measure_speed`'s factor for the first estimate (before any unit is measured); None: the
+            enclosing :func:`machine_speed`'s, else measured here (1 s) when ``progress``, else 1.
         startup: reference seconds a local worker needs to start (its imports): for the first estimate, and
             the cells run in this process when a pool would not finish sooner than one process.
         gpus: local pool only: worker i sees only GPU i (``CUDA_VISIBLE_DEVICES``); ``workers`` defaults to the GPU
@@ -103,12 +127,16 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         if estimate(todo, workers, startup=startup)[0] >= serial:
             workers = rep.workers = 1
     if speed is None:
+        speed = _SPEED.get()
+    if speed is None:
         speed = measure_speed(1.0) if progress else 1.0
     done_before = sum(float(c.units) for c in cells if c.name in finished)
-    if progress:  # the plan first, then the bar below it
+    if progress:  # the plan first, then the bar below it: its count of units is the bar's
         exp, most = estimate(todo, workers, speed=speed, startup=startup if scheduler is None else 0.0)
         where = f"Dask scheduler {scheduler}" if scheduler else ("this process" if workers == 1 else f"{workers} worker processes")
-        print(f"{desc or 'cells'}: {len(todo)} cells to run" + (f" ({len(finished)} finished earlier, skipped)" if finished else "")
+        units = sum(float(c.units) for c in todo)
+        print(f"{desc or 'cells'}: {len(todo)} cells ({units:g} units) to run"
+              + (f" ({len(finished)} cells, {done_before:g} units, finished earlier, skipped)" if finished else "")
               + f" in {where}: about {format_seconds(exp)} expected, at most {format_seconds(most)} (cost model x "
               f"machine speed {speed:.2f})", file=sys.stderr, flush=True)
     bar = SweepBar(todo, done_before, workers, speed, desc, progress)

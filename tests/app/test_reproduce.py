@@ -75,8 +75,12 @@ def test_resumed_report_keeps_the_real_stage_times(tmp_path, monkeypatch):
         (out_dir / "DONE").write_text("x")
         return "## slow\nsaved"
 
-    monkeypatch.setattr(stages, "STAGES", _stages(slow=slow))
-    first = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
+    def later(out_dir, preset, overwrite, **kw):
+        return "## later\nran"
+
+    monkeypatch.setattr(stages, "STAGES", _stages(slow=slow, later=later))
+    first = stages.run_reproduce(tmp_path / "out", preset="quick", stages=["slow"], speed=1.0).read_text()
+    # an unfinished stage added: the call resumes, reusing the finished one with the time it took then
     second = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
 
     def seconds(text):
@@ -180,3 +184,107 @@ def test_reproduce_prints_the_expected_duration_first_and_the_cpu_use(tmp_path, 
 
     rec = json.loads((tmp_path / "out" / "stage_times.json").read_text())["s"]
     assert rec["cores"] == 2 and rec["cpu_seconds"] >= 0 and rec["expected_seconds"] == 240.0
+
+
+def _done_stage(out_dir, preset, overwrite, **kw):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "DONE").write_text("x")
+    return f"## stage\nmade at {len(list(out_dir.parent.glob('*')))}"
+
+
+def test_a_finished_reproduce_is_refused_naming_overwrite(tmp_path, monkeypatch, capsys):
+    """What README's Policies promise: a finished run is refused unless --overwrite, and nothing is rewritten."""
+    from initlab.runs import RunExistsError
+
+    monkeypatch.setattr(stages, "STAGES", _stages(s=_done_stage))
+    report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
+    before = report.read_bytes()
+    with pytest.raises(RunExistsError, match="--overwrite") as err:
+        stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
+    assert "a finished initlab reproduce" in str(err.value) and str(report) in str(err.value)
+    assert report.read_bytes() == before
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        reproduce.main(["--preset", "quick", "--only", "s", "--out", str(tmp_path / "out")])
+    msg = capsys.readouterr().err
+    assert exc.value.code == 2 and "--overwrite" in msg and len(msg.strip().splitlines()) == 1
+    assert stages.run_reproduce(tmp_path / "out", preset="quick", overwrite=True, speed=1.0).is_file()
+
+
+def test_every_stage_runs_inside_the_speed_the_header_used(tmp_path, monkeypatch):
+    import initlab.executor as ex
+
+    seen = []
+
+    def stage(out_dir, preset, overwrite, **kw):
+        seen.append(ex._SPEED.get())
+        return "## stage\nok"
+
+    monkeypatch.setattr(stages, "STAGES", _stages(a=stage, b=stage))
+    stages.run_reproduce(tmp_path / "out", preset="quick", speed=2.5)
+    assert seen == [2.5, 2.5] and ex._SPEED.get() is None
+
+
+def test_a_real_stage_prints_the_headers_estimate_and_speed(tmp_path, capsys):
+    """The theory stage (quick): its plan line states the header's speed, and its wall-time line the header's estimate."""
+    import re
+
+    stages.run_reproduce(tmp_path / "out", preset="quick", stages=["theory"], speed=2.0, workers=1)
+    cap = capsys.readouterr()
+    header = cap.out.splitlines()[0]
+    est = re.search(r"by stage: theory (.+)$", header).group(1)
+    assert f"(expected {est})" in cap.out
+    assert "machine speed 2.00" in cap.err and "machine speed" not in cap.err.replace("machine speed 2.00", "")
+    assert re.search(r"theory \(statements\): (\d+) cells \(\1 units\) to run", cap.err), cap.err
+
+
+def test_the_verdict_summary_closes_the_console_output(tmp_path, monkeypatch, capsys):
+    from initlab.evidence import rules
+
+    def claims(out_dir):
+        g = rules.gain([0.40, 0.45, 0.43], min_gain=0.05, tol=0.002)
+        prox = rules.all_of([rules.gain([0.6, 0.62, 0.61], min_gain=0.05, tol=0.002),
+                             rules.equivalence([0.01, -0.02, 0.0], margin=0.02, tol=0.002)])
+        return [stages.StageClaim("SPT gain", g), stages.StageClaim("proximity", prox, "mass"),
+                stages.StageClaim("not in this preset", rules.not_run("gain", ["x"]))]
+
+    monkeypatch.setattr(stages, "STAGES", {"s": stages.Stage("s", _done_stage, claims=claims),
+                                           "t": stages.Stage("t", lambda o, **k: "## t\nok")})
+    stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
+    out = capsys.readouterr().out
+    tail = out[out.index("verdicts of this run"):].splitlines()
+    assert tail[1] == "  s: SPT gain: reproduced; +42.7 [+36.4, +48.9]; 3 seeds"
+    assert tail[2].startswith("  s: proximity: ") and "parts +0.610 [" in tail[2] and tail[2].endswith("; 3 seeds")
+    assert tail[3] == "  s: 1 more claim not run by this preset (see the report)"
+    assert tail[4] == "  t: no claims (tables and figures only: see the report)"
+
+
+def test_claim_lines_of_the_real_stage_readers(tmp_path):
+    """The theory reader on a saved verify report; a check counts statements."""
+    from initlab.evidence.rules import Verdict
+
+    line = stages.claim_line(stages.StageClaim("theorems", Verdict("reproduced", "check", n=7), counted="statement"))
+    assert line == "theorems: reproduced; 7 statements checked"
+    one = stages.claim_line(stages.StageClaim("x", Verdict("inconclusive", "gain", estimate=0.057, n=1), "ndcg"))
+    assert one == "x: inconclusive; +0.057 [unbounded]; 1 seed"
+
+
+def test_the_stage_readers_on_saved_results(tmp_path):
+    """Each claims reader on a saved run of this repository: one line per claim, InfoNCE parts in nats."""
+    import shutil
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[2] / "docs" / "results"
+    (tmp_path / "theory").mkdir()
+    shutil.copy(results / "theory_verify.json", tmp_path / "theory" / "verify.json")
+    (t,) = stages._theory_claims(tmp_path / "theory")
+    assert stages.claim_line(t).startswith("the attention-gradient theorems hold on fresh random cases: reproduced; ")
+    (tmp_path / "spt").mkdir()
+    shutil.copy(results / "synthetic_spt_full" / "summary.json", tmp_path / "spt" / "metrics.json")
+    spt = {c.title: stages.claim_line(c) for c in stages._spt_claims(tmp_path / "spt")}
+    assert spt["SPT gain at depth 1"] == "SPT gain at depth 1: reproduced; +39.5 [+33.6, +45.4]; 8 seeds"
+    splade = stages._splade_claims(results / "synthetic_splade_full")
+    high = next(c for c in splade if c.title.startswith("a large head norm degrades SPLADE (high"))
+    assert "nats" in high.part_units and len(high.part_units) == len(high.verdict.parts)
+    for c, u in zip(high.verdict.parts, high.part_units):
+        assert (u == "nats") == ("InfoNCE" in c.reason)

@@ -164,8 +164,40 @@ def test_the_bar_is_one_line_of_units_and_is_closed(tmp_path, cells_importable, 
     run_cells(rd, squares(2)[:1], workers=1, progress=True, desc="demo")
     run_cells(rd, squares(2), workers=1, progress=True, desc="demo")
     err = capsys.readouterr().err
-    assert "demo: 1 cells to run in this process" in err and "(1 finished earlier, skipped)" in err
+    assert "demo: 1 cells (2 units) to run in this process" in err
+    assert "(1 cells, 2 units, finished earlier, skipped)" in err
     assert "units" in err and "elapsed" in err and "left" in err
+
+
+def test_the_plan_line_counts_the_units_the_bar_counts(tmp_path, cells_importable, capsys):
+    """The plan line names cells and units, and its units (to run + finished earlier) are the bar's total."""
+    import re
+
+    rd = RunDir(tmp_path / "run")
+    cells = squares(2, units=4)  # sq0, sq1 (4 units each) and sum (1 unit)
+    run_cells(rd, cells[:1], workers=1, progress=True, desc="demo")
+    capsys.readouterr()
+    run_cells(rd, cells, workers=1, progress=True, desc="demo", speed=1.0)
+    err = capsys.readouterr().err
+    assert "demo: 2 cells (5 units) to run" in err and "(1 cells, 4 units, finished earlier, skipped)" in err
+    totals = {int(m) for m in re.findall(r"\d+/(\d+) units", err)}
+    assert totals == {9}, err
+
+
+def test_machine_speed_is_the_plan_line_speed_inside_its_block(tmp_path, cells_importable, capsys, monkeypatch):
+    """Inside machine_speed(s) run_cells measures nothing and its plan line states s; outside it measures again."""
+    import initlab.executor as ex
+
+    calls = []
+    monkeypatch.setattr(ex, "measure_speed", lambda *a, **k: calls.append(a) or 3.0)
+    with ex.machine_speed(2.5):
+        run_cells(RunDir(tmp_path / "a"), squares(1)[:1], workers=1, progress=True, desc="demo")
+    assert calls == [] and "machine speed 2.50" in capsys.readouterr().err
+    run_cells(RunDir(tmp_path / "b"), squares(1)[:1], workers=1, progress=True, desc="demo")
+    assert len(calls) == 1 and "machine speed 3.00" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="speed"):
+        with ex.machine_speed(0.0):
+            pass
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -2,10 +2,11 @@
 
 The stages (theory, spt, score_scale, splade; optional lra_listops) are in :mod:`initlab.app.stages`.
 Each writes into ``OUT/<stage>/``; a finished stage (its folder holds ``DONE``) is not redone, so an
-interrupted ``initlab reproduce`` resumes where it stopped. ``OUT/report.md`` collects the stages'
+interrupted ``initlab reproduce`` resumes where it stopped; a finished one (every requested stage done, its report
+written) is refused unless ``--overwrite``. ``OUT/report.md`` collects the stages'
 summaries, every figure the stages drew, the warnings they raised, and each stage's wall time, CPU seconds and
 cores used. The expected duration is printed first (the stages' cost models times this machine's measured
-speed). ``--workers`` (default: one per core) and ``--scheduler`` go to every stage's cells.
+speed), and the verdicts last, one line per claim. ``--workers`` (default: one per core) and ``--scheduler`` go to every stage's cells.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder (default: results/reproduce)")
     parser.add_argument("--preset", choices=PRESETS, default="default", help="experiment size (default: default, the CPU reproduction)")
     parser.add_argument("--only", default=None, help=f"comma-separated stages (default: {','.join(STAGES)}; optional: {','.join(OPTIONAL_STAGES)})")
-    parser.add_argument("--overwrite", action="store_true", help="redo finished stages (old folders are moved aside)")
+    parser.add_argument("--overwrite", action="store_true", help="redo finished stages (old folders are moved aside); without it a finished run is refused")
     add_executor_options(parser)
     args = parser.parse_args(argv)
     stages = None if args.only is None else [s.strip() for s in args.only.split(",") if s.strip()]
