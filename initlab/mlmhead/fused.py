@@ -123,60 +123,109 @@ def _sparse_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.bfloat16, torch.float16) else dtype
 
 
+def _index_dtype(*sizes: int) -> torch.dtype:
+    # int32 indices sort and multiply faster; int64 only when a count could overflow them
+    return torch.int32 if max(sizes) < 2 ** 31 - 1 else torch.long
+
+
+#: entries of the sparse matrix G (B T, V) sorted at once in the backward pass (texts are taken in chunks of about
+#: this many entries, to bound the sort's temporaries)
+_SORT_CHUNK = 2 ** 18
+
+
+def _first_max(z: torch.Tensor, rev: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Max over dim 1 of ``z`` ``(B, T, n)`` and the first index reaching it, ``(B, n)`` each (as ``torch.max``)."""
+    if rev is None:  # T >= 256: torch.max's own index
+        return torch.max(z, dim=1)
+    # T < 256: amax over the middle dimension is vectorised (several times faster on CPU than torch.max with its
+    # index); the first maximal token is then the largest of (T - t) over the tokens equal to the max
+    v = torch.amax(z, dim=1)
+    hit = (z == v.unsqueeze(1)).view(torch.uint8).mul_(rev).amax(dim=1)  # T - first t, 0 if none (a NaN max)
+    return v, hit.to(torch.int16).neg_().add_(z.shape[1]).clamp_(max=z.shape[1] - 1)
+
+
 class _SpladeMaxPool(torch.autograd.Function):
+    # The logits of a block are (B T, block) = H W_blk^T + b_blk, viewed (B, T, block) for the max over each text's
+    # tokens; the max and the argmax (in the smallest integer type that holds T) are kept as (B, V).
     @staticmethod
     def forward(ctx, hidden, weight, bias, mask, block):
         B, T, d = hidden.shape
         V = weight.shape[0]
+        dev = hidden.device
         h2 = hidden.reshape(B * T, d)
-        pad = None if bool(mask.all()) else ~mask.bool().unsqueeze(-1)  # (B, T, 1), True on padding
-        zmax = torch.empty(B, V, dtype=hidden.dtype, device=hidden.device)
-        arg = torch.empty(B, V, dtype=torch.long, device=hidden.device)
+        pad = (mask.reshape(-1) == 0).nonzero().flatten()  # rows b T + t that are padding
+        rev = torch.arange(T, 0, -1, dtype=torch.uint8, device=dev).view(1, T, 1) if T < 256 else None
+        zmax = torch.empty(B, V, dtype=hidden.dtype, device=dev)
+        arg = torch.empty(B, V, dtype=torch.int16 if T <= 2 ** 15 else torch.int32, device=dev)
         for j0 in range(0, V, block):
             j1 = min(V, j0 + block)
             w = weight[j0:j1].t()
-            z = (torch.addmm(bias[j0:j1], h2, w) if bias is not None else h2 @ w).view(B, T, j1 - j0)
-            if pad is not None:
-                z.masked_fill_(pad, float("-inf"))  # padding never wins
-            torch.max(z, dim=1, out=(zmax[:, j0:j1], arg[:, j0:j1]))  # the first maximal token on ties
+            z = torch.addmm(bias[j0:j1], h2, w) if bias is not None else h2 @ w
+            if pad.numel():
+                z.index_fill_(0, pad, float("-inf"))  # padding never wins
+            v, i = _first_max(z.view(B, T, j1 - j0), rev)  # the first maximal token on ties
+            zmax[:, j0:j1] = v
+            arg[:, j0:j1] = i
+            del z, v, i
         ctx.save_for_backward(hidden, weight, zmax, arg)
         ctx.has_bias = bias is not None
-        return torch.log1p(torch.relu(zmax))
+        return torch.relu(zmax).log1p_()
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
-        hidden, weight, zmax, arg = ctx.saved_tensors
+        hidden, weight, zmax, arg = ctx.saved_tensors  # zmax, arg: (B, V)
         B, T, d = hidden.shape
         V = weight.shape[0]
+        dev = arg.device
         # the chain of the reference, in its order: log1p' = 1 / (1 + x) at x = relu(z), then relu' = [z > 0]
-        g = (grad_out / (torch.relu(zmax) + 1)).masked_fill_(zmax <= 0, 0)
+        g = torch.relu(zmax).add_(1)
+        g = torch.div(grad_out, g, out=g).masked_fill_(zmax <= 0, 0)  # (B, V)
         need_h, need_w, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         grad_h = grad_w = grad_b = None
         if need_b and ctx.has_bias:
             grad_b = g.sum(0)
-        if need_h or need_w:
-            sdt = _sparse_dtype(hidden.dtype)
-            rows = arg + torch.arange(B, device=arg.device).unsqueeze(1) * T  # (B, V) the winning token's row
-            gs = g.to(sdt)
-            if need_w:  # grad W = G^T H, G^T (V, B T) has exactly B entries in every row j
-                crow = torch.arange(0, B * V + 1, B, device=arg.device) if B else torch.zeros(V + 1, dtype=torch.long,
-                                                                                               device=arg.device)
-                gt = _csr(crow, rows.t().reshape(-1), gs.t().reshape(-1), (V, B * T))
-                grad_w = (gt @ hidden.reshape(B * T, d).to(sdt)).to(hidden.dtype)
-            if need_h:  # grad H = G W, G (B T, V): the entries sorted by their token row
-                flat = rows.reshape(-1)
+        if B == 0:  # an empty batch
+            return (torch.zeros_like(hidden) if need_h else None, torch.zeros_like(weight) if need_w else None,
+                    grad_b, None, None)
+        sdt = _sparse_dtype(hidden.dtype)
+        idt = _index_dtype(B * T, B * V + 1)
+        gs = g.to(sdt)
+        del g
+        if need_w:  # grad W = G^T H, G^T (V, B T): in row j, text b's entry g[b, j] at column b T + t*(b, j)
+            cols = torch.empty(V, B, dtype=idt, device=dev).copy_(arg.t())
+            cols.add_(torch.arange(B, device=dev, dtype=idt) * T)
+            vals = torch.empty(V, B, dtype=sdt, device=dev).copy_(gs.t())
+            crow = torch.arange(0, B * V + 1, B, device=dev, dtype=idt)
+            grad_w = torch.empty(V, d, dtype=sdt, device=dev)  # addmm into it: the product allocates nothing more
+            torch.addmm(grad_w, _csr(crow, cols.view(-1), vals.view(-1), (V, B * T)), hidden.reshape(B * T, d).to(sdt),
+                        beta=0, out=grad_w)
+            grad_w = grad_w.to(hidden.dtype)
+            del cols, vals, crow
+        if need_h:  # grad H = G W, G (B T, V): the entries of a chunk of texts sorted (stably: j ascending) by row
+            grad_h = torch.empty(B * T, d, dtype=sdt, device=dev)
+            w = weight.to(sdt)
+            step = max(1, _SORT_CHUNK // V)
+            for b0 in range(0, B, step):
+                b1 = min(B, b0 + step)
+                n = (b1 - b0) * T
+                flat = arg[b0:b1].to(idt).add_(torch.arange(b1 - b0, device=dev, dtype=idt)[:, None] * T).view(-1)
                 order = torch.argsort(flat, stable=True)
-                counts = torch.bincount(flat, minlength=B * T)
-                crow = torch.zeros(B * T + 1, dtype=torch.long, device=arg.device)
-                torch.cumsum(counts, 0, out=crow[1:])
-                gm = _csr(crow, order % V, gs.reshape(-1)[order], (B * T, V))
-                grad_h = (gm @ weight.to(sdt)).to(hidden.dtype).view(B, T, d)
+                crow = torch.zeros(n + 1, dtype=idt, device=dev)
+                torch.cumsum(torch.bincount(flat, minlength=n), 0, out=crow[1:])
+                del flat
+                cols = torch.remainder(order, V).to(idt)
+                vals = gs[b0:b1].reshape(-1)[order]
+                del order
+                part = grad_h[b0 * T:b1 * T]
+                torch.addmm(part, _csr(crow, cols, vals, (n, V)), w, beta=0, out=part)
+                del crow, cols, vals
+            grad_h = grad_h.to(hidden.dtype).view(B, T, d)
         return grad_h, grad_w, grad_b, None, None
 
 
 def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, mask: torch.Tensor, *,
-                    block: int = 2048) -> torch.Tensor:
+                    block: int = 512) -> torch.Tensor:
     """SPLADE max pooling fused with the vocabulary projection: ``log1p(relu(max_t (H W^T + b)))``, never ``B x T x V``.
 
     Computes, for every text ``b`` and term ``j``,
@@ -184,10 +233,11 @@ def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     arXiv:2109.10086, eq. 1, with the max taken before the monotone ``log(1 + ReLU(.))``); the same values as
     :func:`splade_reference` and sentence-transformers' ``SpladePooling`` (max, relu) on the decoder's logits.
 
-    Forward: for each block of ``block`` vocabulary columns, the logits ``(B, T, block)`` (masked tokens set
-    to ``-inf``, so padding never wins), their max and first argmax over tokens; peak extra memory
-    ``B T block`` logits instead of ``B T V``. The max is taken on the logits in the input dtype, as torch's
-    ``max`` does on the reference's logits (the matmul itself accumulates as torch's ``addmm`` does).
+    Forward: for each block of ``block`` vocabulary columns, the logits of all ``B T`` tokens (masked tokens
+    set to ``-inf``, so padding never wins), their max and first argmax over each text's tokens; peak extra
+    memory ``B T block`` logits instead of ``B T V``, plus ``(B, V)`` maxima and argmaxima kept for backward.
+    The max is taken on the logits in the input dtype, as torch's ``max`` does on the reference's logits (the
+    matmul itself accumulates as torch's ``addmm`` does, e.g. in float32 for bfloat16 inputs on CPU).
 
     Backward (through the argmax token only): ``g = grad_out * [z* > 0] / (1 + relu(z*))`` with ``z*`` the
     max logit; ``grad_bias = sum_b g``; ``grad_weight[j] = sum_b g[b, j] hidden[b, t*(b, j)]`` and
@@ -203,7 +253,10 @@ def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
 
     Tie rule: when several unmasked tokens share the max logit of ``(b, j)``, the first one in ``t``
     receives the whole gradient -- what ``torch.max(dim=1)`` in the reference does on the transformed values
-    (tested). Rows whose mask is all 0: the pooled row is all 0 and passes no gradient, as in the reference.
+    (tested). In bfloat16/float16, distinct logits can round to one value of ``log1p(relu(.))``: the reference
+    then picks the first token of that rounded tie, this function the first token of the largest logit. Rows
+    whose mask is all 0: the pooled row is all 0 and passes no gradient, as in the reference. NaN logits give
+    NaN weights.
 
     Args:
         hidden: ``(B, T, d)`` output of the family's head transform (the decoder's input), ``T >= 1``;
@@ -211,7 +264,9 @@ def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
         weight: ``(V, d)`` decoder weight (vocabulary projection), hidden's dtype and device.
         bias: ``(V,)`` decoder bias, or None.
         mask: ``(B, T)`` bool or integer attention mask: 1 = token, 0 = padding.
-        block: vocabulary columns per block (>= 1); memory ``B T block`` logits, speed best near 2048 on CPU.
+        block: vocabulary columns per block (>= 1): memory ``B T block`` logits. 256-512 were the fastest on a
+            2-core AVX-512 CPU at the synthetic shapes (``benchmarks/bench_splade_head.py``, docs/splade_head.md);
+            larger blocks cost memory and, once the block leaves the cache, time.
     Returns:
         ``(B, V)`` pooled term weights (``>= 0``) in hidden's dtype.
     Raises:
