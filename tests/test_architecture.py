@@ -1,10 +1,13 @@
 """The one-way import rule of docs/architecture.md, checked on the source with ``ast``.
 
+The rule itself (:data:`LAYERS`, :data:`SUBLAYERS`) lives in :mod:`initlab.app.docgen.architecture`, which also
+will render docs/architecture.md from it, so the page and this test read one list.
+
 Every ``import`` and ``from ... import`` of every module under the ``initlab`` namespace is read, those
 inside functions included (a lazy import is still a dependency), and each import of another initlab
 package must go to the same package or a lower layer. Inside a package with sub-packages
 (:data:`SUBLAYERS`) the same rule holds one level down: the two synthetic experiments do not import each
-other, the theory topics do not import each other or the verification runner, and the roof (``initlab.app``)
+other, the theory topics do not import each other, and the roof (``initlab.app``)
 is stacked as stages, commands, cli, then docgen (the one home of generated documents). The folders are found
 through ``pyproject.toml``'s ``package-dir`` mapping, so this test follows the design card's top-level
 layout; every package folder must also be listed in ``pyproject.toml`` so that a wheel ships it.
@@ -19,89 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from initlab.app.docgen.architecture import SUBLAYERS, component as _component, layer_of, modules as _modules
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: lowest layer first; packages in one layer may not import each other
-LAYERS: list[set[str]] = [
-    {"initlab.textio"},
-    {"initlab.config"},
-    {"initlab.runs"},
-    {"initlab.executor"},  # runs the cells of a sweep (local processes or Dask); uses runs' RunDir
-    {"initlab.theory"},
-    {"initlab.nn", "initlab.mlmhead", "initlab.evidence"},
-    {"initlab.paper_figs", "initlab.diagnose", "initlab.experiment"},
-    # the experiments: synthetic and real-data ones, and the two that run the theory (theorem checks, score scale)
-    {"initlab.synthetic", "initlab.realdata", "initlab.theorycheck"},
-    {"initlab.app"},  # the roof: everything that imports the experiments (its own layers in SUBLAYERS)
-]
-
-#: inside a package: its layers, lowest first; each layer a list of groups, each group the module prefixes
-#: (relative to the package) that may import each other freely. A module imports groups of lower layers only.
-SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
-    "initlab.theory": [
-        [("statements",), ("subspace",)],  # the statement registry, the blind subspace
-        [("verify.base",)],  # the protocol every check reports in (config, result record, tolerances)
-        [("attention",), ("score_scale",)],  # the topics
-        [("verify",)],  # the runner over every topic's checks
-    ],
-    "initlab.synthetic": [
-        [("spt",), ("splade",)],  # the two experiments, independent
-        [("diagnose",)],  # the validation of initlab diagnose: runs both SPT arms with spt's training code
-    ],
-    "initlab.synthetic.splade": [
-        [("config", "data", "domains", "model", "families", "train", "measure", "claims")],  # the pieces the SPLADE experiments use
-        [("phase",), ("calibration",), ("ood",)],  # the phase diagram, the collapse calibration (which reads the phase
-        # diagram's saved files only) and the out-of-domain experiment, independent
-    ],
-    "initlab.theorycheck": [
-        [("verify",), ("score_scale",)],  # the theorem checks and the score-scale analysis, independent
-    ],
-    "initlab.executor": [
-        [("core",)],  # cells, progress, the cost model, the worker side, the report, the bar
-        [("local",), ("cluster",)],  # this process or a local pool; the Dask bridge: independent
-    ],
-    "initlab.app": [
-        [("stages",)],  # the reproduce stages: run an experiment, draw its figures
-        [("commands",)],  # one module per CLI group, thin over the library and the stages
-        [("cli",)],  # the console script: registry and dispatch
-        [("docgen",)],  # the one home of generated documents (it reads the registry and runs commands' code)
-    ],
-    "initlab.app.docgen": [
-        [("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",)],
-        [("claims",), ("cli_docs",)],  # the README's claims table (over its rows); the command table and page
-    ],
-}
-
-
-def _package_dirs() -> dict[str, Path]:
-    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    return {name: ROOT / folder for name, folder in cfg["package-dir"].items()}
-
-
-def _modules() -> dict[str, Path]:
-    """Dotted module name -> file, for every .py file of the initlab namespace."""
-    out: dict[str, Path] = {}
-    dirs = _package_dirs()
-    for pkg, folder in dirs.items():
-        for path in folder.rglob("*.py"):
-            rel = path.relative_to(folder).with_suffix("")
-            parts = [p for p in rel.parts if p != "__init__"]
-            name = ".".join([pkg, *parts])
-            # a folder mapped separately (initlab.theory -> theory/) wins over initlab/ subfolders
-            if name not in out or len(str(folder)) > len(str(out[name].parent)):
-                out[name] = path
-    return out
-
-
-def _component(module: str) -> str | None:
-    """The component (an entry of :data:`LAYERS`) holding ``module``: the longest matching prefix."""
-    found = [comp for layer in LAYERS for comp in layer if module == comp or module.startswith(comp + ".")]
-    return max(found, key=len) if found else None
-
 
 def _rank(comp: str) -> int:
-    return next(i for i, layer in enumerate(LAYERS) if comp in layer)
+    return layer_of(comp)
 
 
 def _imports(name: str, path: Path) -> list[tuple[str, int]]:
@@ -178,7 +105,7 @@ def violations(modules: dict[str, Path] | None = None) -> list[str]:
             continue
         for package in SUBLAYERS:
             if name.startswith(package + ".") and _group(package, name) is None:
-                bad.append(f"{_show(path)}: module {name} belongs to no sub-layer of {package} (tests/test_architecture.py SUBLAYERS)")
+                bad.append(f"{_show(path)}: module {name} belongs to no sub-layer of {package} (initlab.app.docgen.architecture.SUBLAYERS)")
         for target, line in _imports(name, path):
             why = _import_violation(name, src, target)
             if why:
