@@ -1,7 +1,7 @@
 """The one-way import rule of docs/architecture.md, checked on the source with ``ast``.
 
 The rule itself (:data:`LAYERS`, :data:`SUBLAYERS`) lives in :mod:`initlab.app.docgen.architecture`, which also
-will render docs/architecture.md from it, so the page and this test read one list.
+renders docs/architecture.md from it, so the page and this test read one list.
 
 Every ``import`` and ``from ... import`` of every module under the ``initlab`` namespace is read, those
 inside functions included (a lazy import is still a dependency), and each import of another initlab
@@ -304,8 +304,8 @@ def test_the_check_catches_an_upward_import(tmp_path):
      "initlab.synthetic.spt.fake imports initlab.synthetic.splade.data (initlab.synthetic: splade is not below spt)"),
     ("initlab.synthetic.splade.train.fake", "def f():\n    from initlab.synthetic.splade.phase import runner\n",
      "initlab.synthetic.splade.train.fake imports initlab.synthetic.splade.phase"),
-    ("initlab.theory.attention.fake", "from initlab.theory.verify import runner\n",
-     "initlab.theory.attention.fake imports initlab.theory.verify (initlab.theory: verify is not below attention)"),
+    ("initlab.theory.verify.fake", "from initlab.theory.attention.checks import CHECKERS\n",
+     "initlab.theory.verify.fake imports initlab.theory.attention.checks (initlab.theory: attention is not below verify)"),
     ("initlab.theory.score_scale.fake", "from initlab.theory.attention.case import random_case\n",
      "initlab.theory.score_scale.fake imports initlab.theory.attention.case (initlab.theory: attention is not below score_scale)"),
     ("initlab.config.fake", "from initlab.runs import atomic_write_json\n", "initlab.config imports initlab.runs"),
@@ -394,6 +394,20 @@ def test_the_check_catches_a_bad_call_by_string_name(tmp_path, name, source, exp
     fake.write_text(source)
     bad = [b for b in unresolved_named_calls({**_modules(), name: fake}) if "fake.py" in b]
     assert bad and expected in bad[0], bad
+
+
+def test_tests_mirror_the_packages():
+    """``tests/<folder>/`` holds the tests of the package in ``<folder>/`` (``tests/`` itself: the root modules;
+    ``tests/benchmarks/``: the benchmark scripts): a test folder that mirrors no package is a straggler."""
+    packages = {n for n, p in _modules().items() if p.name == "__init__.py"}
+    stray = []
+    for folder in sorted({p.parent for p in (ROOT / "tests").rglob("test_*.py")}):
+        rel = folder.relative_to(ROOT / "tests").parts
+        if rel[:1] == ("benchmarks",):
+            continue
+        if ".".join(["initlab", *rel]) not in packages:
+            stray.append(str(folder.relative_to(ROOT)))
+    assert not stray, f"test folders that mirror no package: {stray}"
 
 
 def test_no_import_cycles():

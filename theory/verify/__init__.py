@@ -1,6 +1,6 @@
-"""``initlab theory verify``: run every statement's numeric check (and, optionally, its sympy derivation).
+"""The protocol of ``initlab theory verify``'s checks: :mod:`.base` (config and presets, result record, tolerances, test
+hook).
 
-:mod:`.base` is the protocol the checks report in (config and presets, result record, tolerances, test
-hook); it imports no topic, so the checks of :mod:`initlab.theory.attention.checks` use it. :mod:`initlab.theorycheck.verify.runner`
-runs those checks and derivations and prints the table.
+It imports no topic, so the checks of :mod:`initlab.theory.attention.checks` use it; the runner over those checks and
+derivations, which prints the table, is :mod:`initlab.theorycheck.verify.runner`.
 """

@@ -1,16 +1,31 @@
-"""The one-way import rule of the package: :data:`LAYERS` and :data:`SUBLAYERS`, which ``tests/test_architecture.py``
-enforces on the source, and the enumeration of the namespace's modules it reads them against."""
+"""``python -m initlab.app.docgen.architecture --docs docs/architecture.md``: the architecture page from the layer list.
+
+:data:`LAYERS` and :data:`SUBLAYERS` are the one-way import rule of the package, the list that
+``tests/test_architecture.py`` enforces on the source; :data:`LAYER_NOTES` and :data:`SUBLAYER_NOTES` say what each
+entry holds. ``docs/architecture.md`` is ``docs/architecture.template.md`` with its ``<!-- LAYERS -->``,
+``<!-- SUBLAYERS -->`` and ``<!-- PACKAGES -->`` lines replaced by tables rendered from these lists and from the
+package tree itself (every package of the namespace, found through ``pyproject.toml``'s ``package-dir``, with its
+modules and the first sentence of its docstring). A test fails when the committed page differs from this
+generator's output, so after adding a package or changing a layer, rerun the command.
+"""
 
 from __future__ import annotations
 
+import argparse
+import ast
+import re
+import sys
 import tomllib
 from pathlib import Path
+from typing import Sequence
 
+from initlab.runs import atomic_write_text
 from initlab.textio import read_text
 
-__all__ = ["LAYERS", "SUBLAYERS", "REPO", "package_dirs", "modules", "component", "layer_of"]
+__all__ = ["LAYERS", "SUBLAYERS", "LAYER_NOTES", "SUBLAYER_NOTES", "REPO", "package_dirs", "modules", "component",
+           "layer_of", "summary", "render_layers", "render_sublayers", "render_packages", "render_docs", "main"]
 
-#: the repository root (``pyproject.toml`` lives under it)
+#: the repository root (``pyproject.toml`` and the template live under it)
 REPO = Path(__file__).resolve().parents[3]
 
 #: lowest layer first; packages in one layer may not import each other
@@ -26,14 +41,44 @@ LAYERS: list[set[str]] = [
     {"initlab.app"},
 ]
 
+#: what each entry of :data:`LAYERS` holds (one line each in the page's layer table)
+LAYER_NOTES: dict[str, str] = {
+    "initlab.textio": "the one reader of text files: UTF-8, a leading byte-order mark dropped, `TextDecodeError` "
+                      "naming file, line and byte offset; imports nothing from initlab",
+    "initlab.config": "frozen-dataclass configs: strict `from_dict`, presets as `derive` diffs, `to_dict` / "
+                      "`load_config` (which reads through `textio`)",
+    "initlab.runs": "run folders: atomic writes, the resolved config written next to results, the config guard, "
+                    "resumable cells, the live-run lock, the non-finite and divergence guard, per-rank seeds, the "
+                    "input/output path rules",
+    "initlab.executor": "the cell executor: a sweep's independent cells in this process, a local pool or on a Dask "
+                        "cluster; resume, one progress bar over work units, the cost-model estimate "
+                        "([cluster.md](cluster.md))",
+    "initlab.theory": "mathematics only: statements, closed forms, symbolic derivations, Monte Carlo, and the checks "
+                      "of the statements",
+    "initlab.nn": "shared neural code: the sequence encoder, pooling, masking, collapse detection, attention metrics",
+    "initlab.mlmhead": "the MLM-head tooling: family detection, rescaling and untying, checkpoint I/O, inspect, the "
+                       "fused SPLADE head, tiny-model builders",
+    "initlab.evidence": "the statistics of the evidence: intervals, verdict rules, claim families (Holm) and the "
+                        "claims-row record (each claim's verdict function lives in its experiment's `claims` module)",
+    "initlab.paper_figs": "figures: they only read saved results (JSON/CSV/NPZ) and draw",
+    "initlab.diagnose": "`initlab diagnose`'s library: data readers, the model under diagnosis, the blind-share "
+                        "measurements, probes, the preregistered rule, the report ([diagnose.md](diagnose.md))",
+    "initlab.experiment": "what every experiment's command shares (its command-line options)",
+    "initlab.synthetic": "the synthetic experiments on CPU: SPT, SPLADE (phase diagram, out of domain), the "
+                         "validation of `initlab diagnose`",
+    "initlab.realdata": "the real-data experiments: LRA and SPLADE at scale, the GPU diagnostics",
+    "initlab.theorycheck": "the two experiments that run the theory: the theorem checks and the score-scale analysis",
+    "initlab.app": "the roof: everything that imports the experiments (the reproduce stages, the commands, the "
+                   "console script, the generated documents)",
+}
+
 #: inside a package: its layers, lowest first; each layer a list of groups, each group the module prefixes
 #: (relative to the package) that may import each other freely. A module imports groups of lower layers only.
 SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     "initlab.theory": [
         [("statements",), ("subspace",)],
-        [("verify.base",)],
-        [("attention",), ("score_scale",)],
         [("verify",)],
+        [("attention",), ("score_scale",)],
     ],
     "initlab.synthetic": [
         [("spt",), ("splade",)],
@@ -61,6 +106,29 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("claims",), ("cli_docs",)],
     ],
 }
+
+#: what each level of :data:`SUBLAYERS` holds, one note per level (lowest first)
+SUBLAYER_NOTES: dict[str, list[str]] = {
+    "initlab.theory": ["the statement registry; the blind subspace",
+                       "the protocol every check reports in (`verify.base`: config, result record, tolerances, "
+                       "test hook)",
+                       "the topics, independent"],
+    "initlab.synthetic": ["the two experiments, independent",
+                          "the validation of `initlab diagnose`: both SPT arms with `spt`'s training code"],
+    "initlab.synthetic.splade": ["the pieces the SPLADE experiments share",
+                                 "the phase diagram, the collapse calibration (which reads the phase diagram's saved "
+                                 "files only) and the out-of-domain experiment, independent"],
+    "initlab.theorycheck": ["the theorem checks and the score-scale analysis, independent"],
+    "initlab.executor": ["cells, progress, the cost model, the worker side, the report, the bar",
+                         "this process or a local pool; the Dask bridge: independent"],
+    "initlab.app": ["the reproduce stages: run an experiment, then draw its figures from what it saved",
+                    "one module per CLI group, thin over the library and the stages; the bad-input rules",
+                    "the console script: the command registry and dispatch",
+                    "the one home of generated documents (it reads the registry and runs commands' code)"],
+    "initlab.app.docgen": ["the pieces and pages that stand alone",
+                           "the README's claims table (over its rows); the command table and page"],
+}
+
 
 def package_dirs(root: Path = REPO) -> dict[str, Path]:
     """Package name -> folder, from ``pyproject.toml``'s ``[tool.setuptools] package-dir``."""
@@ -91,3 +159,96 @@ def component(module: str) -> str | None:
 def layer_of(comp: str) -> int:
     """The layer number of a :data:`LAYERS` entry, 1 for the lowest."""
     return next(i for i, layer in enumerate(LAYERS) if comp in layer) + 1
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _markdown(rst: str) -> str:
+    """Docstring markup as markdown: ``:role:`~x``` and double backquotes become single backquotes."""
+    return re.sub(r"``([^`]+)``", r"`\1`", re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", rst))
+
+
+def summary(path: Path) -> str:
+    """The first sentence of a module's docstring, in markdown ('' without a docstring)."""
+    doc = ast.get_docstring(ast.parse(read_text(path), filename=str(path))) or ""
+    para = " ".join(doc.strip().split("\n\n")[0].split())
+    m = re.search(r"(?<![.\w]\w)(?<!e\.g)(?<!i\.e)\.(\s|$)", para)
+    return _markdown(para[: m.start() + 1] if m else para)
+
+
+def render_layers() -> str:
+    """The layer table: one row per layer, highest first, each package with its note."""
+    rows = ["| layer | packages | holds |", "| --- | --- | --- |"]
+    for i in range(len(LAYERS), 0, -1):
+        comps = sorted(LAYERS[i - 1])
+        rows.append(f"| {i} | {', '.join(f'`{c}`' for c in comps)} | "
+                    + "; ".join(_cell(f"`{c.rsplit('.', 1)[1]}`: {LAYER_NOTES[c]}") if len(comps) > 1 else _cell(LAYER_NOTES[c])
+                                for c in comps) + " |")
+    return "\n".join(rows)
+
+
+def render_sublayers() -> str:
+    """The sub-layer table: per package, its levels lowest first (groups of one level do not import each other)."""
+    rows = ["| package | level | groups | holds |", "| --- | --- | --- | --- |"]
+    for pkg, levels in SUBLAYERS.items():
+        for i, (groups, note) in enumerate(zip(levels, SUBLAYER_NOTES[pkg]), 1):
+            names = ", ".join("`" + "`/`".join(g) + "`" for g in groups)
+            rows.append(f"| `{pkg}` | {i} | {names} | {_cell(note)} |")
+    return "\n".join(rows)
+
+
+def render_packages(root: Path = REPO) -> str:
+    """Every package of the namespace: its folder, layer, modules and the first sentence of its docstring."""
+    mods = modules(root)
+    pkgs = sorted(n for n, p in mods.items() if p.name == "__init__.py")
+    rows = ["| package | folder | layer | modules | what it is |", "| --- | --- | --- | --- | --- |"]
+    for pkg in pkgs:
+        path = mods[pkg]
+        comp = component(pkg)
+        layer = str(layer_of(comp)) if comp else "root"
+        own = sorted(n.rsplit(".", 1)[1] for n, p in mods.items()
+                     if n.startswith(pkg + ".") and n.count(".") == pkg.count(".") + 1 and p.name != "__init__.py")
+        folder = path.parent.relative_to(root).as_posix() + "/"
+        rows.append(f"| `{pkg}` | `{folder}` | {layer} | {', '.join(own) or '-'} | {_cell(summary(path))} |")
+    return "\n".join(rows)
+
+
+PLACEHOLDERS = {"<!-- LAYERS -->": render_layers, "<!-- SUBLAYERS -->": render_sublayers,
+                "<!-- PACKAGES -->": render_packages}
+HEADER = ("<!-- generated by `python -m initlab.app.docgen.architecture --docs docs/architecture.md` from "
+          "docs/architecture.template.md; do not edit -->\n")
+
+
+def render_docs(template: str) -> str:
+    """``template`` with each placeholder line (:data:`PLACEHOLDERS`) replaced by its table.
+
+    Raises:
+        ValueError: a placeholder is missing from the template.
+    """
+    lines = template.splitlines()
+    for mark, fn in PLACEHOLDERS.items():
+        if mark not in lines:
+            raise ValueError(f"template: expected a line {mark!r}")
+        lines[lines.index(mark)] = fn()
+    return HEADER + "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m initlab.app.docgen.architecture --docs docs/architecture.md [--template PATH]``."""
+    ap = argparse.ArgumentParser(prog="python -m initlab.app.docgen.architecture",
+                                 description="render docs/architecture.md from the layer list and the package tree")
+    ap.add_argument("--docs", type=Path, required=True, help="output markdown path (e.g. docs/architecture.md)")
+    ap.add_argument("--template", type=Path, default=REPO / "docs" / "architecture.template.md",
+                    help="template with the lines '<!-- LAYERS -->', '<!-- SUBLAYERS -->' and '<!-- PACKAGES -->'")
+    args = ap.parse_args(argv)
+    if not args.template.exists():
+        ap.error(f"argument --template: {args.template} does not exist")
+    atomic_write_text(args.docs, render_docs(read_text(args.template)))
+    print(f"wrote {args.docs}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
