@@ -138,6 +138,9 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
     p.add_argument("--batch-size", type=int_at_least(1), default=128, help="texts per encoding batch (default 128)")
     p.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for Alibaba-NLP/gte-en-mlm-base)")
     p.add_argument("--seismic", action="store_true", help="also retrieve approximately with pyseismic-lsr; report its recall vs exact")
+    p.add_argument("--head-engine", choices=("fused", "dense"), default="fused",
+                   help="SPLADE head while encoding: fused (no texts x tokens x vocabulary logits; default) or dense "
+                        "(sentence-transformers' own path); the same vectors")
     p.add_argument("--overwrite", action="store_true", help="redo a finished evaluation (the old folder is moved aside)")
     args = p.parse_args(argv)
     from initlab.realdata.splade.data import BEIR13, NANOBEIR_NAMES
@@ -154,7 +157,7 @@ def eval_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int
         check_input_path(args.data_root or None, flag="--data-root", kind="folder")
         res = eval_checkpoint(args.model, names, args.out, data_root=args.data_root, top_k=args.top_k,
                               batch_size=args.batch_size, overwrite=args.overwrite, trust_remote_code=args.trust_remote_code,
-                              approx=args.seismic)
+                              approx=args.seismic, engine=args.head_engine)
     except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run
         fail(p, err)
     except Exception as err:  # a corrupt checkpoint; anything else is a bug and keeps its traceback

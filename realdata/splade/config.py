@@ -68,6 +68,8 @@ class SpladeTrainConfig:
     bf16: bool = True                          # bf16 autocast on CUDA (ignored on CPU); master weights stay weights_dtype
     weights_dtype: Literal["float32", "bfloat16", "float16", "stored"] = "float32"  # dtype of the trained (master)
                                                # weights, whatever the checkpoint stores; "stored" = the checkpoint's own
+    head_engine: Literal["fused", "dense"] = "fused"  # SPLADE head in training and evaluation: fused (no (B, T, V)
+                                               # logits; initlab.mlmhead.splade_encoder) or sentence-transformers' dense path
     train_source: str = "ir_datasets:msmarco-passage/train/triples-small"  # or a local triples TSV path
     train_collection: str = ""                 # collection.tsv for id triples (local files only)
     train_queries: str = ""                    # queries.train.tsv for id triples (local files only)

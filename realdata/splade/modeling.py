@@ -5,6 +5,13 @@ the masked-LM logits ``z = H W_head^T + b`` of every token ``(B, T, V)`` become 
 ``max_t log(1 + ReLU(z_t))`` ``(B, V)`` (SPLADE-max, SPLADE v2 arXiv:2109.10086 eq. 6). Before training
 ``W_head`` is divided by ``k`` with :func:`initlab.mlmhead.rescale_mlm_head` (tied weights stay tied).
 
+Engine: by default the two modules run the fused SPLADE head (:func:`initlab.mlmhead.splade_encoder.use_engine`
+``"fused"``: the same vectors without building the ``(B, T, V)`` logits, in training and evaluation);
+``engine="dense"`` keeps sentence-transformers' own path. The saved checkpoint is the standard two modules either
+way. Every model built or loaded here is first checked to give the dense path's vectors on two probe texts
+(:func:`check_engine`), which is the only check a remote-code family (GTE-MLM, whose head transform no offline test
+can build) gets.
+
 The backbone is loaded for training in float32 unless ``weights_dtype`` asks otherwise, whatever dtype its
 checkpoint stores (:mod:`initlab.mlmhead.precision`: a bfloat16 checkpoint would otherwise train with bfloat16
 master weights and lose most small updates).
@@ -20,11 +27,14 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["build_tiny_backbone", "build_splade", "check_backbone_checkpoint", "fit_vocab_to_tokenizer", "text_module", "vocab_rows", "load_splade", "checkpoint_is_safetensors"]
+__all__ = ["build_tiny_backbone", "build_splade", "check_backbone_checkpoint", "check_engine", "fit_vocab_to_tokenizer",
+           "text_module", "vocab_rows", "load_splade", "checkpoint_is_safetensors", "PROBE_TEXTS"]
 
 _SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 #: position table of the tiny in-process backbone (the README's recipe): inputs up to 128 tokens.
 TINY_POSITIONS = 128
+#: the texts :func:`check_engine` encodes through both engines (one short, one longer: padding in the batch)
+PROBE_TEXTS = ("a cat", "the quick brown fox jumps over the lazy dog near the river bank")
 
 
 def build_tiny_backbone(folder: str | Path, texts: Sequence[str], *, hidden: int = 32, layers: int = 1, seed: int = 0) -> Path:
@@ -60,8 +70,12 @@ def build_tiny_backbone(folder: str | Path, texts: Sequence[str], *, hidden: int
 
 
 def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, doc_max_length: int = 256,
-                 trust_remote_code: bool = False, device: str | None = None, weights_dtype: str = "float32"):
+                 trust_remote_code: bool = False, device: str | None = None, weights_dtype: str = "float32",
+                 engine: str = "fused"):
     """A SPLADE-max SparseEncoder on the masked-LM ``backbone`` (hub id or folder), head divided by ``k``.
+
+    ``engine``: ``"fused"`` (default) or ``"dense"``, the SPLADE head's path (module docstring; checked by
+    :func:`check_engine`).
 
     ``weights_dtype`` (one of :data:`initlab.mlmhead.precision.WEIGHTS_DTYPES`) is the dtype of the trained
     (master) weights: float32 by default whatever the checkpoint stores; ``"stored"`` keeps the checkpoint's.
@@ -73,8 +87,9 @@ def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, d
 
     Raises:
         ValueError: ``k <= 0`` (from :func:`rescale_mlm_head`), a backbone without an MLM head, or an unknown
-            ``weights_dtype``; a tokenizer with token ids beyond the model's rows, or an MLM-head bias of the wrong
-            size (one line with both sizes and the fix, :func:`initlab.mlmhead.heads.check_vocab`).
+            ``weights_dtype`` or ``engine``; a tokenizer with token ids beyond the model's rows, or an MLM-head bias of
+            the wrong size (one line with both sizes and the fix, :func:`initlab.mlmhead.heads.check_vocab`); a fused
+            head that does not give the dense path's vectors (:func:`check_engine`).
     """
     from sentence_transformers.sparse_encoder import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import SpladePooling, Transformer
@@ -94,6 +109,50 @@ def build_splade(backbone: str, *, k: float = 1.0, query_max_length: int = 64, d
     fit_vocab_to_tokenizer(tr.auto_model, tr.tokenizer, what=f"backbone {backbone}")
     rescale_mlm_head(tr.auto_model, float(k))
     model = SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device=device)
+    return check_engine(model, engine, what=f"backbone {backbone}")
+
+
+def check_engine(model, engine: str, *, what: str = "model"):
+    """Put ``model`` (a SPLADE SparseEncoder) on ``engine`` and check it: with ``"fused"``, the vectors of
+    :data:`PROBE_TEXTS` must equal the dense path's to ``max(1e-4, 16 eps)`` relative to their largest entry (``eps``
+    of the weights' dtype), in the model's own dtype, without gradients. Returns ``model``.
+
+    Raises:
+        ValueError: unknown ``engine``; a model the fused head does not compute
+            (:func:`initlab.mlmhead.splade_encoder.use_engine`); fused vectors that differ (naming the difference and
+            the fix, ``engine="dense"``: ``--set head_engine=dense`` for training, ``--head-engine dense`` for
+            evaluation).
+    """
+    from initlab.mlmhead.splade_encoder import ENGINES, use_engine
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine: expected one of {list(ENGINES)}, got {engine!r}")
+    if engine == "dense":
+        return use_engine(model, "dense")
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            use_engine(model, "dense")
+            ref = model.encode_document(list(PROBE_TEXTS), convert_to_tensor=True, show_progress_bar=False)
+            use_engine(model, "fused")
+            got = model.encode_document(list(PROBE_TEXTS), convert_to_tensor=True, show_progress_bar=False)
+    except (AttributeError, TypeError, KeyError) as err:  # a head transform the fused engine cannot call
+        use_engine(model, "dense")
+        raise ValueError(f"{what}: the fused SPLADE head cannot run this model's MLM head ({type(err).__name__}: {err}); "
+                         "use the dense engine (training: --set head_engine=dense; evaluation: --head-engine dense)") from None
+    finally:
+        model.train(was)
+    ref, got = ref.to_dense().double() if ref.is_sparse else ref.double(), got.to_dense().double() if got.is_sparse else got.double()
+    dtype = next(model.parameters()).dtype
+    tol = max(1e-4, 16 * torch.finfo(dtype).eps)
+    scale = float(ref.abs().max())
+    diff = float((got - ref).abs().max())
+    if diff > tol * max(scale, 1e-12):
+        use_engine(model, "dense")
+        raise ValueError(f"{what}: the fused SPLADE head's vectors differ from the dense path's on the probe texts "
+                         f"(max |difference| {diff:.3g}, largest entry {scale:.3g}, tolerance {tol:g} relative); use the "
+                         "dense engine (training: --set head_engine=dense; evaluation: --head-engine dense)")
     return model
 
 
@@ -167,15 +226,17 @@ def checkpoint_is_safetensors(folder: str | Path) -> bool:
     return bool(st) and not pickles
 
 
-def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_code: bool = False):
-    """Load a SPLADE checkpoint saved by ``initlab splade train`` (``<cell>/model``) from safetensors only.
+def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_code: bool = False, engine: str = "fused"):
+    """Load a SPLADE checkpoint saved by ``initlab splade train`` (``<cell>/model``) from safetensors only, on the
+    SPLADE head ``engine`` (``"fused"`` by default, or ``"dense"``; :func:`check_engine`).
 
     The masked LM is checked first to load completely (:func:`initlab.mlmhead.checkpoint.check_checkpoint_weights`).
 
     Raises:
         FileNotFoundError: ``folder`` does not exist or has no ``model.safetensors``.
         ValueError: ``folder`` holds pickle weights (``*.bin``/``*.pt``), which are refused; a tensor missing or
-            without a place in the model (one line naming it).
+            without a place in the model (one line naming it); an ``engine`` the model cannot run
+            (:func:`check_engine`).
     """
     from sentence_transformers.sparse_encoder import SparseEncoder
 
@@ -196,7 +257,7 @@ def load_splade(folder: str | Path, *, device: str | None = None, trust_remote_c
     mod = text_module(model)
     if mod is not None:
         check_pad_token(mod[0], f"checkpoint {folder}", config=model[0].auto_model.config, folder=folder)
-    return model
+    return check_engine(model, engine, what=f"checkpoint {folder}")
 
 
 def _transformer_folder(folder: Path) -> Path:

@@ -52,8 +52,13 @@ def resolve_eval_sets(cfg: SpladeTrainConfig, extra: Sequence[str] = ()) -> list
 @holds_run_folder("out")
 def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | Path, *, data_root: str = "",
                     top_k: int = 1000, batch_size: int = 128, overwrite: bool = False, trust_remote_code: bool = False,
-                    meta: dict | None = None, approx: bool = False, mark_done: bool = True) -> dict[str, Any]:
+                    meta: dict | None = None, approx: bool = False, mark_done: bool = True,
+                    engine: str = "fused") -> dict[str, Any]:
     """Evaluate the safetensors checkpoint ``model_dir`` on ``set_names``; write ``results.json|csv`` into ``out``.
+
+    ``engine``: the SPLADE head's path while encoding (``"fused"``, default, or ``"dense"``;
+    :func:`.modeling.check_engine`); recorded in ``results.json`` (``head_engine``), not in the evaluation's key (both
+    give the same vectors to rounding, so finished sets are reused across engines).
 
     ``out`` follows the run-folder rule: a finished evaluation (``DONE``, written at the end when
     ``mark_done``) is refused unless ``overwrite``; an interrupted one resumes its finished sets only under
@@ -70,7 +75,7 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     for name in set_names:
         check_eval_spec(name, data_root=data_root or None)
     inputs = eval_inputs(model_dir, set_names, data_root)
-    model = load_splade(model_dir, trust_remote_code=trust_remote_code)  # fails before anything is written
+    model = load_splade(model_dir, trust_remote_code=trust_remote_code, engine=engine)  # fails before anything is written
     check_checkpoint_lengths(model, model_dir)
     check_checkpoint_vocab(model, model_dir)
     mdir = Path(model_dir).resolve()
@@ -110,7 +115,7 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
                     (out / "cells").rmdir()
         raise
     summary = summarise(rows)
-    res = {"model": str(model_dir), **(meta or {}), "summary": summary, "sets": rows}
+    res = {"model": str(model_dir), **(meta or {}), "head_engine": engine, "summary": summary, "sets": rows}
     run.write_json("results.json", res)
     run.write_csv("results.csv", [_flat({k: v for k, v in r.items() if k != "reasons"}) for r in rows])
     if mark_done:
@@ -206,7 +211,7 @@ def run_cell(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = False
         return {}
     res = eval_checkpoint(out / "model", sets, out, data_root=cfg.data_root, top_k=cfg.top_k,
                           batch_size=cfg.eval_batch_size, trust_remote_code=cfg.trust_remote_code,
-                          meta={"backbone": cfg.backbone, "k": cfg.k}, mark_done=False)
+                          meta={"backbone": cfg.backbone, "k": cfg.k}, mark_done=False, engine=cfg.head_engine)
     losses = []
     if (out / "loss_curve.csv").exists():
         import csv

@@ -237,7 +237,7 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
         torch.distributed.barrier()  # rank 0 has written the tiny backbone / run folder
     torch.manual_seed(cfg.seed)
     model = build_splade(backbone, k=cfg.k, query_max_length=cfg.query_max_length, doc_max_length=cfg.doc_max_length,
-                         trust_remote_code=cfg.trust_remote_code, weights_dtype=cfg.weights_dtype)
+                         trust_remote_code=cfg.trust_remote_code, weights_dtype=cfg.weights_dtype, engine=cfg.head_engine)
     text_cut = training_truncation(model, columns)  # counted on every training text, warned above a small share
     loss, reg_cb = make_loss(model, cfg, world)
     guard = NonFiniteGuard(out / "checkpoints")
@@ -398,6 +398,7 @@ def _write_results(cfg: SpladeTrainConfig, out: Path, model, trainer, loss, reg_
         "train_runtime_s": next((r.get("train_runtime") for r in trainer.state.log_history if "train_runtime" in r), None),
         "train_samples_per_second": next((r.get("train_samples_per_second") for r in trainer.state.log_history if "train_samples_per_second" in r), None),
         "weights_dtype": str(next(model.parameters()).dtype).replace("torch.", ""),  # the trained master weights
+        "head_engine": cfg.head_engine,  # the SPLADE head's path (fused: no (B, T, V) logits)
         "truncation": text_cut,
         "config": to_dict(cfg),
     }
