@@ -16,6 +16,7 @@ from initlab.mlmhead.fused import splade_max_pool
 from initlab.mlmhead.heads import (K_ATTR, K_GRID, check_k, check_pad_token, check_vocab, family_of, head_bias, head_input,
                                    head_projection, is_tied, reachable_rows)
 from initlab.mlmhead.lengths import check_length, truncation_counts, warn_truncation
+from initlab.mlmhead.splade_encoder import ENGINES
 from initlab.mlmhead.tiny import default_texts
 from initlab.theory.score_scale import per_entry
 from initlab.theory.score_scale.splade_terms import splade_term_weights as splade_from_logits
@@ -26,9 +27,6 @@ PREDICTION_TOLERANCE = 0.25
 #: ... and only at the k where the encoder's last hidden states moved by at most this much (dH/H): the model holds
 #: them at their k = 1 values, which a tied head (the input embeddings are divided too) does not
 MAX_HIDDEN_CHANGE = 0.05
-#: how inspect pools the SPLADE vectors: ``fused`` (:func:`initlab.mlmhead.fused.splade_max_pool` on the head's input,
-#: the path training takes) or ``dense`` (from the model's logits ``(b, T, V)``, the slow obvious reference)
-HEAD_PATHS = ("fused", "dense")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -90,7 +88,7 @@ def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, A
 
 def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None, *,
                   ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32,
-                  collapse: Callable[..., Any] | None = None, head: str = "fused") -> dict[str, Any]:
+                  collapse: Callable[..., Any] | None = None, engine: str = "fused") -> dict[str, Any]:
     """Measure every MLM-head scale quantity of ``model`` on ``texts`` (default :func:`default_texts`).
 
     For each k the model is actually rescaled as :func:`rescale_mlm_head` would do (tied: the shared
@@ -116,7 +114,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     text vectors, or one top-10 ranking shared by the queries when the first half of the texts queries the
     second half): ``collapsed`` and ``collapse_reasons``.
 
-    ``head`` (one of :data:`HEAD_PATHS`) says how the SPLADE vectors ``(n_texts, V)`` are pooled: ``"fused"`` (default)
+    ``engine`` (one of :data:`initlab.mlmhead.splade_encoder.ENGINES`) says how the SPLADE vectors ``(n_texts, V)`` are pooled: ``"fused"`` (default)
     by :func:`initlab.mlmhead.fused.splade_max_pool` on the head's input, as training pools them; ``"dense"`` from
     the model's logits by :func:`initlab.theory.score_scale.splade_terms.splade_term_weights`. Both give the same
     vectors (a float64 test); the logit statistics are computed from the logits on either path.
@@ -130,8 +128,8 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         ValueError: fewer than 2 texts, unknown family or no MLM head, ``max_length`` beyond the model's
             usable length (:mod:`initlab.mlmhead.lengths`), a tokenizer without a pad token.
     """
-    if head not in HEAD_PATHS:
-        raise ValueError(f"head: expected one of {HEAD_PATHS}, got {head!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine: expected one of {list(ENGINES)}, got {engine!r}")
     check_length(max_length, model, flag="--max-length", tokenizer=tokenizer)
     texts = default_texts() if texts is None else list(texts)
     if len(texts) < 2 or not all(isinstance(t, str) and t.strip() for t in texts):
@@ -159,7 +157,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         for k in [1.0] + [k for k in ks if k != 1.0]:  # k = 1 first: the hidden-state reference
             with torch.no_grad():
                 W.copy_(W0 / k)
-            acc, a_parts, H_parts = _logit_pass(model, buckets, moments if H_ref is None else None, rows, head)
+            acc, a_parts, H_parts = _logit_pass(model, buckets, moments if H_ref is None else None, rows, engine)
             if H_ref is None:
                 H_ref = H_parts
             if k not in ks:  # the reference pass only
@@ -179,7 +177,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     table.sort(key=lambda r: r["k"])
     report["prediction"] = _predict_active_dims(table, moments, buckets, moments.bias)
     report["max_length"] = int(max_length)
-    report["head_path"] = head
+    report["head_engine"] = engine
     report["table"] = table
     report["recommended"] = recommend_k(table, batch)
     return report
@@ -220,19 +218,19 @@ def _length_buckets(tokenizer: Any, texts: Sequence[str], max_length: int) -> tu
 
 
 def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]], moments: per_entry.EntryMoments | None = None,
-                rows: torch.Tensor | None = None, head: str = "fused") -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
+                rows: torch.Tensor | None = None, engine: str = "fused") -> tuple[dict[str, float], list[torch.Tensor], list[torch.Tensor]]:
     """One pass over the buckets at the current head scale: running sums of the logits over (non-padding token,
     vocabulary) entries, the SPLADE term weights ``(b, V)`` per bucket and the last hidden states ``(N_tokens, d)``;
     with ``moments``, the per-class, per-entry moments of the logits are accumulated too. ``rows (V,)`` bool: the
     vocabulary rows some token id reaches (None: all); the others are left out of everything but
-    ``acc["unreached_active"]``, their SPLADE active dimensions summed over texts (reported apart). ``head``: how the
-    term weights are pooled (:data:`HEAD_PATHS`)."""
+    ``acc["unreached_active"]``, their SPLADE active dimensions summed over texts (reported apart). ``engine``: how the
+    term weights are pooled (``"fused"`` or ``"dense"``)."""
     acc = {"sum": 0.0, "sumsq": 0.0, "max": -math.inf, "pos": 0, "unreached_active": 0}
     a_parts, H_parts = [], []
     for bk in buckets:
         batch = {"input_ids": bk["input_ids"], "attention_mask": bk["attention_mask"]}
         m = bk["attention_mask"].bool()
-        if head == "fused":
+        if engine == "fused":
             z, H, h = _forward_fused(model, batch)
             W, b = head_projection(model), head_bias(model)
             with torch.inference_mode():
@@ -256,7 +254,7 @@ def _logit_pass(model: Any, buckets: list[dict[str, torch.Tensor]], moments: per
         acc["sumsq"] += zt.double().pow(2).sum().item()
         acc["max"] = max(acc["max"], zt.max().item())
         acc["pos"] += int(torch.count_nonzero(zt > 0))
-        a_parts.append(splade_from_logits(z, m) if head == "dense" else a)  # (b, V)
+        a_parts.append(splade_from_logits(z, m) if engine == "dense" else a)  # (b, V)
         H_parts.append(H[m])  # (N_tokens, d)
         del z, zt
     return acc, a_parts, H_parts

@@ -341,8 +341,8 @@ def test_fused_and_dense_pooling_give_the_same_report_float64(tok, family, vocab
         with torch.no_grad():
             bias.copy_(torch.randn(bias.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
     fused = inspect_model(model, tok, ks=(1.0, 4.0, 32.0))
-    dense = inspect_model(model, tok, ks=(1.0, 4.0, 32.0), head="dense")
-    assert fused["head_path"] == "fused" and dense["head_path"] == "dense"
+    dense = inspect_model(model, tok, ks=(1.0, 4.0, 32.0), engine="dense")
+    assert fused["head_engine"] == "fused" and dense["head_engine"] == "dense"
     assert fused["table"][0]["active_dims_per_text"] > 0  # the vectors compared are not all zero
     if vocab:
         assert fused["unreached_rows"] > 0 and fused["table"][0]["unreached_active_dims_per_text"] > 0
@@ -351,8 +351,8 @@ def test_fused_and_dense_pooling_give_the_same_report_float64(tok, family, vocab
     for (key, a), (_, b) in zip(nf, nd):
         assert a == pytest.approx(b, rel=1e-10, abs=1e-12), key
     assert fused["recommended"] == dense["recommended"]
-    with pytest.raises(ValueError, match="head"):
-        inspect_model(model, tok, ks=(1.0,), head="sparse")
+    with pytest.raises(ValueError, match="engine"):
+        inspect_model(model, tok, ks=(1.0,), engine="sparse")
 
 
 def test_inspect_cli_head_option(tok, tmp_path, capsys):
@@ -362,12 +362,12 @@ def test_inspect_cli_head_option(tok, tmp_path, capsys):
     reps = {}
     for head in ("fused", "dense"):
         out = tmp_path / f"{head}.json"
-        assert cli_main(["mlmhead", "inspect", str(src), "--head", head, "--json", str(out)]) == 0
+        assert cli_main(["mlmhead", "inspect", str(src), "--head-engine", head, "--json", str(out)]) == 0
         reps[head] = json.loads(out.read_text())
-    assert reps["fused"]["head_path"] == "fused" and reps["dense"]["head_path"] == "dense"
+    assert reps["fused"]["head_engine"] == "fused" and reps["dense"]["head_engine"] == "dense"
     for a, b in zip(reps["fused"]["table"], reps["dense"]["table"]):
         assert a["active_dims_per_text"] == pytest.approx(b["active_dims_per_text"], rel=1e-5)
     capsys.readouterr()
     with pytest.raises(SystemExit):
-        cli_main(["mlmhead", "inspect", str(src), "--head", "sparse"])
-    assert "--head" in capsys.readouterr().err
+        cli_main(["mlmhead", "inspect", str(src), "--head-engine", "sparse"])
+    assert "--head-engine" in capsys.readouterr().err

@@ -13,7 +13,8 @@ from initlab.experiment.options import int_at_least
 from initlab.mlmhead.checkpoint import check_out_folder, load_masked_lm, save_rescaled
 from initlab.mlmhead.heads import K_ATTR, check_k, check_pad_token, family_of, head_projection, is_tied, rescale_mlm_head
 from initlab.mlmhead.lengths import fitting_default
-from initlab.mlmhead.report import HEAD_PATHS, format_inspect, inspect_model
+from initlab.mlmhead.report import format_inspect, inspect_model
+from initlab.mlmhead.splade_encoder import ENGINES
 from initlab.mlmhead.tiny import parse_texts, count_comments
 from initlab.nn.collapse import detect_collapse
 from initlab.runs import RunExistsError, check_input_path, check_output_path
@@ -26,7 +27,7 @@ __all__ = ["inspect_main", "rescale_main"]
 
 
 def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    """``initlab mlmhead inspect MODEL [--texts FILE] [--json PATH] [--head fused|dense] [--trust-remote-code]``."""
+    """``initlab mlmhead inspect MODEL [--texts FILE] [--json PATH] [--head-engine fused|dense] [--trust-remote-code]``."""
     parser = argparse.ArgumentParser(prog=prog or "initlab mlmhead inspect",
                                      description="MLM-head scale report of a masked-LM checkpoint, against k.")
     parser.add_argument("model", metavar="MODEL", help="local checkpoint folder or hub id")
@@ -40,7 +41,7 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
                         "length when that is shorter)")
     parser.add_argument("--batch", type=int_at_least(2), default=32,
                         help="training batch size B for the recommendation rule, an integer >= 2 (default 32)")
-    parser.add_argument("--head", choices=HEAD_PATHS, default="fused",
+    parser.add_argument("--head-engine", choices=ENGINES, default="fused",
                         help="how the SPLADE vectors are pooled: fused (the head's input through the fused SPLADE head, "
                         "as training pools them; default) or dense (from the model's (texts, tokens, V) logits); both "
                         "give the same vectors")
@@ -60,7 +61,7 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
                         folder=args.model if Path(args.model).is_dir() else None)
         max_length = args.max_length or fitting_default(DEFAULT_MAX_LENGTH, model, tokenizer)
         rep = inspect_model(model, tokenizer, texts, max_length=max_length, batch=args.batch,
-                            collapse=detect_collapse, head=args.head)
+                            collapse=detect_collapse, engine=args.head_engine)
     except (ValueError, TypeError, FileNotFoundError, RunExistsError) as err:
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
