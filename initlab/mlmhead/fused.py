@@ -179,8 +179,8 @@ class _SpladeMaxPool(torch.autograd.Function):
         V = weight.shape[0]
         dev = arg.device
         # the chain of the reference, in its order: log1p' = 1 / (1 + x) at x = relu(z), then relu' = [z > 0]
-        g = torch.relu(zmax).add_(1)
-        g = torch.div(grad_out, g, out=g).masked_fill_(zmax <= 0, 0)  # (B, V)
+        # (B, V); where z* > 0, relu(z*) + 1 = z* + 1 exactly
+        g = torch.where(zmax > 0, grad_out / (zmax + 1), 0)
         need_h, need_w, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1], ctx.needs_input_grad[2]
         grad_h = grad_w = grad_b = None
         if need_b and ctx.has_bias:
@@ -209,7 +209,8 @@ class _SpladeMaxPool(torch.autograd.Function):
             for b0 in range(0, B, step):
                 b1 = min(B, b0 + step)
                 n = (b1 - b0) * T
-                flat = arg[b0:b1].to(idt).add_(torch.arange(b1 - b0, device=dev, dtype=idt)[:, None] * T).view(-1)
+                kdt = torch.int16 if n < 2 ** 15 else idt  # smaller sort keys sort faster
+                flat = arg[b0:b1].to(kdt).add_(torch.arange(b1 - b0, device=dev, dtype=kdt)[:, None] * T).view(-1)
                 order = torch.argsort(flat, stable=True)
                 crow = torch.zeros(n + 1, dtype=idt, device=dev)
                 torch.cumsum(torch.bincount(flat, minlength=n), 0, out=crow[1:])

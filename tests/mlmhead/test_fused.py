@@ -306,3 +306,9 @@ def test_long_texts(T):
     _compare(h, w, b, mask, 3)
     (gh,) = torch.autograd.grad(splade_max_pool(h, w, b, mask), (h,), torch.ones(2, 7, dtype=F64))
     assert gh[0, T - 3].abs().sum() > 0 and not gh[0, T - 1].any()
+
+
+def test_many_tokens_sort_with_wide_keys():
+    """B T >= 2**15 token rows: the backward pass sorts int32 keys (int16 below)."""
+    h, w, b, mask = _inputs(130, 256, 2, 5, pad={0: 3, 7: 0})
+    _compare(h, w, b, mask, 2)
