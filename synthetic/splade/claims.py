@@ -43,6 +43,11 @@ recipe into ``th.high_norm`` and ``th.normal_norm``; each claim is the all-of ov
   (rule ``a`` beats rule ``b``); the claims ``edge_beats_inspect`` and ``bert_beats_inspect`` ask whether an
   alternative beats the rule ``initlab mlmhead inspect`` ships (:func:`shipped_rule`).
 
+* :func:`imposed_interaction` -- the head norm apart from the recipe: a normal-norm backbone whose untied head is
+  scaled up to a high-norm family's norm, its ``nDCG(best k) - nDCG(k=1)`` minus the same backbone's at its natural
+  norm, gain δ = ``min_gain`` (rows ``mode = "imposed"`` of the OOD synthetic SPLADE; one of :data:`OOD_CLAIMS`,
+  not of :data:`CLAIMS`: the phase experiment has no such arm).
+
 Added after the preregistered ``full`` run (on that run they are **post-hoc analyses**: a run's saved
 ``verdicts`` record names the claims it was analysed with, and :func:`posthoc_claims` lists the ones it lacks):
 
@@ -130,7 +135,8 @@ __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k
            "family_gains", "landscape", "landscape_regret", "landscape_rule_difference", "posthoc_claims",
            "LANDSCAPE_RULES", "landscape_markdown", "POSTHOC_SINCE_FULL", "evaluate_corrected", "complete_seeds",
            "on_seeds", "FULL", "FILES", "CONFIRM", "OPTIONAL", "Confirmation", "load_confirm", "CLAIM_ROWS", "ROWS",
-           "load_phase", "degradation_row", "fix_row", "over_rescaling_row", "SPLADE_FAMILIES", "SPLADE_OOD_FAMILIES"]
+           "load_phase", "degradation_row", "fix_row", "over_rescaling_row", "SPLADE_FAMILIES", "SPLADE_OOD_FAMILIES",
+           "imposed_interaction", "OOD_CLAIMS", "evaluate_ood", "SPLADE_OOD_V8K_FAMILIES"]
 
 Raw = Mapping[str, Any]
 #: the preregistered rules (their regrets are claims of the ``full`` run); ``fixed`` and ``none`` are the landscape's
@@ -486,6 +492,39 @@ def interaction(raw: Raw, th: SPLADEThresholds) -> Verdict:
                   f"high-norm {names(th.high_norm)} − normal-norm {names(th.normal_norm)}: nDCG@10 best k − k = 1")
 
 
+def _imposed_cells(raw: Raw, family: str, high: str) -> dict[int, dict[float, Mapping[str, Any]]]:
+    """``{seed: {k: row}}`` of ``family``'s imposed-norm arm with ``high``'s head norm (rows ``mode = "imposed"``)."""
+    out: dict[int, dict[float, Mapping[str, Any]]] = {}
+    for r in raw["rows"]:
+        if r["family"] == family and r["mode"] == "imposed" and r.get("imposed") == high:
+            out.setdefault(int(r["seed"]), {})[float(r["k"])] = r
+    return out
+
+
+def imposed_interaction(raw: Raw, th: SPLADEThresholds) -> Verdict:
+    """The head norm itself, apart from the pretraining recipe: per imposed-norm arm (a normal-norm family's
+    backbone whose untied head is scaled up to a high-norm family's head norm, same seed; rows ``mode =
+    "imposed"``, :mod:`initlab.synthetic.splade.ood.config`), per seed the arm's ``nDCG(best k) - nDCG(k=1)``
+    minus the same backbone's at its natural norm (tied rows, s = 1), gain δ = ``min_gain`` on the 95 %
+    t-interval over the seeds common to both. Several arms: the all-of. ``not run`` without an imposed arm with
+    k = 1 and its natural twin."""
+    pairs = sorted({(r["family"], r.get("imposed")) for r in raw["rows"] if r.get("mode") == "imposed"})
+    parts, missing = [], []
+    for f, hi in pairs:
+        arm, nat = _imposed_cells(raw, f, hi), _cells(raw, f)
+        seeds = sorted(s for s in set(arm) & set(nat) if 1.0 in arm[s] and 1.0 in nat[s])
+        if not seeds:
+            missing.append(f"{f} with {hi}'s head norm: k = 1 in both arms on a common seed")
+            continue
+        d = [(_ndcg(arm[s][best_k(arm[s])], "test") - _ndcg(arm[s][1.0], "test"))
+             - (_ndcg(nat[s][best_k(nat[s])], "test") - _ndcg(nat[s][1.0], "test")) for s in seeds]
+        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
+                            f"{f} at {hi}'s head norm − {f} natural: nDCG@10 best k − k = 1"))
+    if not parts:
+        return rules.not_run("gain", missing or ["an imposed-norm arm (rows with mode 'imposed')"])
+    return parts[0] if len(parts) == 1 and not missing else _all(parts, missing)
+
+
 def landscape(raw: Raw, th: SPLADEThresholds) -> list[dict[str, Any]]:
     """One row per (family, seed) backbone: ``family``, ``seed``, ``range`` (best minus worst ``nDCG_test`` over
     the tied k in ``[1, landscape_k_max]``), ``k_best_test`` / ``k_worst_test`` (where they are), ``matters``
@@ -651,10 +690,41 @@ SPLADE_OOD_FAMILIES: tuple[Family, ...] = (
            "(on the grid and gated by the landscape)"),
 )
 
+#: the OOD synthetic SPLADE's claims: :data:`CLAIMS` and the imposed-norm arm's (an arm only that experiment has)
+OOD_CLAIMS: tuple[ClaimSpec, ...] = CLAIMS + (
+    ClaimSpec("imposed_interaction", "a head scaled up to a high norm degrades a normal-norm backbone and k fixes it",
+              "a large MLM-head norm degrades SPLADE; dividing W_head by k fixes it",
+              "(nDCG@10 best k − k = 1) imposed high norm − natural norm, same backbone", imposed_interaction),
+)
+
+#: the OOD synthetic SPLADE's second confirmation (preset ``confirm-v8k``, docs/synthetic_splade_ood.md's
+#: preregistration at 8192 ids): the headline interaction and the imposed-norm interaction (the head norm apart
+#: from the recipe) are the primary family; every other out-of-domain claim **and every in-domain claim**
+#: (``in_domain/<claim id>``: the same functions on the in-domain dev rows) one secondary family, so an in-domain
+#: claim is never a family of its own.
+_OOD_SECONDARY = ("high_norm_degrades", "rescaling_fixes", "over_rescaling", "input_side", "regret_inspect",
+                  "regret_bert", "regret_edge", "edge_beats_inspect", "bert_beats_inspect", "landscape_regret_inspect",
+                  "landscape_regret_edge", "landscape_regret_fixed", "landscape_edge_beats_inspect",
+                  "landscape_inspect_beats_fixed")
+SPLADE_OOD_V8K_FAMILIES: tuple[Family, ...] = (
+    Family("primary", ("interaction", "imposed_interaction"),
+           "a large head norm degrades SPLADE out of domain and k fixes it, beyond the normal-norm control, and the "
+           "same when a normal-norm backbone's head is scaled up to the high norm (the norm, not the recipe)"),
+    Family("secondary", _OOD_SECONDARY + tuple(f"in_domain/{c}" for c in ("interaction", "imposed_interaction")
+                                                + _OOD_SECONDARY),
+           "the other out-of-domain claims (per-family degradation and fix, over-rescaling, the k rules' regrets) "
+           "and every claim on the in-domain dev queries"),
+)
+
 
 def evaluate_all(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
     """Every claim's verdict, by id, in :data:`CLAIMS` order."""
     return rules.evaluate_claims(CLAIMS, raw, th)
+
+
+def evaluate_ood(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
+    """Every OOD claim's verdict (:data:`OOD_CLAIMS`: :func:`evaluate_all`'s and ``imposed_interaction``), by id."""
+    return rules.evaluate_claims(OOD_CLAIMS, raw, th)
 
 
 def evaluate_corrected(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:

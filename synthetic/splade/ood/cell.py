@@ -6,7 +6,8 @@ Role: :func:`pretrain` MLM-pretrains one family's backbone on every domain's doc
 (:func:`initlab.synthetic.splade.ood.train.train_to_plateau`) and evaluates nDCG@10 in domain and out of domain at
 the checkpoints (:func:`initlab.synthetic.splade.ood.evaluate.evaluate_sets`); :func:`bm25_cell` scores BM25 on the
 same sets (and on the query-shift sets of ``query_shift``, :func:`shift_sets_for`). :func:`corpus_for` is the
-corpus of a seed, cached per process.
+corpus of a seed, cached per process; :func:`mlm_texts` the backbones' (larger, unlabelled) pretraining text. An
+imposed-norm cell (``imposed_s``) scales the untied head up by s before dividing it by k (config docstring).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import functools
 import math
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,8 @@ from initlab.synthetic.splade.ood.evaluate import evaluate_sets, mean_metrics, s
 from initlab.synthetic.splade.ood.train import train_to_plateau
 from initlab.synthetic.splade.train import load_encoder, quiet
 
-__all__ = ["corpus_for", "shift_sets_for", "pretrain", "run_cell", "bm25_cell", "initial_infonce", "inspect_cell", "INSPECT_TEXTS"]
+__all__ = ["corpus_for", "shift_sets_for", "mlm_texts", "MLMText", "pretrain", "run_cell", "bm25_cell",
+           "initial_infonce", "inspect_cell", "impose_head_norm", "INSPECT_TEXTS"]
 
 #: documents ``initlab mlmhead inspect`` measures each backbone on (the first ones of the seed's corpus)
 INSPECT_TEXTS = 64
@@ -57,13 +60,62 @@ def shift_sets_for(cfg: OODConfig, seed: int) -> tuple:
     return _shifted(derive(cfg.corpus, seed=seed), tuple(cfg.query_shift))
 
 
+@dataclass(frozen=True)
+class MLMText:
+    """A backbone's pretraining text: the corpus's ``vocab`` (token ids) and ``docs`` ``{doc id: text}``."""
+
+    vocab: list[str]
+    docs: dict[str, str]
+
+
+def mlm_texts(cfg: OODConfig, seed: int) -> MLMText | DomainCorpus:
+    """The MLM pretraining text of ``seed``'s backbones: with ``cfg.mlm_text_multiplier`` m = 1 the retrieval
+    corpus itself (every domain's documents); with m > 1, per domain its retrieval documents, then the documents
+    ``docs_per_domain .. m x docs_per_domain - 1`` of the same seed's corpus generated with ``m x docs_per_domain``
+    documents per domain (the same language: vocabulary, concepts and per-domain term statistics; ids
+    ``<doc id>u``), so m times as much text, the retrieval documents first (the natural-scale texts stay the same).
+    Only ``docs`` and ``vocab`` are read by the pretraining."""
+    corpus = corpus_for(cfg, seed)
+    m = cfg.mlm_text_multiplier
+    if m == 1:
+        return corpus
+    n = cfg.corpus.docs_per_domain
+    big = _corpus(derive(cfg.corpus, seed=seed, docs_per_domain=m * n, n_train_queries=1, n_dev_queries=1,
+                         n_ood_queries=1))  # the documents' random stream does not depend on the query counts
+    docs = dict(corpus.docs)
+    for d in range(cfg.corpus.n_domains):
+        for i in range(n, m * n):
+            did = f"x{d:02d}d{i:05d}"
+            docs[did + "u"] = big.docs[did]
+    return MLMText(list(corpus.vocab), docs)
+
+
 def pretrain(folder: str, family: str, cfg: OODConfig, seed: int, on_step: Any = None) -> str:
-    """MLM-pretrain (or reuse) ``family``'s backbone in ``folder`` on every document of the seed's corpus, the head
-    computed at the masked positions only (the same loss; :func:`initlab.synthetic.splade.model.sparse_mlm_loss`)."""
+    """MLM-pretrain (or reuse) ``family``'s backbone in ``folder`` on the seed's pretraining text (:func:`mlm_texts`),
+    the head computed at the masked positions only (the same loss;
+    :func:`initlab.synthetic.splade.model.sparse_mlm_loss`)."""
     with torch_threads(cfg.torch_threads), warnings.catch_warnings(), quiet():
         warnings.simplefilter("ignore")
-        return str(prepare_family_backbone(Path(folder), family, corpus_for(cfg, seed), backbone_for(cfg, family), seed,
+        return str(prepare_family_backbone(Path(folder), family, mlm_texts(cfg, seed), backbone_for(cfg, family), seed,
                                            on_step=on_step, sparse_mlm=True))
+
+
+@torch.no_grad()
+def impose_head_norm(hf, target_frobenius: float) -> float:
+    """Untie ``hf``'s MLM head and scale it (its projection ``W_head``; the bias and the input embeddings stay) so
+    that ``||W_head||_F`` equals ``target_frobenius``: :func:`initlab.mlmhead.rescale_mlm_head` with ``k = 1/s``,
+    ``untie=True``, ``s = target / ||W_head||_F``. Returns s.
+
+    Raises:
+        ValueError: ``target_frobenius`` not finite and > 0 (or a factor ``rescale_mlm_head`` refuses).
+    """
+    from initlab.mlmhead import head_projection, rescale_mlm_head
+
+    if not (isinstance(target_frobenius, (int, float)) and math.isfinite(target_frobenius) and target_frobenius > 0):
+        raise ValueError(f"target_frobenius: expected a finite number > 0, got {target_frobenius!r}")
+    s = float(target_frobenius) / float(head_projection(hf).detach().double().norm())
+    rescale_mlm_head(hf, 1.0 / s, untie=True)
+    return s
 
 
 @torch.no_grad()
@@ -79,8 +131,11 @@ def initial_infonce(model, corpus: DomainCorpus, cfg: OODConfig) -> float:
 
 
 def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int, work_dir: str,
-             progress: Any = None) -> dict[str, Any]:
+             progress: Any = None, imposed_norm: float | None = None) -> dict[str, Any]:
     """Train and evaluate ``family``'s backbone with its tied head divided by ``k``; the JSON-ready record.
+    ``imposed_norm``: the imposed-norm arm instead: the head untied and scaled to this Frobenius norm
+    (:func:`impose_head_norm`), then divided by ``k`` (head only, :func:`initlab.mlmhead.rescale_mlm_head`); the
+    record adds ``imposed_s`` (the factor s).
 
     Keys: ``family``, ``k``, ``seed``, ``init_infonce``, ``head_frobenius`` (after dividing by k), ``training`` (the
     result of :func:`train_to_plateau`: steps, stopped_by, dev losses, per-checkpoint evaluations), ``final`` (the
@@ -98,7 +153,11 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
         warnings.simplefilter("ignore")
         model = load_encoder(Path(backbone_dir), cfg.doc_max_len, seed, cfg.engine)
         hf = model[0].auto_model
-        rescale_mlm_head(hf, k)  # tied: the one shared tensor, as `initlab mlmhead rescale` does
+        if imposed_norm is None:
+            rescale_mlm_head(hf, k)  # tied: the one shared tensor, as `initlab mlmhead rescale` does
+        else:  # the imposed-norm arm: the head untied, scaled up to the high norm, then divided by k (head only)
+            rec["imposed_s"] = impose_head_norm(hf, imposed_norm)
+            rescale_mlm_head(hf, float(k), untie=True)
         rec["head_frobenius"] = float(head_projection(hf).detach().double().norm())
         rec["init_infonce"] = initial_infonce(model, corpus, cfg)
         c_train = time.process_time()
@@ -112,6 +171,9 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
                         "seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0})
             return rec
         c_train = time.process_time() - c_train
+        from initlab.mlmhead import is_tied
+
+        rec["head_tied"] = is_tied(hf)  # after training: the tied arm stays tied, the imposed arm untied
         final = tr["checkpoints"][str(tr["steps"])]
         finite = all(bool(torch.isfinite(p).all()) for p in model.parameters())
         verdict = detect_collapse(losses=tr["loss_curve"], q_active=final["q_active_dims"], d_active=final["d_active_dims"],

@@ -26,6 +26,32 @@ longer documents), the tied k grid, the seeds and the SPLADE recipe with its sto
   at synonym rate p (:func:`initlab.synthetic.splade.domains.query_shift_set`; training queries use
   ``corpus.p_synonym``): the graded *shift* axis of the map (domain x query vocabulary). Empty by default; an
   empty ``query_shift`` is left out of the cell keys, so runs made before the field existed keep their keys.
+
+Levers of the regime exploration (each a :func:`initlab.config.later_field`: left out of ``config.json`` and of
+every cell key while at its default, so that runs made before the fields existed keep their keys and resume):
+
+* ``mlm_text_multiplier`` m: the backbones are MLM-pretrained on m times the retrieval corpus's text (per domain
+  its retrieval documents, then ``(m - 1) x docs_per_domain`` more documents of the same language: the same
+  seed's corpus generated with ``m x docs_per_domain`` documents per domain, its first ``docs_per_domain`` left
+  out; :func:`initlab.synthetic.splade.ood.cell.mlm_texts`): unlabelled text larger than the labelled corpus,
+  as a real backbone's pretraining text is. The steps are the family recipe's ``mlm_steps``.
+* ``hard_negatives`` n: each training pair gets its query's top-n BM25 documents among the training domains'
+  documents that are not relevant to it (grade 0) as extra negatives (SPLADE's own recipe mines hard negatives,
+  "SPLADE v2", arXiv:2109.10086; :func:`initlab.synthetic.splade.ood.train.bm25_negatives`).
+* ``select_k_on``: ``"heldout"`` (the best k of a degradation estimate chosen on the *select* half of the
+  held-out-domain queries, judged on the other half) or ``"in_domain"`` (chosen on every in-domain dev query,
+  judged on *every* held-out-domain query: what a user without labelled out-of-domain queries can do).
+  Report-only: not in a cell key.
+* ``imposed``: pairs ``(normal-norm family, high-norm family)``: the *imposed-norm arm*. The normal-norm
+  backbone's head is untied and scaled up to the high-norm backbone's head norm (same seed; factor
+  ``s = ||W_high||_F / ||W_normal||_F``) with :func:`initlab.mlmhead.rescale_mlm_head` (``k = 1/s``,
+  ``untie=True``), then divided by each grid k (head only). Rows ``mode = "imposed"``; the claim
+  :func:`initlab.synthetic.splade.claims.imposed_interaction` compares its gain with the natural backbone's.
+* ``bootstrap``: resamples of the within-seed query bootstrap (:mod:`initlab.synthetic.splade.ood.noise`);
+  report-only.
+* ``role``: ``"exploratory"`` or ``"confirmatory"`` (written in ``results.json`` and ``summary.md``); report-only.
+* ``holm_families``: ``""`` or ``"splade_ood_v8k"``: the report adds ``verdicts_holm``, every out-of-domain and
+  in-domain verdict Holm-corrected within :data:`initlab.synthetic.splade.claims.SPLADE_OOD_V8K_FAMILIES`; report-only.
 """
 
 from __future__ import annotations
@@ -39,7 +65,7 @@ from initlab.synthetic.splade.domains import DomainCorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
 __all__ = ["OODConfig", "BASE", "PRESETS", "RECIPES", "backbone_for", "flops_weights", "check_config", "cell_name",
-           "config_record", "bm25_key", "train_key", "pretrain_key", "V_REF"]
+           "config_record", "bm25_key", "train_key", "pretrain_key", "V_REF", "SELECT_K_ON", "ROLES"]
 
 #: the real vocabulary (BERT's), at which the reference FLOPS weights are the real recipe's
 V_REF = 30522
@@ -79,6 +105,13 @@ class OODConfig:
     torch_threads: int = 1
     query_shift: tuple[float, ...] = ()
     engine: Literal["dense", "fused"] = later_field("dense")
+    mlm_text_multiplier: int = later_field(1)
+    hard_negatives: int = later_field(0)
+    select_k_on: str = later_field("heldout")
+    imposed: tuple[tuple[str, str], ...] = later_field(())
+    bootstrap: int = later_field(1000)
+    role: str = later_field("")
+    holm_families: str = later_field("")
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.family_backbones) - set(FAMILIES))
@@ -109,6 +142,16 @@ RECIPES: dict[str, FamilyConfig] = {
 BASE = OODConfig(family_backbones=RECIPES)
 
 _SMALL = derive(BASE.corpus, docs_per_domain=200, n_train_queries=2400, n_dev_queries=160, n_ood_queries=80)
+
+#: every family's own recipe with 4x the MLM steps (8000): the regime exploration's backbones
+LONG_RECIPES: dict[str, FamilyConfig] = {f: derive(RECIPES.get(f, _STD), mlm_steps=8000) for f in FAMILIES}
+#: the regime exploration's base (exploratory): 2048 ids, 300 out-of-domain queries per held-out domain (600 per
+#: seed, all of them test queries: the best k is chosen on the in-domain dev queries), the backbones on 4x the text
+#: with 4x the MLM steps, cap 300 with the plateau rule, seed 9202
+_EXPLORE = derive(BASE, corpus=derive(_SMALL, vocab_size=2048, n_ood_queries=300), family_backbones=LONG_RECIPES,
+                  families=("roberta",), ks=(1.0, 4.0), seeds=(9202,), max_steps=300, eval_every=25,
+                  checkpoints=(100, 200, 300), claims=derive(BASE.claims, k_far=16.0), mlm_text_multiplier=4,
+                  select_k_on="in_domain", role="exploratory")
 
 PRESETS: dict[str, OODConfig] = {
     # a smoke test of the whole pipeline (numbers not meaningful): tiny vocabulary and corpus, short recipes
@@ -151,6 +194,11 @@ PRESETS: dict[str, OODConfig] = {
     # the real-sized vocabulary (30000 ids): defined, its cost measured (docs/synthetic_splade_ood.md#cost), not run;
     # the fused head (no saved results to keep)
     "v30k": derive(BASE, corpus=_SMALL, seeds=(0,), engine="fused"),
+    # regime exploration (exploratory, docs/synthetic_splade_ood.md#regime-exploration-exploratory): the largest
+    # lever first, MLM pretraining 4x longer (8000 steps, every family its own recipe otherwise) on 4x the text;
+    # 600 out-of-domain queries per seed, the best k chosen on in-domain dev queries; one seed (9202)
+    "explore-v2k-mlm4x": _EXPLORE,
+    "explore-v2k-mlm4x-bert": derive(_EXPLORE, families=("bert",)),
 }
 
 
@@ -188,32 +236,64 @@ def check_config(cfg: OODConfig) -> None:
 
     if cfg.engine not in ENGINES:
         raise ValueError(f"engine: expected one of {list(ENGINES)}, got {cfg.engine!r}")
+    if isinstance(cfg.mlm_text_multiplier, bool) or not isinstance(cfg.mlm_text_multiplier, int) \
+            or cfg.mlm_text_multiplier < 1:
+        raise ValueError(f"mlm_text_multiplier: expected an integer >= 1, got {cfg.mlm_text_multiplier!r}")
+    if isinstance(cfg.hard_negatives, bool) or not isinstance(cfg.hard_negatives, int) or cfg.hard_negatives < 0:
+        raise ValueError(f"hard_negatives: expected an integer >= 0, got {cfg.hard_negatives!r}")
+    if cfg.select_k_on not in SELECT_K_ON:
+        raise ValueError(f"select_k_on: expected one of {list(SELECT_K_ON)}, got {cfg.select_k_on!r}")
+    if cfg.role not in ROLES:
+        raise ValueError(f"role: expected one of {list(ROLES)}, got {cfg.role!r}")
+    if cfg.holm_families not in HOLM_FAMILIES:
+        raise ValueError(f"holm_families: expected one of {list(HOLM_FAMILIES)}, got {cfg.holm_families!r}")
+    if isinstance(cfg.bootstrap, bool) or not isinstance(cfg.bootstrap, int) or cfg.bootstrap < 0:
+        raise ValueError(f"bootstrap: expected an integer >= 0 (0: no bootstrap), got {cfg.bootstrap!r}")
+    for pair in cfg.imposed:
+        if len(pair) != 2 or pair[0] not in cfg.claims.normal_norm or pair[1] not in cfg.claims.high_norm:
+            raise ValueError(f"imposed: expected (normal-norm family of {list(cfg.claims.normal_norm)}, high-norm "
+                             f"family of {list(cfg.claims.high_norm)}) pairs, got {pair!r}")
+        if pair[0] not in cfg.families or pair[1] not in cfg.families:
+            raise ValueError(f"imposed: both families of {pair!r} must be in families {list(cfg.families)} (the arm "
+                             "is compared with the natural backbone and reads the high-norm backbone's norm)")
+    if len(set(p[0] for p in cfg.imposed)) != len(cfg.imposed):
+        raise ValueError(f"imposed: expected one high-norm family per normal-norm family, got {list(cfg.imposed)}")
     if any(c < 1 or c > cfg.max_steps for c in cfg.checkpoints):
         raise ValueError(f"checkpoints: expected steps in 1..max_steps ({cfg.max_steps}), got {list(cfg.checkpoints)}")
 
 
-def cell_name(family: str, k: float, seed: int) -> str:
-    """File-safe name of one training cell, e.g. ``modernbert_k=16_seed=0``."""
-    return f"{family}_k={k:g}_seed={seed}"
+def cell_name(family: str, k: float, seed: int, imposed: str | None = None) -> str:
+    """File-safe name of one training cell, e.g. ``modernbert_k=16_seed=0``; an imposed-norm cell
+    ``bert-imposed-modernbert_k=1_seed=0`` (bert's head scaled to modernbert's norm)."""
+    return f"{family}{'-imposed-' + imposed if imposed else ''}_k={k:g}_seed={seed}"
 
 
-_GRID = ("families", "ks", "seeds", "claims", "backbone", "family_backbones")
+#: what ``select_k_on`` may be (module docstring) and the run roles
+SELECT_K_ON = ("heldout", "in_domain")
+ROLES = ("", "exploratory", "confirmatory")
+
+#: fields that are not in a training cell's key: the grid, and the report-only fields
+_GRID = ("families", "ks", "seeds", "claims", "backbone", "family_backbones", "select_k_on", "imposed", "bootstrap",
+         "role", "holm_families")
+#: what ``holm_families`` may name
+HOLM_FAMILIES = ("", "splade_ood_v8k")
 
 
 def pretrain_key(cfg: OODConfig, family: str, seed: int) -> dict[str, Any]:
-    """What a backbone depends on: family, seed, its recipe and the corpus."""
+    """What a backbone depends on: family, seed, its recipe, the corpus and (when not 1) the MLM text multiplier."""
+    more = {} if cfg.mlm_text_multiplier == 1 else {"mlm_text_multiplier": cfg.mlm_text_multiplier}
     return {"family": family, "seed": seed, "backbone": to_dict(backbone_for(cfg, family)), "corpus": to_dict(cfg.corpus),
-            "mlm_head": "masked positions only"}
+            "mlm_head": "masked positions only", **more}
 
 
-#: fields added after runs were made: left out of a run's records while at their default (empty), so that the
-#: ``config.json`` and cell keys of those runs still match and they resume
+#: a field added after runs were made that is not a :func:`initlab.config.later_field` (the ones added since are):
+#: left out of a run's records while empty, so that the ``config.json`` and cell keys of those runs still match
 _LATER_FIELDS = ("query_shift",)
 
 
 def config_record(cfg: OODConfig) -> dict[str, Any]:
     """The config as the run folder records it (``config.json``, the base of :func:`train_key`): :func:`to_dict`
-    without the fields added later (``query_shift``) while they are empty."""
+    (which leaves out every later field at its default) without ``query_shift`` while it is empty."""
     return {key: v for key, v in to_dict(cfg).items() if not (key in _LATER_FIELDS and not v)}
 
 
@@ -224,9 +304,14 @@ def bm25_key(cfg: OODConfig, seed: int) -> dict[str, Any]:
     return {"corpus": to_dict(cfg.corpus), "seed": seed, **later}
 
 
-def train_key(cfg: OODConfig, family: str, k: float, seed: int) -> dict[str, Any]:
-    """What a training cell depends on: its (family, k, seed), its backbone and the whole recipe (not the grid), from
-    :func:`config_record` (an empty ``query_shift`` is left out)."""
+def train_key(cfg: OODConfig, family: str, k: float, seed: int, imposed: str | None = None) -> dict[str, Any]:
+    """What a training cell depends on: its (family, k, seed), its backbone and the whole recipe (not the grid nor
+    the report-only fields), from :func:`config_record` (later fields at their defaults are left out). An
+    imposed-norm cell (``imposed``: the high-norm family whose head norm is imposed) also depends on that family's
+    backbone (:func:`pretrain_key`), whose norm sets the factor."""
     recipe = {key: v for key, v in config_record(cfg).items() if key not in _GRID}
-    return {"cell": {"family": family, "k": k, "seed": seed}, "backbone": to_dict(backbone_for(cfg, family)),
-            "recipe": recipe}
+    key = {"cell": {"family": family, "k": k, "seed": seed}, "backbone": to_dict(backbone_for(cfg, family)),
+           "recipe": recipe}
+    if imposed:
+        key["imposed"] = {"norm_of": pretrain_key(cfg, imposed, seed), "how": "rescale_mlm_head(k=1/s, untie=True)"}
+    return key

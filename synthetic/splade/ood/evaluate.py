@@ -2,7 +2,9 @@
 
 Role: nDCG@10 (``ir_measures``, graded qrels) per :class:`initlab.synthetic.splade.domains.EvalSet`, on all its
 queries and on its two halves (``select``: even positions, ``test``: odd positions; the best k is chosen on one
-and judged on the other, :mod:`initlab.synthetic.splade.claims`), plus the sparsity of the vectors.
+and judged on the other, :mod:`initlab.synthetic.splade.claims`), plus the sparsity of the vectors. Every set's
+figures carry ``per_query``, the nDCG@10 of each query in the set's order, for the within-seed bootstrap
+(:mod:`initlab.synthetic.splade.ood.noise`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ __all__ = ["NDCG_KEYS", "ndcg_of_run", "mean_metrics", "evaluate_sets", "encode_
 NDCG_KEYS = ("ndcg@10", "ndcg_select", "ndcg_test")
 
 
-def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, float]:
-    """``{"ndcg@10", "ndcg_select", "ndcg_test"}`` of ``run`` (``{qid: {doc_id: score}}``) on ``es``; a query that
-    retrieves nothing scores 0."""
+def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, Any]:
+    """``{"ndcg@10", "ndcg_select", "ndcg_test", "per_query"}`` of ``run`` (``{qid: {doc_id: score}}``) on ``es``; a
+    query that retrieves nothing scores 0; ``per_query`` lists each query's nDCG@10 in ``es.queries`` order."""
     import ir_measures
     from ir_measures import nDCG
 
@@ -33,7 +35,8 @@ def ndcg_of_run(run: dict[str, dict[str, float]], es: EvalSet) -> dict[str, floa
     for m in ir_measures.iter_calc([nDCG @ 10], qrels, scored):
         per[m.query_id] = float(m.value)
     return {"ndcg@10": float(np.mean([per[q] for q in qids])), "ndcg_select": float(np.mean([per[q] for q in qids[0::2]])),
-            "ndcg_test": float(np.mean([per[q] for q in qids[1::2]])) if len(qids) > 1 else float("nan")}
+            "ndcg_test": float(np.mean([per[q] for q in qids[1::2]])) if len(qids) > 1 else float("nan"),
+            "per_query": [per[q] for q in qids]}
 
 
 def mean_metrics(ms: Sequence[dict[str, float]]) -> dict[str, float]:

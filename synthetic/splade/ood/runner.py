@@ -88,10 +88,17 @@ def cell_pretrain(root: str, name: str, args: dict[str, Any], progress: Progress
 
 def cell_train(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from initlab.synthetic.splade.ood.cell import run_cell
+    from initlab.textio import read_json
 
     cfg = from_dict(OODConfig, args["config"])
-    return run_cell(str(Path(root) / args["backbone"]), cfg, args["family"], args["k"], args["seed"],
-                    str(Path(root) / "trainer_tmp" / name), progress=progress)
+    norm = None
+    if args.get("imposed"):  # the imposed-norm arm: the high-norm backbone's natural head norm, same seed
+        norm = float(read_json(Path(root) / _bb(args["imposed"], args["seed"]) / "natural_scale.json")["head_frobenius"])
+    rec = run_cell(str(Path(root) / args["backbone"]), cfg, args["family"], args["k"], args["seed"],
+                   str(Path(root) / "trainer_tmp" / name), progress=progress, imposed_norm=norm)
+    if args.get("imposed"):
+        rec["imposed"] = args["imposed"]
+    return rec
 
 
 def cell_inspect(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
@@ -110,7 +117,7 @@ def cell_bm25(root: str, name: str, args: dict[str, Any], progress: Progress) ->
 def plan(cfg: OODConfig) -> list[Cell]:
     """The cells of ``cfg``, seed by seed (a run cut short has whole seeds): BM25, per family the backbone and its
     ``mlmhead inspect`` report, then the training cells (k = 1 of every family first, then the high-norm families'
-    other k, then the rest)."""
+    other k, then the rest), then the imposed-norm arm's cells (``cfg.imposed``; k = 1 first)."""
     from initlab.synthetic.splade.ood.cell import INSPECT_TEXTS
 
     conf = to_dict(cfg)
@@ -138,6 +145,12 @@ def plan(cfg: OODConfig) -> list[Cell]:
                               {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
                               train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
                               unit_seconds=per_step))
+        for k in sorted(cfg.ks, key=lambda k: (k != 1.0, cfg.ks.index(k))):
+            for f, hi in cfg.imposed:
+                cells.append(Cell(cell_name(f, k, s, hi), "initlab.synthetic.splade.ood.runner:cell_train",
+                                  {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s), "imposed": hi},
+                                  train_key(cfg, f, k, s, hi), needs=(f"pretrain_{f}_seed={s}", f"pretrain_{hi}_seed={s}"),
+                                  units=cfg.max_steps, unit_seconds=per_step))
     return cells
 
 
@@ -149,40 +162,49 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
     ``id_at`` ``{step: nDCG@10 test half}`` and ``ood_select_at`` / ``id_select_at`` (select half) at the checkpoints
     and the stop (a length past the stop has the stop's value: the model the rule kept); with ``cfg.query_shift``,
     ``shift_at`` / ``shift_select_at`` ``{"id@p<p>" | "ood@p<p>": {step: nDCG@10}}`` the same on the query-shift
-    sets."""
+    sets.
+
+    With ``cfg.select_k_on == "in_domain"``, ``ndcg_select`` is the in-domain dev set's nDCG@10 on *all* its
+    queries and ``ndcg_test`` the out-of-domain nDCG@10 on *all* held-out-domain queries (no labelled
+    out-of-domain query chooses anything); ``id_*`` and the ``*_at`` series keep the halves. The imposed-norm
+    arm's rows have ``mode = "imposed"``, ``s`` its factor and ``imposed`` the high-norm family."""
     out = []
-    for f in cfg.families:
-        for k in cfg.ks:
-            for s in cfg.seeds:
-                if cell_name(f, k, s) not in cells:  # not run (a partial report)
-                    continue
-                c = cells[cell_name(f, k, s)]
-                fin = c.get("final") or {}
-                tr = c.get("training") or {}
-                ood, dev = fin.get("ood_mean", {}), fin.get("dev", {})
-                cps = {int(st): v for st, v in (tr.get("checkpoints") or {}).items()}
-                at_ood, at_id, sel_ood, sel_id = {}, {}, {}, {}
-                shift_at: dict[str, dict[str, float]] = {}
-                shift_sel: dict[str, dict[str, float]] = {}
-                for L in sorted(set(cfg.checkpoints) | set(cps)):
-                    src = cps.get(L) or (fin if tr and L >= tr.get("steps", 0) else None)
-                    if src:
-                        at_ood[str(L)], at_id[str(L)] = src["ood_mean"]["ndcg_test"], src["dev"]["ndcg_test"]
-                        sel_ood[str(L)], sel_id[str(L)] = src["ood_mean"]["ndcg_select"], src["dev"]["ndcg_select"]
-                        for g, m in (src.get("shift") or {}).items():
-                            shift_at.setdefault(g, {})[str(L)] = m["ndcg_test"]
-                            shift_sel.setdefault(g, {})[str(L)] = m["ndcg_select"]
-                out.append({"family": f, "mode": "tied", "s": 1.0, "k": float(k), "seed": s,
-                            "ndcg_select": ood.get("ndcg_select"), "ndcg_test": ood.get("ndcg_test"),
-                            "id_select": dev.get("ndcg_select"), "id_test": dev.get("ndcg_test"),
-                            "init_infonce": c.get("init_infonce"), "final_infonce": c.get("final_dev_loss"),
-                            "steps": tr.get("steps"), "stopped_by": tr.get("stopped_by"),
-                            "collapsed": bool(c.get("collapse")), "failed": bool(c.get("failed")),
-                            "d_active_dims": fin.get("d_active_dims"), "q_active_dims": fin.get("q_active_dims"),
-                            "head_frobenius": c.get("head_frobenius"), "cpu_seconds": c.get("cpu_seconds"),
-                            "cpu_seconds_per_step": c.get("cpu_seconds_per_step"), "ood_at": at_ood, "id_at": at_id,
-                            "ood_select_at": sel_ood, "id_select_at": sel_id,
-                            **({"shift_at": shift_at, "shift_select_at": shift_sel} if shift_at else {})})
+    grid = [(f, k, s, None) for f in cfg.families for k in cfg.ks for s in cfg.seeds]
+    grid += [(f, k, s, hi) for f, hi in cfg.imposed for k in cfg.ks for s in cfg.seeds]
+    for f, k, s, hi in grid:
+        if cell_name(f, k, s, hi) not in cells:  # not run (a partial report)
+            continue
+        c = cells[cell_name(f, k, s, hi)]
+        fin = c.get("final") or {}
+        tr = c.get("training") or {}
+        ood, dev = fin.get("ood_mean", {}), fin.get("dev", {})
+        cps = {int(st): v for st, v in (tr.get("checkpoints") or {}).items()}
+        at_ood, at_id, sel_ood, sel_id = {}, {}, {}, {}
+        shift_at: dict[str, dict[str, float]] = {}
+        shift_sel: dict[str, dict[str, float]] = {}
+        for L in sorted(set(cfg.checkpoints) | set(cps)):
+            src = cps.get(L) or (fin if tr and L >= tr.get("steps", 0) else None)
+            if src:
+                at_ood[str(L)], at_id[str(L)] = src["ood_mean"]["ndcg_test"], src["dev"]["ndcg_test"]
+                sel_ood[str(L)], sel_id[str(L)] = src["ood_mean"]["ndcg_select"], src["dev"]["ndcg_select"]
+                for g, m in (src.get("shift") or {}).items():
+                    shift_at.setdefault(g, {})[str(L)] = m["ndcg_test"]
+                    shift_sel.setdefault(g, {})[str(L)] = m["ndcg_select"]
+        sel, test = ((dev.get("ndcg@10"), ood.get("ndcg@10")) if cfg.select_k_on == "in_domain"
+                     else (ood.get("ndcg_select"), ood.get("ndcg_test")))
+        out.append({"family": f, "mode": "imposed" if hi else "tied",
+                    "s": float(c.get("imposed_s", 1.0)) if hi else 1.0, "k": float(k), "seed": s,
+                    **({"imposed": hi} if hi else {}),
+                    "ndcg_select": sel, "ndcg_test": test,
+                    "id_select": dev.get("ndcg_select"), "id_test": dev.get("ndcg_test"),
+                    "init_infonce": c.get("init_infonce"), "final_infonce": c.get("final_dev_loss"),
+                    "steps": tr.get("steps"), "stopped_by": tr.get("stopped_by"),
+                    "collapsed": bool(c.get("collapse")), "failed": bool(c.get("failed")),
+                    "d_active_dims": fin.get("d_active_dims"), "q_active_dims": fin.get("q_active_dims"),
+                    "head_frobenius": c.get("head_frobenius"), "cpu_seconds": c.get("cpu_seconds"),
+                    "cpu_seconds_per_step": c.get("cpu_seconds_per_step"), "ood_at": at_ood, "id_at": at_id,
+                    "ood_select_at": sel_ood, "id_select_at": sel_id,
+                    **({"shift_at": shift_at, "shift_select_at": shift_sel} if shift_at else {})})
     return out
 
 
@@ -244,7 +266,21 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     verdicts = {k: v.to_dict() for k, v in sc.evaluate_all(judged, cfg.claims).items()}
     id_verdicts = {k: v.to_dict() for k, v in sc.evaluate_all({**judged, "rows": id_rows(judged["rows"])},
                                                               cfg.claims).items()}
-    rep = {"config": to_dict(cfg), "flops_weights": list(flops_weights(cfg)), "natural_scale": nat, "bm25": bm25,
+    extra = _noise_and_anchor(cfg, r, cells, bm25)
+    if cfg.imposed:  # the imposed-norm arm's claim (not one of the phase experiment's CLAIMS), uncorrected
+        extra["verdicts_imposed"] = {
+            "out_of_domain": sc.imposed_interaction(judged, cfg.claims).to_dict(),
+            "in_domain": sc.imposed_interaction({**judged, "rows": id_rows(judged["rows"])}, cfg.claims).to_dict()}
+    if cfg.holm_families:
+        from initlab.evidence import families
+
+        both = {**sc.evaluate_ood(judged, cfg.claims),
+                **{f"in_domain/{k}": v for k, v in sc.evaluate_ood({**judged, "rows": id_rows(judged["rows"])},
+                                                                   cfg.claims).items()}}
+        extra["verdicts_holm"] = {k: v.to_dict() for k, v in
+                                  families.corrected(both, sc.SPLADE_OOD_V8K_FAMILIES).items()}
+    rep = {"config": to_dict(cfg), "role": cfg.role, "select_k_on": cfg.select_k_on, **extra,
+           "flops_weights": list(flops_weights(cfg)), "natural_scale": nat, "bm25": bm25,
            "rows": r, "inspect": insp, "complete_seeds": complete, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
            "cap_bound": sum(x["stopped_by"] == "cap" for x in r), "trained": len(r), "sweep_seconds": seconds,
            "cells_finished": len(cells), "cells_planned": len(planned), "partial": partial,
@@ -252,6 +288,33 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     rd.write_json("results.json", rep)
     atomic_write_text(rd.root / "summary.md", summary_markdown(rep))
     return rep
+
+
+def _noise_and_anchor(cfg: OODConfig, r: list[dict[str, Any]], cells: dict[str, Any], bm25: dict[str, Any]
+                      ) -> dict[str, Any]:
+    """``best_vs_bm25``: per seed the best SPLADE cell's out-of-domain nDCG@10 (test queries) against BM25's on the
+    same queries (``ndcg@10`` with ``select_k_on = "in_domain"``, the test half otherwise), descriptive (the best
+    cell is picked on the test queries); ``bootstrap``: per seed the within-seed query bootstrap
+    (:func:`initlab.synthetic.splade.ood.noise.seed_bootstrap`; none with ``cfg.bootstrap`` = 0)."""
+    from initlab.synthetic.splade.ood.noise import seed_bootstrap
+
+    key = "ndcg@10" if cfg.select_k_on == "in_domain" else "ndcg_test"
+    anchor, boot = [], []
+    for s in cfg.seeds:
+        mine = [x for x in r if x["seed"] == s and x["ndcg_test"] is not None]
+        b = bm25.get(f"bm25_seed={s}")
+        if mine and b:
+            best = max(mine, key=lambda x: x["ndcg_test"])
+            ref = b["ood_mean"][key]
+            anchor.append({"seed": s, "cell": cell_name(best["family"], best["k"], s, best.get("imposed")),
+                           "splade": best["ndcg_test"], "bm25": ref, "ratio": best["ndcg_test"] / ref if ref else None,
+                           "cap_bound": sum(x["stopped_by"] == "cap" for x in mine), "trained": len(mine)})
+        if cfg.bootstrap and mine:
+            names = {(x["family"], float(x["k"]), x.get("imposed")): cell_name(x["family"], x["k"], s, x.get("imposed"))
+                     for x in mine}
+            boot.append(seed_bootstrap(r, cells, b, s, cfg.claims.high_norm, cfg.claims.normal_norm, cfg.select_k_on,
+                                       cfg.bootstrap, names))
+    return {"best_vs_bm25": anchor, "bootstrap": boot}
 
 
 def _f(v: Any, spec: str = ".3f") -> str:
@@ -262,14 +325,29 @@ def summary_markdown(rep: dict[str, Any]) -> str:
     """The run's tables: corpus, BM25, natural head norms, nDCG@10 per (family, k) out of domain and in domain, the
     stopping rule's outcome, the costs; exploratory unless the run was preregistered (said by the reader)."""
     cfg = rep["config"]
-    L = ["## OOD synthetic SPLADE", "",
+    L = ["## OOD synthetic SPLADE" + (f" ({rep['role']})" if rep.get("role") else ""), "",
          f"Vocabulary {cfg['corpus']['vocab_size']}, {cfg['corpus']['n_domains']} domains ({cfg['corpus']['n_heldout']} "
          f"held out), {cfg['corpus']['docs_per_domain']} documents per domain; SPLADE cap {cfg['max_steps']} steps, plateau "
          f"rule: patience {cfg['patience']} x {cfg['eval_every']} steps, {cfg['plateau_rel']:g} relative; FLOPS weights "
          f"lambda_q {rep['flops_weights'][0]:.3g}, lambda_d {rep['flops_weights'][1]:.3g}; seeds {cfg['seeds']}; "
          f"cap-bound cells {rep['cap_bound']} of {rep['trained']}"
          + (f"; PARTIAL: {rep['cells_finished']} of {rep['cells_planned']} cells finished" if rep.get("partial") else "")
-         + (f"; sweep {rep['sweep_seconds']:.0f} s." if rep.get("sweep_seconds") else "."), ""]
+         + (f"; sweep {rep['sweep_seconds']:.0f} s." if rep.get("sweep_seconds") else ".")
+         + (f" Best k chosen on {'the in-domain dev queries (all held-out-domain queries are test queries)' if rep.get('select_k_on') == 'in_domain' else 'the select half of the held-out-domain queries'}."
+            if rep.get("select_k_on") else ""), ""]
+    if rep.get("best_vs_bm25"):
+        L += ["| seed | best SPLADE cell (OOD, test queries) | its nDCG@10 | BM25 | of BM25 | cap-bound cells |",
+              "| ---: | --- | ---: | ---: | ---: | ---: |"]
+        L += [f"| {a['seed']} | {a['cell']} | {_f(a['splade'])} | {_f(a['bm25'])} | {_f(a['ratio'], '.2f')} | "
+              f"{a['cap_bound']} of {a['trained']} |" for a in rep["best_vs_bm25"]]
+        L.append("")
+    if any(b.get("stats") for b in rep.get("bootstrap", [])):
+        L += ["Within-seed bootstrap over the out-of-domain test queries (paired, best k held fixed; sd over "
+              "resamples):", "", "| seed | test queries | statistic | estimate | bootstrap sd |",
+              "| ---: | ---: | --- | ---: | ---: |"]
+        L += [f"| {b['seed']} | {b.get('test_queries', '-')} | {n} | {_f(v['estimate'])} | {_f(v['sd'])} |"
+              for b in rep["bootstrap"] for n, v in b["stats"].items()]
+        L.append("")
     L += ["| seed | BM25 nDCG@10 OOD (test half) | BM25 in-domain | types seen | singleton share | mean doc length | "
           "query words in the source document |", "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for b in rep["bm25"].values():
@@ -285,7 +363,8 @@ def summary_markdown(rep: dict[str, Any]) -> str:
           "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: |"]
     for x in rep["rows"]:
         at = ", ".join(f"{k}: {v:.3f}" for k, v in x["ood_at"].items())
-        L.append(f"| {x['family']} | {x['k']:g} | {x['seed']} | {_f(x['ndcg_test'])} | {_f(x['id_test'])} | {at} | "
+        fam = x["family"] + (f"@{x['imposed']} (s = {x['s']:.2f})" if x.get("imposed") else "")
+        L.append(f"| {fam} | {x['k']:g} | {x['seed']} | {_f(x['ndcg_test'])} | {_f(x['id_test'])} | {at} | "
                  f"{_f(x['init_infonce'], '.2f')} | {_f(x['final_infonce'], '.2f')} | {x['steps']} ({x['stopped_by']}) | "
                  f"{_f(x['d_active_dims'], '.0f')} | {_f(x['cpu_seconds_per_step'], '.2f')} |")
     L += _landscape_lines(rep)
@@ -307,8 +386,10 @@ def _landscape_lines(rep: dict[str, Any]) -> list[str]:
         if not rr["rows"]:
             L += ["", f"{name}: no complete seed, no verdict."]
             continue
-        L += ["", f"**{name}**: interaction " + sc.describe_claim(sc.interaction(rr, th)), "",
-              sc.landscape_markdown(rr, th)]
+        L += ["", f"**{name}**: interaction " + sc.describe_claim(sc.interaction(rr, th))]
+        if any(x.get("mode") == "imposed" for x in rr["rows"]):
+            L += ["", f"**{name}**: imposed-norm interaction " + sc.describe_claim(sc.imposed_interaction(rr, th))]
+        L += ["", sc.landscape_markdown(rr, th)]
     return L
 
 

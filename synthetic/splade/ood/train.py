@@ -5,7 +5,8 @@ with ``SpladeLoss(SparseMultipleNegativesRankingLoss)`` and the FLOPS regularise
 SPLADE v2, arXiv:2109.10086) at the vocabulary-scaled weights with a quadratic warm-up
 (:func:`initlab.synthetic.splade.ood.config.flops_weights`), the finite guard of
 :func:`initlab.synthetic.splade.train.finite_guard_callback`, and :class:`PlateauRule` deciding when to stop
-(:mod:`initlab.synthetic.splade.ood.config`'s docstring states the rule).
+(:mod:`initlab.synthetic.splade.ood.config`'s docstring states the rule). With ``cfg.hard_negatives`` n > 0 each
+training pair carries n BM25 hard negatives (:func:`bm25_negatives`) as extra columns of the loss.
 """
 
 from __future__ import annotations
@@ -23,7 +24,42 @@ from initlab.synthetic.splade.domains import DomainCorpus
 from initlab.synthetic.splade.ood.config import OODConfig, flops_weights
 from initlab.synthetic.splade.train import finite_guard_callback, quiet
 
-__all__ = ["PlateauRule", "dev_loss", "train_to_plateau"]
+__all__ = ["PlateauRule", "dev_loss", "train_to_plateau", "bm25_negatives"]
+
+
+def bm25_negatives(corpus: DomainCorpus, n: int, depth: int = 50) -> list[list[str]]:
+    """Per training pair of ``corpus.train_pairs``, its query's ``n`` highest-scoring BM25 documents
+    (:func:`initlab.synthetic.splade.ood.bm25.bm25_run`, Lucene BM25) among the training domains' documents that
+    are **not relevant** to it (not its source, and not sharing 2 or more of its source's key concepts: the
+    corpus's grade-1 rule), searched to ``depth`` documents; fewer than ``n`` found are filled with the next
+    non-relevant documents of the source's domain in id order (a query with no word in the index has no BM25 list).
+
+    Raises:
+        ValueError: ``n`` < 1 or ``depth`` < ``n``.
+    """
+    from initlab.synthetic.splade.domains import EvalSet
+    from initlab.synthetic.splade.ood.bm25 import bm25_run
+
+    if n < 1 or depth < n:
+        raise ValueError(f"n, depth: expected 1 <= n <= depth, got n={n!r}, depth={depth!r}")
+    pool = [d for d in corpus.docs if corpus.doc_domain[d] in set(corpus.train_domains)]
+    queries = {f"t{i:06d}": q for i, (q, _) in enumerate(corpus.train_pairs)}
+    run = bm25_run(EvalSet("train", queries, {}, pool, list(corpus.train_domains)), corpus.docs, top_k=depth)
+
+    def relevant(src: str, other: str) -> bool:
+        mine = {c for c, _ in corpus.doc_keys[src]}
+        return other == src or (corpus.doc_domain[other] == corpus.doc_domain[src]
+                                and len(mine & {c for c, _ in corpus.doc_keys[other]}) >= 2)
+
+    out = []
+    for i, (_, src) in enumerate(corpus.train_pairs):
+        ranked = sorted(run[f"t{i:06d}"].items(), key=lambda x: (-x[1], x[0]))
+        negs = [d for d, _ in ranked if not relevant(src, d)][:n]
+        if len(negs) < n:
+            negs += [d for d in pool if corpus.doc_domain[d] == corpus.doc_domain[src] and d not in negs
+                     and not relevant(src, d)][: n - len(negs)]
+        out.append(negs)
+    return out
 
 
 class PlateauRule:
@@ -84,8 +120,12 @@ def train_to_plateau(model, corpus: DomainCorpus, cfg: OODConfig, seed: int, wor
 
     lam_q, lam_d = flops_weights(cfg)
     model.max_seq_length = cfg.doc_max_len
-    ds = Dataset.from_dict({"query": [q for q, _ in corpus.train_pairs],
-                           "document": [corpus.docs[d] for _, d in corpus.train_pairs]})
+    columns = {"query": [q for q, _ in corpus.train_pairs], "document": [corpus.docs[d] for _, d in corpus.train_pairs]}
+    if cfg.hard_negatives:  # extra negative columns: SparseMultipleNegativesRankingLoss scores them with the batch's
+        negs = bm25_negatives(corpus, cfg.hard_negatives)
+        for j in range(cfg.hard_negatives):
+            columns[f"negative_{j + 1}"] = [corpus.docs[x[j]] for x in negs]
+    ds = Dataset.from_dict(columns)
     loss = SpladeLoss(model, SparseMultipleNegativesRankingLoss(model), document_regularizer_weight=lam_d,
                       query_regularizer_weight=lam_q)
     args = SparseEncoderTrainingArguments(
