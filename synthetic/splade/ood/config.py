@@ -198,6 +198,9 @@ PRESETS: dict[str, OODConfig] = {
     # lever first, MLM pretraining 4x longer (8000 steps, every family its own recipe otherwise) on 4x the text;
     # 600 out-of-domain queries per seed, the best k chosen on in-domain dev queries; one seed (9202)
     "explore-v2k-mlm4x": _EXPLORE,
+    # its reference point (exploratory): the same corpus, queries and selection with the families' own recipes
+    # (roberta 2000 MLM steps on 1x the text): the 600-query BM25 ratio and within-seed query noise at 2048 ids
+    "explore-v2k-q600": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1),
     "explore-v2k-mlm4x-bert": derive(_EXPLORE, families=("bert",)),
 }
 
