@@ -148,7 +148,7 @@ class _SpladeMaxPool(torch.autograd.Function):
     # The logits of a block are (B T, block) = H W_blk^T + b_blk, viewed (B, T, block) for the max over each text's
     # tokens; the max and the argmax (in the smallest integer type that holds T) are kept as (B, V).
     @staticmethod
-    def forward(ctx, hidden, weight, bias, mask, block):
+    def forward(ctx, hidden, weight, bias, mask, block, need_arg):
         B, T, d = hidden.shape
         V = weight.shape[0]
         dev = hidden.device
@@ -156,18 +156,23 @@ class _SpladeMaxPool(torch.autograd.Function):
         pad = (mask.reshape(-1) == 0).nonzero().flatten()  # rows b T + t that are padding
         rev = torch.arange(T, 0, -1, dtype=torch.uint8, device=dev).view(1, T, 1) if T < 256 else None
         zmax = torch.empty(B, V, dtype=hidden.dtype, device=dev)
-        arg = torch.empty(B, V, dtype=torch.int16 if T <= 2 ** 15 else torch.int32, device=dev)
+        arg = torch.empty(B, V, dtype=torch.int16 if T <= 2 ** 15 else torch.int32, device=dev) if need_arg else None
         for j0 in range(0, V, block):
             j1 = min(V, j0 + block)
             w = weight[j0:j1].t()
             z = torch.addmm(bias[j0:j1], h2, w) if bias is not None else h2 @ w
             if pad.numel():
                 z.index_fill_(0, pad, float("-inf"))  # padding never wins
-            v, i = _first_max(z.view(B, T, j1 - j0), rev)  # the first maximal token on ties
+            if need_arg:
+                v, i = _first_max(z.view(B, T, j1 - j0), rev)  # the first maximal token on ties
+                arg[:, j0:j1] = i
+                del i
+            else:  # no gradient will be asked for: the max alone (the argmax search is a third of this loop)
+                v = torch.amax(z.view(B, T, j1 - j0), dim=1)
             zmax[:, j0:j1] = v
-            arg[:, j0:j1] = i
-            del z, v, i
-        ctx.save_for_backward(hidden, weight, zmax, arg)
+            del z, v
+        if need_arg:
+            ctx.save_for_backward(hidden, weight, zmax, arg)
         ctx.has_bias = bias is not None
         return torch.relu(zmax).log1p_()
 
@@ -187,7 +192,7 @@ class _SpladeMaxPool(torch.autograd.Function):
             grad_b = g.sum(0)
         if B == 0:  # an empty batch
             return (torch.zeros_like(hidden) if need_h else None, torch.zeros_like(weight) if need_w else None,
-                    grad_b, None, None)
+                    grad_b, None, None, None)
         sdt = _sparse_dtype(hidden.dtype)
         idt = _index_dtype(B * T, B * V + 1)
         gs = g.to(sdt)
@@ -222,7 +227,11 @@ class _SpladeMaxPool(torch.autograd.Function):
                 torch.addmm(part, _csr(crow, cols, vals, (n, V)), w, beta=0, out=part)
                 del crow, cols, vals
             grad_h = grad_h.to(hidden.dtype).view(B, T, d)
-        return grad_h, grad_w, grad_b, None, None
+        return grad_h, grad_w, grad_b, None, None, None
+
+
+def _needs_grad(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
 def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, mask: torch.Tensor, *,
@@ -237,6 +246,7 @@ def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     Forward: for each block of ``block`` vocabulary columns, the logits of all ``B T`` tokens (masked tokens
     set to ``-inf``, so padding never wins), their max and first argmax over each text's tokens; peak extra
     memory ``B T block`` logits instead of ``B T V``, plus ``(B, V)`` maxima and argmaxima kept for backward.
+    Without a gradient to compute (``torch.no_grad()``, or no input requiring one) the argmax is not searched.
     The max is taken on the logits in the input dtype, as torch's ``max`` does on the reference's logits (the
     matmul itself accumulates as torch's ``addmm`` does, e.g. in float32 for bfloat16 inputs on CPU).
 
@@ -281,7 +291,8 @@ def splade_max_pool(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
                                 for x in (hidden, weight, bias))
         _check(hidden, weight, bias, mask)
         with torch.autocast(dev, enabled=False):
-            return _SpladeMaxPool.apply(hidden, weight, bias, mask, _check_block(block))
+            return _SpladeMaxPool.apply(hidden, weight, bias, mask, _check_block(block),
+                                        _needs_grad(hidden, weight, bias))
     _check(hidden, weight, bias, mask)
     block = _check_block(block)
-    return _SpladeMaxPool.apply(hidden, weight, bias, mask, block)
+    return _SpladeMaxPool.apply(hidden, weight, bias, mask, block, _needs_grad(hidden, weight, bias))

@@ -312,3 +312,15 @@ def test_many_tokens_sort_with_wide_keys():
     """B T >= 2**15 token rows: the backward pass sorts int32 keys (int16 below)."""
     h, w, b, mask = _inputs(130, 256, 2, 5, pad={0: 3, 7: 0})
     _compare(h, w, b, mask, 2)
+
+
+def test_without_gradients_the_values_are_the_same():
+    """Under no_grad (evaluation, encode) the argmax search is skipped: the pooled values must not change."""
+    h, w, b, mask = _inputs(3, 7, 4, 29, pad={1: 2, 2: 0})
+    with_grad = splade_max_pool(h, w, b, mask, block=8)
+    with torch.no_grad():
+        no_grad = splade_max_pool(h, w, b, mask, block=8)
+    plain = splade_max_pool(h.detach(), w.detach(), b.detach(), mask, block=8)
+    assert not no_grad.requires_grad and not plain.requires_grad
+    assert torch.equal(with_grad.detach(), no_grad) and torch.equal(no_grad, plain)
+    torch.testing.assert_close(no_grad, splade_reference(h, w, b, mask).detach(), rtol=1e-13, atol=1e-15)
