@@ -31,7 +31,7 @@ from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_fo
 from initlab.textio import read_text
 
 __all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
-           "cell_seconds", "main"]
+           "cell_seconds", "main", "FUSED_STEP_RATIO"]
 
 #: cost model (module docstring): CPU seconds per SPLADE step = a + b V / 1000 (batch 32, documents of 60-100 words),
 #: per MLM step the same form (head at the masked positions only), per evaluation of every set b V / 1000 (1600
@@ -53,13 +53,24 @@ def eval_seconds(vocab: int) -> float:
     return EVAL_SECONDS_PER_KID * vocab / 1000
 
 
+#: the fused head's SPLADE step over the dense one's, measured at 30000 ids in one run (``python
+#: benchmarks/bench_ood_cost.py --vocab 30000 --families bert --steps 5 --no-eval --rounds 3 --sparse-mlm``: dense
+#: 2.500 s, fused 0.703 s, ratio 0.28, 2026-12-02 at load 9-12); applied to the dense cost model at every
+#: vocabulary, an assumption (at a smaller V the head is a smaller share of the step, so the ratio is likely higher)
+FUSED_STEP_RATIO = 0.28
+
+
 def cell_seconds(cfg: OODConfig) -> dict[str, float]:
-    """Cost model: CPU seconds of each backbone (``pretrain_<family>``) and of one SPLADE cell at the cap with its
-    evaluations (``train``), and the whole grid of one seed (``seed_total``), for ``cfg``."""
+    """Cost model: CPU seconds of each backbone (``pretrain_<family>``, on ``mlm_text_multiplier`` times the text:
+    the steps, not the text, set the cost) and of one SPLADE cell at the cap with its evaluations (``train``; the
+    fused head's steps at :data:`FUSED_STEP_RATIO` of the dense ones; BM25 hard negatives not costed), and the whole
+    grid of one seed with the imposed-norm arm's cells (``seed_total``), for ``cfg``."""
     V = cfg.corpus.vocab_size
     out = {f"pretrain_{f}": backbone_for(cfg, f).mlm_steps * mlm_step_seconds(V) for f in cfg.families}
-    out["train"] = cfg.max_steps * step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V)
-    out["seed_total"] = sum(v for k, v in out.items() if k.startswith("pretrain_")) + out["train"] * len(cfg.families) * len(cfg.ks)
+    ratio = FUSED_STEP_RATIO if cfg.engine == "fused" else 1.0
+    out["train"] = cfg.max_steps * step_seconds(V) * ratio + (len(cfg.checkpoints) + 1) * eval_seconds(V)
+    cells = (len(cfg.families) + len(cfg.imposed)) * len(cfg.ks)
+    out["seed_total"] = sum(v for k, v in out.items() if k.startswith("pretrain_")) + out["train"] * cells
     return out
 
 
