@@ -183,7 +183,8 @@ def test_saved_full_runs_recomputed_under_holm():
 
 @pytest.mark.parametrize("page, module, fams", [("synthetic_spt.md", spt_claims, "SPT_FAMILIES"),
                                                 ("synthetic_splade.md", sc, "SPLADE_FAMILIES"),
-                                                ("synthetic_splade_ood.md", sc, "SPLADE_OOD_FAMILIES")])
+                                                ("synthetic_splade_ood.md", sc, "SPLADE_OOD_FAMILIES"),
+                                                ("synthetic_splade_ood.md", sc, "SPLADE_OOD_V8K_FAMILIES")])
 def test_the_docs_render_the_declared_families(page, module, fams):
     text = (ROOT / "docs" / page).read_text(encoding="utf-8")
     assert families.families_markdown(getattr(module, fams)) in text, (

@@ -201,6 +201,20 @@ PRESETS: dict[str, OODConfig] = {
     # its reference point (exploratory): the same corpus, queries and selection with the families' own recipes
     # (roberta 2000 MLM steps on 1x the text): the 600-query BM25 ratio and within-seed query noise at 2048 ids
     "explore-v2k-q600": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1),
+    # the real-sized vocabulary on one seed (exploratory): modernbert at k = 1 with the regime's backbone recipe,
+    # cap 1200, the fused head; defined and costed (docs/synthetic_splade_ood.md#cost-of-the-confirmation), not run
+    "explore-v30k-one": derive(_EXPLORE, corpus=derive(_SMALL, n_ood_queries=300), families=("modernbert",),
+                               ks=(1.0,), max_steps=1200, checkpoints=(300, 600, 1200), engine="fused"),
+    # the second preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-at-8192-ids-preregistered;
+    # preregistered before any of its cells ran): 8192 ids, all four families and the imposed-norm arm (bert's head
+    # at modernbert's norm), k in {1, 4, 16}, backbones on 4x the text with 8000 MLM steps, cap 1200 with the plateau
+    # rule, 600 out-of-domain test queries per seed with the best k chosen on in-domain dev queries, the fused head,
+    # 12 fresh seeds (the power computation's count), Holm within SPLADE_OOD_V8K_FAMILIES
+    "confirm-v8k": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300),
+                          families=("bert", "modernbert", "roberta", "albert"), ks=(1.0, 4.0, 16.0),
+                          seeds=tuple(range(9801, 9813)), max_steps=1200, eval_every=25, patience=3,
+                          checkpoints=(300, 600, 1200), imposed=(("bert", "modernbert"),), engine="fused",
+                          role="confirmatory", holm_families="splade_ood_v8k"),
     "explore-v2k-mlm4x-bert": derive(_EXPLORE, families=("bert",)),
 }
 

@@ -268,3 +268,25 @@ def test_tiny_run_with_every_lever(tmp_path):
     text = (rd.root / "summary.md").read_text()
     assert "(exploratory)" in text and "bert@modernbert (s = " in text and "imposed-norm interaction" in text
     assert to_dict(cfg)["imposed"] == [["bert", "modernbert"]]
+
+
+def test_confirm_v8k_is_the_preregistered_design():
+    """The preset docs/synthetic_splade_ood.md preregisters (8192 ids, 12 fresh seeds, four families and the
+    imposed arm, cap 1200, 600 test queries, in-domain selection, the fused head, the v8k Holm families)."""
+    from initlab.synthetic.splade.ood.runner import cell_seconds, plan
+
+    c = oc.PRESETS["confirm-v8k"]
+    oc.check_config(c)
+    assert c.corpus.vocab_size == 8192 and c.seeds == tuple(range(9801, 9813)) and c.ks == (1.0, 4.0, 16.0)
+    assert set(c.families) == {"bert", "albert", "roberta", "modernbert"} and c.imposed == (("bert", "modernbert"),)
+    assert c.max_steps == 1200 and c.eval_every == 25 and c.patience == 3 and c.plateau_rel == 0.01
+    assert c.corpus.n_ood_queries * c.corpus.n_heldout == 600 and c.select_k_on == "in_domain"
+    assert c.mlm_text_multiplier == 4 and all(oc.backbone_for(c, f).mlm_steps == 8000 for f in c.families)
+    assert c.engine == "fused" and c.role == "confirmatory" and c.holm_families == "splade_ood_v8k"
+    assert c.claims.min_gain == 0.05 and c.claims.k_far == 16.0 and c.hard_negatives == 0
+    used = {s for p in oc.PRESETS.values() if p is not c and p.role != "confirmatory" for s in p.seeds}
+    assert not set(c.seeds) & (used | {9201, 9202, 9203})  # fresh seeds
+    names = [x.name for x in plan(c)]
+    assert len(names) == 12 * (1 + 2 * 4 + 15) and "bert-imposed-modernbert_k=16_seed=9812" in names
+    cost = cell_seconds(c)
+    assert cost["seed_total"] == pytest.approx(sum(cost[f"pretrain_{f}"] for f in c.families) + 15 * cost["train"])
