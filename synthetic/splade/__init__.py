@@ -11,8 +11,15 @@ the earlier inflation sweep's design, is its ``imposed-s*`` presets), and the co
 
 from __future__ import annotations
 
-from initlab.experiment.record import Experiment
+from initlab.experiment.record import Command, Experiment
 from initlab.synthetic.splade import claims
 
-#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
-EXPERIMENT = Experiment("synthetic_splade", claims, families=(("splade", claims.SPLADE_FAMILIES), ("splade_ood", claims.SPLADE_OOD_FAMILIES)))
+#: the phase diagram's record for the roof (:class:`initlab.experiment.record.Experiment`); its claims module also
+#: holds the out-of-domain experiment's verdicts and rows (one table row per claim, fed by both), so the
+#: out-of-domain record (:mod:`.ood`) names no claims of its own
+EXPERIMENT = Experiment(
+    "synthetic_splade", claims, families=(("splade", claims.SPLADE_FAMILIES), ("splade_ood", claims.SPLADE_OOD_FAMILIES)),
+    presets="initlab.synthetic.splade.phase.config:PRESETS",
+    commands=(Command("synthetic", "splade", "initlab.synthetic.splade.phase.command:splade_main",
+                      "synthetic SPLADE collapse and recovery under MLM-head rescaling"),),
+    stages=("splade",), figures=("initlab.paper_figs.synthetic_splade_phase_figures:draw_phase",))

@@ -33,27 +33,38 @@ Every SPT run and fine-tuning of one seed is a cell (:mod:`initlab.synthetic.spt
 
 from __future__ import annotations
 
-from initlab.experiment.record import Experiment
+from importlib import import_module
+from typing import Any
+
+from initlab.experiment.record import Command, Experiment
 from initlab.synthetic.spt import claims
-from initlab.synthetic.spt.config import (
-    BASE,
-    EXPLORATORY_SEEDS,
-    HYBRIDS,
-    LABEL_ONLY,
-    PRESETS,
-    SPTConfig,
-    condition_names,
-    condition_seeds,
-    condition_spec,
-    model_config,
-)
-from initlab.synthetic.spt.report import summarize, verdicts
-from initlab.synthetic.spt.runner import expected_seconds, partial_report, run
+
+#: the package's names -> the module that defines them, imported on first use (the config imports torch; the
+#: console script reads :data:`EXPERIMENT` to print its usage and must not)
+_LAZY = {**{n: "config" for n in ("BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "PRESETS", "SPTConfig",
+                                  "condition_names", "condition_seeds", "condition_spec", "model_config")},
+         **{n: "report" for n in ("summarize", "verdicts")},
+         **{n: "runner" for n in ("expected_seconds", "partial_report", "run")}}
 
 __all__ = ["SPTConfig", "PRESETS", "BASE", "EXPLORATORY_SEEDS", "HYBRIDS", "LABEL_ONLY", "condition_names", "condition_seeds",
            "condition_spec", "model_config", "run", "summarize", "verdicts", "partial_report", "expected_seconds",
            "EXPERIMENT"]
 
 
+def __getattr__(name: str) -> Any:
+    """The config, report and runner names of :data:`__all__`, imported from their module on first use."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
-EXPERIMENT = Experiment("synthetic_spt", claims, families=(("spt", claims.SPT_FAMILIES),))
+EXPERIMENT = Experiment(
+    "synthetic_spt", claims, families=(("spt", claims.SPT_FAMILIES),), presets="initlab.synthetic.spt.config:PRESETS",
+    commands=(Command("synthetic", "spt", "initlab.synthetic.spt.command:spt_main",
+                      "synthetic length-100 self-pretraining experiments"),
+              Command("synthetic", "run", "initlab.synthetic.spt.command:run_main",
+                      "deprecated name of synthetic spt, kept for one release")),
+    stages=("spt",), figures=("initlab.paper_figs.spt_figures:make_figures",))

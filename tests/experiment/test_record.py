@@ -7,7 +7,7 @@ import types
 import pytest
 
 from initlab.app.docgen import claims as docgen
-from initlab.experiment.record import Experiment
+from initlab.experiment.record import Command, Experiment
 from initlab.synthetic.spt import claims as spt_claims
 
 
@@ -33,3 +33,60 @@ def test_the_claims_tables_hold_every_experiments_rows_once():
     assert [e.name for e in docgen.EXPERIMENTS] == ["theory_verify", "synthetic_spt", "lra_listops", "synthetic_splade",
                                                     "diagnose_validation"]
     assert "SPLADE_OOD primary: interaction" in docgen.legend()
+
+
+def test_every_record_names_what_exists():
+    """Each record's preset table is a non-empty table of frozen configs, its figures are functions, its stages are
+    stages of ``initlab reproduce`` (every stage in exactly one record), and its commands run its own package's
+    code."""
+    import dataclasses
+
+    from initlab.app.experiments import EXPERIMENTS, by_name
+    from initlab.app.stages import REGISTRY
+    from initlab.experiment.record import resolve
+
+    assert [e.name for e in EXPERIMENTS] == ["theory_verify", "score_scale", "synthetic_spt", "synthetic_splade",
+                                             "synthetic_splade_ood", "realdata_splade", "lra_listops",
+                                             "diagnose_validation"]
+    for exp in EXPERIMENTS:
+        if exp.presets is not None:
+            table = exp.preset_table()
+            assert table and all(dataclasses.is_dataclass(c) and c.__dataclass_params__.frozen for c in table.values())
+        assert all(callable(resolve(f)) for f in exp.figures)
+        package = {"theory_verify": "initlab.theorycheck.verify", "score_scale": "initlab.theorycheck.score_scale",
+                   "synthetic_spt": "initlab.synthetic.spt", "synthetic_splade": "initlab.synthetic.splade",
+                   "synthetic_splade_ood": "initlab.synthetic.splade.ood", "realdata_splade": "initlab.realdata.splade",
+                   "lra_listops": "initlab.realdata.lra", "diagnose_validation": "initlab.synthetic.diagnose"}[exp.name]
+        assert all(c.target.startswith(package + ".") and callable(resolve(c.target)) for c in exp.commands)
+    stages = [s for e in EXPERIMENTS for s in e.stages]
+    assert sorted(stages) == sorted(s.name for s in REGISTRY) and len(set(stages)) == len(stages)
+    assert by_name("score_scale").preset_table() is resolve("initlab.theory.score_scale.closed_form:PRESETS")
+    with pytest.raises(KeyError, match="expected one of"):
+        by_name("nope")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"commands": (Command("g", "x", "initlab.x:f", "h"),), "presets": "PRESETS"}, "presets: expected a name"),
+    ({"commands": (Command("g", "x", "initlab.x:f", "h"),), "figures": ("initlab.paper_figs.x",)}, "figures: expected"),
+    ({"commands": ("initlab.x:f",)}, "commands: expected Command records"),
+    ({}, "expected claims, a command or a reproduce stage"),
+])
+def test_a_record_with_malformed_names_or_nothing_in_it_is_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Experiment("fake", **kwargs)
+
+
+@pytest.mark.parametrize("args, match", [(("g", "x", "initlab.x.f", "h"), "target: expected"),
+                                         (("", "x", "initlab.x:f", "h"), "non-empty group"),
+                                         (("g", "", "initlab.x:f", "h"), "non-empty group"),
+                                         (("g", "x", "initlab.x:f", ""), "non-empty group")])
+def test_a_malformed_command_is_refused(args, match):
+    with pytest.raises(ValueError, match=match):
+        Command(*args)
+
+
+def test_a_record_without_presets_says_so():
+    exp = Experiment("fake", stages=("s",))
+    assert exp.claim_rows() == []
+    with pytest.raises(ValueError, match="has no preset table"):
+        exp.preset_table()

@@ -63,7 +63,8 @@ LAYER_NOTES: dict[str, str] = {
     "initlab.paper_figs": "figures: they only read saved results (JSON/CSV/NPZ) and draw",
     "initlab.diagnose": "`initlab diagnose`'s library: data readers, the model under diagnosis, the blind-share "
                         "measurements, probes, the preregistered rule, the report ([diagnose.md](diagnose.md))",
-    "initlab.experiment": "what every experiment's command shares (its command-line options)",
+    "initlab.experiment": "what every experiment shares: the record it exposes to the roof (its claims, presets, "
+                          "commands, reproduce stages, figures) and its commands' command-line options",
     "initlab.synthetic": "the synthetic experiments on CPU: SPT, SPLADE (phase diagram, out of domain), the "
                          "validation of `initlab diagnose`",
     "initlab.realdata": "the real-data experiments: LRA and SPLADE at scale, the GPU diagnostics",
@@ -96,6 +97,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("local",), ("cluster",)],
     ],
     "initlab.app": [
+        [("experiments",)],
         [("stages",)],
         [("commands",)],
         [("cli",)],
@@ -121,7 +123,8 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
     "initlab.theorycheck": ["the theorem checks and the score-scale analysis, independent"],
     "initlab.executor": ["cells, progress, the cost model, the worker side, the report, the bar",
                          "this process or a local pool; the Dask bridge: independent"],
-    "initlab.app": ["the reproduce stages: run an experiment, then draw its figures from what it saved",
+    "initlab.app": ["the list of every experiment's record, which the roof loops over",
+                    "the reproduce stages: run an experiment, then draw its figures from what it saved",
                     "one module per CLI group, thin over the library and the stages; the bad-input rules",
                     "the console script: the command registry and dispatch",
                     "the one home of generated documents (it reads the registry and runs commands' code)"],

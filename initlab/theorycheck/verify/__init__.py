@@ -3,8 +3,12 @@ theorem claim (:mod:`.claims`) and ``initlab theory verify`` (:mod:`.command`), 
 
 from __future__ import annotations
 
-from initlab.experiment.record import Experiment
+from initlab.experiment.record import Command, Experiment
 from initlab.theorycheck.verify import claims
 
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
-EXPERIMENT = Experiment("theory_verify", claims)
+EXPERIMENT = Experiment(
+    "theory_verify", claims, presets="initlab.theory.verify.base:PRESETS",
+    commands=(Command("theory", "verify", "initlab.theorycheck.verify.command:verify_main",
+                      "check the attention-gradient statements (T1-T7) on fresh random cases"),),
+    stages=("theory",), figures=("initlab.paper_figs.theory_figures:draw_all",))

@@ -1,2 +1,15 @@
 """The out-of-domain synthetic SPLADE: a generated multi-domain corpus with a real-sized vocabulary,
 BM25 as the lexical anchor, SPLADE trained to a dev-loss plateau, out-of-domain nDCG@10 as the primary metric."""
+
+from __future__ import annotations
+
+from initlab.experiment.record import Command, Experiment
+
+#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`); its verdicts and claim rows
+#: live with the phase diagram's in :mod:`initlab.synthetic.splade.claims` (the synthetic SPLADE record holds them)
+EXPERIMENT = Experiment(
+    "synthetic_splade_ood", presets="initlab.synthetic.splade.ood.config:PRESETS",
+    commands=(Command("synthetic", "splade-ood", "initlab.synthetic.splade.ood.command:splade_ood_main",
+                      "synthetic SPLADE out of domain: multi-domain corpus, BM25, plateau rule (exploratory)"),),
+    figures=("initlab.paper_figs.synthetic_splade_ood_figures:draw_map",
+             "initlab.paper_figs.synthetic_splade_ood_figures:draw_shift"))
