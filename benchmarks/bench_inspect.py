@@ -9,8 +9,8 @@ rotated each round; :func:`_timing.interleaved`):
                    all statistics), the quantity with the 30 s target;
 * ``reference`` -- loading the same checkpoint and one plain forward pass on the same texts (the
                    least any inspection must do), for the ratio;
-* ``inspect --head-engine dense`` (with ``--heads``) -- the same command pooling the SPLADE vectors from the logits
-                   instead of through the fused head (the default), for what the fused path costs here.
+* ``inspect --head-engine fused`` (with ``--heads``) -- the same command pooling the SPLADE vectors through the
+                   fused head instead of from the logits (the default), for what the fused path costs here.
 
 The ratio inspect / reference is taken round by round (both sides seconds apart, under nearly the same
 load) and reported as its median with quartiles and range; the 30 s target applies to the median
@@ -82,7 +82,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timed rounds (default 3)")
     parser.add_argument("--warmup", type=int, default=0, help="untimed rounds first (default 0: a first, cold "
                         "load is part of what a user waits for)")
-    parser.add_argument("--heads", action="store_true", help="also time inspect --head-engine dense (the default is fused)")
+    parser.add_argument("--heads", action="store_true", help="also time inspect --head-engine fused (the default is dense)")
     parser.add_argument("--out", default=None, help="write the measurements as JSON here")
     args = parser.parse_args()
     if args.repeats < 1 or args.warmup < 0 or args.threads < 1:
@@ -98,7 +98,7 @@ def main() -> int:
 
         cases = {"inspect": lambda: run_inspect(path), "reference": lambda: run_reference(path)}
         if args.heads:
-            cases["inspect --head-engine dense"] = lambda: run_inspect(path, "--head-engine", "dense")
+            cases["inspect --head-engine fused"] = lambda: run_inspect(path, "--head-engine", "fused")
         cmp = interleaved(cases, baseline="reference", repeats=args.repeats, warmup=args.warmup)
     t_ins = statistics.median(cmp.seconds["inspect"])
     print(f"threads {args.threads}, {args.repeats} interleaved rounds, load average {cmp.load_start} at the start, "

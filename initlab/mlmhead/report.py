@@ -88,7 +88,7 @@ def recommend_k(table: Sequence[dict[str, Any]], batch: int = 32) -> dict[str, A
 
 def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None, *,
                   ks: Sequence[float] = K_GRID, max_length: int = 64, batch: int = 32,
-                  collapse: Callable[..., Any] | None = None, engine: str = "fused") -> dict[str, Any]:
+                  collapse: Callable[..., Any] | None = None, engine: str = "dense") -> dict[str, Any]:
     """Measure every MLM-head scale quantity of ``model`` on ``texts`` (default :func:`default_texts`).
 
     For each k the model is actually rescaled as :func:`rescale_mlm_head` would do (tied: the shared
@@ -114,10 +114,12 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
     text vectors, or one top-10 ranking shared by the queries when the first half of the texts queries the
     second half): ``collapsed`` and ``collapse_reasons``.
 
-    ``engine`` (one of :data:`initlab.mlmhead.splade_encoder.ENGINES`) says how the SPLADE vectors ``(n_texts, V)`` are pooled: ``"fused"`` (default)
-    by :func:`initlab.mlmhead.fused.splade_max_pool` on the head's input, as training pools them; ``"dense"`` from
+    ``engine`` (one of :data:`initlab.mlmhead.splade_encoder.ENGINES`) says how the SPLADE vectors ``(n_texts, V)`` are pooled: ``"fused"``
+    by :func:`initlab.mlmhead.fused.splade_max_pool` on the head's input, as training pools them; ``"dense"`` (default) from
     the model's logits by :func:`initlab.theory.score_scale.splade_terms.splade_term_weights`. Both give the same
-    vectors (a float64 test); the logit statistics are computed from the logits on either path.
+    vectors (a float64 test); the logit statistics need the logits on either path, so here the fused head only adds
+    work (``benchmarks/bench_inspect.py --heads``: 1.7 times the dense path's time on a bert-base model), hence the
+    dense default.
 
     Returns:
         A JSON-ready dict: ``family``, ``tied``, ``head`` (Frobenius norm, row norms), ``bias``, ``dtype``

@@ -333,15 +333,15 @@ def _numbers(rep):
 @pytest.mark.parametrize("family,vocab", [("bert", None), ("distilbert", None), ("albert", None), ("roberta", None),
                                           ("modernbert", None), ("modernbert", 384)])
 def test_fused_and_dense_pooling_give_the_same_report_float64(tok, family, vocab):
-    """The default (fused) and the dense path of inspect pool the same SPLADE vectors: every number of the report
+    """The fused and the default (dense) path of inspect pool the same SPLADE vectors: every number of the report
     agrees to 1e-10 relative in float64, also with vocabulary rows no token id reaches (ModernBERT padded to 384)."""
     model = tiny_masked_lm(family, vocab or tok.vocab_size, hidden=16, layers=1, head_scale=20.0).double()
     bias = head_bias(model)
     if bias is not None:  # a trained head's bias is not 0: give it one, so the bias's path is compared too
         with torch.no_grad():
             bias.copy_(torch.randn(bias.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
-    fused = inspect_model(model, tok, ks=(1.0, 4.0, 32.0))
-    dense = inspect_model(model, tok, ks=(1.0, 4.0, 32.0), engine="dense")
+    fused = inspect_model(model, tok, ks=(1.0, 4.0, 32.0), engine="fused")
+    dense = inspect_model(model, tok, ks=(1.0, 4.0, 32.0))
     assert fused["head_engine"] == "fused" and dense["head_engine"] == "dense"
     assert fused["table"][0]["active_dims_per_text"] > 0  # the vectors compared are not all zero
     if vocab:

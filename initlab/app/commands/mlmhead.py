@@ -41,10 +41,10 @@ def inspect_main(argv: Sequence[str] | None = None, prog: str | None = None) -> 
                         "length when that is shorter)")
     parser.add_argument("--batch", type=int_at_least(2), default=32,
                         help="training batch size B for the recommendation rule, an integer >= 2 (default 32)")
-    parser.add_argument("--head-engine", choices=ENGINES, default="fused",
-                        help="how the SPLADE vectors are pooled: fused (the head's input through the fused SPLADE head, "
-                        "as training pools them; default) or dense (from the model's (texts, tokens, V) logits); both "
-                        "give the same vectors")
+    parser.add_argument("--head-engine", choices=ENGINES, default="dense",
+                        help="how the SPLADE vectors are pooled: dense (from the model's (texts, tokens, V) logits, "
+                        "which inspect needs for its logit statistics anyway; default) or fused (the head's input "
+                        "through the fused SPLADE head, as training pools them; slower here); the same vectors")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow hub code (needed for GTE-MLM)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     args = parser.parse_args(argv)
