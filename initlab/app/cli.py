@@ -3,7 +3,8 @@
 Each command is a thin ``main(argv) -> int`` in its experiment's ``command`` module (the roof's own in
 :mod:`initlab.app.commands`), imported only when
 the command runs (so ``initlab --help`` stays fast and a missing optional extra only affects the
-commands that need it).
+commands that need it). The command table (:data:`COMMANDS`) is built from the experiments' records
+(:data:`initlab.app.experiments.EXPERIMENTS`, each naming its commands) and the roof's own (:data:`ROOF_COMMANDS`).
 """
 
 from __future__ import annotations
@@ -13,28 +14,55 @@ import sys
 import warnings
 from typing import Sequence
 
-# (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
-COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = {
-    ("reproduce", None): ("initlab.app.commands.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head score scale, synthetic SPLADE) and write a report"),
-    ("theory", "verify"): ("initlab.theorycheck.verify.command:verify_main", "check the attention-gradient statements (T1-T7) on fresh random cases"),
-    ("theory", "score-scale"): ("initlab.theorycheck.score_scale.command:score_scale_main", "tabulate the SPLADE score-scale analysis against the rescaling factor k"),
-    ("synthetic", "spt"): ("initlab.synthetic.spt.command:spt_main", "synthetic length-100 self-pretraining experiments"),
-    ("synthetic", "run"): ("initlab.synthetic.spt.command:run_main", "deprecated name of synthetic spt, kept for one release"),
-    ("synthetic", "splade"): ("initlab.synthetic.splade.phase.command:splade_main", "synthetic SPLADE collapse and recovery under MLM-head rescaling"),
-    ("diagnose", None): ("initlab.app.commands.diagnose:main", "before training: is label-only training of a model on your data blind to query-dependent attention, and will self-pretraining help?"),
-    ("synthetic", "splade-ood"): ("initlab.synthetic.splade.ood.command:splade_ood_main", "synthetic SPLADE out of domain: multi-domain corpus, BM25, plateau rule (exploratory)"),
-    ("mlmhead", "inspect"): ("initlab.app.commands.mlmhead:inspect_main", "MLM-head scale report for a Hugging Face masked-LM checkpoint"),
-    ("mlmhead", "rescale"): ("initlab.app.commands.mlmhead:rescale_main", "divide a checkpoint's MLM-head projection by k and save it"),
-    ("splade", "train"): ("initlab.realdata.splade.command:train_main", "train one SPLADE model (backbone x k) on MS MARCO"),
-    ("splade", "eval"): ("initlab.realdata.splade.command:eval_main", "evaluate a SPLADE checkpoint (MS MARCO dev, TREC DL 2019, BEIR, NanoBEIR)"),
-    ("splade", "sweep"): ("initlab.realdata.splade.command:sweep_main", "train and evaluate the backbone x k grid, resumable"),
-    ("lra", "pretrain"): ("initlab.realdata.lra.command:pretrain_main", "self-pretrain on a Long Range Arena task's inputs"),
-    ("lra", "finetune"): ("initlab.realdata.lra.command:finetune_main", "fine-tune (from scratch or from an SPT checkpoint) on an LRA task"),
-    ("lra", "sweep"): ("initlab.realdata.lra.command:sweep_main", "run an LRA ablation preset (SPT epochs, depth, cross-task, frozen, hybrid)"),
-    ("lra", "listops-plateau"): ("initlab.realdata.lra.command:listops_plateau_main", "the preregistered CPU ListOps SPT-vs-scratch experiment (plateau budgets)"),
-    ("lra", "fidelity"): ("initlab.realdata.lra.command:fidelity_main", "the LRA preset fidelity table against Amos et al. and LRA's configs"),
-    ("lra", "listops-generate"): ("initlab.realdata.lra.command:listops_main", "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv"),
-}
+from initlab.app.experiments import EXPERIMENTS
+from initlab.experiment.record import Command, Experiment
+
+#: the roof's own commands, each after the record whose commands it follows in the usage (None: before them all)
+ROOF_COMMANDS: tuple[tuple[str | None, Command], ...] = (
+    (None, Command("reproduce", None, "initlab.app.commands.reproduce:main", "run the CPU reproduction (theorems, synthetic SPT, MLM-head score scale, synthetic SPLADE) and write a report")),
+    ("synthetic_splade", Command("diagnose", None, "initlab.app.commands.diagnose:main", "before training: is label-only training of a model on your data blind to query-dependent attention, and will self-pretraining help?")),
+    ("synthetic_splade_ood", Command("mlmhead", "inspect", "initlab.app.commands.mlmhead:inspect_main", "MLM-head scale report for a Hugging Face masked-LM checkpoint")),
+    ("synthetic_splade_ood", Command("mlmhead", "rescale", "initlab.app.commands.mlmhead:rescale_main", "divide a checkpoint's MLM-head projection by k and save it")),
+)
+
+
+def command_table(records: Sequence[Experiment], roof: Sequence[tuple[str | None, Command]] = ROOF_COMMANDS
+                  ) -> dict[tuple[str, str | None], tuple[str, str]]:
+    """``(group, command) -> ("module:function", one-line help)``, in usage order: the roof commands placed before
+    all (``None``), then each record's commands (:attr:`initlab.experiment.record.Experiment.commands`) followed
+    by the roof commands placed after that record.
+
+    Raises:
+        ValueError: two commands with one ``(group, command)``, a group that is both run directly and has
+            subcommands, or a roof command placed after a record that is not in ``records``.
+    """
+    names = {r.name for r in records}
+    lost = [after for after, _ in roof if after is not None and after not in names]
+    if lost:
+        raise ValueError(f"roof commands placed after unknown experiment(s) {lost}; expected names from {sorted(names)}")
+    table: dict[tuple[str, str | None], tuple[str, str]] = {}
+
+    def put(c: Command) -> None:
+        if (c.group, c.name) in table:
+            raise ValueError(f"command {c.group} {c.name or ''}: defined twice")
+        table[(c.group, c.name)] = (c.target, c.help)
+
+    for c in [c for after, c in roof if after is None]:
+        put(c)
+    for r in records:
+        for c in r.commands:
+            put(c)
+        for c in [c for after, c in roof if after == r.name]:
+            put(c)
+    direct = {g for g, c in table if c is None}
+    both = sorted(g for g, c in table if c is not None and g in direct)
+    if both:
+        raise ValueError(f"command group(s) {both}: run directly and with subcommands")
+    return table
+
+
+#: (group, command) -> ("module:function", one-line help). A group with a single command None runs it directly.
+COMMANDS: dict[tuple[str, str | None], tuple[str, str]] = command_table(EXPERIMENTS)
 
 
 def _usage(only_group: str | None = None) -> str:

@@ -1,7 +1,8 @@
 """Every experiment's record (:class:`initlab.experiment.record.Experiment`), in one place: the roof loops over these.
 
-:data:`EXPERIMENTS` is the list of records in the console script's usage order. A new experiment is its package's
-``EXPERIMENT`` and one entry here.
+:data:`EXPERIMENTS` is the list of records in the console script's usage order; the console script's command table
+(:func:`initlab.app.cli.command_table`) is built from it. A new experiment is its package's ``EXPERIMENT`` and
+one entry here.
 """
 
 from __future__ import annotations

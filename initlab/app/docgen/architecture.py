@@ -126,7 +126,7 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
     "initlab.app": ["the list of every experiment's record, which the roof loops over",
                     "the reproduce stages: run an experiment, then draw its figures from what it saved",
                     "one module per CLI group, thin over the library and the stages; the bad-input rules",
-                    "the console script: the command registry and dispatch",
+                    "the console script: the command table (built from the records and the roof's own commands) and dispatch",
                     "the one home of generated documents (it reads the registry and runs commands' code)"],
     "initlab.app.docgen": ["the pieces and pages that stand alone",
                            "the README's claims table (over its rows); the command table and page"],
