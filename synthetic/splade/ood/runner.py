@@ -306,7 +306,9 @@ def _noise_and_anchor(cfg: OODConfig, r: list[dict[str, Any]], cells: dict[str, 
     """``best_vs_bm25``: per seed the best SPLADE cell's out-of-domain nDCG@10 (test queries) against BM25's on the
     same queries (``ndcg@10`` with ``select_k_on = "in_domain"``, the test half otherwise), descriptive (the best
     cell is picked on the test queries); ``bootstrap``: per seed the within-seed query bootstrap
-    (:func:`initlab.synthetic.splade.ood.noise.seed_bootstrap`; none with ``cfg.bootstrap`` = 0)."""
+    (:func:`initlab.synthetic.splade.ood.noise.seed_bootstrap`; none with ``cfg.bootstrap`` = 0); ``per_query``:
+    per training and BM25 cell, each query's nDCG@10 at the stop (``{"ood": {set: [...]}, "dev": [...]}``, in the
+    sets' query order), so the bootstrap can be redone from ``results.json`` alone."""
     from initlab.synthetic.splade.ood.noise import seed_bootstrap
 
     key = "ndcg@10" if cfg.select_k_on == "in_domain" else "ndcg_test"
@@ -325,7 +327,12 @@ def _noise_and_anchor(cfg: OODConfig, r: list[dict[str, Any]], cells: dict[str, 
                      for x in mine}
             boot.append(seed_bootstrap(r, cells, b, s, cfg.claims.high_norm, cfg.claims.normal_norm, cfg.select_k_on,
                                        cfg.bootstrap, names))
-    return {"best_vs_bm25": anchor, "bootstrap": boot}
+    per_query = {name: {"ood": {k: v["per_query"] for k, v in (ev.get("ood") or {}).items() if "per_query" in v},
+                        "dev": (ev.get("dev") or {}).get("per_query")}
+                 for name, ev in ((n, (c.get("final") if not n.startswith("bm25_") else c) or {})
+                                  for n, c in cells.items() if n.startswith("bm25_") or "_k=" in n)
+                 if any("per_query" in v for v in (ev.get("ood") or {}).values())}
+    return {"best_vs_bm25": anchor, "bootstrap": boot, "per_query": per_query}
 
 
 def _f(v: Any, spec: str = ".3f") -> str:

@@ -262,6 +262,8 @@ def test_tiny_run_with_every_lever(tmp_path):
     per = cells["bert_k=1_seed=0"]["final"]["ood"]
     assert all(len(v["per_query"]) == cfg.corpus.n_ood_queries for v in per.values())
     assert all(math.isclose(np.mean(v["per_query"]), v["ndcg@10"], abs_tol=1e-12) for v in per.values())
+    assert rep["per_query"]["bert_k=1_seed=0"]["ood"] == {k: v["per_query"] for k, v in per.items()}
+    assert set(rep["per_query"]) == {"bm25_seed=0", *cells} and rep["per_query"]["bm25_seed=0"]["dev"]
     holm = rep["verdicts_holm"]
     assert holm["interaction"]["family"] == "primary" and holm["in_domain/interaction"]["family"] == "secondary"
     assert holm["imposed_interaction"]["family"] == "primary" and "out_of_domain" in rep["verdicts_imposed"]
