@@ -85,7 +85,7 @@ def short(label: str, v: Verdict, unit: str, counted: str = "seed") -> str:
     if v.word == NOT_RUN:
         return f"{label}: not run".strip(": ")
     seeds = f"{v.n} {counted}{'s' if v.n != 1 else ''}"
-    return f"{label} {text.number(v.estimate, unit)} {text.interval(v, unit)} ({seeds})".strip()
+    return f"{label} {text.estimate(v, unit)} {text.interval(v, unit)} ({seeds})".strip()
 
 
 def headline(parts: Sequence[tuple[str, Verdict, str]], word: str | None = None) -> Headline:

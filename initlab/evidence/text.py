@@ -15,7 +15,8 @@ from typing import Sequence
 
 from initlab.evidence.rules import INCONCLUSIVE, NOT_RUN, Verdict
 
-__all__ = ["number", "marks_of", "MAX_DECIMALS", "interval", "interval_kind", "decide_text", "describe", "bold", "holm_text"]
+__all__ = ["number", "marks_of", "MAX_DECIMALS", "interval", "interval_kind", "decide_text", "describe", "bold", "holm_text",
+           "degenerate", "shown_word", "decimals", "interval_decimals", "estimate"]
 
 #: unit -> (scale to the printed number, default decimals, signed)
 _UNITS = {"points": (100.0, 1, True), "share": (1.0, 2, False), "mass": (1.0, 3, True), "ndcg": (1.0, 3, True),
@@ -35,7 +36,13 @@ def _fmt(y: float, decimals: int, signed: bool) -> str:
     return out
 
 
-def number(x: float, unit: str, marks: Sequence[float] = ()) -> str:
+def decimals(x: float, unit: str, marks: Sequence[float] = ()) -> int:
+    """The decimals :func:`number` prints ``x`` with (the unit's default, or more to stay off a mark)."""
+    out = number(x, unit, marks)
+    return len(out.split(".")[1]) if "." in out else 0
+
+
+def number(x: float, unit: str, marks: Sequence[float] = (), at_least: int = 0) -> str:
     """``x`` in ``unit`` (module docstring), with the unit's default decimals, or more where needed to keep the printed
     number strictly on the same side of every decision point of ``marks`` (in the claim's units, e.g. a threshold,
     the threshold minus its tolerance, and 0) as ``x`` itself: an interval end of -0.0003 (points) prints ``-0.03``,
@@ -49,13 +56,13 @@ def number(x: float, unit: str, marks: Sequence[float] = ()) -> str:
         raise ValueError(f"unit: expected one of {list(_UNITS)}, got {unit!r}")
     if not math.isfinite(x):
         return "n/a"
-    scale, decimals, signed = _UNITS[unit]
+    scale, default, signed = _UNITS[unit]
     y, pts = scale * x, [scale * m for m in marks if math.isfinite(m)] + ([0.0] if marks else [])
 
     def side(a: float, m: float) -> int:
         return (a > m) - (a < m)
 
-    for d in range(decimals, MAX_DECIMALS + 1):
+    for d in range(max(default, at_least), MAX_DECIMALS + 1):
         out = _fmt(y, d, signed)
         shown = float(out)
         if all(side(shown, m) == side(y, m) for m in pts):
@@ -75,7 +82,22 @@ def interval(v: Verdict, unit: str) -> str:
     if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
         return "[unbounded]"
     marks = marks_of(v)
-    return f"[{number(v.lo, unit, marks)}, {number(v.hi, unit, marks)}]"
+    d = interval_decimals(v, unit)
+    return f"[{number(v.lo, unit, marks, d)}, {number(v.hi, unit, marks, d)}]"
+
+
+def interval_decimals(v: Verdict, unit: str) -> int:
+    """The decimals a verdict's numbers share: the most either interval end needs to stay on its side of the rule's
+    decision points (:func:`number`), so that the estimate and both ends read with the same precision."""
+    if not (math.isfinite(v.lo) and math.isfinite(v.hi)):
+        return 0
+    marks = marks_of(v)
+    return max(decimals(v.lo, unit, marks), decimals(v.hi, unit, marks))
+
+
+def estimate(v: Verdict, unit: str) -> str:
+    """``v.estimate`` in ``unit`` with as many decimals as its interval's ends (:func:`interval_decimals`)."""
+    return number(v.estimate, unit, at_least=interval_decimals(v, unit))
 
 
 def interval_kind(v: Verdict) -> str:
@@ -113,12 +135,29 @@ def holm_text(v: Verdict) -> str:
     return f"Holm-adjusted p {p} ({v.family} family)"
 
 
+def degenerate(v: Verdict) -> bool:
+    """Whether ``v`` is an equivalence decided on a zero-width interval (every per-seed value identical): such an
+    interval says nothing about the spread, so the word it gave is not shown as a decision."""
+    return v.rule == "equivalence" and math.isfinite(v.lo) and v.lo == v.hi
+
+
+def shown_word(v: Verdict) -> str:
+    """The word a verdict is shown with: ``degenerate`` for a zero-width equivalence (:func:`degenerate`) or an
+    all-of whose decided parts all are, else its own word."""
+    if degenerate(v):
+        return "degenerate"
+    decided = [p for p in v.parts if p.word != NOT_RUN]
+    if v.rule == "all_of" and decided and all(degenerate(p) for p in decided):
+        return "degenerate"
+    return v.word
+
+
 def describe(v: Verdict, unit: str, *, with_word: bool = True, counted: str = "seed") -> str:
     """``**word**: estimate [lo, hi] (kind, n seeds)[; decide text][; Holm text][; reason]``; ``counted`` names
     what ``n`` counts (``"(family, seed) backbone"`` for a regret over backbones). For a Holm-corrected verdict
     (:mod:`initlab.evidence.families`) the word is the corrected one and the interval the uncorrected one, said
     as such (:func:`holm_text`)."""
-    head = f"{bold(v.word)}: " if with_word else ""
+    head = f"{bold(shown_word(v))}: " if with_word else ""
     if v.word == NOT_RUN:
         reason = v.reason or "; ".join(p.reason for p in v.parts if p.word == NOT_RUN)
         return f"{head}{reason}" if with_word else reason
@@ -126,6 +165,10 @@ def describe(v: Verdict, unit: str, *, with_word: bool = True, counted: str = "s
         return f"{head}{v.reason}".rstrip(": ") if v.reason else bold(v.word) if with_word else ""
     seeds = f"{v.n} {counted}{'s' if v.n != 1 else ''}"
     kind = interval_kind(v) + (", uncorrected" if v.uncorrected else "")
-    body = f"{number(v.estimate, unit)} {interval(v, unit)} ({kind}, {seeds})"
+    body = f"{estimate(v, unit)} {interval(v, unit)} ({kind}, {seeds})"
     extra = [t for t in (decide_text(v), holm_text(v), v.reason) if t]
+    if degenerate(v):
+        head = f"{bold('degenerate')}: " if with_word else ""
+        extra.insert(0, f"a zero-width interval (every value identical) decides no equivalence; the rule read "
+                        f"{v.word}")
     return head + body + ("; " + "; ".join(extra) if extra else "")

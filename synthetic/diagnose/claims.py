@@ -242,6 +242,6 @@ def diagnose_headline(r: Results) -> Headline:
 
 
 CLAIM_ROWS: list[Claim] = [
-    Claim("initlab's diagnosis predicts SPT's gain", "no seed number (initlab's own claim)",
+    Claim("initlab's diagnosis predicts SPT's gain", "initlab's own claim",
           "[diagnose](docs/diagnose.md)", (DIAGNOSE,), diagnose_row, headline=diagnose_headline),
 ]

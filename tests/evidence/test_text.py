@@ -45,11 +45,25 @@ def test_the_two_ends_that_hid_their_decision():
     # frozen attention - scratch (full run): 90 % TOST upper end -0.03 points printed "+0.0" before
     v = rules.Verdict("inconclusive", "equivalence", estimate=-0.036, lo=-0.072, hi=-0.0003, level=0.9, n=8,
                       thresholds=(-0.03, 0.03), tol=0.002)
-    assert text.interval(v, "points") == "[-7.2, -0.03]"
+    assert text.interval(v, "points") == "[-7.20, -0.03]"  # both ends with the decimals the closer one needs
+    assert text.estimate(v, "points") == "-3.60"
     # roberta's "fix" row: upper end 0.04774 decided against min_gain - tol = 0.048; printed "+0.048" before
     w = rules.Verdict("not reproduced", "gain", estimate=0.017, lo=-0.014, hi=0.04774, n=5, thresholds=(0.0, 0.05),
                       tol=0.002)
-    assert text.interval(w, "ndcg") == "[-0.014, +0.0477]"
+    assert text.interval(w, "ndcg") == "[-0.0140, +0.0477]"
+    assert text.estimate(w, "ndcg") == "+0.0170"
     assert text.number(math.inf, "points") == "n/a"
     with pytest.raises(ValueError, match="unit"):
         text.number(0.1, "percent")
+
+
+def test_a_zero_width_equivalence_reads_degenerate_not_its_word():
+    v = rules.Verdict("reproduced", "equivalence", estimate=0.0, lo=0.0, hi=0.0, level=0.9, n=3,
+                      thresholds=(-0.03, 0.03), tol=0.002)
+    assert text.degenerate(v)
+    out = text.describe(v, "ndcg")
+    assert out.startswith("**degenerate**: +0.000 [+0.000, +0.000]") and "**reproduced**" not in out
+    assert "zero-width interval" in out
+    w = rules.Verdict("reproduced", "equivalence", estimate=0.0, lo=-0.01, hi=0.01, level=0.9, n=3,
+                      thresholds=(-0.03, 0.03), tol=0.002)
+    assert not text.degenerate(w) and text.describe(w, "ndcg").startswith("**reproduced**")

@@ -442,3 +442,19 @@ def test_diagnose_row_names_ceiling_forced_settings_and_an_undecided_headline():
     records["settings"]["local"] = rec(True, [(0.5, 0.9), (0.52, 0.93), (0.5, 0.95)])
     row = diag_rows.diagnose_row(r)
     assert "headline" not in row and "forced by a ceiling" in row
+
+
+def test_the_readme_front_page_stays_short():
+    """Above the command table the README stays under 1,200 words: a front page, with the numbers in docs/."""
+    text = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    words = len(text[:text.index("<!-- BEGIN commands -->")].split())
+    assert words < 1200, f"README above the commands table: {words} words (at most 1,199)"
+
+
+def test_the_readme_defines_every_word_its_claims_table_uses():
+    text = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    block = text[text.index("<!-- BEGIN claims -->"):text.index("<!-- END claims -->")]
+    legend, table = block.split("\n|", 1)
+    for word in ("reproduced", "partly", "not reproduced", "inconclusive"):
+        if f"**{word}" in table:
+            assert f"**{word}**:" in legend, word
