@@ -5,7 +5,7 @@
 entry holds. ``docs/architecture.md`` is ``docs/architecture.template.md`` with its ``<!-- LAYERS -->``,
 ``<!-- SUBLAYERS -->`` and ``<!-- PACKAGES -->`` lines replaced by tables rendered from these lists and from the
 package tree itself (every package of the namespace, found through ``pyproject.toml``'s ``package-dir``, with its
-modules and the first sentence of its docstring). A test fails when the committed page differs from this
+folder, layer and the first sentence of its docstring). A test fails when the committed page differs from this
 generator's output, so after adding a package or changing a layer, rerun the command.
 """
 
@@ -203,18 +203,17 @@ def render_sublayers() -> str:
 
 
 def render_packages(root: Path = REPO) -> str:
-    """Every package of the namespace: its folder, layer, modules and the first sentence of its docstring."""
+    """Every package of the namespace: its folder, layer and the first sentence of its docstring (the modules are
+    left out: the page changes when a package is added or described anew, not with every module)."""
     mods = modules(root)
     pkgs = sorted(n for n, p in mods.items() if p.name == "__init__.py")
-    rows = ["| package | folder | layer | modules | what it is |", "| --- | --- | --- | --- | --- |"]
+    rows = ["| package | folder | layer | what it is |", "| --- | --- | --- | --- |"]
     for pkg in pkgs:
         path = mods[pkg]
         comp = component(pkg)
         layer = str(layer_of(comp)) if comp else "root"
-        own = sorted(n.rsplit(".", 1)[1] for n, p in mods.items()
-                     if n.startswith(pkg + ".") and n.count(".") == pkg.count(".") + 1 and p.name != "__init__.py")
         folder = path.parent.relative_to(root).as_posix() + "/"
-        rows.append(f"| `{pkg}` | `{folder}` | {layer} | {', '.join(own) or '-'} | {_cell(summary(path))} |")
+        rows.append(f"| `{pkg}` | `{folder}` | {layer} | {_cell(summary(path))} |")
     return "\n".join(rows)
 
 
