@@ -8,9 +8,11 @@ read (primary metric: out-of-domain nDCG@10, mean over the held-out domains; ``i
 (:func:`initlab.synthetic.splade.ood.command.splade_ood_main`; ``python -m initlab.synthetic.splade.ood.runner`` is the
 same for a checkout without the console script).
 
-Cost model (:data:`STEP_SECONDS_PER_KID`, :func:`step_seconds`): CPU seconds of one SPLADE training step and of one
-MLM step on one core, linear in the vocabulary V (the head's ``V x d`` projection and the ``(tokens, V)`` logits
-dominate), measured with ``python benchmarks/bench_ood_cost.py`` (docs/synthetic_splade_ood.md#cost).
+Cost model (:data:`STEP_SECONDS`, :func:`step_seconds`, :func:`eval_seconds`, :func:`mlm_step_seconds`,
+:func:`cell_seconds`): CPU seconds of one SPLADE training step (per head engine and family), one evaluation (per
+engine) and one MLM step on one core, each linear in the vocabulary V (the head's ``V x d`` projection, and on the
+dense engine the ``(tokens, V)`` logits, dominate), measured with ``python benchmarks/bench_ood_cost.py``
+(docs/synthetic_splade_ood.md#cost).
 """
 
 from __future__ import annotations
@@ -31,51 +33,68 @@ from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_fo
 from initlab.textio import read_text
 
 __all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
-           "cell_seconds", "main", "FUSED_STEP_RATIO"]
+           "cell_seconds", "main"]
 
-#: cost model (module docstring): CPU seconds per SPLADE step = a + b V / 1000 (batch 32, documents of 60-100 words),
-#: per MLM step the same form (head at the masked positions only), per evaluation of every set b V / 1000 (1600
-#: documents); fitted to ``python benchmarks/bench_ood_cost.py`` on this project's 2 shared cores at load 11-15
-#: (SPLADE step 0.441 s at 2048 ids, 5.697 s at 30000; MLM step 0.170 s and 0.506 s; one evaluation 7.0 s at
-#: 2048 ids, the 30000-id evaluation not measured: extrapolated linearly), docs/synthetic_splade_ood.md#cost
-STEP_SECONDS = (0.056, 0.188)
-MLM_STEP_SECONDS = (0.145, 0.012)
-EVAL_SECONDS_PER_KID = 3.4
-
-
-def step_seconds(vocab: int) -> float:
-    """Cost model: CPU seconds of one SPLADE training step (batch 32, documents of 60-100 words) at vocabulary V."""
-    return STEP_SECONDS[0] + STEP_SECONDS[1] * vocab / 1000
-
-
-def eval_seconds(vocab: int) -> float:
-    """Cost model: CPU seconds of one evaluation of every set (1600 documents) at vocabulary V."""
-    return EVAL_SECONDS_PER_KID * vocab / 1000
+#: cost model (module docstring), fitted to ``python benchmarks/bench_ood_cost.py --vocab 2048,8192,30000 --families
+#: bert,modernbert --steps 5 --rounds 2 --sparse-mlm`` (2026-12-02, 2 shared cores at load 7-10, one torch thread; the
+#: measured points are in docs/synthetic_splade_ood.md#cost): CPU seconds per SPLADE step (batch 32, documents of
+#: 60-100 words) = a + b V / 1000 for each head engine and family (families not measured use bert's line: roberta
+#: has its shape, albert a narrower head); per evaluation of every set (1600 documents) a + b V / 1000 per engine;
+#: per MLM step (head at the masked positions only) a + b V / 1000
+STEP_SECONDS: dict[str, dict[str, tuple[float, float]]] = {
+    "dense": {"bert": (0.146, 0.0833), "modernbert": (0.138, 0.0799)},
+    "fused": {"bert": (0.115, 0.0112), "modernbert": (0.109, 0.0113)},
+}
+EVAL_SECONDS: dict[str, tuple[float, float]] = {"dense": (2.97, 1.108), "fused": (1.55, 0.408)}
+MLM_STEP_SECONDS = (0.064, 0.0056)
 
 
-#: the fused head's SPLADE step over the dense one's, measured at 30000 ids in one run (``python
-#: benchmarks/bench_ood_cost.py --vocab 30000 --families bert --steps 5 --no-eval --rounds 3 --sparse-mlm``: dense
-#: 2.500 s, fused 0.703 s, ratio 0.28, 2026-12-02 at load 9-12); applied to the dense cost model at every
-#: vocabulary, an assumption (at a smaller V the head is a smaller share of the step, so the ratio is likely higher)
-FUSED_STEP_RATIO = 0.28
+def _engine(engine: str) -> str:
+    if engine not in STEP_SECONDS:
+        raise ValueError(f"engine: expected one of {sorted(STEP_SECONDS)}, got {engine!r}")
+    return engine
+
+
+def step_seconds(vocab: int, engine: str = "dense", family: str = "bert") -> float:
+    """Cost model: CPU seconds of one SPLADE training step (batch 32, documents of 60-100 words) at vocabulary V with
+    head ``engine`` (``"dense"`` or ``"fused"``) for ``family`` (bert's line for a family not measured).
+
+    Raises:
+        ValueError: an unknown ``engine``.
+    """
+    lines = STEP_SECONDS[_engine(engine)]
+    a, b = lines.get(family, lines["bert"])
+    return a + b * vocab / 1000
+
+
+def eval_seconds(vocab: int, engine: str = "dense") -> float:
+    """Cost model: CPU seconds of one evaluation of every set (1600 documents) at vocabulary V with head ``engine``.
+
+    Raises:
+        ValueError: an unknown ``engine``.
+    """
+    a, b = EVAL_SECONDS[_engine(engine)]
+    return a + b * vocab / 1000
 
 
 def cell_seconds(cfg: OODConfig) -> dict[str, float]:
     """Cost model: CPU seconds of each backbone (``pretrain_<family>``, on ``mlm_text_multiplier`` times the text:
-    the steps, not the text, set the cost) and of one SPLADE cell at the cap with its evaluations (``train``; the
-    fused head's steps at :data:`FUSED_STEP_RATIO` of the dense ones; BM25 hard negatives not costed), and the whole
-    grid of one seed with the imposed-norm arm's cells (``seed_total``), for ``cfg``."""
+    the steps, not the text, set the cost), of one SPLADE cell of each family at the cap with its evaluations
+    (``train_<family>``, with ``cfg.engine``; the same for every k, a plateau stop only shortens it; an imposed-norm
+    arm's cell costs its normal-norm family's; BM25 hard negatives not costed), and the whole grid of one seed with
+    the imposed-norm arm's cells (``seed_total``), for ``cfg``."""
     V = cfg.corpus.vocab_size
     out = {f"pretrain_{f}": backbone_for(cfg, f).mlm_steps * mlm_step_seconds(V) for f in cfg.families}
-    ratio = FUSED_STEP_RATIO if cfg.engine == "fused" else 1.0
-    out["train"] = cfg.max_steps * step_seconds(V) * ratio + (len(cfg.checkpoints) + 1) * eval_seconds(V)
-    cells = (len(cfg.families) + len(cfg.imposed)) * len(cfg.ks)
-    out["seed_total"] = sum(v for k, v in out.items() if k.startswith("pretrain_")) + out["train"] * cells
+    for f in cfg.families:
+        out[f"train_{f}"] = (cfg.max_steps * step_seconds(V, cfg.engine, f)
+                             + (len(cfg.checkpoints) + 1) * eval_seconds(V, cfg.engine))
+    out["seed_total"] = (sum(out[f"pretrain_{f}"] + len(cfg.ks) * out[f"train_{f}"] for f in cfg.families)
+                         + sum(len(cfg.ks) * out[f"train_{f}"] for f, _ in cfg.imposed))
     return out
 
 
 def mlm_step_seconds(vocab: int) -> float:
-    """Cost model: CPU seconds of one MLM pretraining step (batch 32) at vocabulary V."""
+    """Cost model: CPU seconds of one MLM pretraining step (batch 32, head at the masked positions) at vocabulary V."""
     return MLM_STEP_SECONDS[0] + MLM_STEP_SECONDS[1] * vocab / 1000
 
 
@@ -133,7 +152,7 @@ def plan(cfg: OODConfig) -> list[Cell]:
 
     conf = to_dict(cfg)
     V = cfg.corpus.vocab_size
-    per_step = step_seconds(V) + (len(cfg.checkpoints) + 1) * eval_seconds(V) / cfg.max_steps
+    evals = (len(cfg.checkpoints) + 1) * eval_seconds(V, cfg.engine) / cfg.max_steps
     cells = []
     for s in cfg.seeds:
         cells.append(Cell(f"bm25_seed={s}", "initlab.synthetic.splade.ood.runner:cell_bm25", {"config": conf, "seed": s},
@@ -155,13 +174,13 @@ def plan(cfg: OODConfig) -> list[Cell]:
             cells.append(Cell(cell_name(f, k, s), "initlab.synthetic.splade.ood.runner:cell_train",
                               {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
                               train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
-                              unit_seconds=per_step))
+                              unit_seconds=step_seconds(V, cfg.engine, f) + evals))
         for k in sorted(cfg.ks, key=lambda k: (k != 1.0, cfg.ks.index(k))):
             for f, hi in cfg.imposed:
                 cells.append(Cell(cell_name(f, k, s, hi), "initlab.synthetic.splade.ood.runner:cell_train",
                                   {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s), "imposed": hi},
                                   train_key(cfg, f, k, s, hi), needs=(f"pretrain_{f}_seed={s}", f"pretrain_{hi}_seed={s}"),
-                                  units=cfg.max_steps, unit_seconds=per_step))
+                                  units=cfg.max_steps, unit_seconds=step_seconds(V, cfg.engine, f) + evals))
     return cells
 
 

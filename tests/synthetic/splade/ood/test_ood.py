@@ -348,3 +348,30 @@ def test_confirm_preset_is_the_preregistered_design():
     assert all(n.endswith("seed=9201") for n in names[:first]) and len(names) == 3 * (1 + 2 * 2 + 2 * 3)
     assert names[:6] == ["bm25_seed=9201", "pretrain_bert_seed=9201", "inspect_bert_seed=9201",
                          "pretrain_modernbert_seed=9201", "inspect_modernbert_seed=9201", "modernbert_k=1_seed=9201"]
+
+
+def test_the_cost_model_follows_the_engine_and_the_family():
+    """The fused head's step is costed on its own line (cheaper than the dense head's at every measured V, and its
+    share of V smaller); a family not measured takes bert's line; the plan's training cells and cell_seconds use
+    the config's engine."""
+    from initlab.synthetic.splade.ood import runner
+
+    for V in (2048, 8192, 30000):
+        for f in ("bert", "modernbert"):
+            assert runner.step_seconds(V, "fused", f) < runner.step_seconds(V, "dense", f)
+        assert runner.eval_seconds(V, "fused") < runner.eval_seconds(V, "dense")
+    assert runner.STEP_SECONDS["fused"]["bert"][1] < runner.STEP_SECONDS["dense"]["bert"][1]
+    assert runner.step_seconds(8192, "fused", "roberta") == runner.step_seconds(8192, "fused", "bert")
+    with pytest.raises(ValueError, match="engine"):
+        runner.step_seconds(2048, "sparse")
+    c = oc.PRESETS["v30k"]
+    assert c.engine == "fused"
+    est = runner.cell_seconds(c)
+    V = c.corpus.vocab_size
+    assert est["train_bert"] == pytest.approx(c.max_steps * runner.step_seconds(V, "fused", "bert")
+                                              + (len(c.checkpoints) + 1) * runner.eval_seconds(V, "fused"))
+    dense = runner.cell_seconds(derive(c, engine="dense"))
+    assert est["train_modernbert"] < dense["train_modernbert"] and est["pretrain_bert"] == dense["pretrain_bert"]
+    assert est["seed_total"] == pytest.approx(sum(est[f"pretrain_{f}"] + len(c.ks) * est[f"train_{f}"] for f in c.families))
+    units = {x.name: x.unit_seconds for x in runner.plan(c)}
+    assert units["bert_k=1_seed=0"] == pytest.approx(est["train_bert"] / c.max_steps)
