@@ -1054,9 +1054,13 @@ def _ndcg_parts(v: Verdict) -> list[tuple[str, Verdict, str]]:
     return [(part_label(p), p, "ndcg") for p in parts if "InfoNCE" not in p.reason and "control" not in p.reason]
 
 
-def _beside(h: Headline, earlier: Headline, tag: str = "OOD confirmation") -> Headline:
-    """The confirmation's headline with the ``full`` run's word kept beside it (its numbers: docs/claims.md)."""
-    return Headline(h.word + f" ({tag})", h.estimate + f"; earlier `full` run (in domain): {earlier.word}")
+def _beside(h: Headline, earlier: Headline, tag: str = "OOD confirmation", c: Confirmation | None = None) -> Headline:
+    """The confirmation's headline with the ``full`` run's word kept beside it (its numbers: docs/claims.md); the
+    tag names the confirmation's late seeds (:data:`CONFIRM_LATE_SEEDS`) when its words need them."""
+    if c is not None:
+        late = sorted({int(x["seed"]) for x in c.raw["rows"]} & set(CONFIRM_LATE_SEEDS))
+        tag += "".join(f"; seed {s} after the deadline" for s in late)
+    return Headline(h.word + f" ({tag})", h.estimate + f"; earlier `full` run: {earlier.word}")
 
 
 def degradation_headline(r: Results) -> Headline:
@@ -1069,7 +1073,7 @@ def degradation_headline(r: Results) -> Headline:
         (f, g, "ndcg") for f, g in family_gains(c.raw, c.th).items()]
     full = load_phase(r)[2]["interaction"]
     return _beside(headline(parts, word=bold(c.v["interaction"].word)),
-                   headline([("high-norm − normal-norm", full, "ndcg")], word=bold(full.word)), "interaction, OOD confirmation")
+                   headline([("high-norm − normal-norm", full, "ndcg")], word=bold(full.word)), "interaction, OOD confirmation", c)
 
 
 def _full_degradation_headline(r: Results) -> Headline:
@@ -1087,7 +1091,7 @@ def _claim_headline(r: Results, claim: str) -> Headline:
     c = load_confirm(r)
     if c is None:
         return earlier
-    return _beside(headline(_ndcg_parts(c.v[claim]), word=bold(c.v[claim].word)), earlier)
+    return _beside(headline(_ndcg_parts(c.v[claim]), word=bold(c.v[claim].word)), earlier, c=c)
 
 
 def fix_headline(r: Results) -> Headline:

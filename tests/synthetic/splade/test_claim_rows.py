@@ -182,9 +182,9 @@ def test_rows_come_from_the_confirmation_with_the_full_run_beside_it():
     assert over.startswith("hurts: **reproduced** (preregistered confirmation out of domain") and "tied k = 16" in over
     assert "Earlier run, kept beside it: hurts: **reproduced** (synthetic, preset `full`" in over
     h = cs.degradation_headline(r)
-    assert h.word == "**inconclusive** (interaction, OOD confirmation)"
-    assert h.estimate.startswith("high-norm − normal-norm +0.040 [") and "earlier `full` run (in domain): **reproduced**" in h.estimate
-    assert cs.over_rescaling_headline(r).word == "**reproduced** (OOD confirmation)"
+    assert h.word == "**inconclusive** (interaction, OOD confirmation; seed 9203 after the deadline)"
+    assert h.estimate.startswith("high-norm − normal-norm +0.040 [") and "earlier `full` run: **reproduced**" in h.estimate
+    assert cs.over_rescaling_headline(r).word == "**reproduced** (OOD confirmation; seed 9203 after the deadline)"
 
 
 def test_with_fewer_than_two_complete_seeds_the_rows_stay_on_the_full_run():
