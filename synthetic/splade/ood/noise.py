@@ -27,7 +27,28 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["test_positions", "cell_vectors", "seed_bootstrap"]
+__all__ = ["test_positions", "cell_vectors", "seed_bootstrap", "seeds_for_power"]
+
+
+def seeds_for_power(sd: float, effect: float, threshold: float, alpha: float, power: float = 0.8) -> int:
+    """The number of seeds at which a one-sided one-sample t-test of ``mean > threshold`` at level ``alpha`` has
+    ``power`` against a true mean ``effect`` when the per-seed values have sd ``sd``: the smallest integer at or
+    above statsmodels' ``TTestPower().solve_power`` (noncentral t; effect size ``(effect - threshold) / sd``). A
+    gain claim's 95 % t-interval clearing its threshold at Holm's first step in a family of m claims is this test
+    at ``alpha = 0.025 / m``.
+
+    Raises:
+        ValueError: ``sd`` <= 0, ``effect`` <= ``threshold``, or ``alpha`` / ``power`` outside (0, 1).
+    """
+    from statsmodels.stats.power import TTestPower
+
+    if not sd > 0 or not effect > threshold:
+        raise ValueError(f"sd, effect: expected sd > 0 and effect > threshold, got sd={sd!r}, effect={effect!r}, "
+                         f"threshold={threshold!r}")
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha, power: expected values in (0, 1), got {alpha!r}, {power!r}")
+    n = TTestPower().solve_power(effect_size=(effect - threshold) / sd, alpha=alpha, power=power, alternative="larger")
+    return int(np.ceil(n - 1e-9))
 
 
 def test_positions(n: int, select_k_on: str) -> np.ndarray:

@@ -293,3 +293,21 @@ def test_confirm_v8k_is_the_preregistered_design():
     cost = cell_seconds(c)
     cells = 3 * sum(cost[f"train_{f}"] for f in c.families) + 3 * cost["train_bert"]  # 4 families x 3 k, the imposed arm's 3
     assert cost["seed_total"] == pytest.approx(sum(cost[f"pretrain_{f}"] for f in c.families) + cells)
+
+
+
+def test_seeds_for_power_is_the_noncentral_t_count():
+    from scipy import stats
+
+    from initlab.synthetic.splade.ood.noise import seeds_for_power
+
+    def slow_power(n, sd, effect, threshold, alpha):  # reference: the noncentral t directly
+        df = n - 1
+        return 1 - stats.nct.cdf(stats.t.ppf(1 - alpha, df), df, (effect - threshold) * math.sqrt(n) / sd)
+
+    for sd, effect in ((0.049, 0.10), (0.025, 0.10), (0.03, 0.2)):
+        n = seeds_for_power(sd, effect, 0.05, 0.0125)
+        assert slow_power(n, sd, effect, 0.05, 0.0125) >= 0.8 > slow_power(n - 1, sd, effect, 0.05, 0.0125)
+    assert seeds_for_power(0.049, 0.10, 0.05, 0.0125) == 12  # the preregistration's count
+    with pytest.raises(ValueError, match="effect"):
+        seeds_for_power(0.05, 0.05, 0.05, 0.0125)
