@@ -201,6 +201,8 @@ PRESETS: dict[str, OODConfig] = {
     # its reference point (exploratory): the same corpus, queries and selection with the families' own recipes
     # (roberta 2000 MLM steps on 1x the text): the 600-query BM25 ratio and within-seed query noise at 2048 ids
     "explore-v2k-q600": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1),
+    # the text lever alone (exploratory): the reference point's recipe (2000 MLM steps) on 4x the text, k = 1
+    "explore-v2k-text4x": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=4, ks=(1.0,)),
     # the real-sized vocabulary on one seed (exploratory): modernbert at k = 1 with the regime's backbone recipe,
     # cap 1200, the fused head; defined and costed (docs/synthetic_splade_ood.md#cost-of-the-confirmation), not run
     "explore-v30k-one": derive(_EXPLORE, corpus=derive(_SMALL, n_ood_queries=300), families=("modernbert",),
