@@ -629,10 +629,24 @@ def earlier_spt_table(s: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: The words of an exploratory run's cells: what its numbers were consistent with, never a confirmatory word.
+EXPLORATORY_WORDS = {b(REPRODUCED): b("consistent"), b(rules.PARTLY): b("consistent in part"),
+                     b(NOT): b("not consistent")}
+
+
+def exploratory_words(cell: str) -> str:
+    """A rendered cell of an exploratory run (saved with an empty ``preregistration``) with each bold confirmatory
+    word replaced by :data:`EXPLORATORY_WORDS` ("reproduced" -> "consistent"); "inconclusive" and "not run" stay."""
+    for word, plain in EXPLORATORY_WORDS.items():
+        cell = cell.replace(word, plain)
+    return cell
+
+
 def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     """Every SPT claim side by side over several runs (``(label, summary file)`` pairs, as saved in docs/results):
     one markdown row per claim, one column per run, each cell the verdict recomputed from that run's per-seed
-    numbers under today's rules, Holm-corrected within the declared families. The earlier (2026-11-30) run's summary, which saved per-seed accuracies only, is
+    numbers under today's rules, Holm-corrected within the declared families; a run saved as exploratory (empty
+    ``preregistration``) reads with :func:`exploratory_words`, never a confirmatory word. The earlier (2026-11-30) run's summary, which saved per-seed accuracies only, is
     read with :func:`earlier_spt_raw` (its proximity cell reads not run)."""
     cols = []
     for label, s in runs:
@@ -646,16 +660,18 @@ def spt_comparison_table(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
                          else c.verdict(raw, th)) for c in CLAIMS}
             vs = families.corrected(vs, SPT_FAMILIES)
         seeds = record_seeds(s["summary"]["per_seed"]) if "per_seed" in s["summary"] else s["config"]["seeds"]
-        cols.append((f"{label} ({seeds_text(seeds)})", vs))
-    lines = ["| claim | " + " | ".join(c for c, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
+        exploratory = s.get("preregistration") == ""  # saved by an exploratory run: no confirmatory word
+        cols.append((f"{label}{', exploratory' if exploratory else ''} ({seeds_text(seeds)})", vs, exploratory))
+    lines = ["| claim | " + " | ".join(c for c, _, _ in cols) + " |", "| --- |" + " --- |" * len(cols)]
     for c in CLAIMS:
         cells = []
-        for _, vs in cols:
+        for _, vs, exploratory in cols:
             v = vs[c.id]
             if v.rule == "all_of" and v.word != NOT_RUN:
-                cells.append(f"{b(v.word)} (" + "; ".join(one(p, "mass" if c.id == "proximity" else None) for p in v.parts) + ")")
+                cell = f"{b(v.word)} (" + "; ".join(one(p, "mass" if c.id == "proximity" else None) for p in v.parts) + ")"
             else:
-                cells.append(one(v))
+                cell = one(v)
+            cells.append(exploratory_words(cell) if exploratory else cell)
         lines.append(f"| {c.title} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -72,3 +72,25 @@ def test_the_check_catches_a_confirmatory_word():
 def test_late_cells_are_named_in_the_row_that_needs_them():
     row = _row(ROOT / "docs" / "claims.md", "Interventions on the explanation")
     assert "late cells: lastpool_scratch of seeds 8273, 8274 finished after the preregistered deadline" in row
+
+
+def test_an_exploratory_column_carries_no_confirmatory_word():
+    """A run saved with an empty preregistration (exploratory) reads "consistent", never "reproduced" or "partly",
+    in the side-by-side table; a preregistered run beside it keeps its words."""
+    import json
+
+    def load(name):
+        return json.loads((ROOT / "docs" / "results" / name / "summary.json").read_text(encoding="utf-8"))
+
+    explore, full = load("synthetic_spt_explore"), load("synthetic_spt_full")
+    assert explore["preregistration"] == "" and full["preregistration"]
+    table = sc.spt_comparison_table([("explore", explore), ("full", full)])
+    rows = [ln.split(" | ") for ln in table.splitlines()[2:]]
+    explore_cells = [r[1] for r in rows]
+    assert not any(CONFIRMATORY.search(c) for c in explore_cells)
+    assert any("**consistent**" in c for c in explore_cells)
+    assert any(CONFIRMATORY.search(r[2]) for r in rows)  # the preregistered column keeps its words
+    assert "explore, exploratory" in table.splitlines()[0]
+    page = (ROOT / "docs" / "synthetic_spt.md").read_text(encoding="utf-8")
+    three = sc.spt_comparison_table([("earlier", load("synthetic_spt_earlier")), ("explore", explore), ("full", full)])
+    assert three in page  # the page shows the table as its command prints it
