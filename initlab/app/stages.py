@@ -297,7 +297,9 @@ def _count(n: int, what: str) -> str:
 
 def claim_line(c: StageClaim) -> str:
     """``title: word; estimate [interval]; n seeds``: one claim of a finished stage on one console line. An all-of
-    claim lists its parts' estimates; a check (the theorems) says how many statements it checked."""
+    claim lists its parts' estimates; a check (the theorems) says how many statements it checked. The word is the one
+    the reports show (:func:`initlab.evidence.text.shown_word`): an equivalence decided on a zero-width interval
+    (every value identical) reads "degenerate", not as a decision."""
     v = c.verdict
     if v.rule == "check":
         return f"{c.title}: {v.word}; {_count(v.n, c.counted)} checked" + (f" ({v.reason})" if v.reason else "")
@@ -306,9 +308,9 @@ def claim_line(c: StageClaim) -> str:
         parts = [(p, u) for p, u in zip(v.parts, units) if p.word != NOT_RUN]
         est = ", ".join(f"{verdict_text.number(p.estimate, u)} {verdict_text.interval(p, u)}" for p, u in parts)
         n = max((p.n for p, _ in parts), default=0)
-        return f"{c.title}: {v.word}; parts {est}; {_count(n, c.counted)}"
+        return f"{c.title}: {verdict_text.shown_word(v)}; parts {est}; {_count(n, c.counted)}"
     est = f"{verdict_text.number(v.estimate, c.unit)} {verdict_text.interval(v, c.unit)}"
-    return f"{c.title}: {v.word}; {est}; {_count(v.n, c.counted)}"
+    return f"{c.title}: {verdict_text.shown_word(v)}; {est}; {_count(v.n, c.counted)}"
 
 
 def verdict_summary(out: Path, stages: Sequence[str]) -> list[str]:

@@ -267,6 +267,9 @@ def test_claim_lines_of_the_real_stage_readers(tmp_path):
     assert line == "theorems: reproduced; 7 statements checked"
     one = stages.claim_line(stages.StageClaim("x", Verdict("inconclusive", "gain", estimate=0.057, n=1), "ndcg"))
     assert one == "x: inconclusive; +0.057 [unbounded]; 1 seed"
+    flat = Verdict("reproduced", "equivalence", estimate=0.0, lo=0.0, hi=0.0, n=2, thresholds=(-0.01, 0.01))
+    line = stages.claim_line(stages.StageClaim("regret", flat, "ndcg", "(family, seed) backbone"))
+    assert line.startswith("regret: degenerate; ") and "reproduced" not in line
 
 
 def test_the_stage_readers_on_saved_results(tmp_path):
