@@ -9,7 +9,8 @@
 * :mod:`~initlab.app.docgen.theory_doc` -- ``docs/theory.md`` from the statement registry;
 * :mod:`~initlab.app.docgen.mlmhead_doc` -- ``docs/mlmhead.md``'s ``inspect``/``rescale`` example;
 * :mod:`~initlab.app.docgen.prediction_check` -- the model check of ``inspect``'s predicted active dims;
-* :mod:`~initlab.app.docgen.architecture` -- the layer list of the import rule and ``docs/architecture.md`` from it.
+* :mod:`~initlab.app.docgen.architecture` -- the layer list of the import rule and ``docs/architecture.md`` from it;
+* :mod:`~initlab.app.docgen.template` -- the ``--docs``/``--template`` command line those two pages share.
 
 Every module here only reads saved files or runs library code; nothing below the roof imports it.
 """

@@ -11,7 +11,6 @@ generator's output, so after adding a package or changing a layer, rerun the com
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 import sys
@@ -19,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Sequence
 
-from initlab.runs import atomic_write_text
+from initlab.app.docgen.template import render_page_main
 from initlab.textio import read_text
 
 __all__ = ["LAYERS", "SUBLAYERS", "LAYER_NOTES", "SUBLAYER_NOTES", "REPO", "package_dirs", "modules", "component",
@@ -104,6 +103,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("docgen",)],
     ],
     "initlab.app.docgen": [
+        [("template",)],
         [("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",), ("architecture",)],
         [("claims",), ("cli_docs",)],
     ],
@@ -128,7 +128,8 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
                     "one module per CLI group, thin over the library and the stages; the bad-input rules",
                     "the console script: the command table (built from the records and the roof's own commands) and dispatch",
                     "the one home of generated documents (it reads the registry and runs commands' code)"],
-    "initlab.app.docgen": ["the pieces and pages that stand alone",
+    "initlab.app.docgen": ["the command line the template-rendered pages share",
+                           "the pieces and pages that stand alone",
                            "the README's claims table (over its rows); the command table and page"],
 }
 
@@ -239,17 +240,11 @@ def render_docs(template: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m initlab.app.docgen.architecture --docs docs/architecture.md [--template PATH]``."""
-    ap = argparse.ArgumentParser(prog="python -m initlab.app.docgen.architecture",
-                                 description="render docs/architecture.md from the layer list and the package tree")
-    ap.add_argument("--docs", type=Path, required=True, help="output markdown path (e.g. docs/architecture.md)")
-    ap.add_argument("--template", type=Path, default=REPO / "docs" / "architecture.template.md",
-                    help="template with the lines '<!-- LAYERS -->', '<!-- SUBLAYERS -->' and '<!-- PACKAGES -->'")
-    args = ap.parse_args(argv)
-    if not args.template.exists():
-        ap.error(f"argument --template: {args.template} does not exist")
-    atomic_write_text(args.docs, render_docs(read_text(args.template)))
-    print(f"wrote {args.docs}")
-    return 0
+    return render_page_main(argv, module="initlab.app.docgen.architecture",
+                            description="render docs/architecture.md from the layer list and the package tree",
+                            docs="docs/architecture.md", template=REPO / "docs" / "architecture.template.md",
+                            template_help="template with the lines '<!-- LAYERS -->', '<!-- SUBLAYERS -->' and "
+                                          "'<!-- PACKAGES -->'", render=render_docs)
 
 
 if __name__ == "__main__":  # pragma: no cover

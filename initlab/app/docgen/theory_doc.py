@@ -9,14 +9,13 @@ linked definition, rerun the command.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import re
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from initlab.runs import atomic_write_text
+from initlab.app.docgen.template import render_page_main
 from initlab.textio import read_text
 from initlab.theory.statements import REGISTRY, Statement, resolve
 
@@ -80,15 +79,10 @@ def render_docs(template: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m initlab.app.docgen.theory_doc --docs docs/theory.md [--template docs/theory.template.md]``."""
-    ap = argparse.ArgumentParser(prog="python -m initlab.app.docgen.theory_doc", description="render docs/theory.md from the statement registry")
-    ap.add_argument("--docs", type=Path, required=True, help="output markdown path (e.g. docs/theory.md)")
-    ap.add_argument("--template", type=Path, default=REPO / "docs" / "theory.template.md", help="template with a '<!-- STATEMENTS -->' line")
-    args = ap.parse_args(argv)
-    if not args.template.exists():
-        ap.error(f"argument --template: {args.template} does not exist")
-    atomic_write_text(args.docs, render_docs(read_text(args.template)))
-    print(f"wrote {args.docs}")
-    return 0
+    return render_page_main(argv, module="initlab.app.docgen.theory_doc",
+                            description="render docs/theory.md from the statement registry", docs="docs/theory.md",
+                            template=REPO / "docs" / "theory.template.md",
+                            template_help="template with a '<!-- STATEMENTS -->' line", render=render_docs)
 
 
 if __name__ == "__main__":  # pragma: no cover
