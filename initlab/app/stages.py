@@ -23,15 +23,15 @@ import re
 import sys
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_phase_figures, theory_figures
 from initlab.realdata.lra import experiment as lra_experiment
 from initlab.config import from_dict, to_dict
 from initlab.evidence import text as verdict_text
 from initlab.evidence.rules import NOT_RUN, Verdict
+from initlab.experiment.stage import PRESETS, Stage, StageClaim, check_preset, finished_summary, run_unless_finished
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
                               probe_scheduler, run_cells, track_reports)
 from initlab.runs import (ConfigMismatchError, RunDir, RunExistsError, atomic_write_json, atomic_write_text,
@@ -48,42 +48,8 @@ from initlab.theorycheck.verify import claims as theory_claims
 from initlab.theorycheck.verify import runner as verify
 from initlab.theorycheck.verify import experiment as theory_stage
 
-__all__ = ["PRESETS", "Stage", "StageClaim", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",
+__all__ = ["PRESETS", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",
            "score_scale_stage", "splade", "lra_listops", "expected_durations", "stage_figures", "verdict_summary"]
-
-PRESETS = ("quick", "default", "full")
-
-
-def _check_preset(preset: str) -> None:
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {list(PRESETS)}, got {preset!r}")
-
-
-def finished_summary(out_dir: Path, preset: str, overwrite: bool) -> str | None:
-    """Check ``preset``; then the saved ``summary.md`` of a finished stage folder, or None if it must (re)run.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    _check_preset(preset)
-    out_dir = Path(out_dir)
-    if overwrite or not (out_dir / "DONE").exists() or not (out_dir / "summary.md").exists():
-        return None
-    return read_text(out_dir / "summary.md")
-
-
-@holds_run_folder("out_dir")
-def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Callable[..., str], **kwargs: Any) -> str:
-    """The saved summary of a finished stage folder (see :func:`finished_summary`), else
-    ``body(out_dir, preset, overwrite, **kwargs)``.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    done = finished_summary(out_dir, preset, overwrite)
-    if done is not None:
-        return done
-    return body(Path(out_dir), preset, overwrite, **kwargs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -208,7 +174,7 @@ def splade(out_dir: Path, preset: str = "default", overwrite: bool = False, *, w
         ValueError: unknown ``preset``.
     """
     out_dir = Path(out_dir)
-    _check_preset(preset)
+    check_preset(preset)
     cfg = splade_phase.PRESETS[preset]
     if finished_summary(out_dir, preset, overwrite) is None:
         splade_phase.run_phase(out_dir, cfg, overwrite=overwrite, progress=True, workers=workers, scheduler=scheduler,
@@ -234,7 +200,7 @@ def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False,
     Raises:
         ValueError: unknown ``preset``.
     """
-    _check_preset(preset)
+    check_preset(preset)
     if preset == "quick":
         summary = lra_experiment.run_listops_plateau(out_dir, (0,), overwrite=overwrite, preset="toy")
     else:
@@ -245,20 +211,6 @@ def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False,
 # ------------------------------------------------------------------------------------------------
 # the claims each stage's saved files decide (the console's verdict summary)
 # ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StageClaim:
-    """One claim as a finished stage decides it: its ``title``, the :class:`~initlab.evidence.rules.Verdict`
-    (recomputed from the stage's saved raw numbers, with the words its own report shows), the ``unit`` its numbers
-    are printed in (:func:`initlab.evidence.text.number`), what ``verdict.n`` counts (``counted``), and for an
-    all-of claim whose parts differ in unit, each part's (``part_units``; empty: ``unit`` for every part)."""
-
-    title: str
-    verdict: Verdict
-    unit: str = "points"
-    counted: str = "seed"
-    part_units: tuple[str, ...] = ()
-
-
 def _theory_claims(out_dir: Path) -> list[StageClaim]:
     """The theorem claim from ``verify.json`` (:func:`initlab.theorycheck.verify.claims.theorem`)."""
     v = theory_claims.theorem(read_json(Path(out_dir) / "verify.json"))
@@ -340,25 +292,6 @@ def verdict_summary(out: Path, stages: Sequence[str]) -> list[str]:
 # ------------------------------------------------------------------------------------------------
 # the stages, one record each
 # ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Stage:
-    """One stage of ``initlab reproduce``.
-
-    ``run(out_dir, preset="default", overwrite=False, *, workers=None, scheduler=None) -> markdown`` runs it into
-    ``out_dir``; ``estimate(out_dir, preset, workers) -> (expected, at most)`` gives the reference seconds of its
-    remaining work from the experiment's own cost model (nothing is created or checked; None: no estimate, the
-    stage is left out of the printed duration); ``optional`` stages run only when named in ``--only``;
-    ``claims(out_dir) -> [StageClaim]`` reads a finished stage's claims for the closing verdict summary (None: the
-    stage decides no claim).
-    """
-
-    name: str
-    run: Callable[..., str]
-    estimate: Callable[[Path, str, int], tuple[float, float]] | None = None
-    optional: bool = False
-    claims: Callable[[Path], list[StageClaim]] | None = None
-
-
 #: every stage, the default run first and in order
 REGISTRY: tuple[Stage, ...] = (
     Stage("theory", theory, lambda out, preset, workers: theory_stage.expected_seconds(out, verify.PRESETS[preset], workers),

@@ -1,2 +1,3 @@
 """What every experiment package exposes to the roof: its record (:mod:`.record`: ``EXPERIMENT``, with its claims,
-presets, commands, reproduce stages and figures) and the command-line options its commands share (:mod:`.options`)."""
+presets, commands, reproduce stages and figures), the record of one ``initlab reproduce`` stage and the rule for a
+finished stage folder (:mod:`.stage`), and the command-line options its commands share (:mod:`.options`)."""

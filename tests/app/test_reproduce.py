@@ -8,6 +8,7 @@ import pytest
 
 from initlab.app import stages
 from initlab.app.commands import reproduce
+from initlab.experiment.stage import Stage, StageClaim
 
 
 @pytest.mark.parametrize("name", [s.name for s in stages.REGISTRY])
@@ -33,7 +34,7 @@ def test_the_registry_lists_the_default_run_in_order():
 
 
 def _stages(**funcs):
-    return {name: stages.Stage(name, f) for name, f in funcs.items()}
+    return {name: Stage(name, f) for name, f in funcs.items()}
 
 
 def test_report_collects_stage_summaries_in_order(tmp_path, monkeypatch):
@@ -173,7 +174,7 @@ def test_reproduce_prints_the_expected_duration_first_and_the_cpu_use(tmp_path, 
         warnings.warn("something odd", RuntimeWarning)
         return "## stage\nok"
 
-    monkeypatch.setattr(stages, "STAGES", {"s": stages.Stage("s", stage, lambda out, preset, workers: (120.0, 300.0))})
+    monkeypatch.setattr(stages, "STAGES", {"s": Stage("s", stage, lambda out, preset, workers: (120.0, 300.0))})
     report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=2.0, workers=2).read_text()
     out = capsys.readouterr()
     first = out.out.strip().splitlines()[0]
@@ -245,11 +246,11 @@ def test_the_verdict_summary_closes_the_console_output(tmp_path, monkeypatch, ca
         g = rules.gain([0.40, 0.45, 0.43], min_gain=0.05, tol=0.002)
         prox = rules.all_of([rules.gain([0.6, 0.62, 0.61], min_gain=0.05, tol=0.002),
                              rules.equivalence([0.01, -0.02, 0.0], margin=0.02, tol=0.002)])
-        return [stages.StageClaim("SPT gain", g), stages.StageClaim("proximity", prox, "mass"),
-                stages.StageClaim("not in this preset", rules.not_run("gain", ["x"]))]
+        return [StageClaim("SPT gain", g), StageClaim("proximity", prox, "mass"),
+                StageClaim("not in this preset", rules.not_run("gain", ["x"]))]
 
-    monkeypatch.setattr(stages, "STAGES", {"s": stages.Stage("s", _done_stage, claims=claims),
-                                           "t": stages.Stage("t", lambda o, **k: "## t\nok")})
+    monkeypatch.setattr(stages, "STAGES", {"s": Stage("s", _done_stage, claims=claims),
+                                           "t": Stage("t", lambda o, **k: "## t\nok")})
     stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
     out = capsys.readouterr().out
     tail = out[out.index("verdicts of this run"):].splitlines()
@@ -263,12 +264,12 @@ def test_claim_lines_of_the_real_stage_readers(tmp_path):
     """The theory reader on a saved verify report; a check counts statements."""
     from initlab.evidence.rules import Verdict
 
-    line = stages.claim_line(stages.StageClaim("theorems", Verdict("reproduced", "check", n=7), counted="statement"))
+    line = stages.claim_line(StageClaim("theorems", Verdict("reproduced", "check", n=7), counted="statement"))
     assert line == "theorems: reproduced; 7 statements checked"
-    one = stages.claim_line(stages.StageClaim("x", Verdict("inconclusive", "gain", estimate=0.057, n=1), "ndcg"))
+    one = stages.claim_line(StageClaim("x", Verdict("inconclusive", "gain", estimate=0.057, n=1), "ndcg"))
     assert one == "x: inconclusive; +0.057 [unbounded]; 1 seed"
     flat = Verdict("reproduced", "equivalence", estimate=0.0, lo=0.0, hi=0.0, n=2, thresholds=(-0.01, 0.01))
-    line = stages.claim_line(stages.StageClaim("regret", flat, "ndcg", "(family, seed) backbone"))
+    line = stages.claim_line(StageClaim("regret", flat, "ndcg", "(family, seed) backbone"))
     assert line.startswith("regret: degenerate; ") and "reproduced" not in line
 
 

@@ -63,7 +63,8 @@ LAYER_NOTES: dict[str, str] = {
     "initlab.diagnose": "`initlab diagnose`'s library: data readers, the model under diagnosis, the blind-share "
                         "measurements, probes, the preregistered rule, the report ([diagnose.md](diagnose.md))",
     "initlab.experiment": "what every experiment shares: the record it exposes to the roof (its claims, presets, "
-                          "commands, reproduce stages, figures) and its commands' command-line options",
+                          "commands, reproduce stages, figures), the reproduce stage record and finished-folder rule, "
+                          "and its commands' command-line options",
     "initlab.synthetic": "the synthetic experiments on CPU: SPT, SPLADE (phase diagram, out of domain), the "
                          "validation of `initlab diagnose`",
     "initlab.realdata": "the real-data experiments: LRA and SPLADE at scale, the GPU diagnostics",
