@@ -69,12 +69,12 @@ def bench_splade(preset: str, tmp: Path) -> None:
 
 
 def bench_score_scale(preset: str, tmp: Path) -> None:
-    from initlab.app import stages
     from initlab.theory.score_scale import closed_form
+    from initlab.theorycheck.score_scale import stage
 
     cfg = closed_form.PRESETS[preset]
     c0 = time.process_time()
-    stages.score_scale_stage(tmp / "score_scale", preset, workers=1)
+    stage.score_scale_stage(tmp / "score_scale", preset, workers=1)
     n = len(cfg.sigmas) * len(cfg.ks)
     print(f"score_scale ({preset}): {(time.process_time() - c0) / n:.3f} CPU s per cell ({n} cells, figure included)")
 

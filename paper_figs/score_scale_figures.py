@@ -1,6 +1,6 @@
 """Figures of the SPLADE score-scale analysis: theory vs Monte Carlo against the rescaling factor k.
 
-Reads the ``score_scale.json`` written by :func:`initlab.app.stages.score_scale_stage` and draws;
+Reads the ``score_scale.json`` written by :func:`initlab.theorycheck.score_scale.stage.score_scale_stage` and draws;
 no computation beyond plotting. Usage::
 
     python -m initlab.paper_figs.score_scale_figures RESULTS_DIR [--out FILE]

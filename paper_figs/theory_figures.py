@@ -1,7 +1,7 @@
 """Figures of the theory stage, drawn only from saved results (no computation of gradients here).
 
 ``python -m initlab.paper_figs.theory_figures RESULTS_DIR`` reads ``RESULTS_DIR/t2_curve.json`` and
-``RESULTS_DIR/t4_curve.json`` (written by :func:`initlab.app.stages.theory`) and writes
+``RESULTS_DIR/t4_curve.json`` (written by :func:`initlab.theorycheck.verify.stage.theory`) and writes
 
 * ``t2_band_ratio.png``: |<grad_S L, P^(w)>| / ||grad_S L||_F against T (log-log), measured mean and max
   with the data-free bound ||d||_2 / sqrt(T) of T2, for band widths w;

@@ -244,11 +244,12 @@ def _runners(tiny_checkpoint):
     from initlab.synthetic.diagnose import run as diag_run
     from initlab.synthetic.splade.ood import runner as ood
     from initlab.synthetic.splade.phase import runner as phase
+    from initlab.theorycheck.verify import stage as verify_stage
 
     quick = splade_train.SpladeTrainConfig  # noqa: F841 -- the config class the presets build
     return {
         "stages.run_reproduce": lambda out: stages.run_reproduce(out, "quick", ["theory"], speed=1.0),
-        "stages.theory": lambda out: stages.theory(out, "quick"),
+        "verify_stage.theory": lambda out: verify_stage.theory(out, "quick"),
         "spt.run": lambda out: spt.run(spt.PRESETS["quick"], out, progress=False),
         "phase.run_phase": lambda out: phase.run_phase(out, phase.PRESETS["quick"], progress=False),
         "ood.run_ood": lambda out: ood.run_ood(out, ood.PRESETS["tiny"], progress=False),

@@ -1,6 +1,7 @@
 """The roof: everything that imports the experiments.
 
-* :mod:`initlab.app.stages` -- the ``initlab reproduce`` stages (run a library experiment, draw its figures);
+* :mod:`initlab.app.stages` -- ``initlab reproduce``'s run over the stages (each defined with its experiment: run
+  it, draw its figures), its report and verdict lines;
 * :mod:`initlab.app.commands` -- one module per ``initlab`` command group, each ``main()`` thin over library code;
 * :mod:`initlab.app.cli` -- the ``initlab`` console script: the command registry and dispatch;
 * :mod:`initlab.app.docgen` -- the one home of generated documents (command tables, claims and result tables,

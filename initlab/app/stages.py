@@ -2,19 +2,20 @@
 
 Every stage is ``stage(out_dir, preset="default", overwrite=False, *, workers=None, scheduler=None) -> markdown``
 and writes into ``out_dir``; ``workers`` (default: one per core) and ``scheduler`` (a Dask address, where the
-stage's cells can run on Dask) go to :func:`initlab.executor.run_cells`. Each stage is one :class:`Stage` record
-holding that function and its ``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of its
-remaining work on the reference machine (the experiment's own cost model; ``initlab reproduce`` scales it by this
-machine's measured speed and prints it before anything runs). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
+stage's cells can run on Dask) go to :func:`initlab.executor.run_cells`. Each stage is one
+:class:`initlab.experiment.stage.Stage` record, defined with its experiment, holding that function and its
+``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of its remaining work on the reference
+machine (the experiment's own cost model; ``initlab reproduce`` scales it by this machine's measured speed and
+prints it before anything runs). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
 ``overwrite`` (then the old folder is moved aside), and its saved summary is returned. Presets, the one
 vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
 reproduction), ``full`` (larger grids and more seeds, still CPU).
 
-* ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theorycheck.verify.runner`);
-* ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt`);
-* ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theory.score_scale.closed_form`);
-* ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.runner`);
-* ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.sweep`).
+* ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theorycheck.verify.stage`);
+* ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt.stage`);
+* ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theorycheck.score_scale.stage`);
+* ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.stage`);
+* ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.stage`).
 """
 
 from __future__ import annotations
@@ -26,223 +27,26 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from initlab.paper_figs import score_scale_figures, spt_figures, synthetic_splade_phase_figures, theory_figures
-from initlab.realdata.lra import experiment as lra_experiment
-from initlab.config import from_dict, to_dict
 from initlab.evidence import text as verdict_text
-from initlab.evidence.rules import NOT_RUN, Verdict
-from initlab.experiment.stage import PRESETS, Stage, StageClaim, check_preset, finished_summary, run_unless_finished
+from initlab.evidence.rules import NOT_RUN
+from initlab.experiment.stage import PRESETS, Stage, StageClaim
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
-                              probe_scheduler, run_cells, track_reports)
-from initlab.runs import (ConfigMismatchError, RunDir, RunExistsError, atomic_write_json, atomic_write_text,
-                          holds_run_folder, revive_nonfinite, torch_threads)
-from initlab.synthetic import spt as synthetic_spt
-from initlab.synthetic.splade import claims as splade_claims
-from initlab.synthetic.splade.phase import runner as splade_phase
-from initlab.synthetic.spt import claims as spt_claims
-from initlab.textio import read_json, read_text
-from initlab.theory.attention import curves
-from initlab.theory.score_scale import closed_form as score_scale
-from initlab.theorycheck.score_scale import experiment as score_scale_stage_
-from initlab.theorycheck.verify import claims as theory_claims
-from initlab.theorycheck.verify import runner as verify
-from initlab.theorycheck.verify import experiment as theory_stage
+                              probe_scheduler, track_reports)
+from initlab.realdata.lra import stage as lra_stage
+from initlab.runs import ConfigMismatchError, RunExistsError, atomic_write_json, atomic_write_text, holds_run_folder
+from initlab.synthetic.splade.phase import stage as splade_stage
+from initlab.synthetic.spt import stage as spt_stage
+from initlab.textio import read_json
+from initlab.theorycheck.score_scale import stage as score_scale_stage
+from initlab.theorycheck.verify import stage as verify_stage
 
-__all__ = ["PRESETS", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "theory", "spt",
-           "score_scale_stage", "splade", "lra_listops", "expected_durations", "stage_figures", "verdict_summary"]
-
-
-# ------------------------------------------------------------------------------------------------
-# theory
-# ------------------------------------------------------------------------------------------------
-def theory(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
-           scheduler: str | None = None) -> str:
-    """The ``theory`` stage: verify every statement, the T2 and T4 curves, two figures; markdown summary.
-
-    Each statement (its sympy derivation and checks) is a cell of :func:`initlab.executor.run_cells`, so the
-    statements run in parallel on ``workers`` processes (or on Dask at ``scheduler``) with one bar over them.
-    Writes ``config.json``, ``verify.json``, ``t2_curve.json``, ``t4_curve.json``, ``t6_dropout.json``,
-    ``t7_table.json``, ``t2_band_ratio.png``, ``t6_dropout_rate.png``, ``t7_depth.png``,
-    ``t4_projection_vs_p.png``, ``summary.md``, then ``DONE``; finished pieces are kept as cells.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    with torch_threads(1):
-        return run_unless_finished(out_dir, preset, overwrite, _theory, workers=workers, scheduler=scheduler)
-
-
-def _theory(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
-    cfg = verify.PRESETS[preset]
-    run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
-    big = preset == "full"
-    Ts = [4, 8, 16, 32, 64, 128, 256] + ([512] if big else [])
-    t2_args = {"seed": cfg.seed, "Ts": Ts, "widths": [1, 2, 4], "reps": 8 if big else 3}
-    t4_args = {"seed": cfg.seed + 1, "ps": [0.0, 0.2, 0.4, 0.6, 0.8, 0.95], "T": 16, "K": 4, "q": 0.15, "w": 2,
-               "n": max(2000, cfg.mc_samples)}
-    # every cell records the arguments it was computed with: a resume under others raises ConfigMismatchError
-    if run.has_cell("verify", key=cfg):  # a folder of an earlier initlab, verified as one cell
-        report = run.load_cell("verify", key=cfg)
-    else:
-        cells = theory_stage.cells(cfg)
-        run_cells(run, cells, workers=workers, scheduler=scheduler, desc="theory (statements)",
-                  startup=theory_stage.WORKER_START_SECONDS)
-        report = verify.merge_reports(cfg, [run.load_cell(c.name, key=c.key) for c in cells])
-    run.write_json("verify.json", report)
-    if not run.has_cell("t2_curve", key=t2_args):
-        run.save_cell("t2_curve", curves.t2_band_curve(**t2_args), key=t2_args)
-    if not run.has_cell("t4_curve", key=t4_args):
-        run.save_cell("t4_curve", curves.t4_projection_curve(**t4_args), key=t4_args)
-    t2, t4 = run.load_cell("t2_curve", key=t2_args), run.load_cell("t4_curve", key=t4_args)
-    measured = {r["statement"]: r.get("measured", {}) for r in report["statements"]}
-    if measured.get("T6", {}).get("dropout_mc"):
-        run.write_json("t6_dropout.json", measured["T6"]["dropout_mc"]["rows"])
-    if measured.get("T7", {}).get("table"):
-        run.write_json("t7_table.json", measured["T7"]["table"])
-    run.write_json("t2_curve.json", t2)
-    run.write_json("t4_curve.json", t4)
-    theory_figures.draw_all(out_dir)
-    md = theory_stage.summary_markdown(report, preset, t2, t4)
-    atomic_write_text(out_dir / "summary.md", md)
-    run.mark_done()
-    return md
-
-
-# ------------------------------------------------------------------------------------------------
-# synthetic SPT
-# ------------------------------------------------------------------------------------------------
-def spt(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
-        scheduler: str | None = None) -> str:
-    """The ``spt`` stage: the synthetic self-pretraining experiments of ``preset``, figures, summary.
-
-    ``workers``: processes running its cells (default: one per core), one torch thread each.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    return run_unless_finished(out_dir, preset, overwrite, _spt, workers=workers, scheduler=scheduler)
-
-
-def _spt(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
-    return synthetic_spt.run(synthetic_spt.PRESETS[preset], out_dir, overwrite=overwrite, workers=workers,
-                             scheduler=scheduler, draw=spt_figures.make_figures)
-
-
-# ------------------------------------------------------------------------------------------------
-# score scale
-# ------------------------------------------------------------------------------------------------
-def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
-                      scheduler: str | None = None) -> str:
-    """The ``score_scale`` stage: theory + Monte Carlo table for k in {1, ..., 32} at a few sigma.
-
-    Writes JSON/CSV/config, a figure and ``summary.md``; each (sigma, k) is a cell of
-    :func:`initlab.executor.run_cells` (``workers`` processes or Dask at ``scheduler``), saved as it finishes.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    return run_unless_finished(out_dir, preset, overwrite, _score_scale, workers=workers, scheduler=scheduler)
-
-
-def _score_scale(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
-    cfg = score_scale.PRESETS[preset]
-    run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
-    cells = score_scale_stage_.cells(cfg, preset)  # a cell of another config is never reused (its key holds the config)
-    run_cells(run, cells, workers=workers, scheduler=scheduler, desc="score scale (sigma, k)",
-              startup=score_scale_stage_.WORKER_START_SECONDS)
-    rows = [revive_nonfinite(run.load_cell(c.name, key=c.key)) for c in cells]  # saved "inf" strings back to floats
-    mech = score_scale.mechanism(cfg)
-    run.write_json("score_scale.json", {"config": to_dict(cfg), "rows": rows, "mechanism": mech})
-    run.write_csv("score_scale.csv", rows)
-    fig = score_scale_figures.plot_theory_vs_mc(rows, out_dir / "score_scale_theory_vs_mc.png").name
-    md = score_scale_stage_.summary_markdown(cfg, rows, mech, fig)
-    atomic_write_text(out_dir / "summary.md", md)
-    run.mark_done()
-    return md
-
-
-# ------------------------------------------------------------------------------------------------
-# synthetic SPLADE
-# ------------------------------------------------------------------------------------------------
-def splade(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
-           scheduler: str | None = None) -> str:
-    """The ``splade`` stage: the synthetic SPLADE phase diagram of ``preset`` (four families, head scale s x
-    rescaling k) and its figures; markdown summary, with the collapsed cells said once, expected or not
-    (:func:`initlab.synthetic.splade.phase.runner.collapse_note`).
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    out_dir = Path(out_dir)
-    check_preset(preset)
-    cfg = splade_phase.PRESETS[preset]
-    if finished_summary(out_dir, preset, overwrite) is None:
-        splade_phase.run_phase(out_dir, cfg, overwrite=overwrite, progress=True, workers=workers, scheduler=scheduler,
-                               draw=synthetic_splade_phase_figures.draw_phase)
-    figs = sorted(p.name for p in out_dir.glob("splade_*.png"))
-    md = read_text(out_dir / "summary.md") + "\n" + "\n".join(f"![{f}]({f})" for f in figs) + "\n"
-    note = splade_phase.collapse_note(out_dir, cfg)
-    if note:
-        md += "\n**Collapsed cells** (printed once on the console):\n\n```\n" + note + "\n```\n"
-    return md
-
-
-# ------------------------------------------------------------------------------------------------
-# LRA ListOps on CPU (optional)
-# ------------------------------------------------------------------------------------------------
-def lra_listops(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
-                scheduler: str | None = None) -> str:
-    """The preregistered CPU ListOps SPT-vs-scratch experiment (:mod:`initlab.realdata.lra.experiment`).
-
-    ``quick``: the toy preset, seed 0, the same budget rule (seconds); ``default`` and ``full``: the
-    preregistered preset and seeds (about 8 CPU-minutes). Not part of the default run.
-
-    Raises:
-        ValueError: unknown ``preset``.
-    """
-    check_preset(preset)
-    if preset == "quick":
-        summary = lra_experiment.run_listops_plateau(out_dir, (0,), overwrite=overwrite, preset="toy")
-    else:
-        summary = lra_experiment.run_listops_plateau(out_dir, overwrite=overwrite)
-    return lra_experiment.summary_markdown(summary, summary.get("seconds_this_call"))
+__all__ = ["PRESETS", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
+           "verdict_summary"]
 
 
 # ------------------------------------------------------------------------------------------------
 # the claims each stage's saved files decide (the console's verdict summary)
 # ------------------------------------------------------------------------------------------------
-def _theory_claims(out_dir: Path) -> list[StageClaim]:
-    """The theorem claim from ``verify.json`` (:func:`initlab.theorycheck.verify.claims.theorem`)."""
-    v = theory_claims.theorem(read_json(Path(out_dir) / "verify.json"))
-    return [StageClaim("the attention-gradient theorems hold on fresh random cases", v, counted="statement")]
-
-
-def _spt_claims(out_dir: Path) -> list[StageClaim]:
-    """Every SPT claim from ``metrics.json``'s per-seed numbers, Holm-corrected as the stage's report shows them
-    (:func:`initlab.synthetic.spt.claims.evaluate_corrected`)."""
-    m = read_json(Path(out_dir) / "metrics.json")
-    th = from_dict(spt_claims.SPTThresholds, m["config"]["thresholds"])
-    vs = spt_claims.evaluate_corrected(spt_claims.as_raw(m["summary"]["per_seed"]), th)
-    unit = {"proximity": "mass"}
-    return [StageClaim(c.title, vs[c.id], unit.get(c.id, "share" if vs[c.id].rule == "share" else "points"))
-            for c in spt_claims.CLAIMS]
-
-
-def _splade_claims(out_dir: Path) -> list[StageClaim]:
-    """Every synthetic SPLADE claim from ``phase.json``'s raw rows, uncorrected as the stage's summary shows them
-    (:func:`initlab.synthetic.splade.claims.evaluate_all`); regrets count (family, seed) backbones."""
-    phase = read_json(Path(out_dir) / "phase.json")
-    th = from_dict(splade_claims.SPLADEThresholds, phase["config"]["claims"])
-    vs = splade_claims.evaluate_all(splade_claims.as_raw(phase), th)
-    per_seed = ("interaction", "high_norm_degrades", "rescaling_fixes", "over_rescaling", "input_side")
-
-    def units(v: Verdict, unit: str) -> tuple[str, ...]:  # the InfoNCE parts are in nats
-        return tuple("nats" if "InfoNCE" in p.reason else unit for p in v.parts)
-
-    return [StageClaim(c.title, vs[c.id], c.unit, "seed" if c.id in per_seed else "(family, seed) backbone",
-                       units(vs[c.id], c.unit)) for c in splade_claims.CLAIMS]
-
-
 def _count(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
@@ -293,18 +97,8 @@ def verdict_summary(out: Path, stages: Sequence[str]) -> list[str]:
 # the stages, one record each
 # ------------------------------------------------------------------------------------------------
 #: every stage, the default run first and in order
-REGISTRY: tuple[Stage, ...] = (
-    Stage("theory", theory, lambda out, preset, workers: theory_stage.expected_seconds(out, verify.PRESETS[preset], workers),
-          claims=_theory_claims),
-    Stage("spt", spt, lambda out, preset, workers: synthetic_spt.expected_seconds(synthetic_spt.PRESETS[preset], out, workers),
-          claims=_spt_claims),
-    Stage("score_scale", score_scale_stage,
-          lambda out, preset, workers: score_scale_stage_.expected_seconds(out, score_scale.PRESETS[preset], preset, workers)),
-    Stage("splade", splade, lambda out, preset, workers: splade_phase.expected_seconds(out, splade_phase.PRESETS[preset], workers),
-          claims=_splade_claims),
-    Stage("lra_listops", lra_listops, lambda out, preset, workers: lra_experiment.expected_seconds(out, toy=preset == "quick"),
-          optional=True),
-)
+REGISTRY: tuple[Stage, ...] = (verify_stage.STAGE, spt_stage.STAGE, score_scale_stage.STAGE, splade_stage.STAGE,
+                               lra_stage.STAGE)
 #: stage name -> record; the default run, in order.
 STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if not s.optional}
 #: stages run only when named in ``--only``.

@@ -9,6 +9,10 @@ import pytest
 from initlab.app import stages
 from initlab.app.commands import reproduce
 from initlab.experiment.stage import Stage, StageClaim
+from initlab.synthetic.splade.phase import stage as splade_stage
+from initlab.synthetic.spt import stage as spt_stage
+from initlab.theorycheck.score_scale import stage as score_scale_stage
+from initlab.theorycheck.verify import stage as verify_stage
 
 
 @pytest.mark.parametrize("name", [s.name for s in stages.REGISTRY])
@@ -101,18 +105,18 @@ def test_theory_and_score_scale_stages_refuse_a_changed_config(tmp_path):
     # an interrupted stage folder (no DONE) written under another config is not resumed
     RunDir(tmp_path / "theory", config=derive(verify.PRESETS["quick"], cases=verify.PRESETS["quick"].cases + 1))
     with pytest.raises(ConfigMismatchError, match="differs in: cases"):
-        stages.theory(tmp_path / "theory", preset="quick")
+        verify_stage.theory(tmp_path / "theory", preset="quick")
     other = derive(score_scale.PRESETS["quick"], mc_batches=score_scale.PRESETS["quick"].mc_batches + 1)
     RunDir(tmp_path / "ss", config=other)
     with pytest.raises(ConfigMismatchError, match="differs in: mc_batches"):
-        stages.score_scale_stage(tmp_path / "ss", preset="quick")
+        score_scale_stage.score_scale_stage(tmp_path / "ss", preset="quick")
     # a cell computed under another config (same config.json) is not reused either
     cfg = score_scale.PRESETS["quick"]
     run = RunDir(tmp_path / "ss2", config=cfg)
     sigma, k = cfg.sigmas[0], cfg.ks[0]
     run.save_cell(f"sigma={sigma:g}_k={k:g}", {"sigma": sigma, "k": k}, key={"config": {"old": 1}, "sigma": sigma, "k": k})
     with pytest.raises(ConfigMismatchError, match="cell 'sigma="):
-        stages.score_scale_stage(tmp_path / "ss2", preset="quick")
+        score_scale_stage.score_scale_stage(tmp_path / "ss2", preset="quick")
 
 
 def test_empty_stage_list_is_an_error_not_an_empty_report(tmp_path):
@@ -281,13 +285,13 @@ def test_the_stage_readers_on_saved_results(tmp_path):
     results = Path(__file__).resolve().parents[2] / "docs" / "results"
     (tmp_path / "theory").mkdir()
     shutil.copy(results / "theory_verify.json", tmp_path / "theory" / "verify.json")
-    (t,) = stages._theory_claims(tmp_path / "theory")
+    (t,) = verify_stage.stage_claims(tmp_path / "theory")
     assert stages.claim_line(t).startswith("the attention-gradient theorems hold on fresh random cases: reproduced; ")
     (tmp_path / "spt").mkdir()
     shutil.copy(results / "synthetic_spt_full" / "summary.json", tmp_path / "spt" / "metrics.json")
-    spt = {c.title: stages.claim_line(c) for c in stages._spt_claims(tmp_path / "spt")}
+    spt = {c.title: stages.claim_line(c) for c in spt_stage.stage_claims(tmp_path / "spt")}
     assert spt["SPT gain at depth 1"] == "SPT gain at depth 1: reproduced; +39.5 [+33.6, +45.4]; 8 seeds"
-    splade = stages._splade_claims(results / "synthetic_splade_full")
+    splade = splade_stage.stage_claims(results / "synthetic_splade_full")
     high = next(c for c in splade if c.title.startswith("a large head norm degrades SPLADE (high"))
     assert "nats" in high.part_units and len(high.part_units) == len(high.verdict.parts)
     for c, u in zip(high.verdict.parts, high.part_units):

@@ -1,6 +1,6 @@
 """``initlab reproduce``: the CPU reproduction of both phenomena, one report.
 
-The stages (theory, spt, score_scale, splade; optional lra_listops) are in :mod:`initlab.app.stages`.
+The stages (theory, spt, score_scale, splade; optional lra_listops) are run by :mod:`initlab.app.stages`.
 Each writes into ``OUT/<stage>/``; a finished stage (its folder holds ``DONE``) is not redone, so an
 interrupted ``initlab reproduce`` resumes where it stopped; a finished one (every requested stage done, its report
 written) is refused unless ``--overwrite``. ``OUT/report.md`` collects the stages'

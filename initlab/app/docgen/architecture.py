@@ -125,7 +125,8 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
     "initlab.executor": ["cells, progress, the cost model, the worker side, the report, the bar",
                          "this process or a local pool; the Dask bridge: independent"],
     "initlab.app": ["the list of every experiment's record, which the roof loops over",
-                    "the reproduce stages: run an experiment, then draw its figures from what it saved",
+                    "the reproduce run over the experiments' stages (each runs an experiment, then draws its figures from what it "
+                    "saved): the stage loop, the report, the verdict lines",
                     "one module per CLI group, thin over the library and the stages; the bad-input rules",
                     "the console script: the command table (built from the records and the roof's own commands) and dispatch",
                     "the one home of generated documents (it reads the registry and runs commands' code)"],

@@ -1,6 +1,6 @@
 """The ``score_scale`` stage's own pieces: one executor cell per (sigma, k), its cost model and its markdown summary.
 
-The stage itself (:func:`initlab.app.stages.score_scale_stage`) runs these cells and draws the figure.
+The stage itself (:func:`.stage.score_scale_stage`) runs these cells and draws the figure.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``theory`` stage's own pieces: one executor cell per statement, its cost model and its markdown summary.
 
-The stage itself (:func:`initlab.app.stages.theory`) runs these cells, the curves of
+The stage itself (:func:`.stage.theory`) runs these cells, the curves of
 :mod:`initlab.theory.attention.curves` and the figures.
 """
 

@@ -19,7 +19,7 @@ Role of this module: the runner (:func:`run_verify`, the sympy derivations of :f
 its text table. The checks of all nine statements are in :mod:`initlab.theory.attention.checks`, their sympy
 derivations in :mod:`initlab.theory.attention.symbolic`, the configuration, result record, tolerances and
 test hook in :mod:`initlab.theory.verify.base`. The ``theory`` stage of ``initlab reproduce`` is
-:func:`initlab.app.stages.theory`.
+:func:`initlab.theorycheck.verify.stage.theory`.
 """
 
 from __future__ import annotations

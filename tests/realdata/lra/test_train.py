@@ -216,7 +216,7 @@ def test_lra_causal_and_cross_task_pretraining(tmp_path):
 
 
 def test_lra_reproduce_stage_quick(tmp_path):
-    from initlab.app.stages import lra_listops
+    from initlab.realdata.lra.stage import lra_listops
 
     md = lra_listops(tmp_path / "lra", preset="quick")
     assert md.startswith("## CPU ListOps under the plateau rule") and "| 0 |" in md

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from initlab.app import stages
 from initlab.synthetic.spt import command as synthetic_cmd
+from initlab.synthetic.spt import stage
 from initlab.config import derive
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.paper_figs import spt_figures
@@ -230,11 +230,11 @@ def test_cli_and_reproduce_stage(tmp_path, monkeypatch, capsys):
     assert "| hybrid_qk |" in printed and "results:" in printed
     with pytest.raises(SystemExit):  # finished run, no --overwrite
         synthetic_cmd.spt_main(["--preset", "quick", "--out", str(tmp_path / "cli"), "--workers", "1", "--no-progress"])
-    md = stages.spt(tmp_path / "stage", "quick", False)
+    md = stage.spt(tmp_path / "stage", "quick", False)
     assert "| scratch |" in md
-    assert stages.spt(tmp_path / "stage", "quick", False) == md  # finished: the saved summary
+    assert stage.spt(tmp_path / "stage", "quick", False) == md  # finished: the saved summary
     with pytest.raises(ValueError, match="preset"):
-        stages.spt(tmp_path / "x", "huge", False)
+        stage.spt(tmp_path / "x", "huge", False)
 
 
 def test_config_errors():

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from initlab.app import stages
 from initlab.theorycheck.score_scale import command as theory_cmd
+from initlab.theorycheck.score_scale import stage
 from initlab.config import derive
 from initlab.paper_figs import score_scale_figures as figs
 from initlab.theory.score_scale import closed_form as ss
@@ -28,7 +28,7 @@ def test_score_scale_reproduce_stage_resumes_and_guards(tmp_path, monkeypatch):
     tiny = derive(ss.PRESETS["quick"], sigmas=(4.0,), ks=(1.0, 8.0), vocab=64, batch=8, L_d=16)
     monkeypatch.setitem(ss.PRESETS, "quick", tiny)
     out = tmp_path / "stage"
-    md = stages.score_scale_stage(out, "quick")
+    md = stage.score_scale_stage(out, "quick")
     for name in ("config.json", "score_scale.json", "score_scale.csv", "summary.md", "DONE", "score_scale_theory_vs_mc.png"):
         assert (out / name).is_file(), name
     assert "| 4 | 8 |" in md and "Mechanism" in md
@@ -37,13 +37,13 @@ def test_score_scale_reproduce_stage_resumes_and_guards(tmp_path, monkeypatch):
     # finished: returns the saved summary without recomputing
     calls = []
     monkeypatch.setattr(ssmc, "monte_carlo", lambda *a, **k: calls.append(1))
-    assert stages.score_scale_stage(out, "quick") == md and not calls
+    assert stage.score_scale_stage(out, "quick") == md and not calls
     # interrupted run: finished cells are reused (monte_carlo not called for them)
     (out / "DONE").unlink()
     (out / "summary.md").unlink()
-    assert "| 4 | 1 |" in stages.score_scale_stage(out, "quick") and not calls
+    assert "| 4 | 1 |" in stage.score_scale_stage(out, "quick") and not calls
     with pytest.raises(ValueError, match="preset"):
-        stages.score_scale_stage(tmp_path / "x", "huge")
+        stage.score_scale_stage(tmp_path / "x", "huge")
 
 
 def test_score_scale_figure_script(tmp_path, capsys):

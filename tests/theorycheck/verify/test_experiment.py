@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from initlab.app import stages
 from initlab.theory.attention import curves
 from initlab.theorycheck.verify import command as theory_cmd
+from initlab.theorycheck.verify import stage
 from initlab.app import cli
 from initlab.config import derive
 from initlab.theory.attention import checks
@@ -76,20 +76,20 @@ def test_verify_reproduce_stage_writes_resumes_and_overwrites(tmp_path, monkeypa
     monkeypatch.setattr(curves, "t2_band_curve", lambda seed, Ts, widths, reps: real_t2(seed, [4, 16], (1,), 1))
     monkeypatch.setattr(curves, "t4_projection_curve", lambda seed, ps, T, K, q, w, n: real_t4(seed, [0.0, 0.8], 8, 3, q, w, 1000))
     out = tmp_path / "theory"
-    md = stages.theory(out, "quick", overwrite=False, workers=1)  # in this process: the monkeypatches apply
+    md = stage.theory(out, "quick", overwrite=False, workers=1)  # in this process: the monkeypatches apply
     for name in ("DONE", "config.json", "verify.json", "summary.md", "t2_band_ratio.png", "t4_projection_vs_p.png", "t2_curve.json", "t4_curve.json"):
         assert (out / name).exists(), name
     assert "T1" in md and "PASS" in md and md == (out / "summary.md").read_text()
     assert [r["statement"] for r in json.loads((out / "verify.json").read_text())["statements"]] == ALL
     assert json.loads((out / "config.json").read_text())["config"]["cases"] == 2
     assert len(calls) == len(ALL)  # one cell per statement
-    assert stages.theory(out, "quick", overwrite=False, workers=1) == md  # finished: not recomputed
+    assert stage.theory(out, "quick", overwrite=False, workers=1) == md  # finished: not recomputed
     assert len(calls) == len(ALL)
-    stages.theory(out, "quick", overwrite=True, workers=1)  # recomputed, old folder moved aside
+    stage.theory(out, "quick", overwrite=True, workers=1)  # recomputed, old folder moved aside
     assert len(calls) == 2 * len(ALL)
     assert list(tmp_path.glob("theory.old-*"))
     with pytest.raises(ValueError, match="preset"):
-        stages.theory(tmp_path / "x", "huge")
+        stage.theory(tmp_path / "x", "huge")
 
 
 real_t2 = curves.t2_band_curve

@@ -247,16 +247,16 @@ def test_theory_json_compares_each_cell_with_the_per_entry_model(phase_run):
 
 
 def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_run, monkeypatch, capsys):
-    from initlab.app import stages
     from initlab.synthetic.splade.phase import command as synthetic_cmd
+    from initlab.synthetic.splade.phase import stage
 
     with pytest.raises(RunExistsError):
         ph.run_phase(phase_run, TINY, progress=False, workers=1)
     monkeypatch.setitem(phc.PRESETS, "quick", TINY)
-    md = stages.splade(phase_run, "quick", overwrite=False)  # DONE: nothing is rerun
+    md = stage.splade(phase_run, "quick", overwrite=False)  # DONE: nothing is rerun
     assert "### bert: nDCG@10" in md and "splade_phase_bert.png" in md
     with pytest.raises(ValueError, match="preset"):
-        stages.splade(phase_run, "huge", overwrite=False)
+        stage.splade(phase_run, "huge", overwrite=False)
     with pytest.raises(SystemExit):
         synthetic_cmd.splade_main(["--preset", "quick", "--out", str(phase_run)])  # finished run, no --overwrite
     assert "already holds a finished run" in capsys.readouterr().err
