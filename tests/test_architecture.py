@@ -381,7 +381,7 @@ def test_every_call_by_string_name_resolves_and_respects_the_layers():
     from initlab.app.experiments import EXPERIMENTS
     found = {f"{module}:{func}" for *_, module, func in calls}
     named = {t for t, _ in cli.COMMANDS.values()} | {e.presets for e in EXPERIMENTS if e.presets} | {
-        f for e in EXPERIMENTS for f in e.figures}
+        f for e in EXPERIMENTS for f in e.figures} | {s for e in EXPERIMENTS for s in e.stages}
     assert len(named) >= 30 and named <= found  # the command table's and the records' names are all checked below
     bad = unresolved_named_calls()
     assert not bad, "calls by string name that do not resolve:\n" + "\n".join(bad)

@@ -6,7 +6,8 @@ stage's cells can run on Dask) go to :func:`initlab.executor.run_cells`. Each st
 :class:`initlab.experiment.stage.Stage` record, defined with its experiment, holding that function and its
 ``estimate(out_dir, preset, workers) -> (expected, at most)`` seconds of its remaining work on the reference
 machine (the experiment's own cost model; ``initlab reproduce`` scales it by this machine's measured speed and
-prints it before anything runs). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
+prints it before anything runs). :data:`REGISTRY` is built from the experiments' records (each names its
+stages), in their reading order (:func:`initlab.app.experiments.reading_order`). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
 ``overwrite`` (then the old folder is moved aside), and its saved summary is returned. Presets, the one
 vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
 reproduction), ``full`` (larger grids and more seeds, still CPU).
@@ -27,20 +28,17 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from initlab.app.experiments import EXPERIMENTS, reading_order
 from initlab.evidence import text as verdict_text
 from initlab.evidence.rules import NOT_RUN
+from initlab.experiment.record import Experiment
 from initlab.experiment.stage import PRESETS, Stage, StageClaim
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
                               probe_scheduler, track_reports)
-from initlab.realdata.lra import stage as lra_stage
 from initlab.runs import ConfigMismatchError, RunExistsError, atomic_write_json, atomic_write_text, holds_run_folder
-from initlab.synthetic.splade.phase import stage as splade_stage
-from initlab.synthetic.spt import stage as spt_stage
 from initlab.textio import read_json
-from initlab.theorycheck.score_scale import stage as score_scale_stage
-from initlab.theorycheck.verify import stage as verify_stage
 
-__all__ = ["PRESETS", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
+__all__ = ["PRESETS", "registry", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
            "verdict_summary"]
 
 
@@ -96,9 +94,26 @@ def verdict_summary(out: Path, stages: Sequence[str]) -> list[str]:
 # ------------------------------------------------------------------------------------------------
 # the stages, one record each
 # ------------------------------------------------------------------------------------------------
-#: every stage, the default run first and in order
-REGISTRY: tuple[Stage, ...] = (verify_stage.STAGE, spt_stage.STAGE, score_scale_stage.STAGE, splade_stage.STAGE,
-                               lra_stage.STAGE)
+def registry(records: Sequence[Experiment] = EXPERIMENTS) -> tuple[Stage, ...]:
+    """Every stage the ``records`` name (:attr:`initlab.experiment.record.Experiment.stages`, imported now): the
+    default stages, then the optional ones, each in the records' reading order
+    (:func:`initlab.app.experiments.reading_order`).
+
+    Raises:
+        ValueError: two stages share a name (the message names both records), or a record names something that is
+            not a stage.
+    """
+    found: list[tuple[str, Stage]] = [(exp.name, s) for exp in reading_order(records) for s in exp.stage_records()]
+    owner: dict[str, str] = {}
+    for exp, s in found:
+        if s.name in owner:
+            raise ValueError(f"stage {s.name!r}: named by the records {owner[s.name]!r} and {exp!r}; expected one")
+        owner[s.name] = exp
+    return tuple(s for _, s in found if not s.optional) + tuple(s for _, s in found if s.optional)
+
+
+#: every stage, the default run first and in order (:func:`registry` over every experiment's record)
+REGISTRY: tuple[Stage, ...] = registry()
 #: stage name -> record; the default run, in order.
 STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if not s.optional}
 #: stages run only when named in ``--only``.

@@ -3,11 +3,12 @@
 Each experiment package defines one ``EXPERIMENT`` (in its ``__init__``); the roof loops over the records instead
 of naming each experiment's pieces by hand. A record carries the experiment's claims -- its claims module, which
 holds the verdict functions, their README rows (``CLAIM_ROWS``) and the declared claim families -- and what the
-roof needs to find the rest: its preset table, its command-line entries, the names of its ``initlab reproduce``
-stages and its figure functions. The roof's claims table and page (:mod:`initlab.app.docgen.claims`) and the
-console script's command table (:mod:`initlab.app.cli`) are built from the records.
+roof needs to find the rest: its preset table, its command-line entries, its ``initlab reproduce`` stages and
+its figure functions, and its place in the reading order of the results. The roof's claims table and page
+(:mod:`initlab.app.docgen.claims`), the console script's command table (:mod:`initlab.app.cli`) and the reproduce
+stage registry (:mod:`initlab.app.stages`) are built from the records.
 
-Presets, commands and figures are named as ``"package.module:NAME"`` strings, the console script's convention:
+Presets, commands, stages and figures are named as ``"package.module:NAME"`` strings, the console script's convention:
 the console script reads every record to print its usage, and a name costs no import (the synthetic SPT presets
 alone import torch). ``tests/test_architecture.py`` resolves every such string (the module exists, defines the
 name, and the record's package may import it); :func:`resolve` imports one when it is used.
@@ -23,6 +24,7 @@ from typing import Any, Mapping
 
 from initlab.evidence.families import Family
 from initlab.evidence.rows import Claim
+from initlab.experiment.stage import Stage
 
 __all__ = ["Command", "Experiment", "resolve"]
 
@@ -77,13 +79,18 @@ class Experiment:
     experiment whose claims another record's module holds or that decides none; ``families`` the claim families
     the claims page's legend names, as ``(label, families)`` pairs (each families tuple declared in a claims
     module); ``presets`` the ``"module:NAME"`` of its preset table (preset name -> frozen config; None: it has
-    none); ``commands`` its ``initlab`` subcommands, in usage order; ``stages`` the names of its
-    ``initlab reproduce`` stages (:mod:`initlab.app.stages`); ``figures`` the ``"module:function"`` of each
-    figure function that draws its saved results (:mod:`initlab.paper_figs`).
+    none); ``commands`` its ``initlab`` subcommands, in usage order; ``stages`` the ``"module:NAME"`` of each of
+    its ``initlab reproduce`` stages, a :class:`initlab.experiment.stage.Stage` record (usually ``STAGE`` of the
+    experiment's ``stage`` module), in run order; ``figures`` the ``"module:function"`` of each figure function
+    that draws its saved results (:mod:`initlab.paper_figs`); ``order`` its place in the reading order of the
+    results, lower first: ``initlab reproduce`` runs the stages in this order (the default stages, then the optional
+    ones) and the claims tables show the claims in it (None: after every placed record; ties and None keep the
+    order of :data:`initlab.app.experiments.EXPERIMENTS`, which is the console script's usage order).
 
     Raises:
-        ValueError: an empty ``name``; a ``claims`` module without ``CLAIM_ROWS``; a ``presets`` or ``figures``
-            entry not of the form ``"initlab.package.module:name"``; a record that holds no claims, command or stage.
+        ValueError: an empty ``name``; a ``claims`` module without ``CLAIM_ROWS``; a ``presets``, ``stages`` or
+            ``figures`` entry not of the form ``"initlab.package.module:name"``; an ``order`` that is not an int or
+            None; a record that holds no claims, command or stage.
     """
 
     name: str
@@ -93,6 +100,7 @@ class Experiment:
     commands: tuple[Command, ...] = ()
     stages: tuple[str, ...] = ()
     figures: tuple[str, ...] = ()
+    order: int | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -104,6 +112,10 @@ class Experiment:
             _check_named(f"Experiment {self.name!r}: presets", self.presets)
         for fig in self.figures:
             _check_named(f"Experiment {self.name!r}: figures", fig)
+        for stage in self.stages:
+            _check_named(f"Experiment {self.name!r}: stages", stage)
+        if self.order is not None and (isinstance(self.order, bool) or not isinstance(self.order, int)):
+            raise ValueError(f"Experiment {self.name!r}: order: expected an int or None, got {self.order!r}")
         if not all(isinstance(c, Command) for c in self.commands):
             raise ValueError(f"Experiment {self.name!r}: commands: expected Command records, got {self.commands!r}")
         if self.claims is None and not self.commands and not self.stages:
@@ -113,6 +125,18 @@ class Experiment:
         """The README rows of this experiment's claims, read from its claims module now (so an added row counts);
         [] without a claims module."""
         return [] if self.claims is None else list(self.claims.CLAIM_ROWS)
+
+    def stage_records(self) -> list[Stage]:
+        """Its ``initlab reproduce`` stages, imported now, in its own order.
+
+        Raises:
+            ValueError: a ``stages`` entry names something that is not a :class:`initlab.experiment.stage.Stage`.
+        """
+        found = [resolve(target) for target in self.stages]
+        bad = [t for t, s in zip(self.stages, found) if not isinstance(s, Stage)]
+        if bad:
+            raise ValueError(f"Experiment {self.name!r}: stages: expected names of Stage records, got {bad}")
+        return found
 
     def preset_table(self) -> Mapping[str, Any]:
         """Its preset table (preset name -> config), imported now.

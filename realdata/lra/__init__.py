@@ -27,5 +27,6 @@ EXPERIMENT = Experiment(
                       "the LRA preset fidelity table against Amos et al. and LRA's configs"),
               Command("lra", "listops-generate", "initlab.realdata.lra.command:listops_main",
                       "generate ListOps (LRA's generator) as basic_{train,val,test}.tsv")),
-    stages=("lra_listops",),
-    figures=("initlab.paper_figs.lra_figures:plot_listops_plateau", "initlab.paper_figs.lra_figures:plot_sweep"))
+    stages=("initlab.realdata.lra.stage:STAGE",),
+    figures=("initlab.paper_figs.lra_figures:plot_listops_plateau", "initlab.paper_figs.lra_figures:plot_sweep"),
+    order=40)

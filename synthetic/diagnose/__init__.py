@@ -14,4 +14,4 @@ from initlab.experiment.record import Experiment
 from initlab.synthetic.diagnose import claims
 
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
-EXPERIMENT = Experiment("diagnose_validation", claims)
+EXPERIMENT = Experiment("diagnose_validation", claims, order=70)

@@ -22,4 +22,5 @@ EXPERIMENT = Experiment(
     presets="initlab.synthetic.splade.phase.config:PRESETS",
     commands=(Command("synthetic", "splade", "initlab.synthetic.splade.phase.command:splade_main",
                       "synthetic SPLADE collapse and recovery under MLM-head rescaling"),),
-    stages=("splade",), figures=("initlab.paper_figs.synthetic_splade_phase_figures:draw_phase",))
+    stages=("initlab.synthetic.splade.phase.stage:STAGE",),
+    figures=("initlab.paper_figs.synthetic_splade_phase_figures:draw_phase",), order=50)

@@ -67,4 +67,4 @@ EXPERIMENT = Experiment(
                       "synthetic length-100 self-pretraining experiments"),
               Command("synthetic", "run", "initlab.synthetic.spt.command:run_main",
                       "deprecated name of synthetic spt, kept for one release")),
-    stages=("spt",), figures=("initlab.paper_figs.spt_figures:make_figures",))
+    stages=("initlab.synthetic.spt.stage:STAGE",), figures=("initlab.paper_figs.spt_figures:make_figures",), order=20)

@@ -58,7 +58,7 @@ def test_every_record_names_what_exists():
                    "synthetic_splade_ood": "initlab.synthetic.splade.ood", "realdata_splade": "initlab.realdata.splade",
                    "lra_listops": "initlab.realdata.lra", "diagnose_validation": "initlab.synthetic.diagnose"}[exp.name]
         assert all(c.target.startswith(package + ".") and callable(resolve(c.target)) for c in exp.commands)
-    stages = [s for e in EXPERIMENTS for s in e.stages]
+    stages = [s.name for e in EXPERIMENTS for s in e.stage_records()]
     assert sorted(stages) == sorted(s.name for s in REGISTRY) and len(set(stages)) == len(stages)
     assert by_name("score_scale").preset_table() is resolve("initlab.theory.score_scale.closed_form:PRESETS")
     with pytest.raises(KeyError, match="expected one of"):
@@ -69,6 +69,9 @@ def test_every_record_names_what_exists():
     ({"commands": (Command("g", "x", "initlab.x:f", "h"),), "presets": "PRESETS"}, "presets: expected a name"),
     ({"commands": (Command("g", "x", "initlab.x:f", "h"),), "figures": ("initlab.paper_figs.x",)}, "figures: expected"),
     ({"commands": ("initlab.x:f",)}, "commands: expected Command records"),
+    ({"stages": ("theory",)}, "stages: expected a name"),
+    ({"stages": ("initlab.x:STAGE",), "order": "1"}, "order: expected an int or None"),
+    ({"stages": ("initlab.x:STAGE",), "order": True}, "order: expected an int or None"),
     ({}, "expected claims, a command or a reproduce stage"),
 ])
 def test_a_record_with_malformed_names_or_nothing_in_it_is_refused(kwargs, match):
@@ -86,7 +89,30 @@ def test_a_malformed_command_is_refused(args, match):
 
 
 def test_a_record_without_presets_says_so():
-    exp = Experiment("fake", stages=("s",))
+    exp = Experiment("fake", stages=("initlab.x:STAGE",))
     assert exp.claim_rows() == []
     with pytest.raises(ValueError, match="has no preset table"):
         exp.preset_table()
+
+
+def test_a_stage_name_that_names_no_stage_is_refused():
+    exp = Experiment("fake", stages=("initlab.theorycheck.verify.stage:theory",))  # the function, not its record
+    with pytest.raises(ValueError, match="expected names of Stage records"):
+        exp.stage_records()
+
+
+def test_the_registry_follows_the_reading_order_and_refuses_a_stage_named_twice():
+    from initlab.app.experiments import EXPERIMENTS, reading_order
+    from initlab.app.stages import REGISTRY, registry
+
+    assert [e.name for e in reading_order()] == ["theory_verify", "synthetic_spt", "score_scale", "lra_listops",
+                                                 "synthetic_splade", "diagnose_validation", "synthetic_splade_ood",
+                                                 "realdata_splade"]
+    cmd = (Command("g", "x", "initlab.x:f", "h"),)
+    late, none, early, tie = (Experiment("late", commands=cmd, order=5), Experiment("none", commands=cmd),
+                              Experiment("early", commands=cmd, order=-1), Experiment("tie", commands=cmd, order=5))
+    assert [e.name for e in reading_order((none, late, early, tie))] == ["early", "late", "tie", "none"]
+    assert [s.name for s in REGISTRY] == ["theory", "spt", "score_scale", "splade", "lra_listops"]
+    twice = Experiment("twice", stages=("initlab.theorycheck.verify.stage:STAGE",))
+    with pytest.raises(ValueError, match="stage 'theory': named by the records 'theory_verify' and 'twice'"):
+        registry((*EXPERIMENTS, twice))

@@ -10,4 +10,5 @@ EXPERIMENT = Experiment(
     "score_scale", presets="initlab.theory.score_scale.closed_form:PRESETS",
     commands=(Command("theory", "score-scale", "initlab.theorycheck.score_scale.command:score_scale_main",
                       "tabulate the SPLADE score-scale analysis against the rescaling factor k"),),
-    stages=("score_scale",), figures=("initlab.paper_figs.score_scale_figures:plot_theory_vs_mc",))
+    stages=("initlab.theorycheck.score_scale.stage:STAGE",),
+    figures=("initlab.paper_figs.score_scale_figures:plot_theory_vs_mc",), order=30)

@@ -11,4 +11,5 @@ EXPERIMENT = Experiment(
     "theory_verify", claims, presets="initlab.theory.verify.base:PRESETS",
     commands=(Command("theory", "verify", "initlab.theorycheck.verify.command:verify_main",
                       "check the attention-gradient statements (T1-T7) on fresh random cases"),),
-    stages=("theory",), figures=("initlab.paper_figs.theory_figures:draw_all",))
+    stages=("initlab.theorycheck.verify.stage:STAGE",), figures=("initlab.paper_figs.theory_figures:draw_all",),
+    order=10)
