@@ -1,7 +1,8 @@
 """The claims tables, generated from the saved result files in ``docs/results/``: the README's one line per claim
 ("What reproduces") and the full page ``docs/claims.md`` (every part of every verdict).
 
-Each row (:func:`all_claims`, over the experiments' records :data:`EXPERIMENTS`) holds the seed's claim and number (fixed text: the papers' words), the evidence
+Each row (:func:`all_claims`, over the experiments' records with claims :data:`EXPERIMENTS`, in the reading order
+of :mod:`initlab.app.experiments`) holds the seed's claim and number (fixed text: the papers' words), the evidence
 links, the result files it reads and the function that turns them into the verdict cell; each row lives beside
 its verdict function in its experiment's ``claims`` module (:mod:`initlab.synthetic.spt.claims`, ...; a new claim
 is one verdict function and one entry in its module's ``CLAIM_ROWS``). Rows for experiments that were
@@ -25,16 +26,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from initlab.app.experiments import EXPERIMENTS as ALL_EXPERIMENTS, reading_order
 from initlab.evidence.rows import Claim, Headline
 from initlab.experiment.record import Experiment
-from initlab.realdata import lra
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path, check_output_path
-from initlab.synthetic import diagnose, splade, spt
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.textio import read_json, read_text
-from initlab.theorycheck import verify as theory_verify
 
-__all__ = ["Claim", "EXPERIMENTS", "all_claims", "legend", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
+__all__ = ["Claim", "EXPERIMENTS", "claim_experiments", "all_claims", "legend", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
            "claims_page", "replace_block", "collect_spt", "main"]
 
 BEGIN_MARK, END_MARK = "<!-- BEGIN claims -->", "<!-- END claims -->"
@@ -47,10 +46,15 @@ class ResultsFileError(ValueError):
     """A saved result file is missing or does not hold what a row needs; the message names the file."""
 
 
+def claim_experiments(records: Sequence[Experiment] = ALL_EXPERIMENTS) -> tuple[Experiment, ...]:
+    """The records of ``records`` that hold claims (a claims module), in table order: the reading order
+    (:func:`initlab.app.experiments.reading_order`, each record's ``order``)."""
+    return tuple(e for e in reading_order(records) if e.claims is not None)
+
+
 #: the experiments whose claims the tables show, in table order (each record's claims module holds its verdict
 #: functions, its rows and its claim families: a new claim is one verdict function and one ``CLAIM_ROWS`` entry there)
-EXPERIMENTS: tuple[Experiment, ...] = (theory_verify.EXPERIMENT, spt.EXPERIMENT, lra.EXPERIMENT, splade.EXPERIMENT,
-                                       diagnose.EXPERIMENT)
+EXPERIMENTS: tuple[Experiment, ...] = claim_experiments()
 
 
 def all_claims() -> list[Claim]:
