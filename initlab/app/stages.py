@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.app.experiments import EXPERIMENTS, reading_order
-from initlab.evidence import text as verdict_text
 from initlab.evidence.rules import NOT_RUN
+from initlab.experiment import text as verdict_text
 from initlab.experiment.record import Experiment
 from initlab.experiment.stage import PRESETS, Stage, StageClaim
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
@@ -52,7 +52,7 @@ def _count(n: int, what: str) -> str:
 def claim_line(c: StageClaim) -> str:
     """``title: word; estimate [interval]; n seeds``: one claim of a finished stage on one console line. An all-of
     claim lists its parts' estimates; a check (the theorems) says how many statements it checked. The word is the one
-    the reports show (:func:`initlab.evidence.text.shown_word`): an equivalence decided on a zero-width interval
+    the reports show (:func:`initlab.experiment.text.shown_word`): an equivalence decided on a zero-width interval
     (every value identical) reads "degenerate", not as a decision."""
     v = c.verdict
     if v.rule == "check":

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any, Mapping
 
 from initlab.evidence.families import Family
-from initlab.evidence.rows import Claim
+from initlab.experiment.rows import Claim
 from initlab.experiment.stage import Stage
 
 __all__ = ["Command", "Experiment", "resolve"]
@@ -75,7 +75,7 @@ class Experiment:
     """One experiment, as the roof sees it.
 
     ``name`` (e.g. ``synthetic_spt``); ``claims`` its claims module: one verdict function per claim and the
-    claims' README rows as ``CLAIM_ROWS`` (a list of :class:`initlab.evidence.rows.Claim`), or None for an
+    claims' README rows as ``CLAIM_ROWS`` (a list of :class:`initlab.experiment.rows.Claim`), or None for an
     experiment whose claims another record's module holds or that decides none; ``families`` the claim families
     the claims page's legend names, as ``(label, families)`` pairs (each families tuple declared in a claims
     module); ``presets`` the ``"module:NAME"`` of its preset table (preset name -> frozen config; None: it has

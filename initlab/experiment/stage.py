@@ -58,7 +58,7 @@ def run_unless_finished(out_dir: Path, preset: str, overwrite: bool, body: Calla
 class StageClaim:
     """One claim as a finished stage decides it: its ``title``, the :class:`~initlab.evidence.rules.Verdict`
     (recomputed from the stage's saved raw numbers, with the words its own report shows), the ``unit`` its numbers
-    are printed in (:func:`initlab.evidence.text.number`), what ``verdict.n`` counts (``counted``), and for an
+    are printed in (:func:`initlab.experiment.text.number`), what ``verdict.n`` counts (``counted``), and for an
     all-of claim whose parts differ in unit, each part's (``part_units``; empty: ``unit`` for every part)."""
 
     title: str

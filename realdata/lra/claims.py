@@ -7,7 +7,7 @@ paired differences, with δ = the experiment's preregistered 2.0 points
 (:data:`initlab.realdata.lra.experiment.GAIN_POINTS`, repeated here as :data:`MIN_GAIN` because the evidence
 layer sits below realdata) and a tolerance of 0.1 points (one test sequence in 1000).
 
-The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.evidence.rows.Claim` each, rendered by
+The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.experiment.rows.Claim` each, rendered by
 :mod:`initlab.app.docgen.claims`) follow the verdict functions.
 
 The README's LRA row: not run at LRA scale; the preregistered CPU ListOps run (``lra_listops_summary.json``) by
@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from initlab.evidence import rules
-from initlab.evidence.rows import Claim, Headline, Results, b, headline, one, seeds_text
 from initlab.evidence.rules import NOT_RUN, Verdict
 from initlab.evidence.stats import t_interval
+from initlab.experiment.rows import Claim, Headline, Results, b, headline, one, seeds_text
 
 __all__ = ["MIN_GAIN", "TOL", "listops_gain", "LRA", "CLAIM_ROWS", "lra_row", "lra_records"]
 

@@ -23,7 +23,7 @@ acc}}}}}`` (test accuracies as fractions at the best validation epoch). The prer
 :data:`HEADLINE` names the setting the diagnosis exists for: the synthetic SPT experiment's own local task
 (docs/diagnose.md, section 2).
 
-The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.evidence.rows.Claim` each, rendered by
+The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.experiment.rows.Claim` each, rendered by
 :mod:`initlab.app.docgen.claims`) follow the verdict functions.
 
 The README's diagnosis row: "initlab's diagnosis predicts SPT's gain", from ``diagnose_validation/records.json`` by
@@ -40,8 +40,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from initlab.evidence import rules
-from initlab.evidence.rows import Claim, Headline, Results, b, seeds_text
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED, Verdict
+from initlab.experiment.rows import Claim, Headline, Results, b, seeds_text
 
 __all__ = ["MIN_GAIN", "TOL", "MIN_SEEDS", "CEILING", "HEADLINE", "gains", "outcome", "part", "predicts_gain",
            "confusion", "correlation", "scratch_mean", "ceiling_forced", "DIAGNOSE", "CLAIM_ROWS", "diagnose_row",

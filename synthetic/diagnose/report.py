@@ -67,7 +67,7 @@ def results_markdown(records: dict[str, Any]) -> str:
     """The results tables of docs/diagnose.md from the records: per setting, the confusion table, the claim, the
     correlation; every verdict recomputed by :mod:`initlab.synthetic.diagnose.claims`."""
     from initlab.synthetic.diagnose import claims as dc
-    from initlab.evidence import text
+    from initlab.experiment import text
 
     lines = ["| setting | b₁ (label) | MLM share | entropy gap | bag probe | predicted | seeds | scratch % | SPT % | "
              "SPT − scratch (points, 95 % t) | outcome | rule |", "|" + " --- |" * 12]

@@ -69,7 +69,7 @@ the grid k whose score sd is closest, in log scale, to that of the same seed's `
 ("bring the initial score scale to BERT's"); ``fixed`` -- ``fixed_k`` on every backbone (no measurement);
 ``none`` -- k = 1 (no rescaling). Ties go to the smaller k.
 
-The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.evidence.rows.Claim` each, rendered by
+The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.experiment.rows.Claim` each, rendered by
 :mod:`initlab.app.docgen.claims`) follow the verdict functions.
 
 The README claims rows of the synthetic SPLADE experiment, one function per row, from saved result files.
@@ -123,11 +123,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from initlab.config import from_dict
-from initlab.evidence import rules, text
+from initlab.evidence import rules
 from initlab.evidence.families import Family
-from initlab.evidence.rows import Claim, Headline, headline, seeds_text
 from initlab.evidence.rules import NOT_RUN, Verdict
-from initlab.evidence.text import bold
+from initlab.experiment import text
+from initlab.experiment.rows import Claim, Headline, headline, seeds_text
+from initlab.experiment.text import bold
 
 __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k", "rule_k", "high_norm_degrades",
            "rescaling_fixes", "over_rescaling", "input_side", "recommended_regret", "rule_difference", "evaluate_all",
@@ -611,7 +612,7 @@ def landscape_markdown(raw: Mapping[str, Any], th: SPLADEThresholds) -> str:
 @dataclass(frozen=True)
 class ClaimSpec:
     """One claim: ``id``, a short ``title``, the seed's claim (``quote``), the comparison (``statistic``), its
-    verdict function and the unit its numbers are shown in (:func:`initlab.evidence.text.number`)."""
+    verdict function and the unit its numbers are shown in (:func:`initlab.experiment.text.number`)."""
 
     id: str
     title: str
@@ -781,8 +782,8 @@ def part_label(v: Verdict) -> str:
 
 def describe_claim(v: Verdict, *, with_word: bool = True) -> str:
     """A claim verdict in words: ``**word**`` then each part as ``label: estimate [lo, hi] (kind, n seeds)``
-    (nDCG@10 differences in ``ndcg`` units, InfoNCE parts in ``nats``; :func:`initlab.evidence.text.describe`)."""
-    from initlab.evidence import text
+    (nDCG@10 differences in ``ndcg`` units, InfoNCE parts in ``nats``; :func:`initlab.experiment.text.describe`)."""
+    from initlab.experiment import text
 
     def one(p: Verdict) -> str:
         unit = "nats" if "InfoNCE" in p.reason else "ndcg"

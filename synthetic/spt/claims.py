@@ -40,7 +40,7 @@ The causal claims (interventions on the explanation; predictions and refutations
 Family-wise error control (Holm within the declared primary and secondary families) is applied on top of these
 functions by :mod:`initlab.evidence.families` (:func:`evaluate_corrected`).
 
-The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.evidence.rows.Claim` each, rendered by
+The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.experiment.rows.Claim` each, rendered by
 :mod:`initlab.app.docgen.claims`) follow the verdict functions.
 
 The README's synthetic SPT rows, from the saved run summaries (``synthetic_spt_<preset>/summary.json``, the
@@ -59,10 +59,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from initlab.config import from_dict
-from initlab.evidence import families, rules, text
+from initlab.evidence import families, rules
 from initlab.evidence.families import Family
-from initlab.evidence.rows import Claim, Headline, Results, b, headline, one, seeds_text
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, REPRODUCED, Verdict
+from initlab.experiment import text
+from initlab.experiment.rows import Claim, Headline, Results, b, headline, one, seeds_text
 
 __all__ = ["SPTThresholds", "Raw", "CLAIMS", "ClaimSpec", "spt_gain", "spt_gain_matched", "proximity", "qkvo", "qk",
            "few_epochs", "frozen_attn", "ffn", "depth", "cross_data", "causal_prior", "causal_nopos",

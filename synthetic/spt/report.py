@@ -19,12 +19,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from initlab.evidence import text
+from initlab.evidence.rules import Verdict
+from initlab.experiment import text
+from initlab.nn.attention_metrics import uniform_proximity_mass
 from initlab.synthetic.spt import arms as spt_arms
 from initlab.synthetic.spt import claims as spt_claims
-from initlab.evidence.rules import Verdict
 from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_spec
-from initlab.nn.attention_metrics import uniform_proximity_mass
 
 __all__ = ["RAW_KEYS", "summarize", "arm_rows", "verdicts", "lr_choice", "report_markdown", "mean_sd"]
 

@@ -18,7 +18,7 @@ from initlab.app.docgen import claims as docgen
 from initlab.config import derive, from_dict
 from initlab.evidence import rules
 from initlab.evidence.families import Family
-from initlab.evidence.rows import Claim, Headline, b, one
+from initlab.experiment.rows import Claim, Headline, b, one
 from initlab.paper_figs import spt_figures
 from initlab.synthetic import spt
 from initlab.synthetic.spt import arms

@@ -57,14 +57,14 @@ LAYER_NOTES: dict[str, str] = {
     "initlab.nn": "shared neural code: the sequence encoder, pooling, masking, collapse detection, attention metrics",
     "initlab.mlmhead": "the MLM-head tooling: family detection, rescaling and untying, checkpoint I/O, inspect, the "
                        "fused SPLADE head, tiny-model builders",
-    "initlab.evidence": "the statistics of the evidence: intervals, verdict rules, claim families (Holm) and the "
-                        "claims-row record (each claim's verdict function lives in its experiment's `claims` module)",
+    "initlab.evidence": "the statistics of the evidence: intervals, verdict rules, claim families (Holm) (each "
+                        "claim's verdict function lives in its experiment's `claims` module)",
     "initlab.paper_figs": "figures: they only read saved results (JSON/CSV/NPZ) and draw",
     "initlab.diagnose": "`initlab diagnose`'s library: data readers, the model under diagnosis, the blind-share "
                         "measurements, probes, the preregistered rule, the report ([diagnose.md](diagnose.md))",
     "initlab.experiment": "what every experiment shares: the record it exposes to the roof (its claims, presets, "
                           "commands, reproduce stages, figures), the reproduce stage record and finished-folder rule, "
-                          "and its commands' command-line options",
+                          "its commands' command-line options, the words of a verdict and the claims-row record",
     "initlab.synthetic": "the synthetic experiments on CPU: SPT, SPLADE (phase diagram, out of domain), the "
                          "validation of `initlab diagnose`",
     "initlab.realdata": "the real-data experiments: LRA and SPLADE at scale, the GPU diagnostics",

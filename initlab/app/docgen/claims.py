@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from initlab.app.experiments import EXPERIMENTS as ALL_EXPERIMENTS, reading_order
-from initlab.evidence.rows import Claim, Headline
 from initlab.experiment.record import Experiment
+from initlab.experiment.rows import Claim, Headline
 from initlab.runs import atomic_write_json, atomic_write_text, check_input_path, check_output_path
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.textio import read_json, read_text

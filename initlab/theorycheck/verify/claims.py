@@ -8,7 +8,7 @@ reconstruction's is not) is *reproduced* when every statement passes, *partly* w
 blind label gradient) and T4 (masked reconstruction is not blind), its two halves, pass, else *not
 reproduced*. :func:`theorem` also checks each saved PASS/FAIL word against the recomputation.
 
-The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.evidence.rows.Claim` each, rendered by
+The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.experiment.rows.Claim` each, rendered by
 :mod:`initlab.app.docgen.claims`) follow the verdict functions.
 
 The README's theory row, from ``theory_verify.json``: :func:`initlab.theorycheck.verify.claims.theorem` on the
@@ -20,8 +20,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
-from initlab.evidence.rows import Claim, Headline, Results, b
 from initlab.evidence.rules import NOT, PARTLY, REPRODUCED, Verdict
+from initlab.experiment.rows import Claim, Headline, Results, b
 
 __all__ = ["statement_passes", "theorem", "TheoryRecordError", "THEORY", "CLAIM_ROWS", "theory_row", "theory_headline"]
 

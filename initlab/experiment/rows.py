@@ -8,7 +8,7 @@ loaded result files (``{file name under docs/results: parsed JSON}``) into one m
 verdict word is used: every verdict is recomputed by the one verdict function of its claim (in the same module)
 from the saved raw per-seed numbers, and a saved verdict record, where a file keeps one, must agree with that
 recomputation (else :class:`initlab.evidence.rules.VerdictRecordError`). A new claim is its verdict function and one
-``Claim`` entry in its module's ``CLAIM_ROWS``; :mod:`initlab.app.docgen.claims` lists the modules.
+``Claim`` entry in its module's ``CLAIM_ROWS``; :mod:`initlab.app.docgen.claims` loops over the experiments' records.
 
 Every cell names the preset and seeds of the run it comes from. Brackets are intervals of the claim's rule
 (95 % t for a gain, 90 % TOST for an equivalence, 95 % Fieller for a share; :mod:`initlab.evidence.rules`).
@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from initlab.evidence import text
 from initlab.evidence.rules import NOT_RUN, Verdict
+from initlab.experiment import text
 
 __all__ = ["Claim", "Headline", "Results", "b", "seeds_text", "one", "short", "headline"]
 
@@ -75,7 +75,7 @@ _UNIT = {"gain": "points", "equivalence": "points", "share": "share"}
 
 
 def one(v: Verdict, unit: str | None = None) -> str:
-    """One verdict in words (:func:`initlab.evidence.text.describe`), in ``unit`` or its rule's unit."""
+    """One verdict in words (:func:`initlab.experiment.text.describe`), in ``unit`` or its rule's unit."""
     return text.describe(v, unit or _UNIT.get(v.rule, "points"))
 
 

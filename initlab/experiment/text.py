@@ -1,6 +1,6 @@
 """Words for verdicts: one formatter used by every report and table, so the same numbers read the same.
 
-Imported as ``initlab.evidence.text``. :func:`describe` writes a :class:`initlab.evidence.rules.Verdict` as
+Imported as ``initlab.experiment.text``. :func:`describe` writes a :class:`initlab.evidence.rules.Verdict` as
 ``**word**: estimate [lo, hi] (what the interval is, n seeds)`` plus, for an inconclusive verdict, how many
 seeds would decide it. Units: ``points`` (accuracy fractions shown as signed percentage points), ``share``
 (a ratio, two decimals), ``mass`` (a proximity mass, three decimals), ``ndcg`` (nDCG@10, three decimals), ``nats`` (a loss in nats, two decimals).

@@ -1,4 +1,4 @@
-"""initlab.evidence.text: an interval end is printed with as many digits as it takes to stay on the same side of
+"""initlab.experiment.text: an interval end is printed with as many digits as it takes to stay on the same side of
 its rule's decision points and of 0 (property-tested with hypothesis), and the two cases that hid their decision."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from initlab.evidence import rules, text
+from initlab.evidence import rules
+from initlab.experiment import text
 
 UNITS = {"points": 100.0, "share": 1.0, "mass": 1.0, "ndcg": 1.0, "nats": 1.0}
 
