@@ -4,6 +4,10 @@ claim is one claims module's worth (its verdict function, its place in a family,
 Both are defined here, inside the test, and added to the tables they belong to (``arms.ARMS``; the SPT claims
 module's ``CLAIMS``, ``SPT_FAMILIES`` and ``CLAIM_ROWS``) -- no other file changes -- and they flow through the
 plan, a tiny run in this process, its saved arms and figures, its verdicts and the README claims table and page.
+
+A new experiment with a reproduce stage and a claim is its own package (its record, its claims module, its stage
+module; written here as files) and one entry in the list of records: its order key places its stage in the
+reproduce registry and its claim in the claims tables, and the architecture test resolves its record's names.
 """
 
 from __future__ import annotations
@@ -114,3 +118,121 @@ def test_a_new_arm_and_a_new_claim_flow_through_plan_run_figures_and_claims(exte
     # and every other row is the README's, unchanged
     ours = next(line for line in table.splitlines() if "copy of scratch" in line)
     assert table.replace(ours + "\n", "") in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+# -- a new experiment with a reproduce stage and a claim: its own package (written here as files) and one record ----
+DEMO_FILES = {
+    "__init__.py": '''
+from initlab.experiment.record import Experiment
+from initlab.synthetic.demo import claims
+
+EXPERIMENT = Experiment("demo", claims, stages=("initlab.synthetic.demo.stage:STAGE",), order=25)
+''',
+    "claims.py": '''
+from initlab.experiment.rows import Claim, Headline
+
+CLAIM_ROWS = [Claim("The demo experiment's claim", "-", "[this test](tests/experiment/test_extension.py)",
+                    verdict_text="**not run**: a demo", headline_text=Headline("**not run**", "a demo"))]
+''',
+    "stage.py": '''
+from initlab.evidence.rules import Verdict
+from initlab.experiment.stage import Stage, StageClaim, run_unless_finished
+from initlab.runs import atomic_write_text
+
+
+def demo(out_dir, preset="default", overwrite=False, *, workers=None, scheduler=None):
+    return run_unless_finished(out_dir, preset, overwrite, _demo)
+
+
+def _demo(out_dir, preset, overwrite):
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md = f"## Demo\\n\\nran preset {preset}\\n"
+    atomic_write_text(out_dir / "summary.md", md)
+    (out_dir / "DONE").write_text("")
+    return md
+
+
+def estimate(out_dir, preset, workers):
+    return (1.0, 2.0)
+
+
+def stage_claims(out_dir):
+    return [StageClaim("the demo holds", Verdict("reproduced", "check", n=3), counted="case")]
+
+
+STAGE = Stage("demo", demo, estimate, claims=stage_claims)
+''',
+}
+
+
+@pytest.fixture
+def demo_package(tmp_path, monkeypatch):
+    """The demo experiment's package: its files under ``tmp_path/demo`` imported as ``initlab.synthetic.demo``."""
+    import importlib.util
+    import sys
+
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    for name, source in DEMO_FILES.items():
+        (folder / name).write_text(source.lstrip())
+    paths = {"initlab.synthetic.demo": folder / "__init__.py", "initlab.synthetic.demo.claims": folder / "claims.py",
+             "initlab.synthetic.demo.stage": folder / "stage.py"}
+    for name in ("initlab.synthetic.demo", "initlab.synthetic.demo.claims", "initlab.synthetic.demo.stage"):
+        spec = importlib.util.spec_from_file_location(
+            name, paths[name], submodule_search_locations=[str(folder)] if name.endswith("demo") else None)
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, module)
+    for name in ("initlab.synthetic.demo.claims", "initlab.synthetic.demo", "initlab.synthetic.demo.stage"):
+        module = sys.modules[name]
+        module.__spec__.loader.exec_module(module)
+    return paths
+
+
+def test_a_new_experiment_reaches_the_reproduce_registry_and_the_claims_tables(demo_package, tmp_path, monkeypatch):
+    """Its record, added to the list of records, places its stage and its claim by its ``order`` (25: after SPT,
+    before the score scale) with no edit of the roof: the registry, ``initlab reproduce`` and the claims tables."""
+    import sys
+
+    from initlab.app import stages
+    from initlab.app.experiments import EXPERIMENTS
+
+    demo = sys.modules["initlab.synthetic.demo"].EXPERIMENT
+    records = (*EXPERIMENTS, demo)  # the one entry a new experiment adds to initlab.app.experiments
+    registry = stages.registry(records)
+    assert [s.name for s in registry] == ["theory", "spt", "demo", "score_scale", "splade", "lra_listops"]
+    assert [s.name for s in stages.REGISTRY] == ["theory", "spt", "score_scale", "splade", "lra_listops"]  # untouched
+
+    # initlab reproduce runs it from the derived registry: its summary in the report, its claim in the verdict lines
+    monkeypatch.setattr(stages, "STAGES", {s.name: s for s in registry if not s.optional})
+    report = stages.run_reproduce(tmp_path / "out", preset="quick", stages=["demo"], speed=1.0).read_text()
+    assert "## Demo" in report and "ran preset quick" in report
+    assert stages.verdict_summary(tmp_path / "out", ["demo"]) == ["demo: the demo holds: reproduced; 3 cases checked"]
+
+    # the claims tables: its row after the SPT rows, before the score scale's (which has none) and LRA's
+    experiments = docgen.claim_experiments(records)
+    assert [e.name for e in experiments] == ["theory_verify", "synthetic_spt", "demo", "lra_listops",
+                                             "synthetic_splade", "diagnose_validation"]
+    monkeypatch.setattr(docgen, "EXPERIMENTS", experiments)
+    rows = [c.claim for c in docgen.all_claims()]
+    last_spt = max(i for i, c in enumerate(docgen.all_claims()) if c in spt_claims.CLAIM_ROWS)
+    assert rows.index("The demo experiment's claim") == last_spt + 1
+    table = docgen.claims_table(ROOT / "docs" / "results")
+    assert "| The demo experiment's claim | - | **not run** | a demo | [this test](tests/experiment/test_extension.py) |" in table
+
+
+def test_the_architecture_check_resolves_the_new_records_names(demo_package):
+    """The demo record's stage name resolves under the architecture test's check; a name that does not resolve (a
+    stage module without ``STAGE``) is caught."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("architecture_check", ROOT / "tests" / "test_architecture.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    mods = {**check._modules(), **demo_package}
+    assert ("initlab.synthetic.demo", "initlab.synthetic.demo.stage", "STAGE") in {
+        (h, m, f) for h, _, _, m, f in check.named_calls(mods)}
+    assert [b for b in check.unresolved_named_calls(mods) if "demo" in b] == []
+    broken = demo_package["initlab.synthetic.demo.stage"]
+    broken.write_text(broken.read_text().replace("STAGE = Stage(", "OTHER = Stage("))
+    bad = [b for b in check.unresolved_named_calls(mods) if "demo" in b]
+    assert len(bad) == 1 and "names STAGE, which initlab.synthetic.demo.stage does not define" in bad[0]
