@@ -218,6 +218,19 @@ PRESETS: dict[str, OODConfig] = {
                           checkpoints=(300, 600, 1200), imposed=(("bert", "modernbert"),), engine="fused",
                           role="confirmatory", holm_families="splade_ood_v8k"),
     "explore-v2k-mlm4x-bert": derive(_EXPLORE, families=("bert",)),
+    # the hard-negative lever alone (exploratory): the reference point (explore-v2k-q600: roberta, its own recipe, 1x
+    # the text) with one BM25 hard negative per training pair, as SPLADE's own recipe mines them; k = 1
+    "explore-v2k-hardneg": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1, ks=(1.0,),
+                                  hard_negatives=1),
+    # the imposed-norm arm out of domain, first look (exploratory): bert (control), modernbert (high norm) and bert's
+    # untied head scaled up to modernbert's norm, each family's own recipe on 1x the text, k in {1, 4, 16}
+    "explore-v2k-imposed": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1,
+                                  families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0),
+                                  imposed=(("bert", "modernbert"),)),
+    # the confirmation's vocabulary on one seed (exploratory): 8192 ids, roberta at k = 1 with the regime's backbone
+    # (8000 MLM steps on 4x the text), cap 1200, the fused head: how far below BM25 the best family sits at 8192 ids
+    "explore-v8k-one": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300), ks=(1.0,),
+                              max_steps=1200, checkpoints=(300, 600, 1200), engine="fused"),
 }
 
 
