@@ -1,78 +1,34 @@
-"""The README's headline figures: drawn from docs/results by one command, and checked for staleness by their
-numbers (recomputed from the saved JSON, the same on every CPU) and the hash each PNG carries, never by pixels."""
+"""The headline figures' drawing half: the hash chunk a PNG carries is written once, after the header, and read
+back exactly; a file that is not a PNG is refused by name. (The numbers and the command:
+tests/app/docgen/test_headline_figures.py.)"""
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
+import pytest
 
-from initlab.paper_figs import headline_figures as hf
-
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "docs" / "results"
-FIGS = ROOT / "docs" / "figures" / "headline"
+from initlab.paper_figs import headline_figures as draw
 
 
-def test_committed_headline_figures_are_current():
-    assert hf.stale(RESULTS, FIGS) == [], (
-        "headline figures are stale: run python -m initlab.paper_figs.headline_figures docs/results")
+def _numbers():
+    return {"run": "a test", "families": {"bert": {"k": [1.0, 4.0], "seeds": [0, 1], "ndcg": [[0.2, 0.3], [0.4, 0.5]],
+                                                   "mean": [0.25, 0.45], "head_norm": 12.5}}}
 
 
-def test_the_readme_shows_every_headline_figure():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for fig in hf.FIGURES:
-        assert f"](docs/figures/headline/{fig}.png)" in readme, fig
+def test_the_hash_chunk_round_trips(tmp_path):
+    d = _numbers()
+    paths = draw.with_hash(draw.draw_ndcg(d, tmp_path / "ndcg.png"), draw.data_hash(d))
+    assert [p.name for p in paths] == ["ndcg.png"]
+    assert draw.png_text(paths[0])[draw.HASH_KEY] == draw.data_hash(d)
+    d["families"]["bert"]["mean"][0] = 0.26
+    assert draw.png_text(paths[0])[draw.HASH_KEY] != draw.data_hash(d)  # other numbers, other hash
 
 
-def _copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "results"
-    for name in set(hf.FIGURES.values()):
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(RESULTS / name, dest / name)
-    return dest
+def test_the_hash_ignores_key_order():
+    assert draw.data_hash({"a": 1, "b": [1, 2]}) == draw.data_hash({"b": [1, 2], "a": 1})
 
 
-def test_an_edited_number_makes_data_and_figure_stale(tmp_path):
-    res, out = _copy(tmp_path), tmp_path / "figs"
-    assert hf.main([str(res), "--out", str(out)]) == 0 and hf.stale(res, out) == []
-    assert hf.main([str(res), "--out", str(out), "--check"]) == 0
-    path = res / hf.SPT
-    s = json.loads(path.read_text())
-    s["summary"]["per_seed"]["spt"][0]["test_acc"] += 0.01
-    path.write_text(json.dumps(s))
-    problems = hf.stale(res, out)
-    assert any("data.json" in p for p in problems) and any("spt_accuracy.png" in p for p in problems)
-    assert not any("splade_ndcg_vs_k.png" in p for p in problems)  # only the figure whose numbers moved
-    assert hf.main([str(res), "--out", str(out), "--check"]) == 1
-
-
-def test_a_figure_from_other_numbers_is_caught_even_with_current_data(tmp_path):
-    res, out = _copy(tmp_path), tmp_path / "figs"
-    hf.draw_all(res, out)
-    other = hf.draw_ndcg(hf.headline_data(res)["splade_ndcg_vs_k"], tmp_path / "plain.png")[0]  # no hash chunk
-    shutil.copy(other, out / "splade_ndcg_vs_k.png")
-    assert [p for p in hf.stale(res, out) if "splade_ndcg_vs_k.png" in p]
-
-
-def test_the_numbers_are_what_the_saved_file_holds():
-    data = hf.headline_data(RESULTS)
-    saved = json.loads((RESULTS / hf.SPT).read_text())["summary"]["per_seed"]
-    acc = {c["condition"]: c for c in data["spt_accuracy"]["conditions"]}
-    assert acc["spt"]["test_acc"] == [r["test_acc"] for r in sorted(saved["spt"], key=lambda r: r["seed"])]
-    assert data["spt_proximity"]["conditions"]["scratch"]["start"] == [
-        r["prox_start"] for r in sorted(saved["scratch"], key=lambda r: r["seed"])]
-    fam = data["splade_ndcg_vs_k"]["families"]["modernbert"]
-    assert fam["k"] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0] and len(fam["seeds"]) == 5
-    assert hf.png_text(FIGS / "spt_accuracy.png")[hf.HASH_KEY] == hf.data_hash(data["spt_accuracy"])
-
-
-def test_bad_input_is_one_line(tmp_path, capsys):
-    assert hf.main([str(tmp_path / "nothing"), "--out", str(tmp_path / "o")]) == 2
-    assert "results_dir" in capsys.readouterr().err
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert hf.main([str(empty), "--out", str(tmp_path / "o")]) == 2
-    err = capsys.readouterr().err
-    assert "saved result file not found" in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "o").exists()
+def test_a_file_that_is_not_a_png_is_named(tmp_path):
+    p = tmp_path / "x.png"
+    p.write_text("not a picture")
+    with pytest.raises(ValueError, match="x.png: not a PNG file"):
+        draw.png_text(p)

@@ -105,7 +105,8 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     ],
     "initlab.app.docgen": [
         [("template",)],
-        [("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",), ("architecture",)],
+        [("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",), ("architecture",),
+         ("headline_figures",)],
         [("claims",), ("cli_docs",)],
     ],
 }

@@ -26,7 +26,7 @@ FIGURE_SCRIPTS: dict[str, str] = {
     "initlab.paper_figs.synthetic_splade_phase_figures": "redraw the synthetic SPLADE phase-diagram figures from an initlab synthetic splade folder",
     "initlab.paper_figs.splade_scale_figures": "redraw the SPLADE-at-scale figure (NanoBEIR nDCG@10 vs FLOPS) from a sweep folder",
     "initlab.paper_figs.lra_figures": "redraw the bar chart of an LRA sweep folder",
-    "initlab.paper_figs.headline_figures": "draw the README's headline figures from the saved results in docs/results",
+    "initlab.app.docgen.headline_figures": "draw the README's headline figures from the saved results in docs/results",
     "initlab.app.docgen.tables": "write the result tables of a finished initlab reproduce folder as markdown pages",
     "initlab.app.docgen.claims": "regenerate the README's claims-verdict table from the saved results in docs/results",
 }
