@@ -1,5 +1,6 @@
-"""The measure of the experiment records: a new label-only synthetic SPT arm is one entry of the arms table, and a new
-claim is one claims module's worth (its verdict function, its place in a family, its README row).
+"""The measure of the experiment records: a new label-only synthetic SPT arm is one entry of the arms table (and, to
+show it in a README headline chart, its label and its place in ``HEADLINE`` of the same file), and a new claim is one
+claims module's worth (its verdict function, its place in a family, its README row).
 
 Both are defined here, inside the test, and added to the tables they belong to (``arms.ARMS``; the SPT claims
 module's ``CLAIMS``, ``SPT_FAMILIES`` and ``CLAIM_ROWS``) -- no other file changes -- and they flow through the
@@ -118,6 +119,20 @@ def test_a_new_arm_and_a_new_claim_flow_through_plan_run_figures_and_claims(exte
     # and every other row is the README's, unchanged
     ours = next(line for line in table.splitlines() if "copy of scratch" in line)
     assert table.replace(ours + "\n", "") in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_new_arm_in_a_headline_chart_is_its_label_and_its_place_in_the_same_file(monkeypatch):
+    from initlab.app.docgen import headline_figures
+
+    monkeypatch.setattr(arms, "ARMS", arms.ARMS + (arms.Arm("plain_scratch", label="a copy\nof scratch"),))
+    monkeypatch.setitem(arms.HEADLINE, "accuracy", arms.HEADLINE["accuracy"] + ("plain_scratch",))
+    rows = [{"seed": 0, "test_acc": 0.5}, {"seed": 1, "test_acc": 0.7}]
+    saved = {"config": {"seeds": [0, 1], "spt_sweep_epochs": [], "depths": [1]},
+             "summary": {"per_seed": {"scratch": rows, "plain_scratch": rows},
+                         "conditions": [{"condition": "scratch", "spt": "-"}, {"condition": "plain_scratch", "spt": "-"}]}}
+    got = headline_figures.accuracy_data(saved)["conditions"]
+    assert [(c["condition"], c["label"], c["label_only"], c["mean"]) for c in got] == [
+        ("scratch", "scratch", True, pytest.approx(0.6)), ("plain_scratch", "a copy\nof scratch", True, pytest.approx(0.6))]
 
 
 # -- a new experiment with a reproduce stage and a claim: its own package (written here as files) and one record ----

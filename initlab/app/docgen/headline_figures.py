@@ -35,6 +35,7 @@ from typing import Any, Sequence
 from initlab.paper_figs.headline_figures import (HASH_KEY, data_hash, draw_accuracy, draw_ndcg, draw_proximity,
                                                  png_text, with_hash)
 from initlab.runs import atomic_write_text, check_input_path
+from initlab.synthetic.spt.arms import headline_conditions
 from initlab.textio import read_json
 
 __all__ = ["SPT", "SPT_CAUSAL", "SPLADE", "FIGURES", "headline_data", "draw_all", "stale", "main"]
@@ -45,19 +46,6 @@ SPLADE = "synthetic_splade_full/phase.json"
 #: figure name -> the result file it reads (relative to the results folder)
 FIGURES = {"spt_proximity": SPT, "spt_accuracy": SPT, "spt_causal": SPT_CAUSAL, "splade_ndcg_vs_k": SPLADE}
 
-#: the depth-1 conditions of the accuracy figure, in reading order, with their labels
-ACCURACY_CONDITIONS = (
-    ("scratch", "scratch"), ("scratch_matched", "scratch,\ncompute-\nmatched"), ("frozen_attn", "attention\nfrozen\nat init"),
-    ("spt", "SPT"), ("hybrid_qkvo", "SPT\nW_Q,K,V,O\nonly"), ("hybrid_qk", "SPT\nW_Q, W_K\nonly"),
-    ("hybrid_ffn", "SPT\nFFN only"), ("spt_e10", "SPT,\n10 epochs"), ("cross_count", "SPT on\ncount-task\ninputs"),
-    ("cross_iid", "SPT on\ni.i.d.\ntokens"),
-)
-#: the conditions of the causal figure (docs/synthetic_spt.md, section 9), in reading order, with their labels
-CAUSAL_CONDITIONS = (
-    ("scratch", "scratch"), ("spt", "SPT"), ("alibi_scratch", "scratch with\na fixed\nproximity\nprior"),
-    ("spt_nopos", "SPT without\nposition\ncodes"), ("qkscale_scratch", "scratch,\nW_Q, W_K x4\nat init"),
-    ("lastpool_scratch", "scratch,\nlast-token\npooling"),
-)
 
 # ------------------------------------------------------------------------------------------------
 # the numbers (plain arithmetic on the saved JSON)
@@ -79,10 +67,13 @@ def proximity_data(s: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def accuracy_data(s: dict[str, Any], conditions: Sequence[tuple[str, str]] = ACCURACY_CONDITIONS,
-                  preset: str = "full") -> dict[str, Any]:
-    """Per condition of ``conditions`` (name, label) present, every seed's test accuracy and their mean, and whether
-    it is label-only (its saved condition row names no SPT checkpoint: ``spt`` is ``"-"``; grey in the charts)."""
+def accuracy_data(s: dict[str, Any], chart: str = "accuracy", preset: str = "full") -> dict[str, Any]:
+    """Per arm the headline ``chart`` shows (:data:`initlab.synthetic.spt.arms.HEADLINE`, in its order, under the
+    arm's ``label``; among the arms of the saved run's config) that the run trained, every seed's test accuracy and
+    their mean, and whether it is label-only (its saved condition row names no SPT checkpoint: ``spt`` is ``"-"``;
+    grey in the charts)."""
+    cfg = s["config"]
+    conditions = headline_conditions(chart, tuple(cfg.get("spt_sweep_epochs", ())), tuple(cfg.get("depths", (1,))))
     per = s["summary"]["per_seed"]
     label_only = {r["condition"]: r["spt"] == "-" for r in s["summary"]["conditions"]}
     conds = []
@@ -96,8 +87,8 @@ def accuracy_data(s: dict[str, Any], conditions: Sequence[tuple[str, str]] = ACC
 
 
 def causal_data(s: dict[str, Any]) -> dict[str, Any]:
-    """:func:`accuracy_data` over :data:`CAUSAL_CONDITIONS` of the ``causal`` run."""
-    return accuracy_data(s, CAUSAL_CONDITIONS, preset="causal")
+    """:func:`accuracy_data` over the ``causal`` chart's arms of the ``causal`` run."""
+    return accuracy_data(s, "causal", preset="causal")
 
 
 def ndcg_data(phase: dict[str, Any]) -> dict[str, Any]:

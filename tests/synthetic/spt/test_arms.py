@@ -108,3 +108,24 @@ def test_the_figures_take_the_saved_colours_else_fall_back_by_name():
     got = spt_figures.saved_arms(old)
     assert got["alibi_scratch"]["colour"] == "tab:gray" and got["alibi_scratch"]["curve_colour"] == ""
     assert got["spt"]["curve_colour"] == "tab:blue"
+
+
+def test_an_arm_is_labelled_by_its_name_unless_given_a_label():
+    assert arms.Arm("plain").label == "plain"
+    assert arms.Arm("plain", label="a plain\narm").label == "a plain\narm"
+
+
+def test_every_headline_chart_shows_arms_of_the_presets_that_feed_it():
+    full, causal = PRESETS["full"], PRESETS["causal"]
+    names = {"accuracy": condition_names(full), "causal": condition_names(causal)}
+    for chart, shown in arms.HEADLINE.items():
+        assert set(shown) <= set(names[chart]), (chart, sorted(set(shown) - set(names[chart])))
+        got = arms.headline_conditions(chart, full.spt_sweep_epochs, full.depths)
+        assert [n for n, _ in got] == list(shown)  # every one, in the chart's order
+    assert dict(arms.headline_conditions("accuracy", (10,)))["spt_e10"] == "SPT,\n10 epochs"
+    assert "spt_e10" not in dict(arms.headline_conditions("accuracy", ()))  # an arm the run lacks is left out
+
+
+def test_an_unknown_headline_chart_is_refused_by_name():
+    with pytest.raises(ValueError, match="chart: expected one of"):
+        arms.headline_conditions("accuracies")
