@@ -231,6 +231,11 @@ PRESETS: dict[str, OODConfig] = {
     # (8000 MLM steps on 4x the text), cap 1200, the fused head: how far below BM25 the best family sits at 8192 ids
     "explore-v8k-one": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300), ks=(1.0,),
                               max_steps=1200, checkpoints=(300, 600, 1200), engine="fused"),
+    # the model-size lever alone (exploratory): the reference point (explore-v2k-q600) with a backbone twice as wide
+    # (d = 128, 4 heads, feed-forward 256; roberta's own recipe otherwise, 1x the text), k = 1
+    "explore-v2k-d128": derive(_EXPLORE, family_backbones={"roberta": derive(RECIPES["roberta"], d=128, heads=4,
+                                                                             ffn=256)},
+                               mlm_text_multiplier=1, ks=(1.0,)),
 }
 
 
