@@ -1,10 +1,12 @@
 """The record every experiment package exposes to the roof: :class:`Experiment` (with its :class:`Command` entries).
 
-Each experiment package defines one ``EXPERIMENT`` (in its ``__init__``); the roof loops over the records instead
-of naming each experiment's pieces by hand. A record carries the experiment's claims -- its claims module, which
-holds the verdict functions, their README rows (``CLAIM_ROWS``) and the declared claim families -- and what the
-roof needs to find the rest: its preset table, its command-line entries, its ``initlab reproduce`` stages and
-its figure functions, and its place in the reading order of the results. The roof's claims table and page
+Each experiment package defines one ``EXPERIMENT`` (in its ``__init__``); the roof loops over the records instead of
+naming each experiment's pieces by hand. A record carries the experiment's claims -- its claims module, which holds
+the verdict functions, their README rows (``CLAIM_ROWS``) and the declared claim families -- and what the roof needs
+to find the rest: its preset table, its command-line entries, its ``initlab reproduce`` stages and its figure
+functions, and its place in the reading order of the results. Its plan, cells and summary are not fields: they are
+reached through its stages and commands, each a thin call of the experiment's own runner (which plans its cells,
+runs them and writes the summary), so the roof never names them. The roof's claims table and page
 (:mod:`initlab.app.docgen.claims`), the console script's command table (:mod:`initlab.app.cli`) and the reproduce
 stage registry (:mod:`initlab.app.stages`) are built from the records.
 
