@@ -132,28 +132,25 @@ def _step_callback(progress: Any):
 def posthoc_rescales(model, corpus, cfg: PhaseConfig) -> list[dict[str, Any]]:
     """The trained model divided by each ``cfg.posthoc_ks`` (its head projection ``W_head``: the shared tensor of
     a tied model, input embeddings included, as ``mlmhead rescale`` does; the output projection alone of an
-    untied one), evaluated and checked by the collapse detector; the weights are restored bit-exactly.
+    untied one), evaluated and checked by the collapse detector. Each division is
+    :func:`initlab.mlmhead.rescaled` (:func:`initlab.mlmhead.rescale_mlm_head` inside a ``with`` block), so the
+    weights and the recorded k are restored bit-exactly after each factor.
 
     One row per factor: ``k``, ``ndcg@10``, ``ndcg_select``, ``ndcg_test``, ``q_active_dims``, ``d_active_dims``,
     ``finite_vectors``, ``collapse`` (reasons) and ``collapse_stats`` (the detector's measured quantities).
     These are the trained-and-rescaled models of the collapse calibration (:mod:`initlab.synthetic.splade.calibration`).
     """
-    from initlab.mlmhead import head_projection
+    from initlab.mlmhead import rescaled
 
     hf = model[0].auto_model
-    W = head_projection(hf)
-    W0 = W.detach().clone()
     rows = []
-    try:
-        for k in cfg.posthoc_ks:
-            W.copy_(W0 / k)
+    for k in cfg.posthoc_ks:
+        with rescaled(hf, k):
             m, q, d, scores = evaluate(model, corpus, cfg, return_vectors=True)
-            v = collapse_verdict([], q, d, scores, len(corpus.vocab), True, cfg)
-            rows.append({"k": float(k), **{key: m[key] for key in ("ndcg@10", "ndcg_select", "ndcg_test", "q_active_dims",
-                                                                   "d_active_dims", "finite_vectors")},
-                         "collapse": v.reasons, "collapse_stats": v.stats})
-    finally:
-        W.copy_(W0)
+        v = collapse_verdict([], q, d, scores, len(corpus.vocab), True, cfg)
+        rows.append({"k": float(k), **{key: m[key] for key in ("ndcg@10", "ndcg_select", "ndcg_test", "q_active_dims",
+                                                               "d_active_dims", "finite_vectors")},
+                     "collapse": v.reasons, "collapse_stats": v.stats})
     return rows
 
 

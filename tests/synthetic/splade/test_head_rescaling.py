@@ -250,3 +250,49 @@ def test_an_ood_cell_divides_by_its_k_with_rescale_mlm_head(monkeypatch, backbon
     calls = _spy(monkeypatch)
     hf = _ood_cell_weights(monkeypatch, backbones["roberta"], "roberta", 16.0, next(iter(OOD_PRESETS.values())))
     assert calls == [(16.0, False)] and getattr(hf.config, K_ATTR) == 16.0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("tied", [True, False])
+def test_posthoc_rescales_divide_with_rescale_mlm_head_and_give_the_frozen_outputs(monkeypatch, backbones, family,
+                                                                                    tied):
+    """The post-hoc factors go through the shipped tool (:func:`initlab.mlmhead.rescaled`, which calls
+    ``rescale_mlm_head``), once per factor and without untying, and the model evaluated under each factor gives
+    bitwise the logits of the frozen arithmetic (the trained weights with ``W_head / k``)."""
+    import initlab.mlmhead.heads as heads
+
+    calls: list[tuple[float, bool]] = []
+    real = heads.rescale_mlm_head
+
+    def spy(model, k, *, untie=False):
+        calls.append((float(k), bool(untie)))
+        return real(model, k, untie=untie)
+
+    monkeypatch.setattr(heads, "rescale_mlm_head", spy)  # what initlab.mlmhead.rescaled calls
+    hf = copy.deepcopy(backbones[family])
+    _frozen_scale_backbone(hf, 2.0 if tied else 1.0, 2.0 if tied else 0.5, tied)
+    hf.eval()
+    before = copy.deepcopy(hf)
+    ids = torch.tensor([[2, 7, 8, 9, 3], [2, 10, 11, 3, 0]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
+    seen = []
+
+    def evaluate(model, corpus, cfg, return_vectors):
+        with torch.no_grad():
+            seen.append(model[0].auto_model(input_ids=ids, attention_mask=mask).logits)
+        z = torch.zeros(2, 3)
+        return {key: 0.0 for key in ("ndcg@10", "ndcg_select", "ndcg_test", "q_active_dims", "d_active_dims",
+                                     "finite_vectors")}, z, z, torch.zeros(2, 2)
+
+    monkeypatch.setattr(phcell, "evaluate", evaluate)
+    monkeypatch.setattr(phcell, "collapse_verdict", lambda *a, **k: SimpleNamespace(reasons=[], stats={}))
+    cfg = SimpleNamespace(posthoc_ks=(4.0, 16.0, 64.0))
+    phcell.posthoc_rescales([SimpleNamespace(auto_model=hf)], SimpleNamespace(vocab=VOCAB), cfg)
+    assert calls == [(4.0, False), (16.0, False), (64.0, False)]
+    for logits, k in zip(seen, cfg.posthoc_ks):
+        ref = copy.deepcopy(before)
+        with torch.no_grad():
+            ref.get_output_embeddings().weight.copy_(_frozen_posthoc_weights(before, k))
+            want = ref(input_ids=ids, attention_mask=mask).logits
+        assert torch.equal(logits, want), f"{family} tied={tied} k={k:g}"
+    _assert_same_weights(hf, before, "restored")
