@@ -236,6 +236,13 @@ PRESETS: dict[str, OODConfig] = {
     "explore-v2k-d128": derive(_EXPLORE, family_backbones={"roberta": derive(RECIPES["roberta"], d=128, heads=4,
                                                                              ffn=256)},
                                mlm_text_multiplier=1, ks=(1.0,)),
+    # the two levers together (exploratory): explore-v2k-mlm4x's backbone (8000 MLM steps on 4x the text; the same
+    # backbone key, so its saved backbone resumes) with one BM25 hard negative per training pair; k = 1
+    "explore-v2k-mlm4x-hardneg": derive(_EXPLORE, ks=(1.0,), hard_negatives=1),
+    # the MLM-length lever pushed further (exploratory): 16000 MLM steps on 4x the text (roberta's own recipe
+    # otherwise), k = 1
+    "explore-v2k-mlm16k": derive(_EXPLORE, family_backbones={"roberta": derive(RECIPES["roberta"], mlm_steps=16000)},
+                                 ks=(1.0,)),
 }
 
 
