@@ -56,7 +56,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import Burners, interleaved, load_average  # noqa: E402
 
-from initlab.realdata.splade.retrieval import SparseIndex, _seismic_build, _seismic_query, recall_at_k  # noqa: E402
+from initlab.realdata.splade.retrieval import SparseIndex, seismic_build, seismic_query, recall_at_k  # noqa: E402
 
 PEERS = ("scipy", "ours_plain", "splade_index", "pisa", "seismic")
 
@@ -276,8 +276,8 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             if name == "seismic":
                 with _quiet():
-                    built = _seismic_build(D, n_postings=3500, summary_energy=0.4, vocab=None, num_threads=args.threads)
-                cases[name] = lambda built=built: _seismic_query(built, Q, args.k, num_threads=args.threads)[::-1]
+                    built = seismic_build(D, n_postings=3500, summary_energy=0.4, vocab=None, num_threads=args.threads)
+                cases[name] = lambda built=built: seismic_query(built, Q, args.k, num_threads=args.threads)[::-1]
             else:
                 cases[name] = build()
             res["build_s"][name] = time.perf_counter() - t0

@@ -47,6 +47,7 @@ __all__ = [
     "holds_run_folder",
     "lock_path",
     "check_unlocked",
+    "process_start_time",
     "LOCK_HEARTBEAT_SECONDS",
     "FOREIGN_LOCK_STALE_SECONDS",
     "NonFiniteError",
@@ -680,7 +681,7 @@ def _ddp_rank() -> int:
         return 0
 
 
-def _process_start(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
     """The start time of process ``pid`` (clock ticks since boot, /proc/PID/stat field 22), or None where unknown:
     with the pid, it names one process, so a pid reused after a reboot or wrap-around is not taken for the run."""
     try:
@@ -705,7 +706,7 @@ def _pid_alive(pid: int) -> bool:
 
 def _lock_record() -> dict[str, Any]:
     pid = os.getpid()
-    return {"pid": pid, "host": socket.gethostname(), "process_start": _process_start(pid),
+    return {"pid": pid, "host": socket.gethostname(), "process_start": process_start_time(pid),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": " ".join(sys.argv)[:300]}
 
 
@@ -737,7 +738,7 @@ def _stale_reason(rec: dict[str, Any], mtime: float) -> str | None:
         if not _pid_alive(pid):
             return f"its process {pid} is gone"
         start = rec.get("process_start")
-        now = _process_start(pid)
+        now = process_start_time(pid)
         if start is not None and now is not None and start != now:
             return f"its pid {pid} now belongs to another process"
         return None
@@ -857,7 +858,7 @@ class RunLock:
                     if rec is None:
                         continue  # released in between: try again
                     if rec.get("pid") == os.getpid() and rec.get("host") == socket.gethostname() and \
-                            rec.get("process_start") == _process_start(os.getpid()):
+                            rec.get("process_start") == process_start_time(os.getpid()):
                         break  # ours, from a lock this process did not release (a forked parent's is not ours)
                     why = _stale_reason(rec, mtime)
                     if why is None:

@@ -167,13 +167,26 @@ def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def private_imports(modules: dict[str, Path] | None = None) -> list[str]:
+def script_modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every ``.py`` file under ``tests/`` and ``benchmarks/`` by a dotted name outside the initlab namespace
+    (``tests.app.test_cli``, ``benchmarks.bench_spt``): the code that uses the package from outside it."""
+    return {".".join(p.relative_to(root).with_suffix("").parts): p
+            for folder in ("tests", "benchmarks") for p in sorted((root / folder).rglob("*.py"))}
+
+
+def private_imports(modules: dict[str, Path] | None = None, scan: set[str] | None = None) -> list[str]:
     """Every use of another initlab module's private name (``_name``): ``from x import _name`` (relative imports
     included), and ``x._name`` where ``x`` is an initlab module bound by an import (``import initlab.x.y as x``,
-    ``from initlab.x import y``). What several modules share is public in the module that owns it."""
+    ``from initlab.x import y``). What several modules share is public in the module that owns it.
+
+    ``modules``: name -> file of every module an import may name (default: the initlab namespace); ``scan``: the
+    names among them whose files are read (default: all). A name given as a string (``monkeypatch.setattr(x,
+    "_name", ...)``, ``getattr``) is not a use: a test may patch a private seam where no public one exists."""
     mods = modules if modules is not None else _modules()
     bad = []
     for name, path in sorted(mods.items()):
+        if scan is not None and name not in scan:
+            continue
         tree = ast.parse(path.read_text(), filename=str(path))
         is_pkg = path.name == "__init__.py"
         bound: dict[str, str] = {}  # local name -> the initlab module it is bound to
@@ -364,6 +377,35 @@ def test_the_check_catches_a_private_name_used_across_modules(tmp_path, name, so
     fake.write_text(source)
     bad = [b for b in private_imports({**_modules(), name: fake}) if "fake.py" in b]
     assert bad and expected in bad[0], bad
+
+
+def test_no_test_or_benchmark_uses_private_names():
+    """The tests and benchmarks keep to the package's public names as well: what they need is public where it
+    lives, or they test through the public API."""
+    scripts = script_modules()
+    assert "tests.test_architecture" in scripts and "benchmarks.bench_retrieval" in scripts
+    bad = private_imports({**_modules(), **scripts}, scan=set(scripts))
+    assert not bad, "private names used by tests or benchmarks:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("from initlab.executor.core import Cell, _dependency_order\n", "imports initlab.executor.core._dependency_order"),
+    ("def test_x():\n    from initlab.synthetic.spt import plan\n    assert plan._NOT_IN_KEY\n",
+     "uses initlab.synthetic.spt.plan._NOT_IN_KEY"),
+    ("import initlab.executor as ex\nprint(ex._SPEED.get())\n", "uses initlab.executor._SPEED"),
+])
+def test_the_check_catches_a_test_using_a_private_name(tmp_path, source, expected):
+    fake = tmp_path / "test_fake.py"
+    fake.write_text(source)
+    bad = private_imports({**_modules(), "tests.fake.test_fake": fake}, scan={"tests.fake.test_fake"})
+    assert bad and expected in bad[0], bad
+
+
+def test_the_private_name_check_lets_a_test_patch_a_private_seam_by_its_string_name(tmp_path):
+    fake = tmp_path / "test_fake.py"
+    fake.write_text("from initlab.synthetic.spt import training\n"
+                    "def test_x(monkeypatch):\n    monkeypatch.setattr(training, '_seam', None)\n")
+    assert private_imports({**_modules(), "tests.fake.test_fake": fake}, scan={"tests.fake.test_fake"}) == []
 
 
 def test_the_private_name_check_allows_dunders_and_public_names(tmp_path):

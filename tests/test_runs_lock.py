@@ -156,7 +156,7 @@ def test_a_reused_pid_does_not_keep_a_lock_alive(tmp_path):
     with pytest.warns(RuntimeWarning, match="now belongs to another process"):
         with runs.run_lock(tmp_path / "run"):
             pass
-    _write_lock(tmp_path / "run", pid=parent, process_start=runs._process_start(parent))
+    _write_lock(tmp_path / "run", pid=parent, process_start=runs.process_start_time(parent))
     with pytest.raises(runs.RunLockedError):
         runs.RunLock(tmp_path / "run").acquire()
 

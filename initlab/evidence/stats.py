@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Interval", "t_quantile", "as_samples", "t_interval", "fieller_interval", "tost_interval",
+__all__ = ["Interval", "t_quantile", "as_samples", "t_interval", "fieller_interval", "tost_interval", "power_one_sided",
            "seeds_for_gain", "seeds_for_equivalence", "MAX_SEEDS", "t_sf", "p_above", "p_below", "fieller_p"]
 
 #: seed counts are searched up to this many; beyond it a claim is reported as "more than MAX_SEEDS seeds"
@@ -208,7 +208,7 @@ def fieller_p(a: Sequence[float], b: Sequence[float], rho: float) -> float:
     return min(1.0, 2 * t_sf(abs(num) / math.sqrt(var), n - 1))
 
 
-def _power_one_sided(n: int | np.ndarray, effect: float, sd: float, level: float) -> float | np.ndarray:
+def power_one_sided(n: int | np.ndarray, effect: float, sd: float, level: float) -> float | np.ndarray:
     """P(the two-sided ``level`` t-interval excludes the threshold on the effect's side), true effect
     ``effect`` = mean - threshold (> 0) and per-seed sd ``sd``: ``1 - F_nct(t_c; n-1, effect sqrt(n) / sd)``.
     ``n`` a seed count (a float back) or an array of them (an array back, element by element the same numbers)."""
@@ -244,7 +244,7 @@ def seeds_for_gain(mean: float, sd: float, threshold: float, *, level: float = 0
         return None
     if sd == 0:
         return 2
-    return _fewest(_power_one_sided(_COUNTS, effect, sd, level) >= power)  # every count at once: one scipy call
+    return _fewest(power_one_sided(_COUNTS, effect, sd, level) >= power)  # every count at once: one scipy call
 
 
 def seeds_for_equivalence(mean: float, sd: float, margin: float, *, alpha: float = 0.05, power: float = 0.8,
@@ -260,4 +260,4 @@ def seeds_for_equivalence(mean: float, sd: float, margin: float, *, alpha: float
     if sd == 0:
         return 2
     level = 1 - 2 * alpha
-    return _fewest(_power_one_sided(_COUNTS, m + mean, sd, level) + _power_one_sided(_COUNTS, m - mean, sd, level) - 1 >= power)
+    return _fewest(power_one_sided(_COUNTS, m + mean, sd, level) + power_one_sided(_COUNTS, m - mean, sd, level) - 1 >= power)

@@ -25,7 +25,8 @@ from initlab.runs import RunDir
 __all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "probe_scheduler",
            "SchedulerUnreachableError", "SCHEDULER_TIMEOUT", "estimate", "remaining_cells",
            "run_cells", "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports",
-           "progress_bar", "is_terminal", "LOG_INTERVAL", "machine_speed"]
+           "progress_bar", "is_terminal", "LOG_INTERVAL", "machine_speed",
+           "current_machine_speed"]
 
 #: the machine speed a caller measured once for every :func:`run_cells` inside it (:func:`machine_speed`)
 _SPEED: contextvars.ContextVar[float | None] = contextvars.ContextVar("initlab_executor_speed", default=None)
@@ -48,6 +49,12 @@ def machine_speed(speed: float) -> Iterator[float]:
         yield float(speed)
     finally:
         _SPEED.reset(token)
+
+
+def current_machine_speed() -> float | None:
+    """The speed factor of the innermost enclosing :func:`machine_speed` block, or None outside every such block
+    (what :func:`run_cells` starts its estimate from when not given its own ``speed``)."""
+    return _SPEED.get()
 
 
 def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, scheduler: str | None = None,
@@ -127,7 +134,7 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
         if estimate(todo, workers, startup=startup)[0] >= serial:
             workers = rep.workers = 1
     if speed is None:
-        speed = _SPEED.get()
+        speed = current_machine_speed()
     if speed is None:
         speed = measure_speed(1.0) if progress else 1.0
     done_before = sum(float(c.units) for c in cells if c.name in finished)

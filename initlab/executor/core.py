@@ -49,7 +49,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from initlab.runs import DivergenceError, NonFiniteError, RunDir, cell_file
 from initlab.textio import read_text
 
-__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "remaining_cells",
+__all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "estimate", "resolve_target", "remaining_cells",
            "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports",
            "sigint_ignored_in_children"]
 
@@ -350,7 +350,13 @@ def worker_setup() -> None:
         torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def _resolve(fn: str) -> Callable[..., Any]:
+def resolve_target(fn: str) -> Callable[..., Any]:
+    """The function a cell target ``"package.module:function"`` names, imported (what a worker runs).
+
+    Raises:
+        ValueError: ``fn`` has no ``:``.
+        ImportError: the module cannot be imported; AttributeError: it has no such function.
+    """
     module, func = fn.split(":", 1)
     return getattr(importlib.import_module(module), func)
 
@@ -379,7 +385,7 @@ def execute_cell(root: str, name: str, fn: str, args: Mapping[str, Any], key: An
     A :class:`NonFiniteError` comes back as its fields (``"nonfinite"``), so it keeps them across processes.
     """
     t0, c0 = time.perf_counter(), time.process_time()
-    func = _resolve(fn)  # a Dask worker's first cell imports its modules here: not part of the measured speed
+    func = resolve_target(fn)  # a Dask worker's first cell imports its modules here: not part of the measured speed
     if in_worker:
         worker_setup()  # again: the cell's module may have imported torch just now
     progress._send(("begin", 0.0, None))

@@ -177,7 +177,7 @@ def inspect_model(model: Any, tokenizer: Any, texts: Sequence[str] | None = None
         with torch.no_grad():
             W.copy_(W0)
     table.sort(key=lambda r: r["k"])
-    report["prediction"] = _predict_active_dims(table, moments, buckets, moments.bias)
+    report["prediction"] = predict_active_dims(table, moments, buckets, moments.bias)
     report["max_length"] = int(max_length)
     report["head_engine"] = engine
     report["table"] = table
@@ -292,7 +292,7 @@ def _table_row(k: float, acc: dict[str, float], n_entries: int, a: torch.Tensor,
     }
 
 
-def _predict_active_dims(table: list[dict[str, Any]], moments: per_entry.EntryMoments,
+def predict_active_dims(table: list[dict[str, Any]], moments: per_entry.EntryMoments,
                          buckets: list[dict[str, torch.Tensor]], bias: torch.Tensor | None) -> dict[str, Any]:
     """Set every row's ``predicted_active_dims_per_text`` from the per-entry model fitted at k = 1 (``None`` where it
     does not hold, see :func:`inspect_model`); return the ``prediction`` summary."""

@@ -34,7 +34,7 @@ from initlab.realdata.lra.runtime import run_inputs
 from initlab.runs import NonFiniteError, RunDir, check_inputs, check_same_record, holds_run_folder, revive_nonfinite
 from initlab.textio import read_json
 
-__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "plan", "cell_pretrain", "cell_finetune"]
+__all__ = ["expand_conditions", "pretrain_config", "pretrain_key", "run_sweep", "run_sweep_cells", "plan", "cell_pretrain", "cell_finetune"]
 
 _FT_ONLY = ("init", "init_groups", "freeze", "epochs", "patience", "schedule_steps", "metrics_examples")
 
@@ -108,7 +108,7 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     run = RunDir(out, overwrite=overwrite, resume=True, config=meta)
     check_inputs(run.root, inputs)
     try:
-        rows = _run_cells(run, ablation, conds, progress, workers=workers, scheduler=scheduler)
+        rows = run_sweep_cells(run, ablation, conds, progress, workers=workers, scheduler=scheduler)
     except (ValueError, TypeError, FileNotFoundError):
         # bad input (e.g. a missing or malformed data file) before any stage started: remove the folder this
         # call created, so a corrected command is not refused as "another config"; never touches runs in progress
@@ -249,7 +249,7 @@ def plan(ablation: str, conds: list) -> list[Cell]:
     return cells
 
 
-def _run_cells(run: RunDir, ablation: str, conds: list, progress: bool, *, workers: int | None = 1,
+def run_sweep_cells(run: RunDir, ablation: str, conds: list, progress: bool, *, workers: int | None = 1,
                scheduler: str | None = None) -> list[dict]:
     """Run (or read back) every ``(seed, condition, config, milestone)`` cell; returns the rows in order.
 

@@ -37,6 +37,11 @@ __all__ = [
     "flops",
     "active_dims",
     "seismic_search",
+    "seismic_build",
+    "seismic_query",
+    "SearchPlan",
+    "topk_stable",
+    "dense_prefix",
     "recall_at_k",
 ]
 
@@ -101,7 +106,7 @@ class SparseIndex:
     Search is hybrid, and exact either way: for a block of ``B`` queries, the first ``H'`` head terms
     contribute by one dense matrix product ``Q_head (B, H') @ head_weights[:H'] (H', N)``; every other
     term of the block's queries is added term-at-a-time from its postings (``index_add_``). ``H'`` is
-    chosen per block from a cost model (see :func:`_dense_prefix`): a head term is worth its ``N``
+    chosen per block from a cost model (see :func:`dense_prefix`): a head term is worth its ``N``
     multiply-adds per query of the block only when enough of the block's queries use it. With Zipf-like
     term statistics a few dozen head terms carry most of the postings a query touches, where a dense
     product beats scattered ``index_add_``.
@@ -164,7 +169,7 @@ class SparseIndex:
         The queries are cut into blocks of ``chunk_size``. A block's scores ``(B, N)`` are the dense
         product of its head terms plus the term-at-a-time accumulation (``index_add_``) of its other
         terms' postings; the top ``k`` of each row are then taken, pruned by segment maxima (exact; see
-        :func:`_topk_stable`). On CPU, ``workers`` threads each take the next unscored block and score
+        :func:`topk_stable`). On CPU, ``workers`` threads each take the next unscored block and score
         it alone with one torch thread (torch releases the GIL inside its kernels), so a worker whose
         core is busy with other programs simply scores fewer blocks: nothing waits on a descheduled
         thread at the end of every kernel, as torch's own multi-threaded kernels do on a loaded machine.
@@ -206,7 +211,7 @@ class SparseIndex:
         # on CPU, fewer queries than workers x chunk_size are cut into smaller blocks so every worker gets one
         per = min(chunk_size, -(-n_q // workers)) if on_cpu else chunk_size
         blocks = [(a, min(a + per, n_q)) for a in range(0, n_q, per)]
-        plan = _SearchPlan(self, q, k)
+        plan = SearchPlan(self, q, k)
 
         from initlab.executor import progress_bar
 
@@ -224,10 +229,10 @@ class SparseIndex:
         return out_s, out_i
 
 
-class _SearchPlan:
+class SearchPlan:
     """What :meth:`SparseIndex.search` precomputes once for a query set, and the scoring of one block."""
 
-    # Cost model of _dense_prefix, measured on a 2-core AVX-512 CPU (benchmarks/bench_retrieval.py's
+    # Cost model of dense_prefix, measured on a 2-core AVX-512 CPU (benchmarks/bench_retrieval.py's
     # collection): one multiply-add of the dense head product per (query, head term, document) costs
     # about 1/100 of adding one posting with index_add_. It only moves work between two exact paths.
     DENSE_PER_POSTING = 0.01
@@ -271,7 +276,7 @@ class _SearchPlan:
         if self.head.size:
             q_head = self.q[a:b][:, self.head].toarray().astype(np.float32)  # (B, H)
             used = q_head != 0
-            h = _dense_prefix(used.sum(axis=0), self.head_len, b - a, index.n_docs, self.DENSE_PER_POSTING)
+            h = dense_prefix(used.sum(axis=0), self.head_len, b - a, index.n_docs, self.DENSE_PER_POSTING)
             if h:
                 torch.mm(torch.from_numpy(np.ascontiguousarray(q_head[:, :h])).to(index.device),
                          index.head_weights[:h], out=scores)
@@ -297,12 +302,12 @@ class _SearchPlan:
             for j in range(row_start[a + r], row_start[a + r + 1]):
                 lo, hi = tail_a[j], tail_b[j]
                 acc.index_add_(0, doc_ids[lo:hi], weights[lo:hi], alpha=tail_w[j])
-        s, i = _topk_stable(scores, self.k, segment=self.segment)
+        s, i = topk_stable(scores, self.k, segment=self.segment)
         out_s[a:b] = s.cpu()
         out_i[a:b] = i.cpu()
 
 
-def _dense_prefix(users: np.ndarray, lengths: np.ndarray, B: int, n_docs: int, dense_per_posting: float) -> int:
+def dense_prefix(users: np.ndarray, lengths: np.ndarray, B: int, n_docs: int, dense_per_posting: float) -> int:
     """How many leading head terms a block's dense product should take: the ``H'`` minimising the
     modelled cost ``H' B N c + sum_{h >= H'} users_h lengths_h`` (in postings added by ``index_add_``),
     where the product costs ``c = dense_per_posting`` per multiply-add and head term ``h`` (posting list
@@ -314,7 +319,7 @@ def _dense_prefix(users: np.ndarray, lengths: np.ndarray, B: int, n_docs: int, d
     return int(np.argmin(cost))
 
 
-def _run_single_threaded_workers(workers: int, blocks, plan: _SearchPlan, out_s, out_i, bar) -> None:
+def _run_single_threaded_workers(workers: int, blocks, plan: SearchPlan, out_s, out_i, bar) -> None:
     """Score ``blocks`` with ``workers`` threads, each with one torch thread and its own score block.
 
     torch's intra-op thread count is per thread under OpenMP (``torch.set_num_threads`` in a thread sets
@@ -366,7 +371,7 @@ def _run_single_threaded_workers(workers: int, blocks, plan: _SearchPlan, out_s,
 
 
 def _topk_segment(n: int, k: int) -> int | None:
-    """Segment length for :func:`_topk_stable`'s pruning on rows of ``n`` scores, or ``None`` where
+    """Segment length for :func:`topk_stable`'s pruning on rows of ``n`` scores, or ``None`` where
     pruning cannot pay (fewer than ``2k`` segments). About ``sqrt(n / k)``, which balances the segment
     maxima (``n / s`` of them) against the candidates kept (about ``k s``)."""
     s = math.isqrt(max(n // max(k, 1), 0))
@@ -400,7 +405,7 @@ def _topk_full(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor
     return torch.gather(s2, 1, order), torch.gather(i2, 1, order)
 
 
-def _topk_stable(scores: torch.Tensor, k: int, *, segment: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def topk_stable(scores: torch.Tensor, k: int, *, segment: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`_topk_full` of ``scores (B, N)``, first pruned by segment maxima when ``segment`` is given.
 
     The first ``G = N // segment`` segments of ``segment`` consecutive documents each get their maximum
@@ -492,17 +497,17 @@ def seismic_search(queries, docs, k: int = 10, *, n_postings: int = 3500, query_
 
     q = to_scipy_csr(queries, "queries")
     t0 = time.perf_counter()
-    index = _seismic_build(docs, n_postings=n_postings, summary_energy=summary_energy, vocab=vocab,
+    index = seismic_build(docs, n_postings=n_postings, summary_energy=summary_energy, vocab=vocab,
                            num_threads=num_threads)
     build_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out, scores = _seismic_query(index, q, k, query_cut=query_cut, heap_factor=heap_factor, num_threads=num_threads)
+    out, scores = seismic_query(index, q, k, query_cut=query_cut, heap_factor=heap_factor, num_threads=num_threads)
     search_s = time.perf_counter() - t0
     return out, scores, build_s, search_s
 
 
-def _seismic_build(docs, *, n_postings: int, summary_energy: float, vocab: Sequence[str] | None, num_threads: int):
-    """Build a seismic index of ``docs (N, V)``; returns ``(index, term names)`` for :func:`_seismic_query`."""
+def seismic_build(docs, *, n_postings: int, summary_energy: float, vocab: Sequence[str] | None, num_threads: int):
+    """Build a seismic index of ``docs (N, V)``; returns ``(index, term names)`` for :func:`seismic_query`."""
     try:
         import seismic
     except ImportError as err:  # pragma: no cover - optional dependency
@@ -519,8 +524,8 @@ def _seismic_build(docs, *, n_postings: int, summary_energy: float, vocab: Seque
     return index, names
 
 
-def _seismic_query(built, q, k: int, *, query_cut: int = 20, heap_factor: float = 0.8, num_threads: int = 0):
-    """Search a :func:`_seismic_build` index with ``q (Nq, V)`` CSR; ``(indices (Nq, k), scores (Nq, k))``
+def seismic_query(built, q, k: int, *, query_cut: int = 20, heap_factor: float = 0.8, num_threads: int = 0):
+    """Search a :func:`seismic_build` index with ``q (Nq, V)`` CSR; ``(indices (Nq, k), scores (Nq, k))``
     padded with -1 / -inf."""
     import seismic
 

@@ -130,7 +130,7 @@ from initlab.experiment import text
 from initlab.experiment.rows import Claim, Headline, headline, seeds_text
 from initlab.experiment.text import bold
 
-__all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k", "rule_k", "high_norm_degrades",
+__all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k", "full_degradation", "rule_k", "high_norm_degrades",
            "rescaling_fixes", "over_rescaling", "input_side", "recommended_regret", "rule_difference", "evaluate_all",
            "by_id", "check_record", "regrets", "describe_claim", "part_label", "shipped_rule", "interaction",
            "family_gains", "landscape", "landscape_regret", "landscape_rule_difference", "posthoc_claims",
@@ -930,7 +930,7 @@ def degradation_row(r: Results) -> str:
     ``full`` run's (kept beside it), else the ``full`` run's alone."""
     c = load_confirm(r)
     if c is None:
-        return _full_degradation(r)
+        return full_degradation(r)
     fams = "; ".join(describe_claim(g, with_word=False) for g in family_gains(c.raw, c.th).values())
     return (f"{bold(c.v['interaction'].word)} (interaction, the preregistered headline; {_confirm_scope(c)}; W_head "
             f"Frobenius {_norms(c.rep, c.th.high_norm + c.th.normal_norm)}; best k chosen on the select half of the "
@@ -938,10 +938,13 @@ def degradation_row(r: Results) -> str:
             f"claim (initial loss, poor minimum, control not degraded): " + describe_claim(c.v["high_norm_degrades"])
             + "." + _by_deadline(c, "interaction") + " In domain (secondary; Holm within one secondary family): "
             "interaction " + describe_claim(c.v_id["interaction"]) + "." + _by_deadline(c, "interaction", True)
-            + " Earlier run, kept beside it: " + _full_degradation(r))
+            + " Earlier run, kept beside it: " + full_degradation(r))
 
 
-def _full_degradation(r: Results) -> str:
+def full_degradation(r: Results) -> str:
+    """The README cell of the earlier full-scale phase diagram's degradation claim: the interaction verdict, its
+    scope and head norms, the per-family gains and the preregistered high-norm claim, from ``r``'s saved
+    ``phase.json`` (:func:`load_phase`)."""
     raw, th, v, phase = load_phase(r)
     fams = "; ".join(describe_claim(g, with_word=False) for g in family_gains(raw, th).values())
     return (f"{bold(v['interaction'].word)} (interaction{_posthoc(phase, 'interaction')}; {_scope(phase)}; head norms "

@@ -27,7 +27,7 @@ from initlab.synthetic.spt import arms
 from initlab.synthetic.spt.cells import finetune_cell, ft_cell_name, init_grad_cell, spt_cell, spt_cell_name
 from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
 
-__all__ = ["EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "measure_epoch_seconds",
+__all__ = ["EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "NOT_IN_KEY", "measure_epoch_seconds",
            "reference_epoch_seconds", "expected_epochs"]
 
 #: expected epochs per kind of cell, for the up-front estimate and the progress bar (measured means of the
@@ -46,14 +46,16 @@ REFERENCE_EPOCH_SECONDS: dict[tuple[str, str, int], float] = {
     ("finetune", "full", 4): 1.45, ("spt", "full", 1): 0.43, ("spt", "attn_only", 1): 0.33, ("spt", "full", 2): 0.84,
     ("spt", "full", 4): 1.31}
 
-_NOT_IN_KEY = ("seeds", "conditions", "seed_counts", "label_lr", "lr_grid", "lr_sweep", "map_seed", "thresholds", "depths",
-               "spt_sweep_epochs")
+#: the config fields left out of a cell's key (:func:`cell_key`): they choose which cells run or how results are
+#: read, not what one cell computes
+NOT_IN_KEY = ("seeds", "conditions", "seed_counts", "label_lr", "lr_grid", "lr_sweep", "map_seed", "thresholds", "depths",
+              "spt_sweep_epochs")
 
 
 def cell_key(cfg: SPTConfig, args: dict[str, Any]) -> dict[str, Any]:
     """What a cell's result depends on: the training config (not which conditions, seeds or thresholds are
     requested) and the cell's own arguments (``args`` without the ``config`` that travels with them)."""
-    d = {k: v for k, v in to_dict(cfg).items() if k not in _NOT_IN_KEY}
+    d = {k: v for k, v in to_dict(cfg).items() if k not in NOT_IN_KEY}
     return {"config": d, "cell": {k: v for k, v in args.items() if k != "config"}}
 
 

@@ -41,7 +41,7 @@ from initlab.nn.encoder import SequenceTransformer
 from initlab.nn.masking import mask_tokens
 from initlab.runs import LossGuard, atomic_write_bytes, check_finite
 
-__all__ = ["SCHEDULES", "lr_factor", "spt_stop_epoch", "finetune_stop", "select_on_validation", "Checkpoint", "pretrain", "finetune", "accuracy",
+__all__ = ["SCHEDULES", "lr_factor", "spt_stop_epoch", "finetune_stop", "select_on_validation", "Checkpoint", "pretrain", "guarded_step", "finetune", "accuracy",
            "masked_loss"]
 
 
@@ -182,7 +182,15 @@ def _batches(n: int, bs: int, gen: torch.Generator) -> list[torch.Tensor]:
     return [perm[i : i + bs] for i in range(0, n, bs)]
 
 
-def _step(model, opt, loss: torch.Tensor, where: str, step: int, guard: LossGuard) -> None:
+def guarded_step(model, opt, loss: torch.Tensor, where: str, step: int, guard: LossGuard) -> None:
+    """One optimizer step of ``model`` on the scalar ``loss``, guarded: ``guard`` checks the loss, then the summed
+    gradient norm must be finite (``initlab.runs.check_finite``), then ``opt`` steps. Every SPT training loop
+    steps through it.
+
+    Raises:
+        initlab.runs.NonFiniteError: a non-finite loss or gradient (``where`` and ``step`` name it); nothing stepped.
+        initlab.runs.DivergenceError: the guard's divergence rule.
+    """
     guard.check(loss.detach(), step=step)
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -243,7 +251,7 @@ def pretrain(
         st["epoch"] += 1
         for idx in _batches(len(x), batch_size, gen):
             inp, masked = mask_tokens(x[idx], mask_rate, gen, mask_id=mask_id, at_least_one=True)
-            _step(model, opt, masked_loss(model.reconstruct(inp), x[idx], masked), where, st["step"], guard)
+            guarded_step(model, opt, masked_loss(model.reconstruct(inp), x[idx], masked), where, st["step"], guard)
             st["step"] += 1
         if st["stop"] is None:
             curve.append(val_loss())
@@ -313,7 +321,7 @@ def finetune(
         for idx in _batches(n, batch_size, gen):
             logits = model.classify(x[idx])
             loss = F.cross_entropy(logits, y[idx])
-            _step(model, opt, loss, where, st["step"], guard)
+            guarded_step(model, opt, loss, where, st["step"], guard)
             sched.step()
             st["step"] += 1
             tot += float(loss.detach()) * len(idx)

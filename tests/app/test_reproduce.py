@@ -222,12 +222,12 @@ def test_every_stage_runs_inside_the_speed_the_header_used(tmp_path, monkeypatch
     seen = []
 
     def stage(out_dir, preset, overwrite, **kw):
-        seen.append(ex._SPEED.get())
+        seen.append(ex.current_machine_speed())
         return "## stage\nok"
 
     monkeypatch.setattr(stages, "STAGES", _stages(a=stage, b=stage))
     stages.run_reproduce(tmp_path / "out", preset="quick", speed=2.5)
-    assert seen == [2.5, 2.5] and ex._SPEED.get() is None
+    assert seen == [2.5, 2.5] and ex.current_machine_speed() is None
 
 
 def test_a_real_stage_prints_the_headers_estimate_and_speed(tmp_path, capsys):

@@ -105,7 +105,7 @@ def test_fieller_coverage_by_simulation():
 def test_seeds_for_gain_reaches_the_power_and_not_one_seed_earlier():
     n = stats.seeds_for_gain(0.35, 0.128, 0.05)
     assert n is not None
-    assert stats._power_one_sided(n, 0.30, 0.128, 0.95) >= 0.8 > stats._power_one_sided(n - 1, 0.30, 0.128, 0.95) or n == 2
+    assert stats.power_one_sided(n, 0.30, 0.128, 0.95) >= 0.8 > stats.power_one_sided(n - 1, 0.30, 0.128, 0.95) or n == 2
 
 
 @given(st.floats(-0.5, 0.5), st.floats(0.0, 0.5), st.floats(-0.1, 0.1), st.floats(0.0, 0.02))
@@ -116,10 +116,10 @@ def test_seed_counts_equal_the_slow_reference_one_count_at_a_time(mean, sd, thre
         return next((n for n in range(2, stats.MAX_SEEDS + 1) if enough(n)), None)
 
     effect, margin = abs(mean - threshold) - tol, abs(threshold) + 0.05 - tol
-    gain = None if effect <= 0 else 2 if sd == 0 else first(lambda n: stats._power_one_sided(n, effect, sd, 0.95) >= 0.8)
+    gain = None if effect <= 0 else 2 if sd == 0 else first(lambda n: stats.power_one_sided(n, effect, sd, 0.95) >= 0.8)
     assert stats.seeds_for_gain(mean, sd, threshold, tol=tol) == gain
     equiv = None if abs(mean) >= margin else 2 if sd == 0 else first(
-        lambda n: stats._power_one_sided(n, margin + mean, sd, 0.9) + stats._power_one_sided(n, margin - mean, sd, 0.9) - 1 >= 0.8)
+        lambda n: stats.power_one_sided(n, margin + mean, sd, 0.9) + stats.power_one_sided(n, margin - mean, sd, 0.9) - 1 >= 0.8)
     assert stats.seeds_for_equivalence(mean, sd, abs(threshold) + 0.05, tol=tol) == equiv
 
 

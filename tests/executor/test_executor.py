@@ -291,7 +291,7 @@ def test_a_cell_holds_its_function_and_sends_its_name():
 
 def test_every_planned_cell_names_the_function_it_holds():
     """Every stage's plan: the name a worker imports resolves to the very function the cell holds."""
-    from initlab.executor.core import _resolve
+    from initlab.executor.core import resolve_target
     from initlab.synthetic.splade.phase import runner as phase
     from initlab.synthetic.spt import PRESETS as SPT_PRESETS
     from initlab.synthetic.spt.plan import plan as spt_plan
@@ -305,7 +305,7 @@ def test_every_planned_cell_names_the_function_it_holds():
     assert {c.target.split(":")[1] for c in cells} >= {"statement_cell", "table_cell", "spt_cell", "finetune_cell",
                                                        "cell_pretrain", "cell_train", "cell_inspect"}
     for c in cells:
-        assert callable(c.fn) and _resolve(c.target) is c.fn, c.name
+        assert callable(c.fn) and resolve_target(c.target) is c.fn, c.name
 
 
 # ------------------------------------------------------------------------------------------------

@@ -284,12 +284,12 @@ def test_prediction_is_not_shown_where_the_model_misses_k1(tok):
     # ... and a model of the wrong logits (moments of another head) is refused at k = 1
     from initlab.mlmhead import report as R
 
-    fit = R._predict_active_dims
+    fit = R.predict_active_dims
     try:
-        R._predict_active_dims = lambda table, moments, buckets, bias: fit(table, _shifted(moments), buckets, bias)
+        R.predict_active_dims = lambda table, moments, buckets, bias: fit(table, _shifted(moments), buckets, bias)
         rep = inspect_model(model, tok, ks=(1.0, 2.0))
     finally:
-        R._predict_active_dims = fit
+        R.predict_active_dims = fit
     assert not rep["prediction"]["holds"] and all(r["predicted_active_dims_per_text"] is None for r in rep["table"])
     assert "not shown: the per-entry Gaussian model gives" in format_inspect(rep)
 

@@ -6,7 +6,7 @@ numerics), and returns a :class:`Derivation` listing the residuals of the claime
 reduction (each must be exactly 0) and, where the claim is that something is *not* zero, the value of
 that expression at a fixed rational point (must be non-zero). T1-T5 reduce with ``sympy.simplify``
 (:func:`_zero`); T1', T3', T6 and T7, whose residuals are softmax expressions at non-uniform points,
-with :func:`_zero_exp` (every ``exp`` atom an independent positive symbol, then ``cancel``).
+with :func:`zero_exp` (every ``exp`` atom an independent positive symbol, then ``cancel``).
 
 Generic maps are ``sympy.Function`` objects (f : R^e -> R^2 component-wise generic, L : R^2 -> R
 generic), so the identities hold for every differentiable f and loss, not for a chosen one. An output
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-__all__ = ["Derivation", "derive_t1", "derive_t1p", "derive_t2", "derive_t3", "derive_t3p", "derive_t4", "derive_t5",
+__all__ = ["Derivation", "derive_t1", "zero_exp", "derive_t1p", "derive_t2", "derive_t3", "derive_t3p", "derive_t4", "derive_t5",
            "derive_t6", "derive_t7", "DERIVATIONS"]
 
 
@@ -317,7 +317,7 @@ def _t5_nonuniform(d: Derivation, T: int, S: sp.Matrix, O: sp.Matrix, x: sp.Matr
 # ----------------------------------------------------------------------------------------------
 # T1', T3', T6, T7: row-identical attention, Q/K biases, padding and dropout, depth
 # ----------------------------------------------------------------------------------------------
-def _zero_exp(expr: sp.Expr) -> sp.Expr:
+def zero_exp(expr: sp.Expr) -> sp.Expr:
     """Reduce ``expr`` with every ``exp(...)`` atom replaced by an independent positive symbol, then
     ``cancel``. Sound for proving zero (substituting the exponentials back is a homomorphism), and much
     faster than ``simplify`` on softmax expressions; a non-zero result is returned as the residual."""
@@ -337,7 +337,7 @@ def _rows_equal(d: Derivation, G: sp.Matrix, rows, cols, tag: str) -> None:
     r0 = rows[0]
     for i in rows[1:]:
         for j in cols:
-            d.zero_residuals[f"{tag}G[{i},{j}]-G[{r0},{j}]"] = _zero_exp(G[i, j] - G[r0, j])
+            d.zero_residuals[f"{tag}G[{i},{j}]-G[{r0},{j}]"] = zero_exp(G[i, j] - G[r0, j])
 
 
 def derive_t1p(T: int = 3, e: int = 2) -> Derivation:
@@ -353,7 +353,7 @@ def derive_t1p(T: int = 3, e: int = 2) -> Derivation:
     G = sp.Matrix(T, T, lambda i, j: sp.diff(Lexpr, S[i, j]).subs(point).doit())
     d = Derivation("T1'", T)
     _rows_equal(d, G, list(range(T)), range(T), "")
-    d.zero_residuals["sum_j G[0,j]"] = _zero_exp(sum(G[0, j] for j in range(T)))
+    d.zero_residuals["sum_j G[0,j]"] = zero_exp(sum(G[0, j] for j in range(T)))
     den = sum(sp.exp(bj) for bj in b)
     w = [sp.exp(bj) / den for bj in b]
     ybar = [sum(w[i] * V[i, c] for i in range(T)) for c in range(e)]
@@ -365,7 +365,7 @@ def derive_t1p(T: int = 3, e: int = 2) -> Derivation:
     c = [sum(V[j, cc] * r[cc] for cc in range(e)) for j in range(T)]
     wc = sum(wj * cj for wj, cj in zip(w, c))
     for j in range(T):
-        d.zero_residuals[f"G[0,{j}]-g[{j}]"] = _zero_exp(G[0, j] - w[j] * (c[j] - wc))
+        d.zero_residuals[f"G[0,{j}]-g[{j}]"] = zero_exp(G[0, j] - w[j] * (c[j] - wc))
     return d
 
 
@@ -401,17 +401,17 @@ def derive_t3p(T: int = 3, dim: int = 1) -> Derivation:
     xbar = [sum(X[j, c] for j in range(T)) / T for c in range(dim)]
     d = Derivation("T3'", T)
     for i in range(dim):
-        d.zero_residuals[f"grad W_Q[{i}] - T xbar u"] = _zero_exp(gWQ[i] - T * xbar[i] * u)
-        d.zero_residuals[f"grad W_K[{i}] - T (C_a W_V r) b_Q"] = _zero_exp(gWK[i] - T * Xg[i, 0] * bQ)
-    d.zero_residuals["grad b_Q - T u"] = _zero_exp(gbQ - T * u)
-    d.zero_residuals["grad b_K"] = _zero_exp(gbK)
+        d.zero_residuals[f"grad W_Q[{i}] - T xbar u"] = zero_exp(gWQ[i] - T * xbar[i] * u)
+        d.zero_residuals[f"grad W_K[{i}] - T (C_a W_V r) b_Q"] = zero_exp(gWK[i] - T * Xg[i, 0] * bQ)
+    d.zero_residuals["grad b_Q - T u"] = zero_exp(gbQ - T * u)
+    d.zero_residuals["grad b_K"] = zero_exp(gbK)
     # centred tokens (xbar = 0): grad W_Q = 0 but grad W_K != 0 at a rational point with L' = 1
     pt = {X[j, c]: sp.Integer([1, -1, 0, 2, -2][(j + c) % T] if T <= 5 else 0) for j in range(T) for c in range(dim)}
     if all(sum(X[j, c].subs(pt) for j in range(T)) == 0 for c in range(dim)) and T <= 5:  # centred tokens
         pt.update({WK[c, 0]: sp.Rational(c + 1, 2) for c in range(dim)})
         pt.update({Wv[c, 0]: c + 1 for c in range(dim)})
         pt.update({bQ: 1, bK: 0})
-        d.zero_residuals["centred tokens: grad W_Q[0]"] = _zero_exp(gWQ[0].subs(pt))
+        d.zero_residuals["centred tokens: grad W_Q[0]"] = zero_exp(gWQ[0].subs(pt))
         wit = gWK[0].subs(pt).replace(lambda z: isinstance(z, (sp.Subs, sp.Derivative)), lambda z: sp.Integer(1))
         d.nonzero_witnesses["centred tokens: grad W_K[0] (f' = L' = 1)"] = sp.nsimplify(sp.N(wit, 30), rational=False)
     return d
@@ -437,13 +437,13 @@ def derive_t6(T: int = 3, valid: int = 2) -> Derivation:
     for i in range(T):
         for j in range(T):
             if i >= valid or j >= valid:
-                d.zero_residuals[f"padding: G[{i},{j}]"] = _zero_exp(G[i, j])
+                d.zero_residuals[f"padding: G[{i},{j}]"] = zero_exp(G[i, j])
     _rows_equal(d, G, list(range(valid)), range(valid), "padding: ")
     ybar = sum(x[j, 0] for j in range(valid)) / valid
     yv = sp.Symbol("y")
     r = (sp.diff(L(f(yv)), yv) / valid).subs(yv, ybar).doit()
     for j in range(valid):
-        d.zero_residuals[f"padding: G[0,{j}] - (1/L)(v_j - vbar) r"] = _zero_exp(G[0, j] - (x[j, 0] - ybar) * r / valid)
+        d.zero_residuals[f"padding: G[0,{j}] - (1/L)(v_j - vbar) r"] = zero_exp(G[0, j] - (x[j, 0] - ybar) * r / valid)
     # (b) attention dropout, T = 2: E over keep masks of grad_S at uniform attention
     k = sp.Symbol("k", positive=True)
     S2 = sp.Matrix(2, 2, lambda i, j: sp.Symbol(f"t{i}{j}"))
@@ -457,7 +457,7 @@ def derive_t6(T: int = 3, valid: int = 2) -> Derivation:
         L2 = L(sum(f(Y2[i, 0]) for i in range(2)) / 2)
         EG += prob * sp.Matrix(2, 2, lambda i, j: sp.diff(L2, S2[i, j]).subs({S2[a, b]: 0 for a in range(2) for b in range(2)}).doit())
     for j in range(2):
-        d.zero_residuals[f"dropout: E G[1,{j}] - E G[0,{j}]"] = _zero_exp(EG[1, j] - EG[0, j])
+        d.zero_residuals[f"dropout: E G[1,{j}] - E G[0,{j}]"] = zero_exp(EG[1, j] - EG[0, j])
     return d
 
 

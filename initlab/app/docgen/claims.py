@@ -33,7 +33,7 @@ from initlab.runs import atomic_write_json, atomic_write_text, check_input_path,
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.textio import read_json, read_text
 
-__all__ = ["Claim", "EXPERIMENTS", "claim_experiments", "all_claims", "legend", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table",
+__all__ = ["Claim", "EXPERIMENTS", "claim_experiments", "all_claims", "legend", "BEGIN_MARK", "END_MARK", "ResultsFileError", "load_results", "claims_table", "cached_render",
            "claims_page", "replace_block", "collect_spt", "main"]
 
 BEGIN_MARK, END_MARK = "<!-- BEGIN claims -->", "<!-- END claims -->"
@@ -168,7 +168,13 @@ def _docs_relative(cell: str) -> str:
 _RENDERED: dict[tuple[Any, ...], str] = {}
 
 
-def _memo(kind: str, results_dir: str | Path, render: Callable[[dict[str, Any]], str]) -> str:
+def cached_render(kind: str, results_dir: str | Path, render: Callable[[dict[str, Any]], str]) -> str:
+    """``render(results)`` of the results folder ``results_dir`` (:func:`load_results`), computed once per ``kind``,
+    folder, file contents, claim list and families text in this process; an edited file renders anew.
+
+    Raises:
+        ResultsFileError: a results file is missing or unreadable (from :func:`load_results`).
+    """
     results = load_results(results_dir)
     # the rows and families are read now too: an added claim is a new key
     key = (kind, str(results_dir), json.dumps(results, sort_keys=True), tuple(all_claims()), _families_text())
@@ -181,7 +187,7 @@ def _memo(kind: str, results_dir: str | Path, render: Callable[[dict[str, Any]],
 
 def claims_table(results_dir: str | Path = "docs/results") -> str:
     """The README block: markers, a short legend, and one line per claim (verdict word and headline estimate)."""
-    return _memo("table", results_dir, lambda results: _claims_table(results, results_dir))
+    return cached_render("table", results_dir, lambda results: _claims_table(results, results_dir))
 
 
 def _claims_table(results: dict[str, Any], results_dir: str | Path) -> str:
@@ -194,7 +200,7 @@ def _claims_table(results: dict[str, Any], results_dir: str | Path) -> str:
 
 def claims_page(results_dir: str | Path = "docs/results") -> str:
     """docs/claims.md: the legend and one row per claim with its full verdict cell."""
-    return _memo("page", results_dir, lambda results: _claims_page(results, results_dir))
+    return cached_render("page", results_dir, lambda results: _claims_page(results, results_dir))
 
 
 def _claims_page(results: dict[str, Any], results_dir: str | Path) -> str:

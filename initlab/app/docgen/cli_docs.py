@@ -97,7 +97,7 @@ def usage_line(parser: argparse.ArgumentParser, name: str | None = None) -> str:
     return usage if name is None else name + usage[len(parser.prog):]
 
 
-def _cell(text: str, code: bool = True) -> str:
+def table_cell(text: str, code: bool = True) -> str:
     """Text for a markdown table cell: pipes escaped; outside code spans also angle brackets and asterisks
     (a glob such as ``basic_*.tsv`` must not open an emphasis)."""
     text = text.replace("|", "\\|")
@@ -109,7 +109,7 @@ def command_table_markdown() -> str:
     lines = [BEGIN_MARK, "| command | what it does |", "| --- | --- |"]
     for name, help_, parser in all_parsers():
         anchor = re.sub(r"[^a-z0-9_ -]", "", name.lower()).replace(" ", "-")
-        lines.append(f"| `{_cell(usage_line(parser, name))}` | {_cell(help_, code=False)} ([options](docs/commands.md#{anchor})) |")
+        lines.append(f"| `{table_cell(usage_line(parser, name))}` | {table_cell(help_, code=False)} ([options](docs/commands.md#{anchor})) |")
     lines.append(END_MARK)
     return "\n".join(lines)
 
@@ -128,7 +128,7 @@ def commands_page_markdown() -> str:
             for a in rows:
                 flag = formatter._format_action_invocation(a) if a.option_strings else formatter._format_args(a, a.dest)
                 help_text = ("required; " if a.required else "") + (a.help or "")
-                lines.append(f"| `{_cell(flag)}` | {_cell(help_text, code=False)} |")
+                lines.append(f"| `{table_cell(flag)}` | {table_cell(help_text, code=False)} |")
             lines.append("")
     return "\n".join(lines)
 

@@ -79,11 +79,11 @@ def test_a_rendering_is_reused_only_for_the_same_file_contents(tmp_path):
         calls.append(1)
         return str(sorted(results))
 
-    assert claims._memo("test", res, render) == claims._memo("test", res, render) and len(calls) == 1
+    assert claims.cached_render("test", res, render) == claims.cached_render("test", res, render) and len(calls) == 1
     data = json.loads((res / lra_rows.LRA).read_text())
     data["note"] = "edited"
     (res / lra_rows.LRA).write_text(json.dumps(data))
-    claims._memo("test", res, render)
+    claims.cached_render("test", res, render)
     assert len(calls) == 2
 
 

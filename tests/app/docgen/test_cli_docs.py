@@ -43,7 +43,7 @@ def test_every_registered_command_and_figure_script_is_in_the_table():
     assert len(names) == len(cli.COMMANDS) + len(cli_docs.FIGURE_SCRIPTS)
     table = cli_docs.command_table_markdown()
     for name, _, parser in PARSERS:
-        assert f"`{cli_docs._cell(cli_docs.usage_line(parser, name))}`" in table
+        assert f"`{cli_docs.table_cell(cli_docs.usage_line(parser, name))}`" in table
 
 
 def test_required_options_appear_unbracketed():

@@ -13,7 +13,7 @@ import pytest
 from initlab import runs
 from initlab.realdata.lra import train as T
 from initlab.realdata.lra.config import TOY
-from initlab.realdata.lra.sweep import _run_cells, expand_conditions, run_sweep
+from initlab.realdata.lra.sweep import run_sweep_cells, expand_conditions, run_sweep
 
 
 def _spt_loss_times(monkeypatch, factor: float, at_step: int):
@@ -108,10 +108,10 @@ def test_lra_sweep_records_failed_cell_and_goes_on(tmp_path, monkeypatch):
 def test_lra_sweep_cell_keyed_by_its_config(tmp_path):
     run = runs.RunDir(tmp_path / "sw")
     conds = [(0, *c) for c in expand_conditions("spt-vs-scratch", TOY, 0)][:1]  # scratch only
-    _run_cells(run, "spt-vs-scratch", conds, progress=False)
+    run_sweep_cells(run, "spt-vs-scratch", conds, progress=False)
     other = [(0, conds[0][1], replace(conds[0][2], lr=2e-3), None)]
     with pytest.raises(runs.ConfigMismatchError, match="cell 'scratch-seed0'"):
-        _run_cells(run, "spt-vs-scratch", other, progress=False)
+        run_sweep_cells(run, "spt-vs-scratch", other, progress=False)
 
 
 @pytest.mark.parametrize("values, higher, rel, since", [

@@ -51,22 +51,24 @@ def test_lra_toy_pretrain_then_finetune_cli(tmp_path, capsys):
 def test_lra_pretrain_resumes_after_interruption(tmp_path, monkeypatch):
     cfg = replace(TOY, spt_epochs=2, metrics_examples=0)
     full = T.pretrain(cfg, tmp_path / "a", progress=False)
-    calls = {"n": 0}
-    real = T._progress
+    import initlab.executor as ex
 
-    def interrupt(it, total, desc, enabled):
+    calls = {"n": 0}
+    real = ex.progress_bar
+
+    def interrupt(it, *args, **kwargs):  # the second epoch's bar: an interruption (each epoch opens one)
         calls["n"] += 1
         if calls["n"] == 2:
             raise KeyboardInterrupt
-        return real(it, total, desc, enabled)
+        return real(it, *args, **kwargs)
 
-    monkeypatch.setattr(T, "_progress", interrupt)
+    monkeypatch.setattr(ex, "progress_bar", interrupt)
     with pytest.raises(KeyboardInterrupt):
         T.pretrain(cfg, tmp_path / "b", progress=False)
     assert not (tmp_path / "b" / "DONE").exists()
     st = torch.load(tmp_path / "b" / "ckpt" / "last.pt", weights_only=True)
     assert st["epoch"] == 1
-    monkeypatch.setattr(T, "_progress", real)
+    monkeypatch.setattr(ex, "progress_bar", real)
     resumed = T.pretrain(cfg, tmp_path / "b", progress=False)
     assert [r["val_loss"] for r in resumed["history"]] == pytest.approx([r["val_loss"] for r in full["history"]], rel=1e-6)
     a, b = T.load_weights(tmp_path / "a" / "spt_best.safetensors"), T.load_weights(tmp_path / "b" / "spt_best.safetensors")

@@ -288,7 +288,7 @@ def test_fast_search_equals_float64_reference_with_ties(seed, n_docs, n_q, V, k,
     D = _dyadic_sparse(rng, n_docs, V, rng.uniform(0.05, 0.6))
     Q = _dyadic_sparse(rng, n_q, V, rng.uniform(0.05, 0.6))
     idx = SparseIndex.build(D, dense_threshold=threshold)
-    plan = _retrieval._SearchPlan
+    plan = _retrieval.SearchPlan
     old = plan.DENSE_PER_POSTING, plan.SHORT_POSTINGS
     plan.DENSE_PER_POSTING, plan.SHORT_POSTINGS = cost, short
     try:
@@ -328,7 +328,7 @@ def test_pruned_topk_equals_full_stable_sort(seed, B, n, k, segment, levels):
     rng = np.random.default_rng(seed)
     scores = torch.from_numpy(rng.integers(0, levels, size=(B, n)).astype(np.float32))
     k = min(k, n)
-    s, i = _retrieval._topk_stable(scores, k, segment=segment)
+    s, i = _retrieval.topk_stable(scores, k, segment=segment)
     order = torch.argsort(-scores.double(), dim=1, stable=True)[:, :k]
     assert torch.equal(i, order)
     assert torch.equal(s, torch.gather(scores, 1, order))
@@ -342,7 +342,7 @@ def test_dense_prefix_is_the_cheapest_split():
         lengths = rng.integers(1, 500, H).astype(float)
         B, n, c = int(rng.integers(1, 9)), 500, float(rng.choice([0.0, 0.01, 0.5]))
         costs = [h * B * n * c + float((users[h:] * lengths[h:]).sum()) for h in range(H + 1)]
-        got = _retrieval._dense_prefix(users, lengths, B, n, c)
+        got = _retrieval.dense_prefix(users, lengths, B, n, c)
         assert costs[got] == pytest.approx(min(costs))
 
 
@@ -365,7 +365,7 @@ def test_workers_leave_torch_threads_as_they_were_and_raise_worker_errors(monkey
     def broken(self, *args):
         raise RuntimeError("block failed")
 
-    monkeypatch.setattr(_retrieval._SearchPlan, "score_block", broken)
+    monkeypatch.setattr(_retrieval.SearchPlan, "score_block", broken)
     with pytest.raises(RuntimeError, match="block failed"):
         idx.search(Q, k=5, chunk_size=2, workers=2)
     assert torch.get_num_threads() == before

@@ -172,7 +172,7 @@ def test_rows_come_from_the_confirmation_with_the_full_run_beside_it():
     assert "(95 % t, uncorrected, 3 seeds)" in deg and "9204" not in deg  # the cut-short seed is not judged
     assert "In domain (secondary; Holm within one secondary family): interaction **" in deg
     assert "high-norm modernbert − normal-norm bert" in deg.split("In domain (secondary")[1]
-    assert "Earlier run, kept beside it: " + cs._full_degradation({cs.FULL: _phase()}) in deg
+    assert "Earlier run, kept beside it: " + cs.full_degradation({cs.FULL: _phase()}) in deg
     fix = cs.fix_row(r)
     assert fix.startswith("**inconclusive** (preregistered confirmation out of domain")
     assert "Earlier run, kept beside it: **reproduced** (synthetic, preset `full`" in fix

@@ -183,14 +183,14 @@ def test_every_causal_arm_runs_and_keeps_its_learning_curve(causal_run):
 
 
 def test_lr_selection_covers_spt_flags_edges_and_survives_a_diverged_rate(tmp_path, monkeypatch):
-    real = training._step
+    real = training.guarded_step
 
     def step(model, opt, loss, where, n, guard):  # the largest rate "diverges" at its first step (injected)
         if opt.param_groups[0]["lr"] > 0.05:
             loss = loss * float("nan")
         return real(model, opt, loss, where, n, guard)
 
-    monkeypatch.setattr(training, "_step", step)
+    monkeypatch.setattr(training, "guarded_step", step)
     cfg = derive(TINY, lr_sweep=(1e-3, 1e-2, 1e-1), conditions=("scratch", "spt"))
     spt.run(cfg, tmp_path / "lr", progress=False, workers=1)
     m = json.loads((tmp_path / "lr" / "metrics.json").read_text())["summary"]

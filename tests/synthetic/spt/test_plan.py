@@ -7,7 +7,7 @@ import pytest
 from initlab.config import derive, to_dict
 from initlab.synthetic import spt
 from initlab.synthetic.spt import cells as spt_cells
-from initlab.synthetic.spt.plan import _NOT_IN_KEY, plan
+from initlab.synthetic.spt.plan import NOT_IN_KEY, plan
 from initlab.synthetic.spt.tasks import TaskConfig
 
 TINY = derive(
@@ -22,7 +22,7 @@ def test_every_cell_carries_the_config_and_keeps_its_key(preset):
     """The key is what it was when cells read ``config.json`` from the run folder: the training config without the
     grid fields and the cell's own arguments, so finished and interrupted runs resume."""
     cfg = spt.PRESETS[preset]
-    training = {k: v for k, v in to_dict(cfg).items() if k not in _NOT_IN_KEY}
+    training = {k: v for k, v in to_dict(cfg).items() if k not in NOT_IN_KEY}
     for c in plan(cfg):
         assert c.args["config"] == to_dict(cfg) and spt_cells.cell_config(c.args) == cfg, c.name
         own = {k: v for k, v in c.args.items() if k != "config"}

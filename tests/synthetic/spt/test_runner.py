@@ -211,8 +211,8 @@ def test_cli_stops_on_an_injected_nan_or_diverged_loss_without_done(tmp_path, mo
     rounding); the command exits 1 with one message, no traceback, no DONE and no finished fine-tuning cell."""
     from initlab.synthetic.spt import training
 
-    real = training._step
-    monkeypatch.setattr(training, "_step", lambda model, opt, loss, where, step, guard: real(
+    real = training.guarded_step
+    monkeypatch.setattr(training, "guarded_step", lambda model, opt, loss, where, step, guard: real(
         model, opt, loss * factor if step == 2 else loss, where, step, guard))
     monkeypatch.setitem(spt.PRESETS, "quick", derive(TINY, seeds=(0,), conditions=("scratch", "spt")))
     out = tmp_path / "bad"
