@@ -11,6 +11,10 @@ other, the theory topics do not import each other, and the roof (``initlab.app``
 is stacked as stages, commands, cli, then docgen (the one home of generated documents). The folders are found
 through ``pyproject.toml``'s ``package-dir`` mapping, so this test follows the design card's top-level
 layout; every package folder must also be listed in ``pyproject.toml`` so that a wheel ships it.
+
+Names given as strings are imports made later, so they are resolved too: ``"module:function"`` calls, module-only
+names (``preload``, the figure scripts), a package's lazy ``_LAZY`` names and every ``__all__``. No module, test or
+benchmark uses another module's private name, and every package has a test file in its mirror folder.
 """
 
 from __future__ import annotations
@@ -160,6 +164,73 @@ def unresolved_named_calls(modules: dict[str, Path] | None = None) -> list[str]:
             why = _import_violation(holder, src, module) if src else None
             if why:
                 bad.append(f"{where}: the holder may not import it: {why}")
+    return sorted(set(bad))
+
+
+#: a string naming a module only, ``"initlab.x.y"`` (a worker's ``preload``, a figure script run as ``python -m``)
+_MODULE = re.compile(r"initlab(?:\.[A-Za-z_]\w*)+")
+
+
+def named_modules(modules: dict[str, Path] | None = None) -> list[tuple[str, Path, int, str]]:
+    """Every string constant of the initlab namespace that is a dotted initlab name without a function,
+    ``"initlab.x.y"``: ``(holder module, its file, line, the name)``."""
+    out = []
+    for name, path in sorted((modules if modules is not None else _modules()).items()):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _MODULE.fullmatch(node.value):
+                out.append((name, path, node.lineno, node.value))
+    return out
+
+
+def unresolved_named_modules(modules: dict[str, Path] | None = None) -> list[str]:
+    """Every module-only string name (:func:`named_modules`) that is no module of the namespace."""
+    mods = modules if modules is not None else _modules()
+    return sorted({f"{_show(path)}:{line}: {target} names a module that does not exist"
+                   for _, path, line, target in named_modules(mods) if target not in mods})
+
+
+def lazy_names(modules: dict[str, Path] | None = None) -> list[tuple[str, Path, int, str, str]]:
+    """Every entry of a package's lazy-attribute map (a top-level ``_LAZY = {name: submodule}`` in an
+    ``__init__.py``, read by its module ``__getattr__``): ``(package, its file, line, name, submodule)``. The map is
+    evaluated from its source without builtins (literals and comprehensions only)."""
+    out = []
+    for name, path in sorted((modules if modules is not None else _modules()).items()):
+        if path.name != "__init__.py":
+            continue
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets):
+                table = eval(compile(ast.Expression(node.value), str(path), "eval"), {"__builtins__": {}})
+                out += [(name, path, node.lineno, attr, sub) for attr, sub in sorted(table.items())]
+    return out
+
+
+def unresolved_lazy_names(modules: dict[str, Path] | None = None) -> list[str]:
+    """Every lazy name (:func:`lazy_names`) whose submodule does not exist or does not define it."""
+    mods = modules if modules is not None else _modules()
+    bad = []
+    for package, path, line, attr, sub in lazy_names(mods):
+        module = f"{package}.{sub}"
+        if module not in mods:
+            bad.append(f"{_show(path)}:{line}: {attr} is read from {module}, which does not exist")
+        elif attr not in _top_level_names(mods[module]):
+            bad.append(f"{_show(path)}:{line}: {attr} is read from {module}, which does not define it")
+    return sorted(set(bad))
+
+
+def undefined_exports(modules: dict[str, Path] | None = None) -> list[str]:
+    """Every name of a module's ``__all__`` (a literal list or tuple) that the module neither defines nor imports at
+    its top level nor reads lazily (:func:`lazy_names`)."""
+    mods = modules if modules is not None else _modules()
+    lazy: dict[str, set[str]] = {}
+    for package, _, _, attr, _ in lazy_names(mods):
+        lazy.setdefault(package, set()).add(attr)
+    bad = []
+    for name, path in sorted(mods.items()):
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                known = _top_level_names(path) | lazy.get(name, set())
+                bad += [f"{_show(path)}:{node.lineno}: {name}.__all__ names {n}, which it does not define"
+                        for n in ast.literal_eval(node.value) if n not in known]
     return sorted(set(bad))
 
 
@@ -444,6 +515,52 @@ def test_the_check_catches_a_bad_call_by_string_name(tmp_path, name, source, exp
     assert bad and expected in bad[0], bad
 
 
+def test_every_module_named_by_a_string_exists():
+    """A module named by a string alone (the SPT workers' ``preload``, the figure scripts of the command page) is an
+    import made later: it must exist."""
+    found = {target for *_, target in named_modules()}
+    from initlab.app.docgen.cli_docs import FIGURE_SCRIPTS
+    assert "initlab.synthetic.spt.cells" in found and set(FIGURE_SCRIPTS) <= found
+    bad = unresolved_named_modules()
+    assert not bad, "module names that do not resolve:\n" + "\n".join(bad)
+
+
+def test_every_lazy_name_of_a_package_resolves():
+    """A package that defers its imports (``initlab.synthetic.spt``'s ``_LAZY``) reads each name from a submodule
+    that exists and defines it."""
+    assert {("initlab.synthetic.spt", "run", "runner")} <= {(p, a, s) for p, _, _, a, s in lazy_names()}
+    bad = unresolved_lazy_names()
+    assert not bad, "lazy names that do not resolve:\n" + "\n".join(bad)
+
+
+def test_every_exported_name_is_defined():
+    """``from x import *`` and the documented API read ``__all__``: each name in it exists."""
+    bad = undefined_exports()
+    assert not bad, "exported names that are not defined:\n" + "\n".join(bad)
+
+
+def test_the_check_catches_an_undefined_export(tmp_path):
+    fake = tmp_path / "fake.py"
+    fake.write_text('__all__ = ["f", "g"]\n\n\ndef f():\n    pass\n')
+    bad = [b for b in undefined_exports({**_modules(), "initlab.runs_fake": fake}) if "fake.py" in b]
+    assert bad == [f"{fake}:1: initlab.runs_fake.__all__ names g, which it does not define"], bad
+
+
+def test_the_check_catches_a_bad_module_name(tmp_path):
+    fake = tmp_path / "fake.py"
+    fake.write_text('P = ("initlab.synthetic.spt.nowhere", "initlab.synthetic.spt.cells")\n')
+    bad = [b for b in unresolved_named_modules({**_modules(), "initlab.synthetic.spt.fake": fake}) if "fake.py" in b]
+    assert bad == [f"{fake}:1: initlab.synthetic.spt.nowhere names a module that does not exist"], bad
+
+
+def test_the_check_catches_a_bad_lazy_name(tmp_path):
+    fake = tmp_path / "__init__.py"
+    fake.write_text('_LAZY = {**{n: "runner" for n in ("run", "no_such_name")}, "summarize": "nowhere"}\n')
+    bad = unresolved_lazy_names({**_modules(), "initlab.synthetic.spt": fake})
+    assert bad == [f"{fake}:1: no_such_name is read from initlab.synthetic.spt.runner, which does not define it",
+                   f"{fake}:1: summarize is read from initlab.synthetic.spt.nowhere, which does not exist"], bad
+
+
 def test_tests_mirror_the_packages():
     """``tests/<folder>/`` holds the tests of the package in ``<folder>/`` (``tests/`` itself: the root modules;
     ``tests/benchmarks/``: the benchmark scripts): a test folder that mirrors no package is a straggler."""
@@ -456,6 +573,58 @@ def test_tests_mirror_the_packages():
         if ".".join(["initlab", *rel]) not in packages:
             stray.append(str(folder.relative_to(ROOT)))
     assert not stray, f"test folders that mirror no package: {stray}"
+
+
+#: packages without a test folder of their own, and why: each holds only sub-packages and a docstring, so there is
+#: nothing of its own to test (its sub-packages' folders hold their tests)
+UNTESTED_PACKAGES: dict[str, str] = {
+    "initlab.synthetic": "only the sub-packages spt, splade and diagnose, each with its tests folder",
+    "initlab.theorycheck": "only the sub-packages verify and score_scale, each with its tests folder",
+}
+
+
+def _docstring_only(path: Path) -> bool:
+    body = ast.parse(path.read_text(), filename=str(path)).body
+    return all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in body)
+
+
+def untested_packages(modules: dict[str, Path] | None = None, root: Path = ROOT) -> list[str]:
+    """Every package ``initlab.x.y`` without a folder ``tests/x/y/`` holding a ``test_*.py`` file (``tests/`` itself
+    for the namespace root), the justified :data:`UNTESTED_PACKAGES` left out."""
+    mods = modules if modules is not None else _modules()
+    out = []
+    for name, path in sorted(mods.items()):
+        if path.name != "__init__.py" or name in UNTESTED_PACKAGES:
+            continue
+        folder = root.joinpath("tests", *name.split(".")[1:])
+        if not any(folder.glob("test_*.py")):
+            out.append(f"{name}: no test file in {folder.relative_to(root)}/")
+    return out
+
+
+def test_every_package_has_a_mirroring_test_folder():
+    """Every package's tests live in its mirror folder (``initlab.realdata.lra`` -> ``tests/realdata/lra/``), which
+    holds at least one test file; an exception holds nothing of its own to test."""
+    bad = untested_packages()
+    assert not bad, "packages without tests in their mirror folder:\n" + "\n".join(bad)
+    mods = _modules()
+    for name in UNTESTED_PACKAGES:
+        own = [m for m in mods if m.startswith(name + ".") and m.count(".") == name.count(".") + 1
+               and mods[m].name != "__init__.py"]
+        assert name in mods and _docstring_only(mods[name]) and own == [], f"{name} is no longer a justified exception"
+
+
+def test_the_check_catches_a_package_without_tests(tmp_path):
+    fake = tmp_path / "__init__.py"
+    fake.write_text('"""A new package."""\n')
+    assert untested_packages({**_modules(), "initlab.nn.fresh": fake}) == ["initlab.nn.fresh: no test file in tests/nn/fresh/"]
+
+
+def test_the_realdata_experiments_do_not_import_each_other(tmp_path):
+    fake = tmp_path / "fake.py"
+    fake.write_text("def f():\n    from initlab.realdata.lra.config import TOY\n")
+    bad = [b for b in violations({**_modules(), "initlab.realdata.splade.fake": fake}) if "fake.py" in b]
+    assert bad and "(initlab.realdata: lra is not below splade)" in bad[0], bad
 
 
 def test_no_import_cycles():

@@ -89,6 +89,11 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("config", "data", "domains", "model", "families", "train", "measure", "claims")],
         [("phase",), ("calibration",), ("ood",)],
     ],
+    "initlab.realdata": [
+        [("timing",)],
+        [("lra",), ("splade",)],
+        [("gpu_smoke",)],
+    ],
     "initlab.theorycheck": [
         [("verify",), ("score_scale",)],
     ],
@@ -122,6 +127,10 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
     "initlab.synthetic.splade": ["the pieces the SPLADE experiments share",
                                  "the phase diagram, the collapse calibration (which reads the phase diagram's saved "
                                  "files only) and the out-of-domain experiment, independent"],
+    "initlab.realdata": ["the GPU step timing loop",
+                         "the two experiments, LRA and SPLADE at scale, independent",
+                         "the GPU smoke test over both pipelines (LRA's GPU check and training, SPLADE's training "
+                         "step and head)"],
     "initlab.theorycheck": ["the theorem checks and the score-scale analysis, independent"],
     "initlab.executor": ["cells, progress, the cost model, the worker side, the report, the bar",
                          "this process or a local pool; the Dask bridge: independent"],
