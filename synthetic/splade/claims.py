@@ -138,7 +138,7 @@ __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k
            "on_seeds", "FULL", "FILES", "CONFIRM", "OPTIONAL", "Confirmation", "load_confirm", "CLAIM_ROWS", "ROWS",
            "load_phase", "degradation_row", "fix_row", "over_rescaling_row", "SPLADE_FAMILIES", "SPLADE_OOD_FAMILIES",
            "imposed_interaction", "OOD_CLAIMS", "evaluate_ood", "SPLADE_OOD_V8K_FAMILIES",
-           "SPLADE_OOD_IN_DOMAIN_FAMILIES"]
+           "SPLADE_OOD_IN_DOMAIN_FAMILIES", "ndcg_of", "cells_by_seed", "with_label", "all_or_not_run"]
 
 Raw = Mapping[str, Any]
 #: the preregistered rules (their regrets are claims of the ``full`` run); ``fixed`` and ``none`` are the landscape's
@@ -236,13 +236,16 @@ def on_seeds(raw: Raw, seeds: Sequence[int]) -> dict[str, Any]:
             "inspect": [i for i in raw.get("inspect", []) if int(i["seed"]) in keep]}
 
 
-def _ndcg(r: Mapping[str, Any], split: str) -> float:
+def ndcg_of(r: Mapping[str, Any], split: str) -> float:
+    """One row's nDCG@10 on ``split`` (``"select"`` or ``"test"``: the half of the dev queries), in [0, 1]; a failed
+    cell (a missing or non-finite value) counts as 0."""
     v = _f(r.get(f"ndcg_{split}"))
     return 0.0 if v is None else v  # a failed cell: nDCG 0 (an unusable model)
 
 
-def _cells(raw: Raw, family: str, mode: str = "tied", s: float = 1.0) -> dict[int, dict[float, Mapping[str, Any]]]:
-    """``{seed: {k: row}}`` of one (family, mode, s)."""
+def cells_by_seed(raw: Raw, family: str, mode: str = "tied", s: float = 1.0) -> dict[int, dict[float, Mapping[str, Any]]]:
+    """``{seed: {k: row}}`` of one (family, mode, s): the rows of ``raw["rows"]`` with that family, ``mode`` (e.g.
+    ``"tied"``, ``"k_output"``) and head scale ``s``, by seed then k; empty when there are none."""
     out: dict[int, dict[float, Mapping[str, Any]]] = {}
     for r in raw["rows"]:
         if r["family"] == family and r["mode"] == mode and float(r["s"]) == s:
@@ -258,7 +261,7 @@ def best_k(by_k: Mapping[float, Mapping[str, Any]]) -> float:
     """
     if not by_k:
         raise ValueError("best_k: expected at least one cell")
-    return min(by_k, key=lambda k: (-_ndcg(by_k[k], "select"), k))
+    return min(by_k, key=lambda k: (-ndcg_of(by_k[k], "select"), k))
 
 
 def _families(raw: Raw, wanted: Sequence[str]) -> list[str]:
@@ -307,14 +310,16 @@ def rule_k(raw: Raw, rule: str, family: str, seed: int, s: float = 1.0, fixed_k:
     return None if ref_sd is None else _closest(rep["table"], ref_sd)
 
 
-def _label(v: Verdict, label: str) -> Verdict:
+def with_label(v: Verdict, label: str) -> Verdict:
+    """``v`` with ``label`` in front of its reason (``"label (reason)"``, or ``"label"`` without one): the label that
+    :func:`part_label` reads back and the README rows show."""
     return dataclasses.replace(v, reason=label + (f" ({v.reason})" if v.reason else ""))
 
 
 def _paired(raw: Raw, family: str, pick: Callable[[dict[float, Mapping[str, Any]], int], tuple[float | None, float | None]],
             what: str) -> list[float] | None:
     """Per seed ``a - b`` with ``(a, b) = pick(cells of that seed, seed)``; None if some seed lacks a value."""
-    cells = _cells(raw, family)
+    cells = cells_by_seed(raw, family)
     if not cells:
         return None
     d = []
@@ -327,13 +332,15 @@ def _paired(raw: Raw, family: str, pick: Callable[[dict[float, Mapping[str, Any]
 
 
 def _ndcg_at(by_k: Mapping[float, Mapping[str, Any]], k: float | None) -> float | None:
-    return None if k is None or k not in by_k else _ndcg(by_k[k], "test")
+    return None if k is None or k not in by_k else ndcg_of(by_k[k], "test")
 
 
 # ------------------------------------------------------------------------------------------------
 # the claims
 # ------------------------------------------------------------------------------------------------
-def _all(parts: list[Verdict], missing: list[str], rule: str = "all_of") -> Verdict:
+def all_or_not_run(parts: list[Verdict], missing: list[str], rule: str = "all_of") -> Verdict:
+    """The all-of of ``parts`` (one part: that part itself); with no part, ``not run`` under ``rule`` naming
+    ``missing`` (or "no family of this class in the run")."""
     if not parts:
         return rules.not_run(rule, missing or ["no family of this class in the run"])
     return rules.all_of(parts) if len(parts) > 1 else parts[0]
@@ -355,16 +362,16 @@ def high_norm_degrades(raw: Raw, th: SPLADEThresholds) -> Verdict:
         if d is None or init is None or poor is None:
             missing.append(f"{f}: k = 1 or InfoNCE cells")
             continue
-        parts += [_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 best k − k = 1"),
-                  _label(rules.gain(init, min_gain=th.min_init_excess, tol=th.tol_nats), f"{f}: initial InfoNCE − ln B"),
-                  _label(rules.gain(poor, min_gain=th.min_poor_minimum, tol=th.tol_nats),
+        parts += [with_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), f"{f}: nDCG@10 best k − k = 1"),
+                  with_label(rules.gain(init, min_gain=th.min_init_excess, tol=th.tol_nats), f"{f}: initial InfoNCE − ln B"),
+                  with_label(rules.gain(poor, min_gain=th.min_poor_minimum, tol=th.tol_nats),
                          f"{f}: final InfoNCE k = 1 − best k")]
     if not parts:
         return rules.not_run("all_of", missing or ["no high-norm family in the run"])
     for f in _families(raw, th.normal_norm):
         d = _degrade_d(raw, f)
         if d is not None:
-            parts.append(_label(rules.equivalence(d, margin=th.min_gain, tol=th.tol),
+            parts.append(with_label(rules.equivalence(d, margin=th.min_gain, tol=th.tol),
                                 f"control {f}: nDCG@10 best k − k = 1 ≈ 0"))
     return rules.all_of(parts)
 
@@ -381,7 +388,7 @@ def _family_gains(raw: Raw, th: SPLADEThresholds, fams: Sequence[str], pick: Cal
         if d is None:
             lacking.append(missing(f))
             continue
-        out[f] = _label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), label(f))
+        out[f] = with_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol), label(f))
     return out, lacking
 
 
@@ -390,7 +397,7 @@ def rescaling_fixes(raw: Raw, th: SPLADEThresholds) -> Verdict:
     got, missing = _family_gains(
         raw, th, th.high_norm, lambda f: lambda c, s: (_ndcg_at(c, rule_k(raw, "inspect", f, s)), _ndcg_at(c, 1.0)),
         lambda f: f"{f}: nDCG@10 recommended k − k = 1", lambda f: f"{f}: k = 1 or the recommended k's cell or inspect report")
-    return _all(list(got.values()), missing)
+    return all_or_not_run(list(got.values()), missing)
 
 
 def over_rescaling(raw: Raw, th: SPLADEThresholds) -> Verdict:
@@ -398,21 +405,21 @@ def over_rescaling(raw: Raw, th: SPLADEThresholds) -> Verdict:
     got, missing = _family_gains(
         raw, th, th.normal_norm, lambda f: lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, th.k_far)),
         lambda f: f"{f}: nDCG@10 best k − k = {th.k_far:g}", lambda f: f"{f}: tied k = {th.k_far:g}")
-    return _all(list(got.values()), missing)
+    return all_or_not_run(list(got.values()), missing)
 
 
 def input_side(raw: Raw, th: SPLADEThresholds) -> Verdict:
     """The tie's input side carries the over-rescaling harm: output-only rescaling by ``k_far`` avoids it."""
     parts, missing = [], []
     for f in _families(raw, th.normal_norm):
-        tied, out = _cells(raw, f, "tied"), _cells(raw, f, "k_output")
+        tied, out = cells_by_seed(raw, f, "tied"), cells_by_seed(raw, f, "k_output")
         if not tied or set(tied) != set(out) or any(th.k_far not in tied[s] or th.k_far not in out[s] for s in tied):
             missing.append(f"{f}: tied and output-only k = {th.k_far:g}")
             continue
-        d = [_ndcg(out[s][th.k_far], "test") - _ndcg(tied[s][th.k_far], "test") for s in sorted(tied)]
-        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
+        d = [ndcg_of(out[s][th.k_far], "test") - ndcg_of(tied[s][th.k_far], "test") for s in sorted(tied)]
+        parts.append(with_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
                             f"{f}: nDCG@10 output-only − tied at k = {th.k_far:g}"))
-    return _all(parts, missing)
+    return all_or_not_run(parts, missing)
 
 
 def regrets(raw: Raw, rule: str, fixed_k: float = 4.0) -> dict[tuple[str, int], float] | None:
@@ -421,7 +428,7 @@ def regrets(raw: Raw, rule: str, fixed_k: float = 4.0) -> dict[tuple[str, int], 
     out = {}
     fams = sorted({r["family"] for r in raw["rows"]})
     for f in fams:
-        for seed, by_k in sorted(_cells(raw, f).items()):
+        for seed, by_k in sorted(cells_by_seed(raw, f).items()):
             k = rule_k(raw, rule, f, seed, fixed_k=fixed_k)
             at = _ndcg_at(by_k, k)
             if at is None:
@@ -435,7 +442,7 @@ def recommended_regret(raw: Raw, th: SPLADEThresholds, rule: str = "inspect") ->
     reg = regrets(raw, rule)
     if reg is None:
         return rules.not_run("equivalence", [f"the {rule} rule's k in the grid for every backbone"])
-    return _label(rules.equivalence(list(reg.values()), margin=th.regret_margin, tol=th.tol),
+    return with_label(rules.equivalence(list(reg.values()), margin=th.regret_margin, tol=th.tol),
                   f"regret of the {rule} rule over {len(reg)} family-seed backbones")
 
 
@@ -455,7 +462,7 @@ def rule_difference(raw: Raw, th: SPLADEThresholds, a: str = "inspect", b: str =
     if ra is None or rb is None:
         return rules.not_run("gain", [f"the {a} and {b} rules' k in the grid for every backbone"])
     d = [rb[u] - ra[u] for u in sorted(ra)]
-    return _label(rules.gain(d, min_gain=th.min_rule_gain, tol=th.tol), f"regret({b}) − regret({a})")
+    return with_label(rules.gain(d, min_gain=th.min_rule_gain, tol=th.tol), f"regret({b}) − regret({a})")
 
 # ------------------------------------------------------------------------------------------------
 # the interaction and the landscape (post hoc on the preregistered full run)
@@ -469,10 +476,10 @@ def family_gains(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
 
 
 def _by_seed_gain(raw: Raw, f: str) -> dict[int, float] | None:
-    cells = _cells(raw, f)
+    cells = cells_by_seed(raw, f)
     if not cells or any(1.0 not in c for c in cells.values()):
         return None
-    return {seed: _ndcg(c[best_k(c)], "test") - _ndcg(c[1.0], "test") for seed, c in cells.items()}
+    return {seed: ndcg_of(c[best_k(c)], "test") - ndcg_of(c[1.0], "test") for seed, c in cells.items()}
 
 
 def interaction(raw: Raw, th: SPLADEThresholds) -> Verdict:
@@ -490,7 +497,7 @@ def interaction(raw: Raw, th: SPLADEThresholds) -> Verdict:
         return rules.not_run("gain", ["seeds common to every family"])
     d = [sum(g[s] for g in hi) / len(hi) - sum(g[s] for g in lo) / len(lo) for s in seeds]
     names = lambda fams: "+".join(f for f in fams if f in {r["family"] for r in raw["rows"]})  # noqa: E731
-    return _label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
+    return with_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
                   f"high-norm {names(th.high_norm)} − normal-norm {names(th.normal_norm)}: nDCG@10 best k − k = 1")
 
 
@@ -513,18 +520,18 @@ def imposed_interaction(raw: Raw, th: SPLADEThresholds) -> Verdict:
     pairs = sorted({(r["family"], r.get("imposed")) for r in raw["rows"] if r.get("mode") == "imposed"})
     parts, missing = [], []
     for f, hi in pairs:
-        arm, nat = _imposed_cells(raw, f, hi), _cells(raw, f)
+        arm, nat = _imposed_cells(raw, f, hi), cells_by_seed(raw, f)
         seeds = sorted(s for s in set(arm) & set(nat) if 1.0 in arm[s] and 1.0 in nat[s])
         if not seeds:
             missing.append(f"{f} with {hi}'s head norm: k = 1 in both arms on a common seed")
             continue
-        d = [(_ndcg(arm[s][best_k(arm[s])], "test") - _ndcg(arm[s][1.0], "test"))
-             - (_ndcg(nat[s][best_k(nat[s])], "test") - _ndcg(nat[s][1.0], "test")) for s in seeds]
-        parts.append(_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
+        d = [(ndcg_of(arm[s][best_k(arm[s])], "test") - ndcg_of(arm[s][1.0], "test"))
+             - (ndcg_of(nat[s][best_k(nat[s])], "test") - ndcg_of(nat[s][1.0], "test")) for s in seeds]
+        parts.append(with_label(rules.gain(d, min_gain=th.min_gain, tol=th.tol),
                             f"{f} at {hi}'s head norm − {f} natural: nDCG@10 best k − k = 1"))
     if not parts:
         return rules.not_run("gain", missing or ["an imposed-norm arm (rows with mode 'imposed')"])
-    return parts[0] if len(parts) == 1 and not missing else _all(parts, missing)
+    return parts[0] if len(parts) == 1 and not missing else all_or_not_run(parts, missing)
 
 
 def landscape(raw: Raw, th: SPLADEThresholds) -> list[dict[str, Any]]:
@@ -534,11 +541,11 @@ def landscape(raw: Raw, th: SPLADEThresholds) -> list[dict[str, Any]]:
     per rule of :data:`LANDSCAPE_RULES` ``k_<rule>`` and ``regret_<rule>`` (None where the rule's k has no cell)."""
     out = []
     for f in sorted({r["family"] for r in raw["rows"]}):
-        for seed, by_k in sorted(_cells(raw, f).items()):
+        for seed, by_k in sorted(cells_by_seed(raw, f).items()):
             ks = [k for k in by_k if 1.0 <= k <= th.landscape_k_max]
             if not ks:
                 continue
-            vals = {k: _ndcg(by_k[k], "test") for k in ks}
+            vals = {k: ndcg_of(by_k[k], "test") for k in ks}
             hi, lo = max(ks, key=lambda k: (vals[k], -k)), min(ks, key=lambda k: (vals[k], k))
             rng = vals[hi] - vals[lo]
             row: dict[str, Any] = {"family": f, "seed": seed, "range": rng, "k_best_test": hi, "k_worst_test": lo,
@@ -574,7 +581,7 @@ def landscape_regret(raw: Raw, th: SPLADEThresholds, rule: str = "inspect") -> V
     reg = [r[f"regret_{rule}"] for r in on]
     if any(v is None for v in reg):
         return rules.not_run("equivalence", [f"the {rule} rule's k in the grid for every backbone where k matters"])
-    return _label(rules.equivalence(reg, margin=th.regret_margin, tol=th.tol),
+    return with_label(rules.equivalence(reg, margin=th.regret_margin, tol=th.tol),
                   f"regret of the {rule} rule over the {len(on)} of {n_all} family-seed backbones where k matters")
 
 
@@ -587,7 +594,7 @@ def landscape_rule_difference(raw: Raw, th: SPLADEThresholds, a: str = "edge", b
     pairs = [(r[f"regret_{a}"], r[f"regret_{b}"]) for r in on]
     if any(x is None or y is None for x, y in pairs):
         return rules.not_run("gain", [f"the {a} and {b} rules' k in the grid where k matters"])
-    return _label(rules.gain([y - x for x, y in pairs], min_gain=th.min_rule_gain, tol=th.tol),
+    return with_label(rules.gain([y - x for x, y in pairs], min_gain=th.min_rule_gain, tol=th.tol),
                   f"regret({b}) − regret({a}) where k matters")
 
 
