@@ -10,11 +10,12 @@ global-batch FLOPS regulariser), :mod:`.retrieval` (exact sparse top-k, FLOPS, s
 from __future__ import annotations
 
 from initlab.experiment.record import Command, Experiment
+from initlab.realdata.splade import claims
 
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`); its one claim row (the
 #: backbone x k grid, not run) sits in :mod:`initlab.synthetic.splade.claims` beside the synthetic SPLADE claims
 EXPERIMENT = Experiment(
-    "realdata_splade", presets="initlab.realdata.splade.config:PRESETS",
+    "realdata_splade", claims, presets="initlab.realdata.splade.config:PRESETS",
     commands=(Command("splade", "train", "initlab.realdata.splade.command:train_main",
                       "train one SPLADE model (backbone x k) on MS MARCO"),
               Command("splade", "eval", "initlab.realdata.splade.command:eval_main",
@@ -22,4 +23,4 @@ EXPERIMENT = Experiment(
               Command("splade", "sweep", "initlab.realdata.splade.command:sweep_main",
                       "train and evaluate the backbone x k grid, resumable")),
     figures=("initlab.paper_figs.splade_scale_figures:plot_loss_curve",
-             "initlab.paper_figs.splade_scale_figures:plot_nanobeir_vs_flops"))
+             "initlab.paper_figs.splade_scale_figures:plot_nanobeir_vs_flops"), order=60)

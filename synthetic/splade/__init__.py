@@ -18,7 +18,7 @@ from initlab.synthetic.splade import claims
 #: holds the out-of-domain experiment's verdicts and rows (one table row per claim, fed by both), so the
 #: out-of-domain record (:mod:`.ood`) names no claims of its own
 EXPERIMENT = Experiment(
-    "synthetic_splade", claims, families=(("splade", claims.SPLADE_FAMILIES), ("splade_ood", claims.SPLADE_OOD_FAMILIES)),
+    "synthetic_splade", claims, families=(("splade", claims.SPLADE_FAMILIES),),
     presets="initlab.synthetic.splade.phase.config:PRESETS",
     commands=(Command("synthetic", "splade", "initlab.synthetic.splade.phase.command:splade_main",
                       "synthetic SPLADE collapse and recovery under MLM-head rescaling"),),

@@ -18,6 +18,7 @@ from initlab.config import from_dict
 from initlab.evidence import families, rules
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.synthetic.splade import claims as sc
+from initlab.synthetic.splade.ood import claims as ood_claims
 from initlab.evidence.rules import INCONCLUSIVE, NOT, PARTLY, REPRODUCED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,8 +42,8 @@ def test_holm_is_statsmodels_holm():
 def test_every_claim_is_in_exactly_one_declared_family():
     ids = lambda claims: [c.id for c in claims]  # noqa: E731
     for want, fams in ((ids(spt_claims.CLAIMS), spt_claims.SPT_FAMILIES), (ids(sc.CLAIMS), sc.SPLADE_FAMILIES),
-                       (ids(sc.CLAIMS), sc.SPLADE_OOD_FAMILIES),
-                       (ids(sc.OOD_CLAIMS) + [f"in_domain/{c}" for c in ids(sc.OOD_CLAIMS)], sc.SPLADE_OOD_V8K_FAMILIES)):
+                       (ids(sc.CLAIMS), ood_claims.SPLADE_OOD_FAMILIES),
+                       (ids(ood_claims.OOD_CLAIMS) + [f"in_domain/{c}" for c in ids(ood_claims.OOD_CLAIMS)], ood_claims.SPLADE_OOD_V8K_FAMILIES)):
         declared = [c for f in fams for c in f.claims]
         assert sorted(declared) == sorted(want) and len(set(declared)) == len(declared)
         assert [f.name for f in fams] == ["primary", "secondary"] and len(fams[0].claims) <= 5
@@ -183,8 +184,8 @@ def test_saved_full_runs_recomputed_under_holm():
 
 @pytest.mark.parametrize("page, module, fams", [("synthetic_spt.md", spt_claims, "SPT_FAMILIES"),
                                                 ("synthetic_splade.md", sc, "SPLADE_FAMILIES"),
-                                                ("synthetic_splade_ood.md", sc, "SPLADE_OOD_FAMILIES"),
-                                                ("synthetic_splade_ood.md", sc, "SPLADE_OOD_V8K_FAMILIES")])
+                                                ("synthetic_splade_ood.md", ood_claims, "SPLADE_OOD_FAMILIES"),
+                                                ("synthetic_splade_ood.md", ood_claims, "SPLADE_OOD_V8K_FAMILIES")])
 def test_the_docs_render_the_declared_families(page, module, fams):
     text = (ROOT / "docs" / page).read_text(encoding="utf-8")
     assert families.families_markdown(getattr(module, fams)) in text, (

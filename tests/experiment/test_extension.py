@@ -226,7 +226,8 @@ def test_a_new_experiment_reaches_the_reproduce_registry_and_the_claims_tables(d
     # the claims tables: its row after the SPT rows, before the score scale's (which has none) and LRA's
     experiments = docgen.claim_experiments(records)
     assert [e.name for e in experiments] == ["theory_verify", "synthetic_spt", "demo", "lra_listops",
-                                             "synthetic_splade", "diagnose_validation"]
+                                             "synthetic_splade", "synthetic_splade_ood", "realdata_splade",
+                                             "diagnose_validation"]
     monkeypatch.setattr(docgen, "EXPERIMENTS", experiments)
     rows = [c.claim for c in docgen.all_claims()]
     last_spt = max(i for i, c in enumerate(docgen.all_claims()) if c in spt_claims.CLAIM_ROWS)

@@ -31,7 +31,7 @@ def test_the_claims_tables_hold_every_experiments_rows_once():
     assert rows == [c for e in docgen.EXPERIMENTS for c in e.claims.CLAIM_ROWS]
     assert len({id(c) for c in rows}) == len(rows)
     assert [e.name for e in docgen.EXPERIMENTS] == ["theory_verify", "synthetic_spt", "lra_listops", "synthetic_splade",
-                                                    "diagnose_validation"]
+                                                    "synthetic_splade_ood", "realdata_splade", "diagnose_validation"]
     assert "SPLADE_OOD primary: interaction" in docgen.legend()
 
 
@@ -106,8 +106,8 @@ def test_the_registry_follows_the_reading_order_and_refuses_a_stage_named_twice(
     from initlab.app.stages import REGISTRY, registry
 
     assert [e.name for e in reading_order()] == ["theory_verify", "synthetic_spt", "score_scale", "lra_listops",
-                                                 "synthetic_splade", "diagnose_validation", "synthetic_splade_ood",
-                                                 "realdata_splade"]
+                                                 "synthetic_splade", "synthetic_splade_ood", "realdata_splade",
+                                                 "diagnose_validation"]
     cmd = (Command("g", "x", "initlab.x:f", "h"),)
     late, none, early, tie = (Experiment("late", commands=cmd, order=5), Experiment("none", commands=cmd),
                               Experiment("early", commands=cmd, order=-1), Experiment("tie", commands=cmd, order=5))

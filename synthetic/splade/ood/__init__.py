@@ -4,12 +4,14 @@ BM25 as the lexical anchor, SPLADE trained to a dev-loss plateau, out-of-domain 
 from __future__ import annotations
 
 from initlab.experiment.record import Command, Experiment
+from initlab.synthetic.splade.ood import claims
 
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`); its verdicts and claim rows
 #: live with the phase diagram's in :mod:`initlab.synthetic.splade.claims` (the synthetic SPLADE record holds them)
 EXPERIMENT = Experiment(
-    "synthetic_splade_ood", presets="initlab.synthetic.splade.ood.config:PRESETS",
+    "synthetic_splade_ood", claims, families=(("splade_ood", claims.SPLADE_OOD_FAMILIES),),
+    presets="initlab.synthetic.splade.ood.config:PRESETS",
     commands=(Command("synthetic", "splade-ood", "initlab.synthetic.splade.ood.command:splade_ood_main",
                       "synthetic SPLADE out of domain: multi-domain corpus, BM25, plateau rule (exploratory)"),),
     figures=("initlab.paper_figs.synthetic_splade_ood_figures:draw_map",
-             "initlab.paper_figs.synthetic_splade_ood_figures:draw_shift"))
+             "initlab.paper_figs.synthetic_splade_ood_figures:draw_shift"), order=55)

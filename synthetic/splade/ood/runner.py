@@ -275,6 +275,7 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     the ``complete_seeds`` only (every (family, k) cell of the seed finished,
     :func:`initlab.synthetic.splade.claims.complete_seeds`); the rows keep every finished cell."""
     from initlab.synthetic.splade import claims as sc
+    from initlab.synthetic.splade.ood import claims as oc
 
     planned = plan(cfg)
     cells = {c.name: rd.load_cell(c.name, key=c.key) for c in planned if not partial or rd.has_cell(c.name, key=c.key)}
@@ -299,16 +300,16 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     extra = _noise_and_anchor(cfg, r, cells, bm25)
     if cfg.imposed:  # the imposed-norm arm's claim (not one of the phase experiment's CLAIMS), uncorrected
         extra["verdicts_imposed"] = {
-            "out_of_domain": sc.imposed_interaction(judged, cfg.claims).to_dict(),
-            "in_domain": sc.imposed_interaction({**judged, "rows": id_rows(judged["rows"])}, cfg.claims).to_dict()}
+            "out_of_domain": oc.imposed_interaction(judged, cfg.claims).to_dict(),
+            "in_domain": oc.imposed_interaction({**judged, "rows": id_rows(judged["rows"])}, cfg.claims).to_dict()}
     if cfg.holm_families:
         from initlab.evidence import families
 
-        both = {**sc.evaluate_ood(judged, cfg.claims),
-                **{f"in_domain/{k}": v for k, v in sc.evaluate_ood({**judged, "rows": id_rows(judged["rows"])},
+        both = {**oc.evaluate_ood(judged, cfg.claims),
+                **{f"in_domain/{k}": v for k, v in oc.evaluate_ood({**judged, "rows": id_rows(judged["rows"])},
                                                                    cfg.claims).items()}}
         extra["verdicts_holm"] = {k: v.to_dict() for k, v in
-                                  families.corrected(both, sc.SPLADE_OOD_V8K_FAMILIES).items()}
+                                  families.corrected(both, oc.SPLADE_OOD_V8K_FAMILIES).items()}
     rep = {"config": to_dict(cfg), "role": cfg.role, "select_k_on": cfg.select_k_on, **extra,
            "flops_weights": list(flops_weights(cfg)), "natural_scale": nat, "bm25": bm25,
            "rows": r, "inspect": insp, "complete_seeds": complete, "verdicts": verdicts, "verdicts_in_domain": id_verdicts,
@@ -413,6 +414,7 @@ def _landscape_lines(rep: dict[str, Any]) -> list[str]:
     domain, on the complete seeds (:mod:`initlab.synthetic.splade.claims`; recomputed, not read)."""
     from initlab.config import from_dict
     from initlab.synthetic.splade import claims as sc
+    from initlab.synthetic.splade.ood import claims as oc
 
     th = from_dict(sc.SPLADEThresholds, rep["config"]["claims"])
     seeds = rep.get("complete_seeds", [])
@@ -425,7 +427,7 @@ def _landscape_lines(rep: dict[str, Any]) -> list[str]:
             continue
         L += ["", f"**{name}**: interaction " + sc.describe_claim(sc.interaction(rr, th))]
         if any(x.get("mode") == "imposed" for x in rr["rows"]):
-            L += ["", f"**{name}**: imposed-norm interaction " + sc.describe_claim(sc.imposed_interaction(rr, th))]
+            L += ["", f"**{name}**: imposed-norm interaction " + sc.describe_claim(oc.imposed_interaction(rr, th))]
         L += ["", sc.landscape_markdown(rr, th)]
     return L
 

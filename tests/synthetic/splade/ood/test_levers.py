@@ -13,6 +13,7 @@ import torch
 
 from initlab.config import derive, to_dict
 from initlab.synthetic.splade import claims as sc
+from initlab.synthetic.splade.ood import claims as ood_claims
 from initlab.synthetic.splade.ood import config as oc
 from initlab.synthetic.splade.ood.runner import rows
 
@@ -165,12 +166,12 @@ def _imposed_raw(arm_gain, nat_gain, seeds=(1, 2, 3), jitter=(0.0, 0.01, -0.01))
 
 def test_imposed_interaction_reads_the_imposed_arm_against_its_natural_twin():
     th = sc.SPLADEThresholds()
-    v = sc.imposed_interaction(_imposed_raw(0.25, 0.01), th)
+    v = ood_claims.imposed_interaction(_imposed_raw(0.25, 0.01), th)
     assert v.word == "reproduced" and v.estimate == pytest.approx(0.24)
-    w = sc.imposed_interaction(_imposed_raw(0.02, 0.01), th)
+    w = ood_claims.imposed_interaction(_imposed_raw(0.02, 0.01), th)
     assert w.word in ("not reproduced", "partly") and w.estimate == pytest.approx(0.01)
     none = {"rows": [x for x in _imposed_raw(0.2, 0.0)["rows"] if x["mode"] == "tied"], "inspect": [], "batch": 32}
-    assert sc.imposed_interaction(none, th).word == "not run"
+    assert ood_claims.imposed_interaction(none, th).word == "not run"
     # the imposed rows are not the natural family's: the tied claims ignore them
     only_tied = sc.interaction(none, th)
     assert sc.interaction(_imposed_raw(0.2, 0.0), th).to_dict() == only_tied.to_dict()

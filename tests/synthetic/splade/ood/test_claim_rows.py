@@ -1,4 +1,4 @@
-"""The README SPLADE rows of initlab.synthetic.splade.claims: computed from raw per-seed numbers, never from words."""
+"""The README SPLADE rows of initlab.synthetic.splade.ood.claims: computed from raw per-seed numbers, never from words."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from initlab.config import to_dict
 from initlab.evidence import rules
 from initlab.synthetic.splade import claims as sc
-from initlab.synthetic.splade import claims as cs
+from initlab.synthetic.splade.ood import claims as cs
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SEEDS = [9101, 9102, 9103, 9104]
 KS = (1.0, 4.0, 16.0, 64.0)
 
