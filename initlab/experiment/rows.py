@@ -1,7 +1,7 @@
 """The record of a README claims row and the wording its cells share; the rows themselves live in each
 experiment's ``claims`` module, beside their verdict functions (:mod:`initlab.synthetic.spt.claims`,
-:mod:`initlab.synthetic.splade.claims`, :mod:`initlab.synthetic.diagnose.claims`, :mod:`initlab.realdata.lra.claims`,
-:mod:`initlab.theorycheck.verify.claims`).
+:mod:`initlab.synthetic.splade.claims`, :mod:`initlab.synthetic.splade.ood.claims`, :mod:`initlab.synthetic.diagnose.claims`,
+:mod:`initlab.realdata.lra.claims`, :mod:`initlab.realdata.splade.claims`, :mod:`initlab.theorycheck.verify.claims`).
 
 Each claims module holds its rows as :class:`Claim` records in a list ``CLAIM_ROWS`` and the functions that turn the
 loaded result files (``{file name under docs/results: parsed JSON}``) into one markdown verdict cell. No saved

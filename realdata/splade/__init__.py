@@ -13,7 +13,7 @@ from initlab.experiment.record import Command, Experiment
 from initlab.realdata.splade import claims
 
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`); its one claim row (the
-#: backbone x k grid, not run) sits in :mod:`initlab.synthetic.splade.claims` beside the synthetic SPLADE claims
+#: backbone x k grid, not run) is in :mod:`.claims`; ``order`` 60 places it right after the synthetic SPLADE rows
 EXPERIMENT = Experiment(
     "realdata_splade", claims, presets="initlab.realdata.splade.config:PRESETS",
     commands=(Command("splade", "train", "initlab.realdata.splade.command:train_main",

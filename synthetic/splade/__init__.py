@@ -14,9 +14,9 @@ from __future__ import annotations
 from initlab.experiment.record import Command, Experiment
 from initlab.synthetic.splade import claims
 
-#: the phase diagram's record for the roof (:class:`initlab.experiment.record.Experiment`); its claims module also
-#: holds the out-of-domain experiment's verdicts and rows (one table row per claim, fed by both), so the
-#: out-of-domain record (:mod:`.ood`) names no claims of its own
+#: the phase diagram's record for the roof (:class:`initlab.experiment.record.Experiment`); its claims module holds
+#: the verdict functions both SPLADE experiments share, and the README rows they feed (each led by the out-of-domain
+#: confirmation) are the out-of-domain record's (:mod:`.ood.claims`)
 EXPERIMENT = Experiment(
     "synthetic_splade", claims, families=(("splade", claims.SPLADE_FAMILIES),),
     presets="initlab.synthetic.splade.phase.config:PRESETS",

@@ -1,7 +1,7 @@
 """The synthetic SPLADE claims, one verdict function each, on raw per-seed numbers.
 
 Imported as ``initlab.synthetic.splade.claims``. Every consumer (the run's ``summary.md``, the README claims
-rows at the end of this module, the docs) calls these functions on the saved per-seed,
+rows of :mod:`initlab.synthetic.splade.ood.claims`, the docs) calls these functions on the saved per-seed,
 per-cell numbers of a synthetic SPLADE run (``phase.json``: its ``rows`` and ``inspect`` lists); nobody reads a
 saved verdict word (:func:`check_record` refuses a saved record that disagrees with the recomputation).
 
@@ -64,8 +64,10 @@ the grid k whose score sd is closest, in log scale, to that of the same seed's `
 ("bring the initial score scale to BERT's"); ``fixed`` -- ``fixed_k`` on every backbone (no measurement);
 ``none`` -- k = 1 (no rescaling). Ties go to the smaller k.
 
-The README rows of these claims (:data:`CLAIM_ROWS`, one :class:`initlab.experiment.rows.Claim` each, rendered by
-:mod:`initlab.app.docgen.claims`) follow the verdict functions.
+The out-of-domain synthetic SPLADE judges the same claims (and one of its own, the imposed-norm arm's), so the
+two experiments share this module; that experiment's own claims, its Holm families and the README rows of these
+claims (which lead with its confirmation and keep the ``full`` run beside it) are in
+:mod:`initlab.synthetic.splade.ood.claims`, above this module. :data:`CLAIM_ROWS` is therefore empty here.
 
 Errors: a missing key or wrong type surfaces as ``KeyError`` / ``TypeError`` / ``ValueError`` (the caller names
 the file); a saved record that disagrees with its numbers raises

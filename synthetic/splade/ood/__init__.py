@@ -6,8 +6,9 @@ from __future__ import annotations
 from initlab.experiment.record import Command, Experiment
 from initlab.synthetic.splade.ood import claims
 
-#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`); its verdicts and claim rows
-#: live with the phase diagram's in :mod:`initlab.synthetic.splade.claims` (the synthetic SPLADE record holds them)
+#: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`); its claims module
+#: (:mod:`.claims`) holds its own claims, families and the README rows, over the verdict functions it shares with the
+#: phase diagram (:mod:`initlab.synthetic.splade.claims`); ``order`` 55 places its rows right after the phase diagram's
 EXPERIMENT = Experiment(
     "synthetic_splade_ood", claims, families=(("splade_ood", claims.SPLADE_OOD_FAMILIES),),
     presets="initlab.synthetic.splade.ood.config:PRESETS",

@@ -6,9 +6,11 @@ the synthetic SPLADE claims the two SPLADE experiments share (:mod:`initlab.synt
 * :func:`imposed_interaction` -- the head norm apart from the recipe: a normal-norm backbone whose untied head is
   scaled up to a high-norm family's norm, its ``nDCG(best k) - nDCG(k=1)`` minus the same backbone's at its natural
   norm, gain δ = ``min_gain`` (rows ``mode = "imposed"`` of the OOD synthetic SPLADE; one of :data:`OOD_CLAIMS`,
-  not of :data:`CLAIMS`: the phase experiment has no such arm).
+  not of :data:`initlab.synthetic.splade.claims.CLAIMS`: the phase experiment has no such arm).
 
-The README claims rows of the synthetic SPLADE experiment, one function per row, from saved result files.
+The README claims rows of the synthetic SPLADE experiments, one function per row, from saved result files. The
+phase diagram's record holds no row of its own: each row leads with this experiment's confirmation and keeps the
+phase diagram's ``full`` run beside it, so the rows live here, above both (:data:`CLAIM_ROWS`).
 
 Each function takes the loaded result files (``{file name under docs/results: parsed JSON}``, as
 :func:`initlab.app.docgen.claims.load_results` gives them) and returns the markdown verdict cell of one README
@@ -39,7 +41,6 @@ Rows (the README's wording of the seed claims):
   :func:`~initlab.synthetic.splade.claims.rescaling_fixes`, the recommended k's regret (``inspect``'s rule, the
   BERT-scale rule, the edge rule) and the landscape: how many backbones k matters on, and the regrets judged there
   only (:func:`~initlab.synthetic.splade.claims.landscape_regret`);
-* :func:`landscape_markdown` -- the table of every backbone's landscape range beside every rule's regret (docs).
 * :func:`over_rescaling_row` -- "Rescaling a normal-norm head too far hurts or collapses retrieval":
   :func:`~initlab.synthetic.splade.claims.over_rescaling`, :func:`~initlab.synthetic.splade.claims.input_side` and
   the collapse flags at ``k_far``.
@@ -121,7 +122,7 @@ SPLADE_OOD_FAMILIES: tuple[Family, ...] = (
            "(on the grid and gated by the landscape)"),
 )
 
-#: the OOD synthetic SPLADE's claims: :data:`CLAIMS` and the imposed-norm arm's (an arm only that experiment has)
+#: the OOD synthetic SPLADE's claims: :data:`initlab.synthetic.splade.claims.CLAIMS` and the imposed-norm arm's (an arm only that experiment has)
 OOD_CLAIMS: tuple[ClaimSpec, ...] = CLAIMS + (
     ClaimSpec("imposed_interaction", "a head scaled up to a high norm degrades a normal-norm backbone and k fixes it",
               "a large MLM-head norm degrades SPLADE; dividing W_head by k fixes it",
@@ -158,7 +159,7 @@ SPLADE_OOD_IN_DOMAIN_FAMILIES: tuple[Family, ...] = (
 
 
 def evaluate_ood(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
-    """Every OOD claim's verdict (:data:`OOD_CLAIMS`: :func:`evaluate_all`'s and ``imposed_interaction``), by id."""
+    """Every OOD claim's verdict (:data:`OOD_CLAIMS`: :func:`initlab.synthetic.splade.claims.evaluate_all`'s and ``imposed_interaction``), by id."""
     return rules.evaluate_claims(OOD_CLAIMS, raw, th)
 
 

@@ -46,12 +46,12 @@ every cell key while at its default, so that runs made before the fields existed
   backbone's head is untied and scaled up to the high-norm backbone's head norm (same seed; factor
   ``s = ||W_high||_F / ||W_normal||_F``) with :func:`initlab.mlmhead.rescale_mlm_head` (``k = 1/s``,
   ``untie=True``), then divided by each grid k (head only). Rows ``mode = "imposed"``; the claim
-  :func:`initlab.synthetic.splade.claims.imposed_interaction` compares its gain with the natural backbone's.
+  :func:`initlab.synthetic.splade.ood.claims.imposed_interaction` compares its gain with the natural backbone's.
 * ``bootstrap``: resamples of the within-seed query bootstrap (:mod:`initlab.synthetic.splade.ood.noise`);
   report-only.
 * ``role``: ``"exploratory"`` or ``"confirmatory"`` (written in ``results.json`` and ``summary.md``); report-only.
 * ``holm_families``: ``""`` or ``"splade_ood_v8k"``: the report adds ``verdicts_holm``, every out-of-domain and
-  in-domain verdict Holm-corrected within :data:`initlab.synthetic.splade.claims.SPLADE_OOD_V8K_FAMILIES`; report-only.
+  in-domain verdict Holm-corrected within :data:`initlab.synthetic.splade.ood.claims.SPLADE_OOD_V8K_FAMILIES`; report-only.
 """
 
 from __future__ import annotations

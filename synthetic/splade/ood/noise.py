@@ -16,7 +16,7 @@ Statistics (nDCG@10 on the out-of-domain test queries, the mean over held-out do
 * ``interaction``: the mean gain of the high-norm families minus that of the normal-norm families (the headline's
   per-seed number, :func:`initlab.synthetic.splade.claims.interaction`);
 * ``imposed/<family>@<high>``: the imposed-norm arm's gain minus the natural backbone's
-  (:func:`initlab.synthetic.splade.claims.imposed_interaction`'s per-seed number);
+  (:func:`initlab.synthetic.splade.ood.claims.imposed_interaction`'s per-seed number);
 * ``bm25_ratio``: the best SPLADE cell's nDCG@10 (the cell with the highest point estimate, chosen on the
   *test* queries: a descriptive figure, not a claim) over BM25's.
 """
