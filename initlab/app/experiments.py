@@ -13,14 +13,15 @@ from typing import Sequence
 from initlab.experiment.record import Experiment
 from initlab.realdata import lra
 from initlab.realdata import splade as realdata_splade
-from initlab.synthetic import diagnose, splade, spt
+from initlab.synthetic import diagnose, spt
 from initlab.synthetic.splade import ood as splade_ood
+from initlab.synthetic.splade import phase as splade_phase
 from initlab.theorycheck import score_scale, verify
 
 __all__ = ["EXPERIMENTS", "by_name", "reading_order"]
 
 #: every experiment's record, in the console script's usage order
-EXPERIMENTS: tuple[Experiment, ...] = (verify.EXPERIMENT, score_scale.EXPERIMENT, spt.EXPERIMENT, splade.EXPERIMENT,
+EXPERIMENTS: tuple[Experiment, ...] = (verify.EXPERIMENT, score_scale.EXPERIMENT, spt.EXPERIMENT, splade_phase.EXPERIMENT,
                                        splade_ood.EXPERIMENT, realdata_splade.EXPERIMENT, lra.EXPERIMENT,
                                        diagnose.EXPERIMENT)
 

@@ -54,7 +54,7 @@ def test_every_record_names_what_exists():
             assert table and all(dataclasses.is_dataclass(c) and c.__dataclass_params__.frozen for c in table.values())
         assert all(callable(resolve(f)) for f in exp.figures)
         package = {"theory_verify": "initlab.theorycheck.verify", "score_scale": "initlab.theorycheck.score_scale",
-                   "synthetic_spt": "initlab.synthetic.spt", "synthetic_splade": "initlab.synthetic.splade",
+                   "synthetic_spt": "initlab.synthetic.spt", "synthetic_splade": "initlab.synthetic.splade.phase",
                    "synthetic_splade_ood": "initlab.synthetic.splade.ood", "realdata_splade": "initlab.realdata.splade",
                    "lra_listops": "initlab.realdata.lra", "diagnose_validation": "initlab.synthetic.diagnose"}[exp.name]
         assert all(c.target.startswith(package + ".") and callable(resolve(c.target)) for c in exp.commands)
