@@ -202,3 +202,15 @@ def test_a_stale_confirmation_record_is_refused():
             x["id_select"] = x["id_test"] = 0.37
     with pytest.raises(rules.VerdictRecordError, match="verdicts_in_domain"):
         cs.degradation_row({cs.FULL: _phase(), cs.CONFIRM: rep})
+
+
+def test_the_ood_record_holds_the_rows_and_its_families_after_the_phase_diagrams():
+    from initlab.app.docgen import claims as docgen
+    from initlab.synthetic.splade import ood, phase
+
+    assert ood.EXPERIMENT.claims is cs and ood.EXPERIMENT.families == (("splade_ood", cs.SPLADE_OOD_FAMILIES),)
+    assert phase.EXPERIMENT.claims is sc and phase.EXPERIMENT.claim_rows() == []
+    assert [row.verdict for row in cs.CLAIM_ROWS] == list(cs.ROWS.values())
+    names = [e.name for e in docgen.EXPERIMENTS]
+    assert names.index("synthetic_splade_ood") == names.index("synthetic_splade") + 1
+    assert docgen.legend().index("SPLADE primary: ") < docgen.legend().index("SPLADE_OOD primary: interaction")
