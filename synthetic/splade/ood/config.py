@@ -240,6 +240,11 @@ PRESETS: dict[str, OODConfig] = {
     # 0.9 of BM25 on every seed, or was seed 9202 lucky
     "explore-v8k-seeds": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300), ks=(1.0,),
                                 max_steps=1200, checkpoints=(300, 600, 1200), engine="fused", seeds=(9204, 9205)),
+    # the effect near the regime, first look (exploratory; one seed, 9202, not a confirmation seed): explore-v8k-one's
+    # setting with confirm-v8k's bert (control), modernbert (high norm) and imposed-norm arm, k in {1, 4, 16}
+    "explore-v8k-imposed": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300),
+                                  families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0), max_steps=1200,
+                                  checkpoints=(300, 600, 1200), imposed=(("bert", "modernbert"),), engine="fused"),
     # the two levers together (exploratory): explore-v2k-mlm4x's backbone (8000 MLM steps on 4x the text; the same
     # backbone key, so its saved backbone resumes) with one BM25 hard negative per training pair; k = 1
     "explore-v2k-mlm4x-hardneg": derive(_EXPLORE, ks=(1.0,), hard_negatives=1),
