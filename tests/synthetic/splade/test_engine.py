@@ -88,16 +88,20 @@ def _saved_configs():
 
 def test_every_saved_synthetic_splade_config_reads_back_dense_and_keeps_its_keys():
     """Each saved run's config that today's config class reads (the older phase runs hold fields since removed, and
-    are read as saved records only) is the dense engine, and the engine is in none of its records or cell keys:
-    they are what they were before the field existed. No saved record names an engine."""
-    read = []
+    are read as saved records only) keeps the keys it was made with: a run made before the engine field (or on the
+    dense engine) names no engine in its record or cell keys and reads back dense; a run made on the fused head
+    records ``"engine": "fused"`` (the field is written only off its default) and reads back fused."""
+    read, fused = [], []
     for path, conf in _saved_configs():
-        assert "engine" not in conf, path
         cls = oc.OODConfig if "ood" in path.parent.name else phc.PhaseConfig
         try:
             cfg = from_dict(cls, conf)
         except ValueError as err:
             assert "unknown config key" in str(err) and cls is phc.PhaseConfig, (path, err)
+            continue
+        if "engine" in conf:
+            assert conf["engine"] == "fused" and cfg.engine == "fused" and to_dict(cfg)["engine"] == "fused", path
+            fused.append(path.name)
             continue
         assert cfg.engine == "dense" and "engine" not in to_dict(cfg), path
         if cls is oc.OODConfig:
@@ -109,3 +113,4 @@ def test_every_saved_synthetic_splade_config_reads_back_dense_and_keeps_its_keys
                        for p in phc.grid(cfg)), path
         read.append(path.parent.name)
     assert read.count("synthetic_splade_ood_map_axes") == 4 and "synthetic_splade_full" in read, read
+    assert "results_explore-v8k-one.json" in fused and "results_explore-v2k-q600.json" not in fused, fused
