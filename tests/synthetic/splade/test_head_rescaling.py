@@ -143,27 +143,37 @@ def test_every_phase_cell_has_the_weights_of_the_frozen_reference(monkeypatch, b
         _assert_same_weights(got, want, f"{family} {mode} s={s:g} k={k:g}")
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("tied", [True, False])
-def test_posthoc_rescales_see_the_frozen_reference_weights_and_restore_them(monkeypatch, backbones, family, tied):
-    hf = copy.deepcopy(backbones[family])
-    _frozen_scale_backbone(hf, 2.0 if tied else 1.0, 2.0 if tied else 0.5, tied)
-    before = copy.deepcopy(hf)
+POSTHOC_KS = (4.0, 16.0, 64.0)
+
+
+def _run_posthoc(monkeypatch, hf, observe) -> tuple[list, list[dict]]:
+    """Run :func:`posthoc_rescales` on ``hf`` at :data:`POSTHOC_KS` with a stub evaluation that records
+    ``observe(model)`` under each factor; returns what was observed and the rows."""
     seen = []
 
     def evaluate(model, corpus, cfg, return_vectors):
-        m = model[0].auto_model
-        seen.append((head_projection(m).detach().clone(), m.get_input_embeddings().weight.detach().clone()))
+        seen.append(observe(model[0].auto_model))
         z = torch.zeros(2, 3)
         return {key: 0.0 for key in ("ndcg@10", "ndcg_select", "ndcg_test", "q_active_dims", "d_active_dims",
                                      "finite_vectors")}, z, z, torch.zeros(2, 2)
 
     monkeypatch.setattr(phcell, "evaluate", evaluate)
     monkeypatch.setattr(phcell, "collapse_verdict", lambda *a, **k: SimpleNamespace(reasons=[], stats={}))
-    cfg = SimpleNamespace(posthoc_ks=(4.0, 16.0, 64.0))
-    rows = phcell.posthoc_rescales([SimpleNamespace(auto_model=hf)], SimpleNamespace(vocab=VOCAB), cfg)
-    assert [r["k"] for r in rows] == [4.0, 16.0, 64.0] and len(seen) == 3
-    for (head, emb), k in zip(seen, cfg.posthoc_ks):
+    rows = phcell.posthoc_rescales([SimpleNamespace(auto_model=hf)], SimpleNamespace(vocab=VOCAB),
+                                   SimpleNamespace(posthoc_ks=POSTHOC_KS))
+    return seen, rows
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("tied", [True, False])
+def test_posthoc_rescales_see_the_frozen_reference_weights_and_restore_them(monkeypatch, backbones, family, tied):
+    hf = copy.deepcopy(backbones[family])
+    _frozen_scale_backbone(hf, 2.0 if tied else 1.0, 2.0 if tied else 0.5, tied)
+    before = copy.deepcopy(hf)
+    seen, rows = _run_posthoc(monkeypatch, hf, lambda m: (head_projection(m).detach().clone(),
+                                                          m.get_input_embeddings().weight.detach().clone()))
+    assert [r["k"] for r in rows] == list(POSTHOC_KS) and len(seen) == 3
+    for (head, emb), k in zip(seen, POSTHOC_KS):
         ref = _frozen_posthoc_weights(before, k)
         assert torch.equal(head, ref)
         # tied: the input embeddings are the head (divided too); untied: left alone
@@ -224,17 +234,20 @@ def test_every_ood_cell_has_the_weights_of_the_frozen_reference(monkeypatch, bac
 # ------------------------------------------------------------------------------------------------
 # the cells run the shipped tool
 # ------------------------------------------------------------------------------------------------
-def _spy(monkeypatch) -> list[tuple[float, bool]]:
+def _spy(monkeypatch, module=None) -> list[tuple[float, bool]]:
+    """Record every ``(k, untie)`` passed to ``rescale_mlm_head`` as read from ``module`` (default
+    :mod:`initlab.mlmhead`, where the cells read it), still calling the real function."""
     import initlab.mlmhead as mlmhead
 
+    module = mlmhead if module is None else module
     calls: list[tuple[float, bool]] = []
-    real = mlmhead.rescale_mlm_head
+    real = module.rescale_mlm_head
 
     def spy(model, k, *, untie=False):
         calls.append((float(k), bool(untie)))
         return real(model, k, untie=untie)
 
-    monkeypatch.setattr(mlmhead, "rescale_mlm_head", spy)
+    monkeypatch.setattr(module, "rescale_mlm_head", spy)
     return calls
 
 
@@ -261,35 +274,20 @@ def test_posthoc_rescales_divide_with_rescale_mlm_head_and_give_the_frozen_outpu
     bitwise the logits of the frozen arithmetic (the trained weights with ``W_head / k``)."""
     import initlab.mlmhead.heads as heads
 
-    calls: list[tuple[float, bool]] = []
-    real = heads.rescale_mlm_head
-
-    def spy(model, k, *, untie=False):
-        calls.append((float(k), bool(untie)))
-        return real(model, k, untie=untie)
-
-    monkeypatch.setattr(heads, "rescale_mlm_head", spy)  # what initlab.mlmhead.rescaled calls
+    calls = _spy(monkeypatch, heads)  # what initlab.mlmhead.rescaled calls
     hf = copy.deepcopy(backbones[family])
     _frozen_scale_backbone(hf, 2.0 if tied else 1.0, 2.0 if tied else 0.5, tied)
     hf.eval()
     before = copy.deepcopy(hf)
     ids = torch.tensor([[2, 7, 8, 9, 3], [2, 10, 11, 3, 0]])
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
-    seen = []
-
-    def evaluate(model, corpus, cfg, return_vectors):
+    def output_logits(m):
         with torch.no_grad():
-            seen.append(model[0].auto_model(input_ids=ids, attention_mask=mask).logits)
-        z = torch.zeros(2, 3)
-        return {key: 0.0 for key in ("ndcg@10", "ndcg_select", "ndcg_test", "q_active_dims", "d_active_dims",
-                                     "finite_vectors")}, z, z, torch.zeros(2, 2)
+            return m(input_ids=ids, attention_mask=mask).logits
 
-    monkeypatch.setattr(phcell, "evaluate", evaluate)
-    monkeypatch.setattr(phcell, "collapse_verdict", lambda *a, **k: SimpleNamespace(reasons=[], stats={}))
-    cfg = SimpleNamespace(posthoc_ks=(4.0, 16.0, 64.0))
-    phcell.posthoc_rescales([SimpleNamespace(auto_model=hf)], SimpleNamespace(vocab=VOCAB), cfg)
+    seen, _ = _run_posthoc(monkeypatch, hf, output_logits)
     assert calls == [(4.0, False), (16.0, False), (64.0, False)]
-    for logits, k in zip(seen, cfg.posthoc_ks):
+    for logits, k in zip(seen, POSTHOC_KS):
         ref = copy.deepcopy(before)
         with torch.no_grad():
             ref.get_output_embeddings().weight.copy_(_frozen_posthoc_weights(before, k))
