@@ -153,6 +153,11 @@ _EXPLORE = derive(BASE, corpus=derive(_SMALL, vocab_size=2048, n_ood_queries=300
                   checkpoints=(100, 200, 300), claims=derive(BASE.claims, k_far=16.0), mlm_text_multiplier=4,
                   select_k_on="in_domain", role="exploratory")
 
+#: the regime exploration at the confirmation's vocabulary (exploratory): 8192 ids, roberta with the regime's
+#: backbone, k = 1, cap 1200 with checkpoints 300 / 600 / 1200, the fused head
+_EXPLORE_V8K = derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300), ks=(1.0,), max_steps=1200,
+                      checkpoints=(300, 600, 1200), engine="fused")
+
 PRESETS: dict[str, OODConfig] = {
     # a smoke test of the whole pipeline (numbers not meaningful): tiny vocabulary and corpus, short recipes
     "tiny": derive(BASE, corpus=derive(BASE.corpus, vocab_size=300, n_domains=4, n_heldout=1, docs_per_domain=30,
@@ -229,8 +234,7 @@ PRESETS: dict[str, OODConfig] = {
                                   imposed=(("bert", "modernbert"),)),
     # the confirmation's vocabulary on one seed (exploratory): 8192 ids, roberta at k = 1 with the regime's backbone
     # (8000 MLM steps on 4x the text), cap 1200, the fused head: how far below BM25 the best family sits at 8192 ids
-    "explore-v8k-one": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300), ks=(1.0,),
-                              max_steps=1200, checkpoints=(300, 600, 1200), engine="fused"),
+    "explore-v8k-one": _EXPLORE_V8K,
     # the model-size lever alone (exploratory): the reference point (explore-v2k-q600) with a backbone twice as wide
     # (d = 128, 4 heads, feed-forward 256; roberta's own recipe otherwise, 1x the text), k = 1
     "explore-v2k-d128": derive(_EXPLORE, family_backbones={"roberta": derive(RECIPES["roberta"], d=128, heads=4,
@@ -238,13 +242,11 @@ PRESETS: dict[str, OODConfig] = {
                                mlm_text_multiplier=1, ks=(1.0,)),
     # explore-v8k-one (0.97 of BM25 on seed 9202) on two fresh seeds (exploratory): does the 8192-id setting reach
     # 0.9 of BM25 on every seed, or was seed 9202 lucky
-    "explore-v8k-seeds": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300), ks=(1.0,),
-                                max_steps=1200, checkpoints=(300, 600, 1200), engine="fused", seeds=(9204, 9205)),
+    "explore-v8k-seeds": derive(_EXPLORE_V8K, seeds=(9204, 9205)),
     # the effect near the regime, first look (exploratory; one seed, 9202, not a confirmation seed): explore-v8k-one's
     # setting with confirm-v8k's bert (control), modernbert (high norm) and imposed-norm arm, k in {1, 4, 16}
-    "explore-v8k-imposed": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300),
-                                  families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0), max_steps=1200,
-                                  checkpoints=(300, 600, 1200), imposed=(("bert", "modernbert"),), engine="fused"),
+    "explore-v8k-imposed": derive(_EXPLORE_V8K, families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0),
+                                  imposed=(("bert", "modernbert"),)),
     # the two levers together (exploratory): explore-v2k-mlm4x's backbone (8000 MLM steps on 4x the text; the same
     # backbone key, so its saved backbone resumes) with one BM25 hard negative per training pair; k = 1
     "explore-v2k-mlm4x-hardneg": derive(_EXPLORE, ks=(1.0,), hard_negatives=1),
