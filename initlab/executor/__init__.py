@@ -62,7 +62,8 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
               speed: float | None = None, gpus: bool = False, startup: float = 0.0) -> ExecutionReport:
     """Run the cells of ``cells`` not yet finished in ``rd``, respecting ``needs``; returns an :class:`ExecutionReport`.
 
-    Finished cells (``rd.has_cell(name, key=cell.key)``) are skipped; a finished cell saved under another
+    Finished cells (``rd.has_cell(name, key=cell.key)``) are skipped, except one whose :attr:`Cell.artifact` is
+    missing while a cell still to run needs it (it runs again); a finished cell saved under another
     key raises :class:`initlab.runs.ConfigMismatchError` before anything runs. Each result is saved by the
     executor, in the worker, as ``rd.save_cell(name, result, key=cell.key)``.
 
@@ -111,6 +112,13 @@ def run_cells(rd: RunDir, cells: Sequence[Cell], *, workers: int | None = None, 
     t0 = time.perf_counter()
     rep = ExecutionReport(workers=workers, scheduler=scheduler)
     finished = {c.name for c in cells if rd.has_cell(c.name, key=c.key)}  # ConfigMismatchError before any work
+    # a finished cell whose artifact (a checkpoint, never committed) is missing runs again while a cell still to run
+    # needs it: a run resumed on a fresh clone of a repository holding its cell results rebuilds only what it uses
+    by_name = {c.name: c for c in cells}
+    needed = {n for c in cells if c.name not in finished for n in c.needs}
+    rebuild = sorted(n for n in needed & finished
+                     if by_name[n].artifact and not (rd.root / by_name[n].artifact).exists())
+    finished -= set(rebuild)
     todo = [c for c in cells if c.name not in finished]
     known = set(names)
     for c in todo:

@@ -72,6 +72,10 @@ class Cell:
         max_units: upper bound on the units (early stopping may end sooner); None = ``units``.
         unit_seconds: the cost model: expected seconds per unit on one idle core of the reference machine
             (scaled by :func:`measure_speed`'s factor for this machine).
+        artifact: a path under the run folder that the cell writes beside its result and the cells that need it
+            read (a checkpoint: kept out of a repository, where the results are committed); "" for none. A finished
+            cell whose artifact is missing runs again when a cell still to run needs it
+            (:func:`initlab.executor.run_cells`), so a run resumed on a fresh clone rebuilds only what it still uses.
     """
 
     name: str
@@ -82,6 +86,7 @@ class Cell:
     units: float = 1.0
     max_units: float | None = None
     unit_seconds: float = 1.0
+    artifact: str = ""
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -43,3 +43,20 @@ def grows(root, name, args, progress):
 
 def broken(root, name, args, progress):
     raise RuntimeError("broken cell")
+
+
+def writes_artifact(root, name, args, progress):
+    """Writes ``artifact/<name>.txt`` (a stand-in checkpoint) and counts its runs in ``runs.txt`` beside it."""
+    folder = Path(root) / "artifact"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.txt").write_text(str(args["x"]))
+    with open(Path(root) / "runs.txt", "a") as f:
+        f.write(name + "\n")
+    return {"x": args["x"]}
+
+
+def reads_artifact(root, name, args, progress):
+    """Reads the artifact of the cell it needs (fails if it is missing) and records its own run."""
+    with open(Path(root) / "runs.txt", "a") as f:
+        f.write(name + "\n")
+    return {"read": (Path(root) / "artifact" / f"{args['of']}.txt").read_text()}

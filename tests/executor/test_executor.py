@@ -56,6 +56,28 @@ def test_estimate_is_list_scheduling_with_needs():
         estimate([a], 0)
 
 
+def test_a_missing_artifact_is_rebuilt_only_while_a_cell_needs_it(tmp_path, cells_importable):
+    """A fresh clone holds the committed cell results but no checkpoint: the producing cell runs again only when a
+    cell still to run needs its artifact; with every dependent finished, nothing runs."""
+    def plan():
+        return [Cell("make", FN + "writes_artifact", {"x": 3}, key={"x": 3}, artifact="artifact/make.txt"),
+                Cell("use1", FN + "reads_artifact", {"of": "make"}, key={"u": 1}, needs=("make",)),
+                Cell("use2", FN + "reads_artifact", {"of": "make"}, key={"u": 2}, needs=("make",))]
+
+    root = tmp_path / "run"
+    run_cells(RunDir(root), plan()[:2], workers=1, progress=False)
+    assert (root / "runs.txt").read_text().split() == ["make", "use1"]
+    (root / "runs.txt").unlink()
+    (root / "artifact" / "make.txt").unlink()  # a fresh clone: results kept, checkpoint gone
+    run_cells(RunDir(root), plan(), workers=1, progress=False)
+    assert (root / "runs.txt").read_text().split() == ["make", "use2"]  # rebuilt for use2 only; use1 kept
+    assert json.loads((root / "cells" / "use2.json").read_text()) == {"read": "3"}
+    (root / "runs.txt").unlink()
+    (root / "artifact" / "make.txt").unlink()
+    run_cells(RunDir(root), plan(), workers=1, progress=False)  # every dependent finished: nothing runs
+    assert not (root / "runs.txt").exists()
+
+
 def test_a_pool_starts_only_where_it_pays(tmp_path, cells_importable):
     rd = RunDir(tmp_path / "run")
     small = squares(2)  # 3 cells of 1 s: a 5 s worker start-up would not pay
