@@ -50,8 +50,13 @@ every cell key while at its default, so that runs made before the fields existed
 * ``bootstrap``: resamples of the within-seed query bootstrap (:mod:`initlab.synthetic.splade.ood.noise`);
   report-only.
 * ``role``: ``"exploratory"`` or ``"confirmatory"`` (written in ``results.json`` and ``summary.md``); report-only.
-* ``holm_families``: ``""`` or ``"splade_ood_v8k"``: the report adds ``verdicts_holm``, every out-of-domain and
-  in-domain verdict Holm-corrected within :data:`initlab.synthetic.splade.ood.claims.SPLADE_OOD_V8K_FAMILIES`; report-only.
+* ``holm_families``: ``""``, ``"splade_ood_v8k"`` (the report adds ``verdicts_holm``, every out-of-domain and
+  in-domain verdict Holm-corrected within :data:`initlab.synthetic.splade.ood.claims.SPLADE_OOD_V8K_FAMILIES`) or
+  ``"splade_ood_v8k_imposed"`` (the report adds ``preregistered``: the claims, gate and rules of
+  :mod:`initlab.synthetic.splade.ood.decide`, words only once every seed is complete); report-only.
+* ``late_families``: families of ``families`` whose cells run after every seed's cells of the other families
+  (:func:`initlab.synthetic.splade.ood.runner.plan`): the families the primary claims need come first; order only,
+  not in a cell key.
 """
 
 from __future__ import annotations
@@ -112,6 +117,7 @@ class OODConfig:
     bootstrap: int = later_field(1000)
     role: str = later_field("")
     holm_families: str = later_field("")
+    late_families: tuple[str, ...] = later_field(())
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.family_backbones) - set(FAMILIES))
@@ -247,6 +253,16 @@ PRESETS: dict[str, OODConfig] = {
     # setting with confirm-v8k's bert (control), modernbert (high norm) and imposed-norm arm, k in {1, 4, 16}
     "explore-v8k-imposed": derive(_EXPLORE_V8K, families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0),
                                   imposed=(("bert", "modernbert"),)),
+    # the third preregistered confirmation, replacing the withdrawn confirm-v8k before any cell of either ran
+    # (docs/synthetic_splade_ood.md#confirmation-at-8192-ids-with-the-imposed-norm-arm-preregistered):
+    # explore-v8k-imposed's setting (8192 ids, 8000 MLM steps on 4x the text, cap 1200 with the plateau rule, 600
+    # out-of-domain test queries, every k chosen on the in-domain dev queries, the fused head) on 8 fresh seeds, the
+    # count from a power computation at the smallest effects measured so far; bert, modernbert and bert's head at
+    # modernbert's norm first (the primary claims), roberta and albert after every seed's primary cells (secondary)
+    "confirm-v8k-imposed": derive(_EXPLORE_V8K, families=("bert", "modernbert", "roberta", "albert"),
+                                  ks=(1.0, 4.0, 16.0), imposed=(("bert", "modernbert"),),
+                                  seeds=tuple(range(9821, 9829)), role="confirmatory",
+                                  holm_families="splade_ood_v8k_imposed", late_families=("roberta", "albert")),
     # the two levers together (exploratory): explore-v2k-mlm4x's backbone (8000 MLM steps on 4x the text; the same
     # backbone key, so its saved backbone resumes) with one BM25 hard negative per training pair; k = 1
     "explore-v2k-mlm4x-hardneg": derive(_EXPLORE, ks=(1.0,), hard_negatives=1),
@@ -313,6 +329,10 @@ def check_config(cfg: OODConfig) -> None:
                              "is compared with the natural backbone and reads the high-norm backbone's norm)")
     if len(set(p[0] for p in cfg.imposed)) != len(cfg.imposed):
         raise ValueError(f"imposed: expected one high-norm family per normal-norm family, got {list(cfg.imposed)}")
+    for f in cfg.late_families:
+        if f not in cfg.families or any(f in pair for pair in cfg.imposed):
+            raise ValueError(f"late_families: expected families of {list(cfg.families)} outside the imposed-norm arm's "
+                             f"pairs {list(cfg.imposed)}, got {f!r}")
     if any(c < 1 or c > cfg.max_steps for c in cfg.checkpoints):
         raise ValueError(f"checkpoints: expected steps in 1..max_steps ({cfg.max_steps}), got {list(cfg.checkpoints)}")
 
@@ -329,9 +349,9 @@ ROLES = ("", "exploratory", "confirmatory")
 
 #: fields that are not in a training cell's key: the grid, and the report-only fields
 _GRID = ("families", "ks", "seeds", "claims", "backbone", "family_backbones", "select_k_on", "imposed", "bootstrap",
-         "role", "holm_families")
+         "role", "holm_families", "late_families")
 #: what ``holm_families`` may name
-HOLM_FAMILIES = ("", "splade_ood_v8k")
+HOLM_FAMILIES = ("", "splade_ood_v8k", "splade_ood_v8k_imposed")
 
 
 def pretrain_key(cfg: OODConfig, family: str, seed: int) -> dict[str, Any]:

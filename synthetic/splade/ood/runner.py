@@ -147,40 +147,56 @@ def cell_bm25(root: str, name: str, args: dict[str, Any], progress: Progress) ->
 def plan(cfg: OODConfig) -> list[Cell]:
     """The cells of ``cfg``, seed by seed (a run cut short has whole seeds): BM25, per family the backbone and its
     ``mlmhead inspect`` report, then the training cells (k = 1 of every family first, then the high-norm families'
-    other k, then the rest), then the imposed-norm arm's cells (``cfg.imposed``; k = 1 first)."""
-    from initlab.synthetic.splade.ood.cell import INSPECT_TEXTS
-
+    other k, then the rest), then the imposed-norm arm's cells (``cfg.imposed``; k = 1 first). The families of
+    ``cfg.late_families`` follow, seed by seed, once every seed's other cells are planned. A backbone's cell has
+    its folder as its artifact: on a fresh clone holding the finished cells' results it is trained again (the same
+    seed, the same backbone on the same machine) only while one of its cells is still to run."""
     conf = to_dict(cfg)
     V = cfg.corpus.vocab_size
     evals = (len(cfg.checkpoints) + 1) * eval_seconds(V, cfg.engine) / cfg.max_steps
     cells = []
+    early = tuple(f for f in cfg.families if f not in cfg.late_families)
     for s in cfg.seeds:
+        cells += _seed_cells(cfg, conf, s, early, evals, first=True)
+    for s in cfg.seeds:
+        cells += _seed_cells(cfg, conf, s, cfg.late_families, evals, first=False)
+    return cells
+
+
+def _seed_cells(cfg: OODConfig, conf: dict[str, Any], s: int, families: Sequence[str], evals: float, first: bool
+                ) -> list[Cell]:
+    """The cells of seed ``s`` for ``families`` (:func:`plan`): with ``first``, BM25 and the imposed-norm arm too."""
+    from initlab.synthetic.splade.ood.cell import INSPECT_TEXTS
+
+    V = cfg.corpus.vocab_size
+    cells = []
+    if first:
         cells.append(Cell(f"bm25_seed={s}", "initlab.synthetic.splade.ood.runner:cell_bm25", {"config": conf, "seed": s},
                           bm25_key(cfg, s), unit_seconds=5.0))
-        for f in cfg.families:
-            bb = backbone_for(cfg, f)
-            cells.append(Cell(f"pretrain_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_pretrain",
-                              {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
-                              units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V)))
-            cells.append(Cell(f"inspect_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_inspect",
-                              {"config": conf, "family": f, "seed": s, "backbone": _bb(f, s)},
-                              {"backbone": pretrain_key(cfg, f, s), "ks": list(cfg.ks), "texts": INSPECT_TEXTS,
-                               "batch": cfg.batch_size, "max_length": cfg.doc_max_len},
-                              needs=(f"pretrain_{f}_seed={s}",), unit_seconds=eval_seconds(V) / 4))
-        order = sorted(((f, k) for f in cfg.families for k in cfg.ks),
-                       key=lambda x: (x[1] != 1.0, x[0] not in cfg.claims.high_norm, cfg.ks.index(x[1]),
-                                      cfg.families.index(x[0])))
-        for f, k in order:
-            cells.append(Cell(cell_name(f, k, s), "initlab.synthetic.splade.ood.runner:cell_train",
-                              {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
-                              train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
-                              unit_seconds=step_seconds(V, cfg.engine, f) + evals))
-        for k in sorted(cfg.ks, key=lambda k: (k != 1.0, cfg.ks.index(k))):
-            for f, hi in cfg.imposed:
-                cells.append(Cell(cell_name(f, k, s, hi), "initlab.synthetic.splade.ood.runner:cell_train",
-                                  {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s), "imposed": hi},
-                                  train_key(cfg, f, k, s, hi), needs=(f"pretrain_{f}_seed={s}", f"pretrain_{hi}_seed={s}"),
-                                  units=cfg.max_steps, unit_seconds=step_seconds(V, cfg.engine, f) + evals))
+    for f in families:
+        bb = backbone_for(cfg, f)
+        cells.append(Cell(f"pretrain_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_pretrain",
+                          {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
+                          units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V), artifact=_bb(f, s)))
+        cells.append(Cell(f"inspect_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_inspect",
+                          {"config": conf, "family": f, "seed": s, "backbone": _bb(f, s)},
+                          {"backbone": pretrain_key(cfg, f, s), "ks": list(cfg.ks), "texts": INSPECT_TEXTS,
+                           "batch": cfg.batch_size, "max_length": cfg.doc_max_len},
+                          needs=(f"pretrain_{f}_seed={s}",), unit_seconds=eval_seconds(V) / 4))
+    order = sorted(((f, k) for f in families for k in cfg.ks),
+                   key=lambda x: (x[1] != 1.0, x[0] not in cfg.claims.high_norm, cfg.ks.index(x[1]),
+                                  cfg.families.index(x[0])))
+    for f, k in order:
+        cells.append(Cell(cell_name(f, k, s), "initlab.synthetic.splade.ood.runner:cell_train",
+                          {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
+                          train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
+                          unit_seconds=step_seconds(V, cfg.engine, f) + evals))
+    for k in sorted(cfg.ks, key=lambda k: (k != 1.0, cfg.ks.index(k))) if first else ():
+        for f, hi in cfg.imposed:
+            cells.append(Cell(cell_name(f, k, s, hi), "initlab.synthetic.splade.ood.runner:cell_train",
+                              {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s), "imposed": hi},
+                              train_key(cfg, f, k, s, hi), needs=(f"pretrain_{f}_seed={s}", f"pretrain_{hi}_seed={s}"),
+                              units=cfg.max_steps, unit_seconds=step_seconds(V, cfg.engine, f) + evals))
     return cells
 
 
@@ -294,15 +310,21 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     raw = {"rows": r, "inspect": insp, "batch": cfg.init_batch}
     complete = sc.complete_seeds(r, cfg.families, cfg.ks)  # verdicts on whole seeds only (a run cut short)
     judged = sc.on_seeds(raw, complete)
-    verdicts = {k: v.to_dict() for k, v in sc.evaluate_all(judged, cfg.claims).items()}
-    id_verdicts = {k: v.to_dict() for k, v in sc.evaluate_all({**judged, "rows": id_rows(judged["rows"])},
-                                                              cfg.claims).items()}
     extra = _noise_and_anchor(cfg, r, cells, bm25)
-    if cfg.imposed:  # the imposed-norm arm's claim (not one of the phase experiment's CLAIMS), uncorrected
+    if cfg.holm_families == "splade_ood_v8k_imposed":  # its own preregistered claims; no word before completion
+        from initlab.synthetic.splade.ood.decide import decide
+
+        extra["preregistered"] = decide(config_record(cfg), r, bm25)
+        verdicts, id_verdicts = {}, {}
+    else:
+        verdicts = {k: v.to_dict() for k, v in sc.evaluate_all(judged, cfg.claims).items()}
+        id_verdicts = {k: v.to_dict() for k, v in sc.evaluate_all({**judged, "rows": id_rows(judged["rows"])},
+                                                                  cfg.claims).items()}
+    if cfg.imposed and "preregistered" not in extra:  # the imposed-norm arm's claim (not a phase-experiment claim)
         extra["verdicts_imposed"] = {
             "out_of_domain": oc.imposed_interaction(judged, cfg.claims).to_dict(),
             "in_domain": oc.imposed_interaction({**judged, "rows": id_rows(judged["rows"])}, cfg.claims).to_dict()}
-    if cfg.holm_families:
+    if cfg.holm_families == "splade_ood_v8k":
         from initlab.evidence import families
 
         both = {**oc.evaluate_ood(judged, cfg.claims),
@@ -405,8 +427,37 @@ def summary_markdown(rep: dict[str, Any]) -> str:
         L.append(f"| {fam} | {x['k']:g} | {x['seed']} | {_f(x['ndcg_test'])} | {_f(x['id_test'])} | {at} | "
                  f"{_f(x['init_infonce'], '.2f')} | {_f(x['final_infonce'], '.2f')} | {x['steps']} ({x['stopped_by']}) | "
                  f"{_f(x['d_active_dims'], '.0f')} | {_f(x['cpu_seconds_per_step'], '.2f')} |")
-    L += _landscape_lines(rep)
+    L += _decide_lines(rep["preregistered"]) if "preregistered" in rep else _landscape_lines(rep)
     return "\n".join(L) + "\n"
+
+
+def _decide_lines(pre: dict[str, Any]) -> list[str]:
+    """The preregistered confirmation's section of ``summary.md`` (:func:`initlab.synthetic.splade.ood.decide.decide`):
+    per-seed numbers always; words, share, sensitivity and gate only once the seeds are complete."""
+    n = len(pre["seeds"])
+    L = ["", f"Preregistered ({pre['preset']}): primary cells complete on {len(pre['primary_complete'])} of {n} seeds, "
+         f"every cell on {len(pre['all_complete'])} of {n}; cap-bound cells {pre['cap']['cap_bound']} of "
+         f"{pre['cap']['trained']}.", "", "| seed | family interaction (OOD) | imposed recovery (OOD) |",
+         "| ---: | ---: | ---: |"]
+    for s in pre["seeds"]:
+        fi, ir = pre["numbers"]["family_interaction"].get(str(s)), pre["numbers"]["imposed_recovery"].get(str(s))
+        L.append(f"| {s} | {_f(fi, '+.3f')} | {_f(ir, '+.3f')} |")
+    if pre["primary"] is None:
+        return L + ["", "No claim word: the preregistered seeds are not complete (numbers only)."]
+    L += ["", "| claim (Holm within its family) | word | estimate [95 % interval] (seeds) |", "| --- | --- | --- |"]
+    for fam in ("primary", "secondary"):
+        for cid, v in (pre[fam] or {}).items():
+            L.append(f"| {cid} ({fam}) | {v['word']} | {_f(v.get('estimate'), '+.3f')} [{_f(v.get('lo'), '+.3f')}, "
+                     f"{_f(v.get('hi'), '+.3f')}] ({v.get('n')}) |")
+    sh, g = pre["share"], pre["gate"]
+    L += ["", f"Share of the family interaction carried by the head norm alone (no word): {_f(sh['estimate'], '.2f')} "
+          f"[{_f(sh['lo'], '.2f')}, {_f(sh['hi'], '.2f')}].",
+          f"Regime gate: {g['outcome']}; dev-selected best cell / BM25 {_f(g['estimate'], '.2f')} "
+          f"[{_f(g['lo'], '.2f')}, {_f(g['hi'], '.2f')}] (threshold {g['threshold']:.2f}).",
+          "Sensitivity, k chosen on the out-of-domain test queries (no word): family interaction "
+          f"{_f(pre['sensitivity']['family_interaction']['estimate'], '+.3f')}, imposed recovery "
+          f"{_f(pre['sensitivity']['imposed_recovery']['estimate'], '+.3f')}."]
+    return L
 
 
 def _landscape_lines(rep: dict[str, Any]) -> list[str]:
