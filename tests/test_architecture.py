@@ -395,7 +395,7 @@ def test_the_check_catches_an_upward_import(tmp_path):
     ("initlab.config.fake", "from initlab.runs import atomic_write_json\n", "initlab.config imports initlab.runs"),
     ("initlab.executor.core.fake", "def f():\n    from initlab.synthetic.splade.phase import runner\n",
      "initlab.executor imports initlab.synthetic.splade.phase"),
-    ("initlab.runs.fake", "from initlab.executor import run_cells\n", "initlab.runs imports initlab.executor"),
+    ("initlab.runs.folder.fake", "from initlab.executor import run_cells\n", "initlab.runs imports initlab.executor"),
     ("initlab.synthetic.spt.fake", "def f():\n    from initlab.app import stages\n", "initlab.synthetic imports initlab.app"),
     ("initlab.paper_figs.fake", "from initlab.app.docgen import claims\n", "initlab.paper_figs imports initlab.app.docgen"),
     ("initlab.executor.local.fake", "from initlab.executor.cluster import run_dask\n",

@@ -97,6 +97,12 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     "initlab.theorycheck": [
         [("verify",), ("score_scale",)],
     ],
+    "initlab.runs": [
+        [("errors",), ("guards",), ("atomic",), ("processes",)],
+        [("lock",), ("inputs",)],
+        [("paths",)],
+        [("folder",)],
+    ],
     "initlab.executor": [
         [("core",)],
         [("local",), ("cluster",)],
@@ -132,6 +138,11 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
                          "the GPU smoke test over both pipelines (LRA's GPU check and training, SPLADE's training "
                          "step and head)"],
     "initlab.theorycheck": ["the theorem checks and the score-scale analysis, independent"],
+    "initlab.runs": ["the refusals (a finished run, another config, a live run), the non-finite and divergence guard, "
+                     "atomic writes and the disk's one-line error, per-rank seeds and torch threads: independent",
+                     "the live-run lock; the input fingerprints",
+                     "the input and output path rules (they check the lock and the disk)",
+                     "the run folder: the config guard and resumable cells"],
     "initlab.executor": ["cells, progress, the cost model, the worker side, the report, the bar",
                          "this process or a local pool; the Dask bridge: independent"],
     "initlab.app": ["the list of every experiment's record, which the roof loops over",

@@ -22,7 +22,7 @@ from initlab.app import cli
 
 HOLDER = ("import sys\nfrom initlab.runs import run_lock\nwith run_lock(sys.argv[1]):\n"
           "    print('locked', flush=True)\n    sys.stdin.readline()\n")
-FIX = Path(__file__).parent / "realdata" / "fixtures" / "splade"
+FIX = Path(__file__).parents[1] / "realdata" / "fixtures" / "splade"
 TRIPLES = str(FIX / "msmarco" / "triples.train.small.tsv")
 
 

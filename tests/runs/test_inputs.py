@@ -55,7 +55,7 @@ def test_a_folder_input_names_the_file_added_removed_or_changed(tmp_path, monkey
     with pytest.raises(runs.ConfigMismatchError, match=r"a\.txt: is gone"):
         runs.check_inputs(run, {"data": d})
     (d / "c.txt").write_text("3")
-    monkeypatch.setattr(runs, "FOLDER_DIGEST_OVER", 1)  # a large folder: recorded as digests
+    monkeypatch.setattr(runs.inputs, "FOLDER_DIGEST_OVER", 1)  # a large folder: recorded as digests
     run2 = tmp_path / "run2"
     runs.check_inputs(run2, {"data": d, "more": d})
     (d / "b.txt").write_text("9")
