@@ -64,6 +64,7 @@ from initlab.evidence.rules import Verdict
 from initlab.experiment import text
 from initlab.experiment.rows import Claim, Headline, headline, seeds_text
 from initlab.experiment.text import bold
+from initlab.synthetic.splade.ood import decide as v8k
 from initlab.synthetic.splade.claims import (CLAIMS, ClaimSpec, Raw, SPLADEThresholds, all_or_not_run, as_raw, best_k,
                                              cells_by_seed, check_record, describe_claim, evaluate_all,
                                              evaluate_corrected, family_gains, landscape, ndcg_of, on_seeds,
@@ -176,7 +177,7 @@ CONFIRM = "synthetic_splade_ood_confirm/results.json"
 #: the confirmation's seeds that finished after its preregistered deadline (22:20 UTC; docs/synthetic_splade_ood.md,
 #: "Confirmation results, all 3 seeds"): reported apart, and every row whose words need them says so
 CONFIRM_LATE_SEEDS = (9203,)
-OPTIONAL = (CONFIRM,)
+OPTIONAL = (CONFIRM, v8k.RESULTS)
 SPLADE_DOCS = "[synthetic SPLADE](docs/synthetic_splade.md"
 OOD_DOCS = "[out of domain](docs/synthetic_splade_ood.md#confirmation-preregistered)"
 
@@ -292,11 +293,11 @@ def degradation_row(r: Results) -> str:
     """Row "A large MLM-head norm degrades SPLADE ...": from the OOD confirmation when present (:func:`load_confirm`;
     its interaction out of domain, the per-family gains, the high-norm claim, in domain as secondary), then the
     ``full`` run's (kept beside it), else the ``full`` run's alone."""
-    c = load_confirm(r)
+    c, lead = load_confirm(r), v8k.readme_lead(r, ("family_interaction", "imposed_loss"))
     if c is None:
-        return full_degradation(r)
+        return lead + full_degradation(r)
     fams = "; ".join(describe_claim(g, with_word=False) for g in family_gains(c.raw, c.th).values())
-    return (f"{bold(c.v['interaction'].word)} (interaction, the preregistered headline; {_confirm_scope(c)}; W_head "
+    return lead + (f"{bold(c.v['interaction'].word)} (interaction, the preregistered headline; {_confirm_scope(c)}; W_head "
             f"Frobenius {_norms(c.rep, c.th.high_norm + c.th.normal_norm)}; best k chosen on the select half of the "
             f"queries). " + describe_claim(c.v["interaction"], with_word=False) + f". Per family: {fams}. High-norm "
             f"claim (initial loss, poor minimum, control not degraded): " + describe_claim(c.v["high_norm_degrades"])
@@ -330,10 +331,10 @@ def _regret(v: Verdict) -> str:
 def fix_row(r: Results) -> str:
     """Row "Dividing W_head by k before training fixes it": the fix at inspect's recommended k and the rules' regret,
     from the OOD confirmation when present (the landscape out of domain and in domain), the ``full`` run beside it."""
-    c = load_confirm(r)
+    c, lead = load_confirm(r), v8k.readme_lead(r, ("imposed_recovery",))
     if c is None:
-        return _full_fix(r)
-    return (f"{bold(c.v['rescaling_fixes'].word)} ({_confirm_scope(c)}): " + describe_claim(c.v["rescaling_fixes"], with_word=False)
+        return lead + _full_fix(r)
+    return lead + (f"{bold(c.v['rescaling_fixes'].word)} ({_confirm_scope(c)}): " + describe_claim(c.v["rescaling_fixes"], with_word=False)
             + f". Regret of `mlmhead inspect`'s k against the best k, equivalent to 0 within ± {c.th.regret_margin:g} "
               f"nDCG@10: {_regret(c.v['regret_inspect'])}; the BERT-scale rule's: {_regret(c.v['regret_bert'])}; the "
               f"edge rule's: {_regret(c.v['regret_edge'])}. " + _landscape_text(c.raw, c.th, c.v, c.rep)
@@ -436,12 +437,13 @@ def degradation_headline(r: Results) -> Headline:
     the OOD confirmation when present, the ``full`` run's beside it."""
     c = load_confirm(r)
     if c is None:
-        return _full_degradation_headline(r)
+        return v8k.readme_headline(r, ("family_interaction", "imposed_loss"), _full_degradation_headline(r))
     parts = [("high-norm − normal-norm", c.v["interaction"], "ndcg")] + [
         (f, g, "ndcg") for f, g in family_gains(c.raw, c.th).items()]
     full = load_phase(r)[2]["interaction"]
-    return _beside(headline(parts, word=bold(c.v["interaction"].word)),
-                   headline([("high-norm − normal-norm", full, "ndcg")], word=bold(full.word)), "interaction, OOD confirmation", c)
+    return v8k.readme_headline(r, ("family_interaction", "imposed_loss"), _beside(
+        headline(parts, word=bold(c.v["interaction"].word)),
+        headline([("high-norm − normal-norm", full, "ndcg")], word=bold(full.word)), "interaction, OOD confirmation", c))
 
 
 def _full_degradation_headline(r: Results) -> Headline:
@@ -463,7 +465,7 @@ def _claim_headline(r: Results, claim: str) -> Headline:
 
 
 def fix_headline(r: Results) -> Headline:
-    return _claim_headline(r, "rescaling_fixes")
+    return v8k.readme_headline(r, ("imposed_recovery",), _claim_headline(r, "rescaling_fixes"))
 
 
 def over_rescaling_headline(r: Results) -> Headline:

@@ -43,7 +43,8 @@ from initlab.synthetic.splade.claims import Raw, SPLADEThresholds
 __all__ = ["PRESET", "CONTROL", "HIGH", "REGIME_MIN", "CAP_SHARE_MAX", "MIN_COMPLETE", "EXPLORATORY", "FAMILIES",
            "excludes_zero", "family_interaction", "imposed_loss", "imposed_recovery", "four_family_interaction",
            "head_norm_share", "oracle_k_sensitivity", "regime_gate", "cap_rule", "primary_complete", "all_complete",
-           "decide", "power_rows", "power_markdown"]
+           "decide", "primary_verdicts", "RESULTS", "readme_words", "readme_lead", "readme_headline", "power_rows",
+           "power_markdown"]
 
 #: the preset this module judges
 PRESET = "confirm-v8k-imposed"
@@ -267,23 +268,91 @@ def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapp
                            "numbers": numbers, "cap": cap_rule(rows), "primary": None, "share": None,
                            "sensitivity": None, "gate": None, "secondary": None}
 
-    def ready(done: list[int]) -> bool:
-        return len(done) == len(seeds) or (set(seeds) - set(done) <= failed and len(done) >= MIN_COMPLETE)
-
-    if ready(p_seeds):
+    if _ready(seeds, p_seeds, failed):
         raw = sc.on_seeds(raw_all, p_seeds)
-        v = {c: _CLAIMS[c](raw, th) for c in FAMILIES[0].claims}
-        out["primary"] = {k: x.to_dict() for k, x in families.corrected(v, FAMILIES[:1]).items()}
+        out["primary"] = {k: x.to_dict() for k, x in primary_verdicts(cfg, rows).items()}
         out["share"] = head_norm_share(raw)
         out["sensitivity"] = oracle_k_sensitivity(raw)
         out["gate"] = regime_gate(raw["rows"], bm25, p_seeds)
-    if ready(a_seeds):
+    if _ready(seeds, a_seeds, failed):
         raw = sc.on_seeds(raw_all, a_seeds)
         raw_id = {**raw, "rows": _id_rows(raw["rows"])}
         v = {"four_family_interaction": four_family_interaction(raw, th),
              **{f"in_domain/{c}": _CLAIMS[c](raw_id, th) for c in _CLAIMS}}
         out["secondary"] = {k: x.to_dict() for k, x in families.corrected(v, FAMILIES[1:]).items()}
     return out
+
+
+def _ready(seeds: Sequence[int], done: Sequence[int], failed: set[int]) -> bool:
+    """Words may be computed: every seed done, or the missing ones failed and at least :data:`MIN_COMPLETE` done."""
+    return len(done) == len(seeds) or (set(seeds) - set(done) <= failed and len(done) >= MIN_COMPLETE)
+
+
+def primary_verdicts(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Verdict] | None:
+    """The primary family's Holm-corrected verdicts on the primary-complete seeds, or None while the seeds are not
+    complete (:func:`decide`'s rule)."""
+    seeds = [int(s) for s in cfg["seeds"]]
+    done = primary_complete(cfg, rows)
+    if not _ready(seeds, done, {int(r["seed"]) for r in rows if r.get("failed")}):
+        return None
+    raw = sc.on_seeds({"rows": list(rows), "inspect": [], "batch": cfg.get("init_batch", 32)}, done)
+    th = from_dict(SPLADEThresholds, cfg["claims"])
+    return families.corrected({c: _CLAIMS[c](raw, th) for c in FAMILIES[0].claims}, FAMILIES[:1])
+
+
+#: the run's report under docs/results (the README's SPLADE rows read it when present)
+RESULTS = "synthetic_splade_ood_confirm_v8k_imposed/results.json"
+
+
+def readme_words(r: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the README's SPLADE rows take from this run, or None while they must not change (the preregistration's
+    "What decides the README"): ``r[RESULTS]`` loaded, its primary words computable, the regime gate "in the seed's
+    regime" and the cap rule holding. Everything is recomputed from the saved rows and BM25 cells, never read from
+    a saved word: ``{"v": primary verdicts, "share", "gate", "seeds", "vocab"}``."""
+    if RESULTS not in r:
+        return None
+    rep = r[RESULTS]
+    cfg, rows = rep["config"], rep["rows"]
+    v = primary_verdicts(cfg, rows)
+    if v is None:
+        return None
+    done = primary_complete(cfg, rows)
+    gate = regime_gate([x for x in rows if int(x["seed"]) in done], rep["bm25"], done)
+    if gate["outcome"] != "in the seed's regime" or not cap_rule(rows)["holds"]:
+        return None
+    raw = sc.on_seeds({"rows": list(rows), "inspect": [], "batch": 32}, done)
+    return {"v": v, "share": head_norm_share(raw), "gate": gate, "seeds": done,
+            "vocab": cfg["corpus"]["vocab_size"]}
+
+
+def readme_lead(r: Mapping[str, Any], claims: tuple[str, ...]) -> str:
+    """A README row's lead from this run when it takes its words (:func:`readme_words`): the words of ``claims``,
+    the gate's interval and the share, then "Earlier confirmation, kept beside it: "; '' otherwise."""
+    from initlab.experiment import text
+    from initlab.experiment.rows import seeds_text
+
+    w = readme_words(r)
+    if w is None:
+        return ""
+    g, sh = w["gate"], w["share"]
+    words = "; ".join(f"{c.replace('_', ' ')} " + sc.describe_claim(w["v"][c]) for c in claims)
+    return (f"{w['vocab']}-id confirmation with the imposed-norm arm ({seeds_text(w['seeds'])}; every k chosen on "
+            f"in-domain dev queries; dev-selected best cell {g['estimate']:.2f} of BM25 [{g['lo']:.2f}, "
+            f"{g['hi']:.2f}]): {words}; share of the family interaction carried by the head norm alone "
+            f"{text.number(sh['estimate'], 'share')} [{sh['lo']:.2f}, {sh['hi']:.2f}] (no word). "
+            "Earlier confirmation, kept beside it: ")
+
+
+def readme_headline(r: Mapping[str, Any], claims: tuple[str, ...], earlier: Any) -> Any:
+    """A README row's headline cells (:class:`initlab.experiment.rows.Headline`): this run's ``claims`` when it takes
+    its words (:func:`readme_words`), ``earlier``'s word kept beside them; else ``earlier`` unchanged."""
+    from initlab.experiment.rows import Headline, headline
+
+    w = readme_words(r)
+    if w is None:
+        return earlier
+    h = headline([(c.replace("_", " "), w["v"][c], "ndcg") for c in claims])
+    return Headline(h.word + f" ({w['vocab']}-id confirmation)", h.estimate + f"; earlier: {earlier.word}")
 
 
 def power_rows(n: int = 8, power: float = 0.8) -> list[dict[str, Any]]:

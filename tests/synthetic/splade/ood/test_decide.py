@@ -165,3 +165,30 @@ def test_a_partly_committed_run_resumes_in_a_fresh_clone(tmp_path):
     part = write_report(RunDir(rd.root, resume=True, config=oc.config_record(cfg)), cfg, partial=True)
     assert part["preregistered"]["primary"] is None and part["preregistered"]["primary_complete"] == [0]
     assert "No claim word" in (rd.root / "summary.md").read_text()
+
+
+def test_the_readme_rows_take_the_words_only_when_complete_in_the_regime_and_converged():
+    from initlab.app.docgen.claims import load_results
+    from initlab.synthetic.splade.ood import claims as oclaims
+
+    saved = load_results(ROOT / "docs" / "results")
+    saved.pop(dc.RESULTS, None)
+    before = oclaims.degradation_row(saved), oclaims.fix_row(saved), oclaims.degradation_headline(saved)
+
+    def with_run(rows, bm25=0.4):
+        rep = {"config": oc.config_record(CFG), "rows": rows,
+               "bm25": {f"bm25_seed={s}": {"ood_mean": {"ndcg@10": bm25}} for s in CFG.seeds}}
+        return {**saved, dc.RESULTS: rep}
+
+    done = with_run(_rows(CFG.seeds))
+    row = oclaims.degradation_row(done)
+    assert row.startswith("8192-id confirmation with the imposed-norm arm (seeds 9821-9828")
+    assert "family interaction **reproduced**" in row and "imposed loss **partly**" in row
+    assert row.endswith(before[0])  # the earlier confirmation kept beside it
+    assert "imposed recovery **partly**" in oclaims.fix_row(done)
+    h = oclaims.degradation_headline(done)
+    assert h.word.endswith("(8192-id confirmation)") and h.estimate.endswith(f"earlier: {before[2].word}")
+    # not yet complete, outside the regime, or over the cap: the rows do not change
+    capped = [dict(x, stopped_by="cap") if x["k"] == 16.0 else x for x in _rows(CFG.seeds)]
+    for r in (with_run(_rows(CFG.seeds[:7])), with_run(_rows(CFG.seeds), bm25=0.9), with_run(capped)):
+        assert (oclaims.degradation_row(r), oclaims.fix_row(r), oclaims.degradation_headline(r)) == before
