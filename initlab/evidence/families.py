@@ -28,10 +28,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from initlab.evidence import rules
+from initlab.evidence import rules, stats
 from initlab.evidence.rules import INCONCLUSIVE, NOT_RUN, Verdict
 
-__all__ = ["ALPHA", "Family", "family_of", "holm", "corrected", "families_markdown"]
+__all__ = ["ALPHA", "Family", "family_of", "holm", "corrected", "families_markdown", "LeafPlan", "seeds_for_words"]
 
 #: the family-wise error rate held within each family
 ALPHA = 0.05
@@ -149,3 +149,76 @@ def families_markdown(families: Sequence[Family], titles: Callable[[str], str] |
     for f in families:
         lines.append(f"| {f.name} | " + ", ".join(name(c) for c in f.claims) + f" | {f.why} |")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LeafPlan:
+    """The seed count a fresh run needs for one leaf verdict of a saved run to reach its word again.
+
+    ``claim`` the claim id, ``part`` the leaf's index in an all-of claim (0 otherwise), ``word`` the saved leaf's
+    uncorrected word, ``estimate`` and ``sd`` its per-seed mean and sd (the claim's units; a share's sd is the
+    delta-method sd of the ratio), ``threshold`` the threshold its word is decided against, ``alpha`` the level
+    each decision is planned at (the family-wise α over the family's leaf count, Holm's strictest step), ``power``
+    the power asked for, ``seeds`` the count (None: the saved leaf is undecided, or no count up to
+    :data:`initlab.evidence.stats.MAX_SEEDS` reaches ``power``) and ``achieved`` the power at ``seeds``."""
+
+    claim: str
+    part: int
+    word: str
+    estimate: float
+    sd: float
+    threshold: float
+    alpha: float
+    power: float
+    seeds: int | None
+    achieved: float
+
+
+def seeds_for_words(verdicts: Mapping[str, Verdict], claims: Sequence[str], *, power: float = 0.9,
+                    alpha: float = ALPHA) -> list[LeafPlan]:
+    """How many seeds a fresh run of ``claims`` (one Holm family) needs for each of their leaves to reach the word a
+    saved run gave it (``verdicts``: the saved run's *uncorrected* verdicts, recomputed from its per-seed numbers),
+    with probability ``power`` if the true mean and sd were the saved ones.
+
+    Every leaf of the family counts (a leaf the fresh run cannot decide is a hypothesis still, p = 1), so each
+    decision is planned at Holm's strictest step, ``alpha / m`` for ``m`` leaves: a leaf decided there is decided
+    after the correction whatever the other leaves' p-values (a conservative bound on Holm). A decided word is
+    reached when the interval clears the claim's upper threshold (δ of a gain, σ of a share) on the side the saved
+    estimate lies: above it for *reproduced*, below it for *partly* or *not reproduced* (both decided words: which
+    one depends on the interval's other end, against 0); an equivalence's TOST interval must fit inside the margin
+    (:func:`initlab.evidence.stats.seeds_for_gain`, :func:`initlab.evidence.stats.seeds_for_equivalence`: the
+    noncentral t). A leaf the saved run left undecided gets no count (``seeds`` None).
+
+    Raises:
+        KeyError: a claim of ``claims`` is not in ``verdicts``.
+        ValueError: ``power`` or ``alpha`` outside (0, 1).
+    """
+    if not (0 < power < 1 and 0 < alpha < 1):
+        raise ValueError(f"power, alpha: expected values in (0, 1), got {power!r}, {alpha!r}")
+    missing = [c for c in claims if c not in verdicts]
+    if missing:
+        raise KeyError(f"claims: {missing} have no saved verdict (known: {sorted(verdicts)})")
+    leaves = [(c, i, leaf) for c in claims for i, leaf in enumerate(_leaves(verdicts[c])) if leaf.word != NOT_RUN]
+    step = alpha / max(len(leaves), 1)
+    out = []
+    for c, i, leaf in leaves:
+        n: int | None = None
+        achieved = math.nan
+        if leaf.word not in (INCONCLUSIVE, NOT_RUN) and leaf.rule in ("gain", "share", "equivalence"):
+            if leaf.rule == "equivalence":
+                threshold = leaf.thresholds[1]
+                n = stats.seeds_for_equivalence(leaf.estimate, leaf.sd, threshold, alpha=step, power=power, tol=leaf.tol)
+                if n is not None:
+                    m = threshold - leaf.tol
+                    achieved = float(stats.power_one_sided(n, m + leaf.estimate, leaf.sd, 1 - 2 * step)
+                                     + stats.power_one_sided(n, m - leaf.estimate, leaf.sd, 1 - 2 * step) - 1)
+            else:
+                threshold = leaf.thresholds[1]
+                n = stats.seeds_for_gain(leaf.estimate, leaf.sd, threshold, level=1 - step, power=power, tol=leaf.tol)
+                if n is not None:
+                    achieved = float(stats.power_one_sided(n, abs(leaf.estimate - threshold) - leaf.tol, leaf.sd,
+                                                           1 - step))
+        else:
+            threshold = leaf.thresholds[1] if len(leaf.thresholds) > 1 else math.nan
+        out.append(LeafPlan(c, i, leaf.word, leaf.estimate, leaf.sd, threshold, step, power, n, achieved))
+    return out

@@ -191,3 +191,44 @@ def test_the_docs_render_the_declared_families(page, module, fams):
     assert families.families_markdown(getattr(module, fams)) in text, (
         f"docs/{page}: paste python -c 'from initlab.evidence import families; from {module.__name__} import {fams}; "
         f"print(families.families_markdown({fams}))'")
+
+
+# --- seeds_for_words: the power computation behind a fresh run's seed count ---
+@settings(max_examples=25, deadline=None)
+@given(mean=st.floats(0.1, 0.6), sd=st.floats(0.01, 0.2), m=st.integers(1, 6))
+def test_seeds_for_words_is_the_noncentral_t_power_at_holms_strictest_step(mean, sd, m):
+    """The planned count reaches the power (statsmodels' one-sided t power at alpha / m / 2, the two-sided interval's
+    side) and one seed fewer does not."""
+    from statsmodels.stats.power import TTestPower
+
+    rng = np.random.default_rng(0)
+    d = mean + sd * rng.standard_normal(6)
+    v = rules.gain(list(d), min_gain=0.05, tol=0.002)
+    assume(v.word == REPRODUCED)
+    vs = {f"c{i}": v for i in range(m)}
+    (plan, *_) = families.seeds_for_words(vs, tuple(vs), power=0.9)
+    assert plan.alpha == pytest.approx(0.05 / m)
+
+    def power(n):
+        return TTestPower().power(effect_size=(v.estimate - 0.05 - 0.002) / v.sd, nobs=n, alpha=plan.alpha / 2,
+                                  alternative="larger")
+    assert plan.seeds is not None and power(plan.seeds) >= 0.9 - 1e-9
+    assert plan.achieved == pytest.approx(power(plan.seeds), abs=1e-6)
+    if plan.seeds > 2:
+        assert power(plan.seeds - 1) < 0.9
+
+
+def test_seeds_for_words_plans_the_side_of_the_saved_word_and_skips_undecided_leaves():
+    below = rules.share([0.01, 0.02, 0.015, 0.012], [0.4, 0.45, 0.42, 0.43], min_share=0.5, tol=0.01)
+    undecided = rules.equivalence([0.01, -0.03, 0.04], margin=0.02, tol=0.002)
+    above = rules.gain([0.4, 0.45, 0.43], min_gain=0.05, tol=0.002)
+    both = rules.all_of([above, undecided])
+    assert below.word in (NOT, PARTLY) and undecided.word == INCONCLUSIVE
+    plans = families.seeds_for_words({"a": below, "b": both, "c": rules.not_run("gain", ["x"])}, ("a", "b", "c"))
+    assert [(p.claim, p.part) for p in plans] == [("a", 0), ("b", 0), ("b", 1)]  # a not-run claim is no leaf
+    assert all(p.alpha == pytest.approx(0.05 / 3) for p in plans)
+    assert plans[0].threshold == 0.5 and plans[0].seeds is not None and plans[2].seeds is None
+    with pytest.raises(KeyError, match="'z'"):
+        families.seeds_for_words({"a": below}, ("a", "z"))
+    with pytest.raises(ValueError, match="power"):
+        families.seeds_for_words({"a": below}, ("a",), power=1.0)
