@@ -41,6 +41,34 @@ def one_thread():
         yield
 
 
+def _seeds_in(obj: object, found: set[int]) -> None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k in ("seed", "seeds", "complete_seeds") or k.endswith("_seed"):
+                for s in v if isinstance(v, list) else [v]:
+                    if isinstance(s, int) and not isinstance(s, bool):
+                        found.add(s)
+            _seeds_in(v, found)
+    elif isinstance(obj, list):
+        for v in obj:
+            _seeds_in(v, found)
+
+
+@pytest.fixture(scope="session")
+def saved_run_seeds() -> set[int]:
+    """Every seed any saved run in docs/results names: each int under a ``seed``, ``seeds``, ``complete_seeds`` or
+    ``*_seed`` key, at any depth, of every JSON file there (configs, per-seed records, cells). A preset's fresh seeds
+    must be none of these."""
+    import json
+    from pathlib import Path
+
+    found: set[int] = set()
+    root = Path(__file__).resolve().parents[1] / "docs" / "results"
+    for path in sorted(root.rglob("*.json")):
+        _seeds_in(json.loads(path.read_text(encoding="utf-8")), found)
+    return found
+
+
 if os.environ.get("PYTEST_XDIST_WORKER"):  # `pytest -n N` (pytest-xdist): N worker processes share the cores, so
     import torch  # each keeps torch's CPU kernels to one thread (as the executor's workers do) rather than N x cores
 

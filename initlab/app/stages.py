@@ -15,7 +15,10 @@ reproduction), ``full`` (larger grids and more seeds, still CPU).
 * ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theorycheck.verify.stage`);
 * ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt.stage`);
 * ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theorycheck.score_scale.stage`);
-* ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.stage`);
+* ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.stage`;
+  presets ``quick`` and ``full``);
+* ``splade_in_domain`` -- synthetic SPLADE's head-norm effect in domain, the OOD confirmation's recipe on fresh seeds
+  (:mod:`initlab.app.splade_stage`; presets ``default`` and ``full``);
 * ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.stage`).
 """
 
@@ -28,18 +31,19 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from initlab.app import splade_stage
 from initlab.app.experiments import EXPERIMENTS, reading_order
-from initlab.evidence.rules import NOT_RUN
+from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, Verdict
 from initlab.experiment import text as verdict_text
 from initlab.experiment.record import Experiment
 from initlab.experiment.stage import PRESETS, Stage, StageClaim
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
                               probe_scheduler, track_reports)
 from initlab.runs import ConfigMismatchError, RunExistsError, atomic_write_json, atomic_write_text, holds_run_folder
-from initlab.textio import read_json
+from initlab.textio import read_json, read_text
 
-__all__ = ["PRESETS", "registry", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
-           "verdict_summary"]
+__all__ = ["PRESETS", "registry", "ROOF_STAGES", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
+           "verdict_summary", "RESULTS", "confirmatory_comparison"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -68,26 +72,80 @@ def claim_line(c: StageClaim) -> str:
 
 
 def verdict_summary(out: Path, stages: Sequence[str]) -> list[str]:
-    """The console's closing lines: per finished stage that decides claims, one line per claim it ran
-    (:func:`claim_line`), then how many of its claims this preset does not run. A stage without claims, or not
-    finished, says so in one line."""
+    """The console's closing lines, readable at a glance: first every claim the finished stages decided, one line
+    each (:func:`claim_line`: claim, word, estimate with its interval, seeds); then each claim they ran and left
+    undecided, one line each; then one line counting the claims this preset does not decide (undecided or not run)
+    and naming the runs that decide them (each stage's :attr:`~initlab.experiment.stage.Stage.decides`). A stage
+    that is not finished says so in one line; a stage without claims adds none."""
     known = {**STAGES, **OPTIONAL_STAGES}
-    lines = []
+    decided: list[str] = []
+    undecided: list[str] = []
+    unfinished: list[str] = []
+    not_run = 0
+    runs: list[str] = []
     for name in stages:
         st = known.get(name)
-        if st is None:
-            continue
-        if st.claims is None:
-            lines.append(f"{name}: no claims (tables and figures only: see the report)")
+        if st is None or st.claims is None:
             continue
         if not (Path(out) / name / "DONE").exists():
-            lines.append(f"{name}: not finished, no verdicts")
+            unfinished.append(f"{name}: not finished, no verdicts")
             continue
         got = st.claims(Path(out) / name)
         ran = [c for c in got if c.verdict.word != NOT_RUN]
-        lines += [f"{name}: {claim_line(c)}" for c in ran]
-        if len(ran) < len(got):
-            lines.append(f"{name}: {_count(len(got) - len(ran), 'more claim')} not run by this preset (see the report)")
+        decided += [claim_line(c) for c in ran if c.verdict.word != INCONCLUSIVE]
+        undecided += [claim_line(c) for c in ran if c.verdict.word == INCONCLUSIVE]
+        not_run += len(got) - len(ran)
+        if st.decides and (len(ran) < len(got) or any(c.verdict.word == INCONCLUSIVE for c in ran)):
+            runs.append(st.decides)
+    lines = decided + undecided + unfinished
+    if undecided or not_run:
+        where = f"; the runs that decide them: {'; '.join(dict.fromkeys(runs))}" if runs else ""
+        lines.append(f"not decided by this preset: {_count(len(undecided), 'claim')} undecided (above), "
+                     f"{not_run} not run{where}")
+    return lines
+
+
+#: the saved preregistered runs the default's words are compared with (a source checkout's docs/results)
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+_BELOW = (PARTLY, NOT)
+
+
+def _why(ours: Verdict, theirs: Verdict, unit: str) -> str:
+    """Why a word of this run differs from the confirmatory run's, from the two verdicts."""
+    if theirs.word == INCONCLUSIVE and theirs.uncorrected == ours.word:
+        return (f"the confirmatory run's interval gives {ours.word} too; only Holm's correction in its larger "
+                f"{theirs.family or ''} family made it inconclusive, and this preset tests the claim in a smaller one")
+    span = (f"this run {verdict_text.number(ours.estimate, unit)} {verdict_text.interval(ours, unit)} on "
+            f"{_count(ours.n, 'seed')}, the confirmatory run {verdict_text.number(theirs.estimate, unit)} "
+            f"{verdict_text.interval(theirs, unit)} on {_count(theirs.n, 'seed')}")
+    if ours.word in _BELOW and theirs.word in _BELOW:
+        return f"both exclude the claimed size; the intervals' lower ends fall on different sides of 0 ({span})"
+    return f"the outcomes differ: {span}"
+
+
+def confirmatory_comparison(out: Path, stages: Sequence[str], results: Path = RESULTS) -> list[str]:
+    """Markdown bullets comparing every claim this run decided with the word of the preregistered run its stage
+    repeats (each stage's :attr:`~initlab.experiment.stage.Stage.confirmed`, recomputed from ``results``): agrees,
+    or differs, which and why (:func:`_why`). Empty when ``results`` is absent (an installed package without the
+    docs) or no finished stage has a confirmatory run."""
+    known = {**STAGES, **OPTIONAL_STAGES}
+    lines = []
+    if not Path(results).is_dir():
+        return lines
+    for name in stages:
+        st = known.get(name)
+        if st is None or st.claims is None or st.confirmed is None or not (Path(out) / name / "DONE").exists():
+            continue
+        theirs = st.confirmed(Path(results))
+        for c in st.claims(Path(out) / name):
+            t = theirs.get(c.title)
+            if t is None or c.verdict.word in (NOT_RUN, INCONCLUSIVE):
+                continue
+            if t.word == c.verdict.word:
+                lines.append(f"- {c.title}: **{c.verdict.word}**, as in the confirmatory run")
+            else:
+                lines.append(f"- {c.title}: **{c.verdict.word}** here, **{t.word}** in the confirmatory run: "
+                             f"{_why(c.verdict, t, c.unit)}")
     return lines
 
 
@@ -112,8 +170,12 @@ def registry(records: Sequence[Experiment] = EXPERIMENTS) -> tuple[Stage, ...]:
     return tuple(s for _, s in found if not s.optional) + tuple(s for _, s in found if s.optional)
 
 
-#: every stage, the default run first and in order (:func:`registry` over every experiment's record)
-REGISTRY: tuple[Stage, ...] = registry()
+#: every stage, the default run first and in order (:func:`registry` over every experiment's record, then the
+#: roof's own stage: the synthetic SPLADE in domain, :mod:`initlab.app.splade_stage`)
+#: the stages the roof itself defines (over an experiment whose package names no stage), after the records' default ones
+ROOF_STAGES: tuple[Stage, ...] = (splade_stage.STAGE,)
+REGISTRY: tuple[Stage, ...] = tuple(s for s in registry() if not s.optional) + ROOF_STAGES + tuple(
+    s for s in registry() if s.optional)
 #: stage name -> record; the default run, in order.
 STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if not s.optional}
 #: stages run only when named in ``--only``.
@@ -214,7 +276,8 @@ def relink(md: str, stage: str) -> str:
 @holds_run_folder("out")
 def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False,
                   *, workers: int | None = None, scheduler: str | None = None, speed: float | None = None) -> Path:
-    """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path.
+    """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path. ``stages`` None:
+    the stages whose :attr:`~initlab.experiment.stage.Stage.presets` hold ``preset``, in registry order.
 
     Before anything runs, the expected duration is printed: :func:`expected_durations` over every stage's
     remaining cells, scaled by this machine's speed (``speed``; None: :func:`initlab.executor.measure_speed`,
@@ -237,7 +300,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     """
     if preset not in PRESETS:
         raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
-    stages = list(STAGES) if stages is None else list(stages)
+    stages = [n for n, st in STAGES.items() if preset in st.presets] if stages is None else list(stages)
     known = {**STAGES, **OPTIONAL_STAGES}
     if not stages:
         raise ValueError(f"--only: no stage names given; expected a comma-separated list from {list(known)}")
@@ -281,11 +344,22 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     with machine_speed(speed):
         _run_stages(out, stages, known, preset, overwrite, workers, scheduler, cores, plan, times, times_path, sections)
     report = out / "report.md"
+    compared = confirmatory_comparison(out, stages)
+    if compared:
+        differ = [c for c in compared if "in the confirmatory run:" in c]
+        atomic_write_text(report, read_text(report).rstrip() + "\n\n## Against the confirmatory runs\n\n"
+                          "Each claim this run decided, with the word of the preregistered run its stage repeats "
+                          "(recomputed from docs/results, Holm-corrected as the README shows it):\n\n"
+                          + "\n".join(compared) + "\n")
     print(f"\nreport: {report}")
-    print("\nverdicts of this run (its report's words; few seeds: the README's confirmatory words come from "
-          "docs/results):")
+    print(f"\nverdicts of this run (preset {preset}; its report's words, Holm-corrected; the README's confirmatory "
+          "words come from docs/results):")
     for line in verdict_summary(out, stages):
         print(f"  {line}")
+    if compared:
+        print(f"  against the confirmatory runs (docs/results): {len(compared) - len(differ)} of {len(compared)} decided "
+              f"words agree" + (f"; {len(differ)} differ{'s' if len(differ) == 1 else ''}, which and why: the report's "
+                                "last section" if differ else ""))
     return report
 
 

@@ -324,6 +324,15 @@ def evaluate_corrected(raw: Raw, th: SPTThresholds) -> dict[str, Verdict]:
     return families.corrected(evaluate_all(raw, th), SPT_FAMILIES)
 
 
+def seed_plan(summary: Mapping[str, Any], claim_ids: Sequence[str], power: float = 0.9) -> list[families.LeafPlan]:
+    """The seeds a fresh run of ``claim_ids`` needs for each of their leaves to reach the word the saved run
+    ``summary`` (a ``synthetic_spt_<preset>/summary.json`` or a run's ``metrics.json``) gave it, with ``power``, the
+    claims one Holm family (:func:`initlab.evidence.families.seeds_for_words` on the uncorrected verdicts
+    recomputed from the run's per-seed numbers with its saved thresholds)."""
+    th = from_dict(SPTThresholds, summary["config"]["thresholds"])
+    return families.seeds_for_words(evaluate_all(as_raw(summary["summary"]["per_seed"]), th), claim_ids, power=power)
+
+
 def by_id(claim_id: str) -> ClaimSpec:
     """The :class:`ClaimSpec` of ``claim_id``.
 

@@ -233,7 +233,6 @@ CONFIRM_SEEDS = (8201, 8202, 8203, 8204, 8205, 8206, 8207, 8208)
 #: the confirmatory conditions: the depth-1 claims on every seed, the SPT-epoch curve, other data and depth on fewer
 _CORE = ("scratch", "scratch_matched", "spt", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10")
 _CURVE = ("spt_e1", "spt_e5", "spt_e20", "spt_e40")
-_DEFAULT = ("scratch", "spt", "frozen_attn", "hybrid_qk", "hybrid_ffn", "spt_e10")
 _CROSS = ("cross_count", "cross_iid")
 _DEPTH = ("depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt")
 
@@ -264,6 +263,25 @@ CAUSAL_TUNED_LR = (("scratch", 3e-2), ("alibi_scratch", ALIBI_LR), ("qkscale_scr
 CAUSAL_SEEDS = (8271, 8272, 8273, 8274)
 CAUSAL_CONDITIONS = ("scratch", "spt", "alibi_scratch", "spt_nopos", "qkscale_scratch", "lastpool_scratch")
 
+#: the preregistered run ``initlab reproduce``'s SPT stage repeats: its recipe (rates, budgets, task, model) and arms
+REPRODUCE_RECIPE = "causal"
+#: the primary claims the stage must decide (one Holm family, :data:`initlab.synthetic.spt.claims.SPT_FAMILIES`'s
+#: primary claims that its arms run)
+REPRODUCE_CLAIMS = ("spt_gain", "proximity", "causal_prior", "causal_nopos")
+#: fresh seeds of ``initlab reproduce`` (no saved run in docs/results used them; tests/synthetic/spt/test_reproduce_preset.py
+#: scans every saved file)
+REPRODUCE_SEEDS = (8301, 8302, 8303, 8304, 8305, 8306, 8307, 8308)
+#: seeds the stage runs: the power computation on the saved ``causal`` run's per-seed numbers (0.9 power at its
+#: estimates and sds, each decision at Holm's strictest step in the stage's family;
+#: :func:`initlab.synthetic.spt.claims.seed_plan`; the table in docs/benchmarks.md); a test recomputes it from
+#: docs/results
+REPRODUCE_SEED_COUNT = 4
+#: the arms of the stage: those of :data:`REPRODUCE_CLAIMS`
+REPRODUCE_CONDITIONS = ("scratch", "spt", "alibi_scratch", "spt_nopos")
+#: the causal round's preregistered confirmatory run (preset ``causal``)
+_CAUSAL_RUN = derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_LR)
+
+
 PRESETS: dict[str, SPTConfig] = {
     # smoke test: one exploratory seed, three conditions, small budgets (not evidence)
     "quick": derive(BASE, label_lr=CHOSEN_LR, seeds=(0,), n_test=1024, finetune_max_epochs=40, spt_max_epochs=60, spt_sweep_epochs=(10,),
@@ -278,11 +296,9 @@ PRESETS: dict[str, SPTConfig] = {
     # the power computation on the explore run, cut to this round's CPU budget where power asks for more
     "full": derive(TUNED, seeds=CONFIRM_SEEDS, conditions=_CORE + _CURVE + _CROSS + _DEPTH,
                    seed_counts=tuple((c, 4) for c in _CURVE + _CROSS) + tuple((c, 3) for c in _DEPTH)),
-    # what `initlab reproduce` runs (the 20-minute budget on 2 cores, docs/benchmarks.md): six of the core conditions
-    # on the first three confirmatory seeds, without the compute-matched arm (the costliest: about 240 epochs a
-    # seed) and the W_Q/W_K/W_V/W_O hybrid; its cells are the full run's cells of those seeds (same keys)
-    "default": derive(TUNED, seeds=CONFIRM_SEEDS[:3], conditions=_DEFAULT + ("alibi_scratch",),
-                      label_lr=CHOSEN_LR + (("alibi_scratch", ALIBI_LR),)),
+    # what `initlab reproduce` runs (the 20-minute budget on 2 cores, docs/benchmarks.md): the causal confirmatory
+    # run's recipe and the arms of the claims it must decide, on fresh seeds, as many as the power computation asks
+    "default": derive(_CAUSAL_RUN, seeds=REPRODUCE_SEEDS[:REPRODUCE_SEED_COUNT], conditions=REPRODUCE_CONDITIONS),
     # exploratory (causal round), sized to this session's CPU: the learning rate of scratch and of the main causal arm
     # (the ALiBi proximity prior) on a grid that reaches a decade above scratch's old edge choice, seeds 0-2
     "explore-causal-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,
@@ -294,7 +310,7 @@ PRESETS: dict[str, SPTConfig] = {
                              label_lr=CHOSEN_LR + (("qkscale_scratch", 1e-2), ("lastpool_scratch", 1e-2))),
     # the preregistered confirmatory run of the causal round (docs/synthetic_spt.md#9-causal-round): fresh seeds
     # 8271-8274, the learning rates of the causal round's exploratory selection (CAUSAL_LR)
-    "causal": derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_LR),
+    "causal": _CAUSAL_RUN,
     # exploratory, after the causal run (docs/synthetic_spt.md, section 9.7): the selections the causal round could
     # not afford, on the exploratory seeds 0-2, on the widened grid (WIDE_GRID, 3e-4 to 1e-1). They ran in stages:
     # first SPT_LR_GRID for spt and CAUSAL_LR_GRID for the two arms, then the rates beyond an edge choice (section 9.7's
@@ -314,3 +330,4 @@ PRESETS: dict[str, SPTConfig] = {
     "explore-cosine": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("scratch",),
                              ft_schedule="cosine", warmup_epochs=5, finetune_patience=0),
 }
+

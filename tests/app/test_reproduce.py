@@ -33,7 +33,7 @@ def test_every_estimate_of_an_empty_folder_is_positive_and_creates_nothing(tmp_p
 
 
 def test_the_registry_lists_the_default_run_in_order():
-    assert list(stages.STAGES) == ["theory", "spt", "score_scale", "splade"]
+    assert list(stages.STAGES) == ["theory", "spt", "score_scale", "splade", "splade_in_domain"]
     assert list(stages.OPTIONAL_STAGES) == ["lra_listops"]
 
 
@@ -243,25 +243,26 @@ def test_a_real_stage_prints_the_headers_estimate_and_speed(tmp_path, capsys):
     assert re.search(r"theory \(statements\): (\d+) cells \(\1 units\) to run", cap.err), cap.err
 
 
-def test_the_verdict_summary_closes_the_console_output(tmp_path, monkeypatch, capsys):
+def test_the_verdict_summary_leads_with_the_decided_claims_then_counts_the_rest(tmp_path, monkeypatch, capsys):
     from initlab.evidence import rules
 
     def claims(out_dir):
         g = rules.gain([0.40, 0.45, 0.43], min_gain=0.05, tol=0.002)
         prox = rules.all_of([rules.gain([0.6, 0.62, 0.61], min_gain=0.05, tol=0.002),
                              rules.equivalence([0.01, -0.02, 0.0], margin=0.02, tol=0.002)])
-        return [StageClaim("SPT gain", g), StageClaim("proximity", prox, "mass"),
+        return [StageClaim("proximity", prox, "mass"), StageClaim("SPT gain", g),
                 StageClaim("not in this preset", rules.not_run("gain", ["x"]))]
 
-    monkeypatch.setattr(stages, "STAGES", {"s": Stage("s", _done_stage, claims=claims),
+    monkeypatch.setattr(stages, "STAGES", {"s": Stage("s", _done_stage, claims=claims, decides="`run s --full`"),
                                            "t": Stage("t", lambda o, **k: "## t\nok")})
     stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0)
     out = capsys.readouterr().out
     tail = out[out.index("verdicts of this run"):].splitlines()
-    assert tail[1] == "  s: SPT gain: reproduced; +42.7 [+36.4, +48.9]; 3 seeds"
-    assert tail[2].startswith("  s: proximity: ") and "parts +0.610 [" in tail[2] and tail[2].endswith("; 3 seeds")
-    assert tail[3] == "  s: 1 more claim not run by this preset (see the report)"
-    assert tail[4] == "  t: no claims (tables and figures only: see the report)"
+    assert tail[1] == "  SPT gain: reproduced; +42.7 [+36.4, +48.9]; 3 seeds"  # decided first, whatever the order
+    assert tail[2].startswith("  proximity: inconclusive; parts +0.610 [") and tail[2].endswith("; 3 seeds")
+    assert tail[3] == "  not decided by this preset: 1 claim undecided (above), 1 not run; the runs that decide them: " \
+                      "`run s --full`"
+    assert len(tail) == 4  # a stage without claims adds no line
 
 
 def test_claim_lines_of_the_real_stage_readers(tmp_path):
@@ -296,3 +297,34 @@ def test_the_stage_readers_on_saved_results(tmp_path):
     assert "nats" in high.part_units and len(high.part_units) == len(high.verdict.parts)
     for c, u in zip(high.verdict.parts, high.part_units):
         assert (u == "nats") == ("InfoNCE" in c.reason)
+
+
+def test_the_report_compares_each_decided_word_with_the_confirmatory_run(tmp_path, monkeypatch, capsys):
+    """Agreement, and a difference said with which and why (here: Holm's larger family in the confirmatory run)."""
+    import dataclasses
+
+    from initlab.evidence import rules
+
+    g = rules.gain([0.40, 0.45, 0.43], min_gain=0.05, tol=0.002)
+    below = rules.gain([0.01, 0.012, 0.011], min_gain=0.05, tol=0.002)
+
+    def claims(out_dir):
+        return [StageClaim("gain", g), StageClaim("interaction", g, "ndcg"), StageClaim("small", below)]
+
+    def confirmed(results):
+        holm = dataclasses.replace(g, word="inconclusive", uncorrected="reproduced", family="secondary")
+        not_rep = rules.gain([-0.01, 0.012, 0.02], min_gain=0.05, tol=0.002)
+        return {"gain": g, "interaction": holm, "small": not_rep}
+
+    (tmp_path / "results").mkdir()
+    monkeypatch.setattr(stages, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(stages, "STAGES", {"s": Stage("s", _done_stage, claims=claims, confirmed=confirmed)})
+    monkeypatch.setattr(stages.confirmatory_comparison, "__defaults__", (tmp_path / "results",))
+    report = stages.run_reproduce(tmp_path / "out", preset="quick", speed=1.0).read_text()
+    section = report[report.index("## Against the confirmatory runs"):]
+    assert "- gain: **reproduced**, as in the confirmatory run" in section
+    assert "- interaction: **reproduced** here, **inconclusive** in the confirmatory run: " in section
+    assert "Holm's correction in its larger secondary family" in section
+    assert "- small: **partly** here, **not reproduced** in the confirmatory run: both exclude the claimed size" in section
+    assert "1 of 3 decided words agree; 2 differ" in capsys.readouterr().out
+    assert stages.confirmatory_comparison(tmp_path / "out", ["s"], tmp_path / "nowhere") == []

@@ -42,7 +42,7 @@ def test_every_record_names_what_exists():
     import dataclasses
 
     from initlab.app.experiments import EXPERIMENTS, by_name
-    from initlab.app.stages import REGISTRY
+    from initlab.app.stages import REGISTRY, ROOF_STAGES
     from initlab.experiment.record import resolve
 
     assert [e.name for e in EXPERIMENTS] == ["theory_verify", "score_scale", "synthetic_spt", "synthetic_splade",
@@ -58,7 +58,7 @@ def test_every_record_names_what_exists():
                    "synthetic_splade_ood": "initlab.synthetic.splade.ood", "realdata_splade": "initlab.realdata.splade",
                    "lra_listops": "initlab.realdata.lra", "diagnose_validation": "initlab.synthetic.diagnose"}[exp.name]
         assert all(c.target.startswith(package + ".") and callable(resolve(c.target)) for c in exp.commands)
-    stages = [s.name for e in EXPERIMENTS for s in e.stage_records()]
+    stages = [s.name for e in EXPERIMENTS for s in e.stage_records()] + [s.name for s in ROOF_STAGES]
     assert sorted(stages) == sorted(s.name for s in REGISTRY) and len(set(stages)) == len(stages)
     assert by_name("score_scale").preset_table() is resolve("initlab.theory.score_scale.closed_form:PRESETS")
     with pytest.raises(KeyError, match="expected one of"):
@@ -112,7 +112,7 @@ def test_the_registry_follows_the_reading_order_and_refuses_a_stage_named_twice(
     late, none, early, tie = (Experiment("late", commands=cmd, order=5), Experiment("none", commands=cmd),
                               Experiment("early", commands=cmd, order=-1), Experiment("tie", commands=cmd, order=5))
     assert [e.name for e in reading_order((none, late, early, tie))] == ["early", "late", "tie", "none"]
-    assert [s.name for s in REGISTRY] == ["theory", "spt", "score_scale", "splade", "lra_listops"]
+    assert [s.name for s in REGISTRY] == ["theory", "spt", "score_scale", "splade", "splade_in_domain", "lra_listops"]
     twice = Experiment("twice", stages=("initlab.theorycheck.verify.stage:STAGE",))
     with pytest.raises(ValueError, match="stage 'theory': named by the records 'theory_verify' and 'twice'"):
         registry((*EXPERIMENTS, twice))

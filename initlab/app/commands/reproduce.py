@@ -1,6 +1,7 @@
 """``initlab reproduce``: the CPU reproduction of both phenomena, one report.
 
-The stages (theory, spt, score_scale, splade; optional lra_listops) are run by :mod:`initlab.app.stages`.
+The stages (theory, spt, score_scale, splade (quick and full), splade_in_domain (default and full); optional
+lra_listops) are run by :mod:`initlab.app.stages`.
 Each writes into ``OUT/<stage>/``; a finished stage (its folder holds ``DONE``) is not redone, so an
 interrupted ``initlab reproduce`` resumes where it stopped; a finished one (every requested stage done, its report
 written) is refused unless ``--overwrite``. ``OUT/report.md`` collects the stages'
@@ -26,7 +27,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog or "initlab reproduce", description="The CPU reproduction of both phenomena, one report.")
     parser.add_argument("--out", type=Path, default=Path("results/reproduce"), help="output folder (default: results/reproduce)")
     parser.add_argument("--preset", choices=PRESETS, default="default", help="experiment size (default: default, the CPU reproduction)")
-    parser.add_argument("--only", default=None, help=f"comma-separated stages (default: {','.join(STAGES)}; optional: {','.join(OPTIONAL_STAGES)})")
+    parser.add_argument("--only", default=None, help="comma-separated stages (default: the preset's: "
+                        + "; ".join(f"{p} {','.join(n for n, s in STAGES.items() if p in s.presets)}" for p in PRESETS)
+                        + f"; optional: {','.join(OPTIONAL_STAGES)})")
     parser.add_argument("--overwrite", action="store_true", help="redo finished stages (old folders are moved aside); without it a finished run is refused")
     add_executor_options(parser)
     args = parser.parse_args(argv)

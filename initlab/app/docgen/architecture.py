@@ -108,7 +108,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("local",), ("cluster",)],
     ],
     "initlab.app": [
-        [("experiments",)],
+        [("experiments",), ("splade_stage",)],
         [("stages",)],
         [("commands",)],
         [("cli",)],
@@ -117,7 +117,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     "initlab.app.docgen": [
         [("template",)],
         [("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",), ("architecture",),
-         ("headline_figures",)],
+         ("headline_figures",), ("reproduce_power",)],
         [("claims",), ("cli_docs",)],
     ],
 }
@@ -145,7 +145,8 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
                      "the run folder: the config guard and resumable cells"],
     "initlab.executor": ["cells, progress, the cost model, the worker side, the report, the bar",
                          "this process or a local pool; the Dask bridge: independent"],
-    "initlab.app": ["the list of every experiment's record, which the roof loops over",
+    "initlab.app": ["the list of every experiment's record, which the roof loops over; the roof's own reproduce stage "
+                    "(the synthetic SPLADE in domain, over the OOD experiment)",
                     "the reproduce run over the experiments' stages (each runs an experiment, then draws its figures from what it "
                     "saved): the stage loop, the report, the verdict lines",
                     "one module per CLI group, thin over the library and the stages; the bad-input rules",

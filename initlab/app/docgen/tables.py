@@ -31,6 +31,7 @@ STAGE_TITLES: dict[str, str] = {
     "spt": "Synthetic self-pretraining (local task, T = 100)",
     "score_scale": "MLM-head score scale: theory vs Monte Carlo",
     "splade": "Synthetic SPLADE: collapse and recovery under MLM-head rescaling",
+    "splade_in_domain": "Synthetic SPLADE in domain: the head-norm effect on fresh seeds",
     "lra_listops": "ListOps on CPU: self-pretraining vs from scratch",
 }
 _STARTED = re.compile(r"preset `(?P<preset>[\w-]+)`.*?started (?P<date>\d{4}-\d{2}-\d{2})")
@@ -45,7 +46,7 @@ RELATIVE_TOLERANCE = 0.05
 #: AVX-512 one; the 2-seed regret interval -0.151 against -0.154 under AVX2), and so do verdict words whose estimate
 #: lies near its threshold. Across machines only their structure and the words of cells without an estimate are
 #: compared (:func:`compare_tables` with ``trained=True``).
-TRAINED_STAGES = ("spt", "splade", "lra_listops")
+TRAINED_STAGES = ("spt", "splade", "splade_in_domain", "lra_listops")
 _VERDICT = re.compile(r"\*\*(?:reproduced|not reproduced|partly|inconclusive)\*\*")
 _FLAG = re.compile(r"\s*\b\d+C\b")  # a collapse flag ("1C": one seed's model collapsed), an outcome of training
 

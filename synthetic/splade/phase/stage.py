@@ -60,5 +60,7 @@ def estimate(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
     return splade_phase.expected_seconds(out_dir, splade_phase.PRESETS[preset], workers)
 
 
-#: the stage's record (:class:`initlab.experiment.stage.Stage`)
-STAGE = Stage("splade", splade, estimate, claims=stage_claims)
+#: the stage's record (:class:`initlab.experiment.stage.Stage`): in the ``quick`` and ``full`` runs (the ``default`` run
+#: decides the synthetic SPLADE's head-norm effect where it shows, in domain: :mod:`initlab.app.splade_stage`)
+STAGE = Stage("splade", splade, estimate, claims=stage_claims, presets=("quick", "full"),
+              decides="`initlab synthetic splade --preset full`")

@@ -1,0 +1,139 @@
+"""The ``splade_in_domain`` stage of ``initlab reproduce``: the synthetic SPLADE head-norm effect where the synthetic
+shows it, in domain (:data:`STAGE`).
+
+What it runs: the OOD synthetic SPLADE's preregistered confirmation (preset ``confirm-v2k`` of
+:mod:`initlab.synthetic.splade.ood.config`: 2048 ids, bert as the normal-norm control and modernbert as the
+high-norm family, each with its own MLM recipe, k in {1, 4, 16}, cap 300 with the plateau rule) on fresh seeds of
+its own, with the fused SPLADE head (the same vectors to rounding, :mod:`initlab.mlmhead.fused`), through
+:func:`initlab.synthetic.splade.ood.runner.run_ood`. What it decides: one claim, the head-norm interaction on the
+in-domain dev queries (:func:`initlab.synthetic.splade.claims.interaction` on the in-domain rows: the high-norm
+family's nDCG@10 gain from its best k over k = 1, minus the control's), alone in its Holm family
+(:data:`FAMILIES`), declared before any of its seeds ran. The confirmation measured it at +0.212 [+0.167, +0.258]
+on 3 seeds (docs/results/synthetic_splade_ood_confirm/results.json); the seed count is the power computation's on
+that run (:func:`seed_plan`; docs/benchmarks.md). The run's other numbers (out of domain, the k rules' regrets) are
+in its summary, descriptive: ``initlab synthetic splade-ood --preset confirm-v2k`` is the run that reports them.
+
+The stage lives in the roof, beside the stage loop, because the OOD experiment's package owns no reproduce stage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from initlab.config import derive, from_dict
+from initlab.evidence import families
+from initlab.evidence.families import Family, LeafPlan
+from initlab.evidence.rules import Verdict
+from initlab.executor import estimate as executor_estimate
+from initlab.executor import remaining_cells
+from initlab.experiment import text
+from initlab.experiment.stage import Stage, StageClaim, check_preset, finished_summary
+from initlab.synthetic.splade import claims as splade_claims
+from initlab.synthetic.splade.ood import claims as ood_claims
+from initlab.synthetic.splade.ood import config as ood_config
+from initlab.synthetic.splade.ood import runner as ood_runner
+from initlab.textio import read_json, read_text
+
+__all__ = ["RECIPE", "SAVED_RUN", "CLAIM", "FAMILIES", "SEEDS", "SEED_COUNT", "PRESETS", "in_domain_raw", "seed_plan",
+           "splade_in_domain", "estimate", "stage_claims", "confirmed", "STAGE"]
+
+#: the preregistered run whose recipe the stage repeats (a preset of :mod:`initlab.synthetic.splade.ood.config`)
+RECIPE = "confirm-v2k"
+#: that run's saved results (under docs/results), whose per-seed sd sets the seed count
+SAVED_RUN = "synthetic_splade_ood_confirm/results.json"
+#: the claim the stage decides (an id of :data:`initlab.synthetic.splade.claims.CLAIMS`), on the in-domain rows
+CLAIM = "interaction"
+#: the stage's Holm family: the one claim it decides
+FAMILIES: tuple[Family, ...] = (
+    Family("primary", (CLAIM,), "the head-norm effect in domain, the one claim initlab reproduce decides on the synthetic "
+           "SPLADE"),
+)
+#: reference seconds a worker process needs to start and import transformers (``run_ood``'s own start-up figure)
+WORKER_START_SECONDS = 10.0
+#: fresh seeds (no saved run in docs/results used them; tests/app/test_splade_stage.py scans every saved config)
+SEEDS = (9301, 9302, 9303, 9304, 9305)
+#: the seeds the default runs: :func:`seed_plan` on :data:`SAVED_RUN` (0.9 power, family :data:`FAMILIES`); a test
+#: recomputes it
+SEED_COUNT = 3
+
+#: reproduce preset -> the OOD config the stage runs (``quick``: the OOD experiment's smoke test, numbers not
+#: meaningful; ``default`` and ``full``: the recipe on fresh seeds, the fused head)
+PRESETS: dict[str, ood_config.OODConfig] = {
+    "quick": ood_config.PRESETS["tiny"],
+    "default": derive(ood_config.PRESETS[RECIPE], seeds=SEEDS[:SEED_COUNT], engine="fused"),
+    "full": derive(ood_config.PRESETS[RECIPE], seeds=SEEDS, engine="fused"),
+}
+
+
+def in_domain_raw(rep: Mapping[str, Any]) -> dict[str, Any]:
+    """The claim functions' ``raw`` of an OOD ``results.json`` with the in-domain dev nDCG@10 as the metric, on its
+    complete seeds (:func:`initlab.synthetic.splade.claims.on_seeds`)."""
+    rows = [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"]) for x in rep["rows"]]
+    return splade_claims.on_seeds(splade_claims.as_raw({**rep, "rows": rows}), [int(s) for s in rep["complete_seeds"]])
+
+
+def _verdicts(rep: Mapping[str, Any]) -> dict[str, Verdict]:
+    th = from_dict(splade_claims.SPLADEThresholds, rep["config"]["claims"])
+    return {CLAIM: splade_claims.evaluate_all(in_domain_raw(rep), th)[CLAIM]}
+
+
+def seed_plan(rep: Mapping[str, Any], power: float = 0.9) -> list[LeafPlan]:
+    """The power computation behind :data:`SEED_COUNT`: the seeds a fresh run needs for the in-domain interaction
+    of the saved run ``rep`` (its ``results.json``) to reach its word again with ``power``, in :data:`FAMILIES`
+    (:func:`initlab.evidence.families.seeds_for_words`)."""
+    return families.seeds_for_words(_verdicts(rep), FAMILIES[0].claims, power=power)
+
+
+def splade_in_domain(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
+                     scheduler: str | None = None) -> str:
+    """The ``splade_in_domain`` stage (module docstring): run :data:`PRESETS` ``[preset]`` into ``out_dir`` and
+    return its summary, led by the one claim it decides.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    out_dir = Path(out_dir)
+    check_preset(preset)
+    cfg = PRESETS[preset]
+    if finished_summary(out_dir, preset, overwrite) is None:
+        ood_runner.run_ood(out_dir, cfg, workers=workers, progress=True, overwrite=overwrite, scheduler=scheduler)
+    (claim,) = stage_claims(out_dir)
+    lead = ("## Synthetic SPLADE, in domain\n\n"
+            f"`initlab synthetic splade-ood --preset {RECIPE}`'s recipe on seeds {', '.join(map(str, cfg.seeds))}, "
+            f"the fused head. Decided here (one claim, its own Holm family): **{claim.title}**: "
+            f"{text.describe(claim.verdict, claim.unit)}.\n\n"
+            "Everything below is the OOD run's own summary, descriptive here (its words are uncorrected); "
+            f"`initlab synthetic splade-ood --preset {RECIPE}` is the run that reports them.\n\n")
+    return lead + read_text(out_dir / "summary.md")
+
+
+def stage_claims(out_dir: Path) -> list[StageClaim]:
+    """The in-domain interaction from ``results.json``'s raw rows, Holm-corrected in :data:`FAMILIES`."""
+    rep = read_json(Path(out_dir) / "results.json")
+    v = families.corrected(_verdicts(rep), FAMILIES)[CLAIM]
+    return [StageClaim(_title(), v, splade_claims.by_id(CLAIM).unit)]
+
+
+def confirmed(results: Path) -> dict[str, Verdict]:
+    """The in-domain interaction's word in the saved confirmation (:data:`SAVED_RUN` under ``results``), recomputed
+    from its rows and Holm-corrected as its own report does (every in-domain claim in one secondary family,
+    :func:`initlab.synthetic.splade.ood.claims.load_confirm`), under :func:`stage_claims`'s title."""
+    c = ood_claims.load_confirm({ood_claims.CONFIRM: read_json(Path(results) / SAVED_RUN)})
+    return {} if c is None else {_title(): c.v_id[CLAIM]}
+
+
+def _title() -> str:
+    return f"{splade_claims.by_id(CLAIM).title} (in domain)"
+
+
+def estimate(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
+    """``(expected, at most)`` reference seconds of the stage's remaining cells in ``out_dir`` from the OOD cost
+    model (nothing is created or checked)."""
+    cells = ood_runner.plan(PRESETS[preset])
+    return executor_estimate(remaining_cells(out_dir, cells), workers, startup=WORKER_START_SECONDS)
+
+
+#: the stage's record (:class:`initlab.experiment.stage.Stage`); it runs by default in ``default`` and ``full``
+STAGE = Stage("splade_in_domain", splade_in_domain, estimate, claims=stage_claims, presets=("default", "full"),
+              decides=f"`initlab synthetic splade-ood --preset {RECIPE}`", confirmed=confirmed)

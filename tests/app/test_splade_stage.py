@@ -1,0 +1,61 @@
+"""The roof's ``splade_in_domain`` stage: the OOD confirmation's recipe on fresh seeds, as many as the power
+computation on the saved confirmation asks, deciding the in-domain head-norm interaction in a family of its own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from initlab.app import splade_stage, stages
+from initlab.config import to_dict
+from initlab.synthetic.splade.ood import config as ood_config
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
+def _saved() -> dict:
+    return json.loads((RESULTS / splade_stage.SAVED_RUN).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("preset", ["default", "full"])
+def test_the_stage_runs_the_recipe_of_the_saved_confirmation_on_other_seeds(preset):
+    ours = to_dict(splade_stage.PRESETS[preset])
+    recipe = to_dict(ood_config.PRESETS[splade_stage.RECIPE])
+    # only the seeds and the head's engine (the same vectors to rounding) differ from the preregistered recipe
+    assert {k for k in {**ours, **recipe} if ours.get(k) != recipe.get(k)} == {"seeds", "engine"}
+    assert ours["engine"] == "fused"
+    saved = _saved()["config"]
+    assert {k: v for k, v in saved.items() if k not in ("seeds", "engine")} == \
+        {k: v for k, v in json.loads(json.dumps(ours)).items() if k in saved and k not in ("seeds", "engine")}
+
+
+def test_the_stage_seeds_are_fresh(saved_run_seeds):
+    for cfg in (splade_stage.PRESETS["default"], splade_stage.PRESETS["full"]):
+        assert not set(cfg.seeds) & saved_run_seeds, sorted(set(cfg.seeds) & saved_run_seeds)
+
+
+def test_the_seed_count_is_the_power_computation_on_the_saved_confirmation():
+    (plan,) = splade_stage.seed_plan(_saved())
+    assert plan.claim == "interaction" and plan.word == "reproduced" and plan.alpha == 0.05
+    assert plan.achieved >= 0.9
+    assert splade_stage.SEED_COUNT == plan.seeds == len(splade_stage.PRESETS["default"].seeds)
+
+
+def test_the_stage_decides_the_in_domain_interaction_of_a_saved_run_alone_in_its_family(tmp_path):
+    shutil.copy(RESULTS / splade_stage.SAVED_RUN, tmp_path / "results.json")
+    (claim,) = splade_stage.stage_claims(tmp_path)
+    v = claim.verdict
+    assert claim.title.endswith("(in domain)") and v.family == "primary"
+    # the saved confirmation's in-domain record, now corrected in a family of one: the same word and interval
+    rec = _saved()["verdicts_in_domain"]["interaction"]
+    assert (v.word, v.n) == (rec["word"], rec["n"]) and v.estimate == pytest.approx(rec["estimate"])
+    assert stages.claim_line(claim).startswith(f"{claim.title}: reproduced; +0.212 [+0.167, +0.258]; 3 seeds")
+
+
+def test_the_stage_is_in_the_default_run_and_the_phase_diagram_is_not():
+    default = [n for n, s in stages.STAGES.items() if "default" in s.presets]
+    assert "splade_in_domain" in default and "splade" not in default
+    assert "splade" in [n for n, s in stages.STAGES.items() if "quick" in s.presets]
