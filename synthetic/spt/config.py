@@ -11,9 +11,9 @@ seeds, so that a claim that needs more seeds does not make every condition pay f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from initlab.config import derive
+from initlab.config import derive, later_field
 from initlab.synthetic.spt.arms import HYBRIDS, arms
 from initlab.synthetic.spt.claims import SPTThresholds
 from initlab.nn.encoder import ModelConfig
@@ -72,6 +72,13 @@ class SPTConfig:
     Seeds: ``seeds`` (paired across conditions: same data and initialisation); ``seed_counts`` pairs
     ``(condition, n)`` run a condition on the first n seeds only. ``thresholds`` are the preregistered
     verdict thresholds (:class:`initlab.synthetic.spt.claims.SPTThresholds`).
+
+    Engine: ``engine = "single"`` trains one model per cell (every preset with saved results); ``"batched"`` trains
+    the seeds of one SPT source, and of one fine-tuned arm (every rate of it in a learning-rate selection), as one
+    batched model (:mod:`initlab.synthetic.spt.batched`): each seed's data, initialisation and generators are the same,
+    equal to the one-at-a-time loops in float64, to rounding in float32 (so its cells are other cells). A
+    :func:`initlab.config.later_field`: at ``"single"`` it is in no config record or cell key, so the runs saved before
+    it existed keep their keys and resume.
     """
 
     seeds: tuple[int, ...] = EXPLORATORY_SEEDS
@@ -106,8 +113,11 @@ class SPTConfig:
     seed_counts: tuple[tuple[str, int], ...] = ()
     map_seed: int = -1  # the seed whose attention maps are saved for the figures (-1: the first seed)
     thresholds: SPTThresholds = field(default_factory=SPTThresholds)
+    engine: Literal["single", "batched"] = later_field("single")
 
     def __post_init__(self) -> None:
+        if self.engine not in ("single", "batched"):
+            raise ValueError(f"SPTConfig.engine: expected 'single' or 'batched', got {self.engine!r}")
         for name in ("n_train", "n_val", "n_test", "d_model", "n_heads", "d_ff", "batch_size", "finetune_max_epochs",
                      "spt_max_epochs", "spt_window", "probe_size"):
             v = getattr(self, name)

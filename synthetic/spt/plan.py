@@ -24,11 +24,12 @@ import torch
 from initlab.config import to_dict
 from initlab.executor import Cell
 from initlab.synthetic.spt import arms
-from initlab.synthetic.spt.cells import finetune_cell, ft_cell_name, init_grad_cell, spt_cell, spt_cell_name
+from initlab.synthetic.spt.cells import (finetune_cell, finetune_group_cell, ft_cell_name, group_cell_name, init_grad_cell,
+                                         spt_cell, spt_cell_name, spt_group_cell)
 from initlab.synthetic.spt.config import SPTConfig, condition_names, condition_seeds, condition_spec, label_lr
 
 __all__ = ["EXPECTED_EPOCHS", "REFERENCE_EPOCH_SECONDS", "plan", "cell_key", "NOT_IN_KEY", "measure_epoch_seconds",
-           "reference_epoch_seconds", "expected_epochs"]
+           "reference_epoch_seconds", "expected_epochs", "grouped", "expand_groups"]
 
 #: expected epochs per kind of cell, for the up-front estimate and the progress bar (measured means of the
 #: exploratory run; an overrun only makes the bar's total grow): SPT runs per source, label-only and
@@ -196,4 +197,60 @@ def plan(cfg: SPTConfig) -> list[Cell]:
                 exp, cap = expected_epochs(cfg, "finetune", n)
                 cells.append(_cell(cfg, ft_cell_name(n, s, lr), finetune_cell, a, needs=tuple(needs), units=exp,
                                    max_units=cap, unit_seconds=sec("finetune", sp["variant"], sp["depth"])))
-    return cells
+    return grouped(cfg, cells) if cfg.engine == "batched" else cells
+
+
+def grouped(cfg: SPTConfig, cells: list[Cell]) -> list[Cell]:
+    """The batched engine's cells from the one-seed plan ``cells``: the SPT cells of one (source, variant, depth) form
+    one group cell (:func:`initlab.synthetic.spt.cells.spt_group_cell`), the fine-tuning cells of one condition
+    another (every rate of it in a learning-rate selection; :func:`initlab.synthetic.spt.cells.finetune_group_cell`);
+    the gradient cells stay one per seed. A group sits where its first member was, needs the groups its members
+    needed, and its units are its members' sum (its progress advances once per model and epoch)."""
+    members: dict[tuple, list[Cell]] = {}
+    for c in cells:
+        a = c.args
+        key = (("spt", a["source"], a["variant"], a["depth"]) if a["kind"] == "spt"
+               else ("finetune", a["condition"]) if a["kind"] == "finetune" else ("one", c.name))
+        members.setdefault(key, []).append(c)
+    name_of: dict[str, str] = {}
+    for key, group in members.items():
+        seeds = list(dict.fromkeys(int(c.args["seed"]) for c in group))
+        if key[0] == "spt":
+            prefix = f"spt_{key[1]}_{key[2]}_d{key[3]}"
+        elif key[0] == "finetune":
+            prefix = f"ft_{key[1]}" + ("__sweep" if any("lr_sweep" in c.args for c in group) else "")
+        for c in group:
+            name_of[c.name] = c.name if key[0] == "one" else group_cell_name(prefix, seeds)
+    out: list[Cell] = []
+    for key, group in members.items():
+        if key[0] == "one":
+            out.append(group[0])
+            continue
+        first = group[0]
+        name = name_of[first.name]
+        needs = tuple(dict.fromkeys(name_of[n] for c in group for n in c.needs if name_of[n] != name))
+        units = sum(c.units for c in group)
+        max_units = sum(c.max_units if c.max_units is not None else c.units for c in group)
+        if key[0] == "spt":
+            a = {"kind": "spt_group", "source": key[1], "variant": key[2], "depth": key[3],
+                 "seeds": [int(c.args["seed"]) for c in group], "snapshots": first.args["snapshots"]}
+            fn = spt_group_cell
+        else:
+            a = {"kind": "finetune_group", "condition": key[1], "seeds": [int(c.args["seed"]) for c in group],
+                 "lrs": [float(c.args["lr"]) for c in group], "lr_sweep": any("lr_sweep" in c.args for c in group),
+                 "matched_from": list(needs) if condition_spec(cfg)[key[1]]["budget"] == "matched" else []}
+            fn = finetune_group_cell
+        out.append(_cell(cfg, name, fn, a, needs=needs, units=units, max_units=max_units, unit_seconds=first.unit_seconds))
+    return out
+
+
+def expand_groups(results: dict[str, Any]) -> dict[str, Any]:
+    """``{cell name: result}`` with every group cell's result (``kind`` ``"group"``) replaced by its members' results,
+    each under its one-seed cell name: what the report reads, whichever engine ran."""
+    out: dict[str, Any] = {}
+    for name, r in results.items():
+        if isinstance(r, dict) and r.get("kind") == "group":
+            out.update(r["cells"])
+        else:
+            out[name] = r
+    return out

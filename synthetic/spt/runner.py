@@ -19,7 +19,7 @@ from initlab.config import to_dict
 from initlab.executor import check_scheduler, estimate, probe_scheduler, remaining_cells, run_cells
 from initlab.runs import RunDir, atomic_write_json, atomic_write_text, holds_run_folder
 from initlab.synthetic.spt.config import SPTConfig
-from initlab.synthetic.spt.plan import plan
+from initlab.synthetic.spt.plan import expand_groups, plan
 from initlab.synthetic.spt.report import report_markdown, summarize, verdicts
 
 __all__ = ["run", "partial_report", "expected_seconds", "WORKER_START_SECONDS"]
@@ -68,7 +68,7 @@ def run(
     cells = plan(cfg)
     run_cells(rd, cells, workers=workers, scheduler=scheduler, progress=progress, desc="synthetic SPT (epochs)",
               preload=("initlab.synthetic.spt.cells",), startup=WORKER_START_SECONDS)
-    results = {c.name: rd.load_cell(c.name, key=c.key) for c in cells}
+    results = expand_groups({c.name: rd.load_cell(c.name, key=c.key) for c in cells})
     summ, md = _write_outputs(cfg, rd, results)
     md += f"\nWall time of this invocation: {time.perf_counter() - t0:.0f} s (cells already finished are not redone).\n"
     if draw is not None:  # the figures, drawn from the files just written
@@ -99,8 +99,9 @@ def partial_report(cfg: SPTConfig, out: str | Path) -> str:
     """
     rd = RunDir(out, resume=True, config=cfg)
     cells = plan(cfg)
-    results = {c.name: rd.load_cell(c.name, key=c.key) for c in cells if rd.has_cell(c.name, key=c.key)}
-    missing = [c.name for c in cells if c.name not in results]
+    done = {c.name: rd.load_cell(c.name, key=c.key) for c in cells if rd.has_cell(c.name, key=c.key)}
+    missing = [c.name for c in cells if c.name not in done]
+    results = expand_groups(done)
     (rd.root / "partial").mkdir(exist_ok=True)
     _, md = _write_outputs(cfg, rd, results, prefix="partial/")
     atomic_write_json(rd.root / "partial" / "missing.json", missing)
