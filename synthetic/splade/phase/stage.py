@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from initlab.config import from_dict
+from initlab.config import derive, from_dict
 from initlab.evidence.rules import Verdict
 from initlab.experiment.stage import Stage, StageClaim, check_preset, finished_summary
 from initlab.paper_figs import synthetic_splade_phase_figures
@@ -13,21 +13,32 @@ from initlab.synthetic.splade import claims as splade_claims
 from initlab.synthetic.splade.phase import runner as splade_phase
 from initlab.textio import read_json, read_text
 
-__all__ = ["splade", "estimate", "stage_claims", "STAGE"]
+__all__ = ["splade", "estimate", "stage_claims", "stage_config", "STAGE"]
+
+
+def stage_config(preset: str) -> splade_phase.PhaseConfig:
+    """The config the stage runs for ``preset``: the preset's, on the fused SPLADE head (``engine = "fused"``: the same
+    vectors to rounding without the ``(B, T, V)`` logits, :mod:`initlab.mlmhead.fused`). The presets themselves keep
+    their engine, so ``initlab synthetic splade --preset P`` and the saved runs keep their cell keys.
+
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    check_preset(preset)
+    return derive(splade_phase.PRESETS[preset], engine="fused")
 
 
 def splade(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
            scheduler: str | None = None) -> str:
     """The ``splade`` stage: the synthetic SPLADE phase diagram of ``preset`` (four families, head scale s x
-    rescaling k) and its figures; markdown summary, with the collapsed cells said once, expected or not
+    rescaling k) on the fused head (:func:`stage_config`) and its figures; markdown summary, with the collapsed cells said once, expected or not
     (:func:`initlab.synthetic.splade.phase.runner.collapse_note`).
 
     Raises:
         ValueError: unknown ``preset``.
     """
     out_dir = Path(out_dir)
-    check_preset(preset)
-    cfg = splade_phase.PRESETS[preset]
+    cfg = stage_config(preset)
     if finished_summary(out_dir, preset, overwrite) is None:
         splade_phase.run_phase(out_dir, cfg, overwrite=overwrite, progress=True, workers=workers, scheduler=scheduler,
                                draw=synthetic_splade_phase_figures.draw_phase)
@@ -57,7 +68,7 @@ def stage_claims(out_dir: Path) -> list[StageClaim]:
 def estimate(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
     """``(expected, at most)`` reference seconds of the stage's remaining work in ``out_dir`` (nothing is created
     or checked)."""
-    return splade_phase.expected_seconds(out_dir, splade_phase.PRESETS[preset], workers)
+    return splade_phase.expected_seconds(out_dir, stage_config(preset), workers)
 
 
 #: the stage's record (:class:`initlab.experiment.stage.Stage`): in the ``quick`` and ``full`` runs (the ``default`` run

@@ -262,6 +262,20 @@ def test_finished_run_is_guarded_and_stage_and_cli_return_saved_results(phase_ru
     assert "already holds a finished run" in capsys.readouterr().err
 
 
+def test_reproduce_stage_runs_every_preset_on_the_fused_head():
+    from initlab.experiment.stage import PRESETS as STAGE_PRESETS
+    from initlab.synthetic.splade.phase import stage
+
+    for preset in STAGE_PRESETS:
+        cfg = stage.stage_config(preset)
+        assert cfg.engine == "fused" and cfg == derive(phc.PRESETS[preset], engine="fused"), preset
+        specs = {p["cell"]: p for p in phc.grid(cfg)}
+        assert specs and all(phc.cell_key(cfg, phc.cell_spec(p["family"], p["mode"], p["s"], p["k"], p["seed"]))
+                             ["recipe"]["engine"] == "fused" for p in specs.values()), preset
+    # the presets keep their engine: `initlab synthetic splade --preset default` still makes the saved full run's cells
+    assert phc.PRESETS["default"].engine == "dense"
+
+
 def test_collapse_note_says_which_collapsed_cells_are_expected(tmp_path):
     cfg = derive(TINY, head_scales=(1.0,), ks=(1.0, 16.0), modes=("tied",))
     own, off = phc.cell_spec("bert", "tied", 1.0, 1.0, 0), phc.cell_spec("bert", "tied", 1.0, 16.0, 0)
