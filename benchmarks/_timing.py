@@ -27,7 +27,7 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _quantiles(xs: list[float]) -> dict[str, float]:
+def quantiles(xs: list[float]) -> dict[str, float]:
     xs = sorted(xs)
     if len(xs) == 1:
         q1 = q3 = xs[0]
@@ -59,7 +59,7 @@ class Comparison:
     def summary(self) -> dict[str, dict]:
         """Per case: median and quartiles of its seconds and of its per-round ratio to the baseline."""
         ratios = self.ratios
-        return {n: {"seconds": _quantiles(ts), f"ratio_to_{self.baseline}": _quantiles(ratios[n])}
+        return {n: {"seconds": quantiles(ts), f"ratio_to_{self.baseline}": quantiles(ratios[n])}
                 for n, ts in self.seconds.items()}
 
     def to_json(self) -> dict:
@@ -74,7 +74,7 @@ class Comparison:
         ratios = self.ratios
         for n, ts in self.seconds.items():
             t = statistics.median(ts)
-            r = _quantiles(ratios[n])
+            r = quantiles(ratios[n])
             val = f"{per / t:10.1f} {unit}" if per is not None else f"{t:10.3f} {unit}"
             lines.append(f"  {n:<34} {val}   time / {self.baseline}'s: {r['median']:.2f} "
                          f"[IQR {r['q1']:.2f}-{r['q3']:.2f}, range {r['min']:.2f}-{r['max']:.2f}]")

@@ -30,6 +30,16 @@ mean pooling + linear classifier, AdamW step), measured side by side in one run,
 
     python benchmarks/bench_spt.py --what paths [--repeats 30] [--layers 1] [--matmul-n 1024] [--threads 1]
 
+4. ``--what batched``: the training loops of the synthetic SPT cells, one seed after another (the reference,
+   :func:`initlab.synthetic.spt.training.pretrain` and :func:`~initlab.synthetic.spt.training.finetune`) against the
+   same ``--seeds`` seeds trained as one batched model (:mod:`initlab.synthetic.spt.batched`), at the ``default``
+   preset's sizes (``--preset``), ``--epochs`` epochs of each (everything the loop does: batches, masks, guard,
+   optimiser, validation; fine-tuning also its test-set passes at the start and end), interleaved in rounds. Prints
+   each side's training steps per second (model-steps: seeds x epochs x steps per epoch over the time) and the
+   per-round speed-up (one-at-a-time time / batched time). Run it with ``OMP_NUM_THREADS=1``, as the workers run.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_spt.py --what batched [--seeds 5] [--epochs 2] [--repeats 5] [--threads 1]
+
 The comparisons use the shared interleaved timing of ``benchmarks/_timing.py``
 (rounds of one call per side, order rotated each round, ratio per round).
 """
@@ -37,6 +47,7 @@ The comparisons use the shared interleaved timing of ``benchmarks/_timing.py``
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -46,7 +57,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import interleaved, load_average  # noqa: E402
+from _timing import quantiles, interleaved, load_average  # noqa: E402
 
 from initlab.nn.encoder import ModelConfig, SequenceTransformer, sinusoidal_table
 from initlab.synthetic.spt.config import SPTConfig, model_config
@@ -172,9 +183,67 @@ def bench_overhead(n_seeds: int, repeats: int) -> None:
           f"{n_seeds * (a + b * B) / (a + n_seeds * b * B):.2f}")
 
 
+def bench_batched(n_seeds: int, epochs: int, repeats: int, preset: str = "default", cfg=None) -> dict:
+    """The ``--what batched`` comparison (module docstring); prints a table and returns the numbers (``cfg``: an
+    :class:`SPTConfig` instead of the preset, for tests)."""
+    from initlab.synthetic.spt import batched, training
+    from initlab.synthetic.spt.cells import fresh_model, seed_data, spt_inputs
+    from initlab.synthetic.spt.config import PRESETS
+    from initlab.synthetic.spt.tasks import MASK_ID
+
+    cfg = PRESETS[preset] if cfg is None else cfg
+    seeds = list(range(1000, 1000 + n_seeds))
+    spt_data = [spt_inputs(cfg, "local", s) for s in seeds]
+    ft_data = [{k: v for k, v in seed_data(cfg, s).items() if k != "probe"} for s in seeds]
+    spt_kw = dict(weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, mask_rate=cfg.mask_rate, mask_id=MASK_ID,
+                  window=epochs + 1, min_rel=0.0, max_epochs=epochs)
+    lr = 1e-2
+
+    def spt_one():
+        for s, (x, xv) in zip(seeds, spt_data):
+            training.pretrain(fresh_model(cfg, 1, "full", s), x, xv, torch.Generator().manual_seed(s), s, lr=lr, **spt_kw)
+
+    def spt_batched():
+        batched.pretrain_batched([fresh_model(cfg, 1, "full", s) for s in seeds], [d[0] for d in spt_data],
+                                 [d[1] for d in spt_data], [torch.Generator().manual_seed(s) for s in seeds], seeds,
+                                 lrs=[lr] * n_seeds, **spt_kw)
+
+    def ft_one():
+        for s, d in zip(seeds, ft_data):
+            training.finetune(fresh_model(cfg, 1, "full", s), d, torch.Generator().manual_seed(s), lr=lr,
+                              weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, max_epochs=epochs, patience=0)
+
+    def ft_batched():
+        batched.finetune_batched([fresh_model(cfg, 1, "full", s) for s in seeds], ft_data,
+                                 [torch.Generator().manual_seed(s) for s in seeds], lrs=[lr] * n_seeds,
+                                 weight_decay=cfg.weight_decay, batch_size=cfg.batch_size, max_epochs=[epochs] * n_seeds,
+                                 patience=[0] * n_seeds)
+
+    steps = n_seeds * epochs * -(-cfg.n_train // cfg.batch_size)
+    cmp = interleaved({"spt one at a time": spt_one, "spt batched": spt_batched, "fine-tune one at a time": ft_one,
+                       "fine-tune batched": ft_batched}, baseline="spt one at a time", repeats=repeats, warmup=1)
+    print(f"synthetic SPT training loops, {n_seeds} seeds x {epochs} epochs x {steps // (n_seeds * epochs)} steps "
+          f"(batch {cfg.batch_size}, T={cfg.task.T}, d={cfg.d_model}, d_ff={cfg.d_ff}), threads {torch.get_num_threads()}, "
+          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, {repeats} interleaved rounds, "
+          f"load average {cmp.load_start} -> {cmp.load_end}")
+    rows = {}
+    for kind in ("spt", "fine-tune"):
+        one, bat = cmp.seconds[f"{kind} one at a time"], cmp.seconds[f"{kind} batched"]
+        speedups = [a / b for a, b in zip(one, bat)]
+        q = quantiles(speedups)
+        rows[kind] = {"one_steps_per_s": steps / statistics.median(one), "batched_steps_per_s": steps / statistics.median(bat),
+                      "speedup": q}
+        print(f"  {kind:<10} one at a time {rows[kind]['one_steps_per_s']:7.1f} steps/s, batched "
+              f"{rows[kind]['batched_steps_per_s']:7.1f} steps/s; speed-up {q['median']:.2f} "
+              f"[IQR {q['q1']:.2f}-{q['q3']:.2f}, range {q['min']:.2f}-{q['max']:.2f}]")
+    return {"rows": rows, "comparison": cmp.to_json()}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--what", choices=("overhead", "step", "paths"), default="step")
+    ap.add_argument("--what", choices=("overhead", "step", "paths", "batched"), default="step")
+    ap.add_argument("--epochs", type=int, default=2, help="--what batched: epochs of each loop")
+    ap.add_argument("--preset", default="default", help="--what batched: the synthetic SPT preset whose sizes are timed")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--batch", type=int, default=64)
@@ -185,7 +254,7 @@ def main(argv=None) -> int:
     ap.add_argument("--matmul-n", type=int, default=1024, help="--what paths: side of the square matmul timed as the limit")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = ap.parse_args(argv)
-    for name in ("repeats", "layers", "matmul_n", "batch", "T", "d", "d_ff", "seeds"):
+    for name in ("repeats", "layers", "matmul_n", "batch", "T", "d", "d_ff", "seeds", "epochs"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')}: expected an int >= 1, got {getattr(args, name)}")
     if args.threads is not None:
@@ -195,6 +264,13 @@ def main(argv=None) -> int:
         return 0
     if args.what == "paths":
         bench_paths(args.repeats, args.layers, args.matmul_n)
+        return 0
+    if args.what == "batched":
+        from initlab.synthetic.spt.config import PRESETS
+
+        if args.preset not in PRESETS:
+            ap.error(f"--preset: expected one of {sorted(PRESETS)}, got {args.preset!r}")
+        bench_batched(args.seeds, args.epochs, args.repeats if args.repeats != 30 else 5, args.preset)
         return 0
     torch.manual_seed(0)
     V = 20

@@ -46,3 +46,17 @@ def test_paths_comparison_runs_every_case(capsys):
 def test_bad_arguments_are_refused():
     with pytest.raises(SystemExit):
         bench.main(["--what", "paths", "--repeats", "0"])
+
+
+def test_batched_comparison_runs_both_loops(capsys):
+    from initlab.config import derive
+    from initlab.synthetic import spt
+    from initlab.synthetic.spt.tasks import TaskConfig
+
+    cfg = derive(spt.BASE, task=TaskConfig(T=12), n_train=16, n_val=8, n_test=16, d_model=8, d_ff=8, batch_size=8,
+                 probe_size=4)
+    out = bench.bench_batched(n_seeds=2, epochs=1, repeats=1, cfg=cfg)
+    assert set(out["rows"]) == {"spt", "fine-tune"}
+    for row in out["rows"].values():
+        assert row["one_steps_per_s"] > 0 and row["batched_steps_per_s"] > 0 and row["speedup"]["median"] > 0
+    assert "steps/s" in capsys.readouterr().out
