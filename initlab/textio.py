@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 __all__ = ["ENCODING", "TextDecodeError", "JSONFileError", "decode_text", "read_text", "read_json", "open_text",
-           "integer_field", "text_file", "GZIP_MAGIC"]
+           "integer_field", "text_field", "id_field", "text_file", "GZIP_MAGIC"]
 
 #: the codec of every text file initlab reads: UTF-8 with an optional leading byte-order mark.
 ENCODING = "utf-8-sig"
@@ -164,6 +164,53 @@ def integer_field(value: Any, where: str, what: str, *, hint: str = "", error: t
     kind = "a fractional value" if number is not None and math.isfinite(number) else "not an integer"
     raise error(f"{where}: {what} {value!r} is {kind}; expected an integer{hint} (initlab neither truncates nor "
                 "rounds it)")
+
+
+def _json_kind(value: Any) -> str:
+    """How a non-string field reads in an error: ``null``, ``the number 1984``, ``a list``, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    return f"a {'list' if isinstance(value, (list, tuple)) else 'object' if isinstance(value, dict) else type(value).__name__}"
+
+
+def text_field(value: Any, where: str, what: str, *, error: type[ValueError] = ValueError) -> str:
+    """``value`` (a text field of a record read from a user's file or a dataset library) when it is a string.
+
+    The one rule for text fields (a BEIR document's ``text`` and ``title``, a query's ``text``, a review): a text is
+    a string. ``null`` is never read as ``"None"`` (a document ``{"title": "apple", "text": null}`` would become
+    ``"apple None"`` and match the query "none"), and a number is never turned into text silently.
+
+    Args:
+        value: the field as the file holds it (after JSON decoding).
+        where: the file and line (``"path:3"``) or the record, named in the error.
+        what: the field's name (``"text"``, ``"title"``).
+        error: the exception class raised (a ``ValueError`` subclass).
+    Raises:
+        ``error``: one line ``WHERE: field 'WHAT' is null; expected a string ...``.
+    """
+    if isinstance(value, str):
+        return value
+    raise error(f"{where}: field {what!r} is {_json_kind(value)}; expected a string (a text field holds text: write "
+                f"\"{what}\": \"...\", or \"\" for no text)")
+
+
+def id_field(value: Any, where: str, what: str, *, error: type[ValueError] = ValueError) -> str:
+    """``value`` (an id field: a BEIR ``_id``) as the string the qrels name it by: a string as it is, an integer
+    written in JSON as a number (``7``) as ``"7"``.
+
+    Raises:
+        ``error``: the id is null, a bool, a fractional or non-integer number, a list or an object (``null`` would
+            otherwise become the id ``"None"``, ``7.0`` the id ``"7.0"`` that no qrels line names).
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise error(f"{where}: field {what!r} is {_json_kind(value)}; expected a string or an integer id")
 
 
 class JSONFileError(json.JSONDecodeError):

@@ -41,6 +41,7 @@ import torch
 
 from initlab.runs import unreadable_file
 from initlab.textio import TextDecodeError, read_text
+from initlab.textio import text_field as string_field
 
 __all__ = ["Sequences", "read_sequences", "label_classes", "Batch", "make_batch", "TEXT_COLUMNS", "word_ids"]
 
@@ -189,9 +190,9 @@ def read_sequences(path: str | Path, *, labels: str | None = None, text_field: s
             except json.JSONDecodeError as err:
                 raise ValueError(f"--data {path}:{n}: not a JSON object ({err.msg}); expected one object per line with a "
                                  f"{field!r} field") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get(field), str):
+            if not isinstance(obj, dict) or field not in obj:
                 raise ValueError(f"--data {path}:{n}: expected a JSON object with a string {field!r} field")
-            texts.append(obj[field])
+            texts.append(string_field(obj[field], f"--data {path}:{n}", field))
             if labels is not None:
                 if labels not in obj or isinstance(obj[labels], (dict, list)) or obj[labels] is None:
                     raise ValueError(f"--data {path}:{n}: --labels {labels}: no scalar field {labels!r} in this object")

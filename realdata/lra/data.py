@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from initlab.textio import decode_text, integer_field, open_text, text_file
+from initlab.textio import decode_text, integer_field, open_text, text_field, text_file
 from initlab.realdata.lra.splits import Split, TaskData, holdout, pair_split, split_from_sequences
 from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB, N_SPECIAL, encode_bytes, encode_listops, grayscale
 
@@ -159,7 +159,8 @@ def imdb_from_hf(split, limit: int | None = None) -> tuple[list[str], list[int]]
             raise ValueError(f"imdb split: missing column {col!r}; got {split.column_names}")
     if limit is not None:
         split = split.shuffle(seed=0).select(range(min(limit, len(split))))
-    return list(split["text"]), [integer_field(x, f"imdb split record {i + 1}", "label") for i, x in enumerate(split["label"])]
+    return ([text_field(x, f"imdb split record {i + 1}", "text") for i, x in enumerate(split["text"])],
+            [integer_field(x, f"imdb split record {i + 1}", "label") for i, x in enumerate(split["label"])])
 
 
 # ---------------------------------------------------------------------------------------------- Retrieval (AAN)

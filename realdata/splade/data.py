@@ -48,7 +48,9 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from .evalset import SETS_HOLDING_QUERIES, DataPolicyError, RetrievalSet, put_unique, relevance_grade
+from initlab.textio import id_field, text_field
+
+from .evalset import DATA_RECALL_LEVEL, DataPolicyError, RetrievalSet, put_unique, relevance_grade
 from .files import BEIR_LAYOUT, MSMARCO_LAYOUT, load_beir_folder, load_msmarco_folder
 
 __all__ = [
@@ -63,6 +65,9 @@ __all__ = [
     "load_eval_set",
     "check_eval_spec",
     "local_set_files",
+    "local_folder_spec",
+    "absolute_spec",
+    "RECALL_LEVELS",
 ]
 MSMARCO_TRAIN_ID = "msmarco-passage/train/triples-small"
 MSMARCO_EVAL_IDS = {"msmarco-dev": "msmarco-passage/dev/small", "trec-dl-2019": "msmarco-passage/trec-dl-2019/judged"}
@@ -74,6 +79,16 @@ BEIR13_IDS = {
     "fever": "beir/fever/test", "fiqa": "beir/fiqa/test", "hotpotqa": "beir/hotpotqa/test",
     "nfcorpus": "beir/nfcorpus/test", "nq": "beir/nq", "quora": "beir/quora/test", "scidocs": "beir/scidocs",
     "scifact": "beir/scifact/test", "trec-covid": "beir/trec-covid", "webis-touche2020": "beir/webis-touche2020/v2",
+}
+#: the documented recall level of the known sets whose judgements are graded on another scale than "relevant or
+#: not", by the name that selects them (``--sets trec-dl-2019``) or their ir_datasets id: the one place a level comes
+#: from a name; every other set counts every grade >= 1 (:data:`~.evalset.DATA_RECALL_LEVEL`). Printed when the set
+#: is evaluated and recorded in its results row (``recall_rel``, ``recall_rel_source``).
+_TREC_DL = ("TREC Deep Learning passage ranking's documented level: grade 1 is 'related', grade >= 2 relevant "
+            "(Craswell et al., TREC 2019/2020 Deep Learning track overviews)")
+RECALL_LEVELS = {
+    "trec-dl-2019": (2, _TREC_DL),
+    **{f"msmarco-passage/trec-dl-{y}{j}": (2, _TREC_DL) for y in (2019, 2020) for j in ("", "/judged")},
 }
 NANOBEIR_NAMES = ("NanoArguAna", "NanoClimateFEVER", "NanoDBPedia", "NanoFEVER", "NanoFiQA2018", "NanoHotpotQA",
                   "NanoMSMARCO", "NanoNFCorpus", "NanoNQ", "NanoQuoraRetrieval", "NanoSCIDOCS", "NanoSciFact",
@@ -107,6 +122,7 @@ def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int 
     import ir_datasets
 
     corpus: dict[str, str] = {}
+    titles: dict[str, str] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
     with ir_datasets_errors(dataset_id):
@@ -115,21 +131,25 @@ def load_ir_datasets(dataset_id: str, *, name: str | None = None, max_docs: int 
         for i, doc in enumerate(ds.docs_iter()):
             if max_docs is not None and i >= max_docs:
                 break
-            title = (getattr(doc, "title", "") or "").strip()
-            put_unique(corpus, doc.doc_id, f"{title} {doc.text}".strip() if title else doc.text, seen,
-                 f"ir_datasets {dataset_id} docs record {i + 1}", "document id")
+            where = f"ir_datasets {dataset_id} docs record {i + 1}"
+            text = text_field(doc.text, where, "text", error=DataPolicyError)
+            title = text_field(getattr(doc, "title", ""), where, "title", error=DataPolicyError).strip()
+            put_unique(corpus, doc.doc_id, f"{title} {text}".strip() if title else text, seen, where, "document id")
+            if title:
+                titles[doc.doc_id] = title
         seen = {}
         for i, q in enumerate(ds.queries_iter()):
-            put_unique(queries, q.query_id, q.text, seen, f"ir_datasets {dataset_id} queries record {i + 1}", "query id")
+            where = f"ir_datasets {dataset_id} queries record {i + 1}"
+            put_unique(queries, q.query_id, text_field(q.text, where, "text", error=DataPolicyError), seen, where,
+                       "query id")
         seen = {}
         for i, r in enumerate(ds.qrels_iter()):
             where = f"ir_datasets {dataset_id} qrels record {i + 1}"
             put_unique(qrels.setdefault(r.query_id, {}), r.doc_id, relevance_grade(r.relevance, where),
                        seen.setdefault(r.query_id, {}), where, f"judgement of query {r.query_id!r} for document")
-    binary_rel = 2 if "trec-dl" in dataset_id else 1
-    return RetrievalSet(name or dataset_id, corpus, queries, qrels, binary_rel, source=f"ir_datasets:{dataset_id}",
-                        ignore_identical_ids=dataset_id.startswith("beir/"),
-                        holds_queries=any(dataset_id.startswith(f"beir/{n}") for n in SETS_HOLDING_QUERIES))
+    level, source = RECALL_LEVELS.get(dataset_id, (1, DATA_RECALL_LEVEL))
+    return RetrievalSet(name or dataset_id, corpus, queries, qrels, level, source=f"ir_datasets:{dataset_id}",
+                        ignore_identical_ids=dataset_id.startswith("beir/"), titles=titles, binary_rel_source=source)
 
 
 def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
@@ -150,7 +170,9 @@ def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
     for part, store in (("corpus", corpus), ("queries", queries)):
         seen: dict = {}
         for i, r in enumerate(load_dataset(dataset_id, part, split=name)):
-            put_unique(store, str(r["_id"]), r["text"], seen, f"{src} {part} record {i + 1}", "id")
+            where = f"{src} {part} record {i + 1}"
+            put_unique(store, id_field(r["_id"], where, "_id", error=DataPolicyError),
+                       text_field(r["text"], where, "text", error=DataPolicyError), seen, where, "id")
     seen = {}
     for i, r in enumerate(load_dataset(dataset_id, "qrels", split=name)):
         q = str(r["query-id"])
@@ -158,6 +180,49 @@ def load_nanobeir(name: str, *, local_folder: str | Path | None = None,
         put_unique(qrels.setdefault(q, {}), str(r["corpus-id"]), relevance_grade(r.get("score", 1), where),
                    seen.setdefault(q, {}), where, f"judgement of query {q!r} for document")
     return RetrievalSet(name, corpus, queries, qrels, 1, source=src)
+
+
+def local_folder_spec(spec: str) -> tuple[str, Path, str] | None:
+    """``(kind, folder, split)`` of an explicit local set ``msmarco:FOLDER[:SPLIT]`` or ``beir:FOLDER``, else None.
+
+    A folder's name may hold ``:`` (``beir:runs:2024/beir1``): a BEIR spec is its folder after the first ``:``; an
+    MS MARCO spec is its folder whole when that folder exists, else the folder before its last ``:`` and the split
+    after it (``msmarco:runs:2024/ms:dl19``). The same parse serves loading, checking and fingerprinting, so a run
+    fingerprints the files it reads.
+
+    Raises:
+        ValueError: an empty folder or split.
+    """
+    if spec.startswith("beir:"):
+        rest = spec[len("beir:"):]
+        if not rest:
+            raise ValueError(f"evaluation set {spec!r}: expected beir:<folder>")
+        return "beir", Path(rest), "test"
+    if not spec.startswith("msmarco:"):
+        return None
+    rest = spec[len("msmarco:"):]
+    folder, split = rest, "dev.small"
+    if ":" in rest and not Path(rest).is_dir():
+        folder, split = rest.rsplit(":", 1)
+    if not folder or not split:
+        raise ValueError(f"evaluation set {spec!r}: expected msmarco:<folder>[:split] (a folder, then an optional "
+                         "split such as dev.small)")
+    return "msmarco", Path(folder), split
+
+
+def absolute_spec(spec: str) -> str:
+    """``spec`` with the folder of an explicit local set made absolute (this process's working directory), so that
+    a cell run elsewhere (a Dask worker) reads the same files; any other spec unchanged."""
+    import os
+
+    parsed = local_folder_spec(spec)
+    if parsed is None:
+        return spec
+    kind, folder, split = parsed
+    whole = spec[len(kind) + 1:]
+    if kind == "beir" or whole == str(folder):
+        return f"{kind}:{os.path.abspath(folder)}"
+    return f"{kind}:{os.path.abspath(folder)}:{split}"
 
 
 def local_set_files(spec: str, *, data_root: str | Path | None = None) -> list[Path]:
@@ -168,11 +233,9 @@ def local_set_files(spec: str, *, data_root: str | Path | None = None) -> list[P
 
     root = Path(data_root) if data_root else None
     folder, split, kind = None, None, None
-    if spec.startswith("msmarco:"):
-        parts = spec.split(":")
-        folder, split, kind = Path(parts[1]), parts[2] if len(parts) > 2 else "dev.small", "msmarco"
-    elif spec.startswith("beir:"):
-        folder, split, kind = Path(spec.split(":", 1)[1]), "test", "beir"
+    parsed = local_folder_spec(spec)
+    if parsed is not None:
+        kind, folder, split = parsed
     elif root is not None and spec.startswith("nano:"):
         folder, split, kind = root / "nanobeir" / spec.split(":", 1)[1], "test", "beir"
     elif root is not None and spec in MSMARCO_EVAL_IDS:
@@ -196,8 +259,9 @@ def check_eval_spec(spec: str, *, data_root: str | Path | None = None) -> None:
         if not spec.split(":", 1)[1]:
             raise ValueError(f"evaluation set {spec!r}: expected ir_datasets:<id>")
         return
-    if spec.startswith(("msmarco:", "beir:")):
-        folder = Path(spec.split(":")[1])
+    parsed = local_folder_spec(spec)
+    if parsed is not None:
+        folder = parsed[1]
     elif spec.startswith("nano:"):
         nm = spec.split(":", 1)[1]
         if nm not in NANOBEIR_NAMES:
@@ -210,6 +274,10 @@ def check_eval_spec(spec: str, *, data_root: str | Path | None = None) -> None:
     else:
         load_eval_set(spec, data_root=data_root)  # raises the unknown-name error
     if folder is not None and not folder.is_dir():
+        whole = spec.split(":", 1)[1]
+        if spec.startswith("msmarco:") and ":" in whole:  # both readings of a ':' in the path, named
+            raise FileNotFoundError(f"evaluation set {spec!r}: neither folder {whole} nor folder {folder} (with split "
+                                    f"{parsed[2]!r}) found ({MSMARCO_LAYOUT})")
         raise FileNotFoundError(f"evaluation set {spec!r}: folder {folder} not found ({MSMARCO_LAYOUT}; {BEIR_LAYOUT})")
 
 
@@ -223,11 +291,10 @@ def load_eval_set(spec: str, *, data_root: str | Path | None = None) -> Retrieva
     """
     if spec.startswith("ir_datasets:"):
         return load_ir_datasets(spec.split(":", 1)[1])
-    if spec.startswith("msmarco:"):
-        parts = spec.split(":")
-        return load_msmarco_folder(parts[1], parts[2] if len(parts) > 2 else "dev.small")
-    if spec.startswith("beir:"):
-        return load_beir_folder(spec.split(":", 1)[1])
+    parsed = local_folder_spec(spec)
+    if parsed is not None:
+        kind, folder, split = parsed
+        return load_msmarco_folder(folder, split) if kind == "msmarco" else load_beir_folder(folder)
     root = Path(data_root) if data_root is not None else None
     if spec.startswith("nano:"):
         nm = spec.split(":", 1)[1]
@@ -235,7 +302,9 @@ def load_eval_set(spec: str, *, data_root: str | Path | None = None) -> Retrieva
     if spec in MSMARCO_EVAL_IDS:
         if root is None:
             return load_ir_datasets(MSMARCO_EVAL_IDS[spec], name=spec)
-        return load_msmarco_folder(root / "msmarco", "dev.small" if spec == "msmarco-dev" else "dl19", name=spec)
+        level, source = RECALL_LEVELS.get(spec, (1, DATA_RECALL_LEVEL))
+        return load_msmarco_folder(root / "msmarco", "dev.small" if spec == "msmarco-dev" else "dl19", name=spec,
+                                   binary_rel=level, binary_rel_source=source)
     if spec in BEIR13:
         if root is None:
             return load_ir_datasets(BEIR13_IDS[spec], name=spec)

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 
 from initlab.textio import integer_field
 
-__all__ = ["RetrievalSet", "DataPolicyError", "put_unique", "relevance_grade", "first_ids", "identical_id_policy", "SETS_HOLDING_QUERIES"]
+__all__ = ["RetrievalSet", "DataPolicyError", "put_unique", "relevance_grade", "first_ids", "identical_id_policy",
+           "is_self_copy", "DATA_RECALL_LEVEL"]
 
-#: BEIR sets whose corpus holds their queries under the same ids (the reason for BEIR's ``ignore_identical_ids``):
-#: there a document with the query's id is the query, whatever its stored text (a title may precede it)
-SETS_HOLDING_QUERIES = ("arguana", "quora")
+#: where the recall level of a set comes from when no documented convention of a known set sets it: trec_eval's
+#: default, every positive grade of the qrels is relevant
+DATA_RECALL_LEVEL = "the qrels: every grade >= 1 counts as relevant (trec_eval's default)"
 
 
 class DataPolicyError(ValueError):
@@ -29,14 +30,17 @@ class DataPolicyError(ValueError):
 @dataclass
 class RetrievalSet:
     """An evaluation set. ``corpus``: doc id -> text; ``queries``: query id -> text;
-    ``qrels``: query id -> {doc id: relevance (int)}. ``name`` labels results; ``ndcg_rel`` is the
-    minimum relevance counted by binary measures (2 for TREC DL 2019 passage, else 1).
+    ``qrels``: query id -> {doc id: relevance (int)}. ``name`` labels results; ``binary_rel`` is the
+    minimum relevance counted by binary measures (recall): 1 from the data (:data:`DATA_RECALL_LEVEL`), or the
+    documented level of a known set (2 for TREC DL 2019 passage), which ``binary_rel_source`` then names; results
+    record both and the evaluation prints them. A level no judgement of the evaluated queries reaches is warned
+    about (recall is then 0 by construction).
     ``ignore_identical_ids``: apply BEIR's convention (``EvaluateRetrieval.evaluate(ignore_identical_ids=True)``,
     which matters for ArguAna and Quora, whose queries are also corpus documents) the way
-    :func:`identical_id_policy` decides it: a retrieved document whose id equals the query's is dropped only where
-    it *is* the query (the same text, or ``holds_queries``) and the qrels do not judge it relevant.
-    ``holds_queries``: the set is known to hold its queries in the corpus under their ids
-    (:data:`SETS_HOLDING_QUERIES`)."""
+    :func:`identical_id_policy` decides it, from the data: a retrieved document is dropped only where it is a copy of
+    the query (its id and its text equal the query's) and the qrels do not judge it relevant.
+    ``titles``: doc id -> title, for documents whose text is ``title + " " + text`` (BEIR): a copy of the query may
+    hold the query's text under a title of its own."""
 
     name: str
     corpus: dict[str, str]
@@ -46,7 +50,8 @@ class RetrievalSet:
     source: str = ""
     meta: dict = field(default_factory=dict)
     ignore_identical_ids: bool = False
-    holds_queries: bool = False
+    titles: dict[str, str] = field(default_factory=dict)
+    binary_rel_source: str = DATA_RECALL_LEVEL
 
     def __post_init__(self) -> None:
         if not self.corpus:
@@ -72,24 +77,41 @@ class RetrievalSet:
                           f"never retrieved): {first_ids(unknown_docs)}", RuntimeWarning, stacklevel=3)
         self.queries = {q: self.queries[q] for q in judged}
         self.qrels = {q: self.qrels[q] for q in judged}
+        top = max(g for q in judged for g in self.qrels[q].values())
+        if top < self.binary_rel:
+            warnings.warn(f"{self.name}: recall counts grade >= {self.binary_rel} as relevant ({self.binary_rel_source}), "
+                          f"but no judgement of the evaluated queries reaches it (highest grade {top}): every recall is 0 "
+                          "by construction", RuntimeWarning, stacklevel=3)
 
 
-def _same_text(query: str, doc: str) -> bool:
-    """The document holds the query's text (case and spacing aside). A set whose documents add a title to the
-    query's text is recognised by name instead (:data:`SETS_HOLDING_QUERIES`)."""
-    q, d = " ".join(query.split()).casefold(), " ".join(doc.split()).casefold()
-    return bool(q) and d == q
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def is_self_copy(ds: RetrievalSet, qid: str) -> bool:
+    """Document ``qid`` of the corpus is a copy of query ``qid``: the same id and the same text (case and spacing
+    aside), the document's text read with or without its title (``ds.titles``: ArguAna's queries are its
+    documents' bodies, Quora's its untitled documents)."""
+    if qid not in ds.corpus:
+        return False
+    q = _norm(ds.queries[qid])
+    if not q:
+        return False
+    doc = ds.corpus[qid]
+    title = ds.titles.get(qid, "")
+    body = doc[len(title):] if title and doc.startswith(title) else doc
+    return q in (_norm(doc), _norm(body))
 
 
 def identical_id_policy(ds: RetrievalSet) -> tuple[set[str], dict[str, int]]:
     """Which queries' identical-id document is dropped from their ranking, and the counts of the decision.
 
     The rule (docs/splade_at_scale.md, "Evaluation"): with ``ds.ignore_identical_ids``, the document whose id
-    equals query ``q``'s id is dropped from ``q``'s ranking only where it is the query, i.e. it holds the
-    query's text (:func:`_same_text`) or the set is known to hold its queries (``ds.holds_queries``), and
-    the qrels do not judge it relevant to ``q`` (a judged-relevant document is never dropped). Ids alone decide
-    nothing, so renaming the ids of a set (queries and documents apart) cannot change its metrics unless it
-    makes a query share an id with its own text.
+    equals query ``q``'s id is dropped from ``q``'s ranking only where the data show it is a copy of the query,
+    i.e. it also holds the query's text (:func:`is_self_copy`), and the qrels do not judge it relevant to ``q`` (a
+    judged-relevant document is never dropped). Neither ids alone nor the set's name decide, so renaming the ids of
+    a set (queries and documents apart), or its folder, cannot change its metrics unless it makes a query share an
+    id with its own text.
 
     Returns:
         ``(drop, counts)``: the query ids whose own document is dropped, and ``counts`` with
@@ -98,7 +120,7 @@ def identical_id_policy(ds: RetrievalSet) -> tuple[set[str], dict[str, int]]:
     """
     shared = [q for q in ds.queries if q in ds.corpus] if ds.ignore_identical_ids else []
     judged = [q for q in shared if ds.qrels.get(q, {}).get(q, 0) > 0]
-    other = [q for q in shared if q not in judged and not ds.holds_queries and not _same_text(ds.queries[q], ds.corpus[q])]
+    other = [q for q in shared if q not in judged and not is_self_copy(ds, q)]
     drop = set(shared) - set(judged) - set(other)
     counts = {"queries_with_a_document_of_their_id": len(shared), "dropped_as_the_query": len(drop),
               "kept_judged_relevant": len(judged), "kept_other_text": len(other)}

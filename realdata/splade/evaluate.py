@@ -6,12 +6,13 @@ For every evaluation set (:class:`initlab.realdata.splade.evalset.RetrievalSet`)
    ``torch.autocast(bfloat16)``;
 2. exact top-``top_k`` retrieval by sparse dot products (:class:`~.retrieval.SparseIndex`, on the
    model's device); for sets under BEIR's ``ignore_identical_ids`` convention (ArguAna, Quora) the queries whose
-   identical-id document is the query itself (:func:`~.evalset.identical_id_policy`: same text or a set known to
-   hold its queries, never a judged-relevant document) get ``top_k + 1`` documents with that self-hit removed
+   identical-id document is a copy of the query (:func:`~.evalset.identical_id_policy`: the same id and the same
+   text, never a judged-relevant document) get ``top_k + 1`` documents with that self-hit removed
    (:func:`drop_identical_ids`), as BEIR's exact search does, so exactly ``top_k`` remain and ``R@top_k``
    is measured on ``top_k`` documents; the row's ``identical_ids`` counts what was dropped and kept, and a
    warning says so;
-3. metrics with ir_measures: RR@10, nDCG@10, R@top_k (relevance >= 2 counts for R on TREC DL 2019);
+3. metrics with ir_measures: RR@10, nDCG@10, R@top_k (grade >= ``ds.binary_rel`` counts for R: 1 from the data,
+   2 on TREC DL 2019 by its documented convention; the row records it as ``recall_rel`` and ``recall_rel_source``);
 4. FLOPS (expected multiplications per query-document pair, :func:`~.retrieval.flops`) and average
    active dimensions of queries and documents;
 5. collapse check (:func:`~.train.detect_collapse`, the one detector of :mod:`initlab.nn.collapse`): NaN
@@ -116,7 +117,8 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     t_enc = time.perf_counter() - t0
     V = int(D.shape[1])
     row: dict[str, Any] = {"set": ds.name, "n_queries": len(qids), "n_docs": len(dids), "encode_s": t_enc,
-                           "ignore_identical_ids": ds.ignore_identical_ids, **unreached,
+                           "ignore_identical_ids": ds.ignore_identical_ids, "recall_rel": ds.binary_rel,
+                           "recall_rel_source": ds.binary_rel_source, **unreached,
                            "truncation": truncation(model, ds.name, qtexts, dtexts),
                            **{k: ds.meta[k] for k in ("n_queries_file", "n_queries_judged", "judged_queries_without_text",
                                                       "judged_docs_not_in_corpus") if k in ds.meta}}
@@ -185,16 +187,17 @@ def _warn_identical_ids(ds: RetrievalSet, counts: dict[str, int]) -> None:
     import warnings
 
     if counts["hits_dropped"]:
-        warnings.warn(f"{ds.name}: dropped {counts['hits_dropped']} hit(s) of a document that is its query (same id; "
-                      f"{'a set known to hold its queries' if ds.holds_queries else 'the same text'}), BEIR's "
-                      "ignore_identical_ids; counted in the result row's identical_ids", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"{ds.name}: dropped {counts['hits_dropped']} hit(s) of a document that is a copy of its query "
+                      "(the same id and text), BEIR's ignore_identical_ids; counted in the result row's identical_ids",
+                      RuntimeWarning, stacklevel=3)
     if counts["kept_judged_relevant"]:
         ids = first_ids(sorted(q for q in ds.queries if ds.qrels.get(q, {}).get(q, 0) > 0))
         warnings.warn(f"{ds.name}: {counts['kept_judged_relevant']} judged-relevant document(s) share their query's id "
                       f"({ids}); kept in the rankings, a judged document is never dropped", RuntimeWarning, stacklevel=3)
     if counts["kept_other_text"]:
         warnings.warn(f"{ds.name}: {counts['kept_other_text']} document(s) share their query's id but hold other text; "
-                      "kept in the rankings (ids alone do not make a document its query)", RuntimeWarning, stacklevel=3)
+                      "kept in the rankings (neither ids nor the set's name make a document a copy of its query)",
+                      RuntimeWarning, stacklevel=3)
 
 
 def count_self_hits(qids: Sequence[str], dids: Sequence[str], idx: torch.Tensor, queries) -> int:

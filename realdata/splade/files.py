@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from initlab.textio import open_text, text_file
+from initlab.textio import id_field, open_text, text_file, text_field
 
-from .evalset import SETS_HOLDING_QUERIES, RetrievalSet, put_unique, relevance_grade
+from .evalset import DATA_RECALL_LEVEL, DataPolicyError, RetrievalSet, put_unique, relevance_grade
 
 __all__ = ["MSMARCO_LAYOUT", "BEIR_LAYOUT", "read_tsv", "read_id_text_tsv", "read_trec_qrels", "load_msmarco_folder",
            "load_beir_folder"]
@@ -83,12 +83,15 @@ def read_trec_qrels(path: str | Path) -> dict[str, dict[str, int]]:
 
 
 def load_msmarco_folder(folder: str | Path, split: str = "dev.small", *, name: str | None = None,
-                        binary_rel: int | None = None) -> RetrievalSet:
+                        binary_rel: int = 1, binary_rel_source: str = DATA_RECALL_LEVEL) -> RetrievalSet:
     """Load ``collection.tsv``, ``queries.<split>.tsv`` and ``qrels.<split>.tsv`` from ``folder``.
 
-    For TREC DL 2019 use ``split="dl19"`` with files ``queries.dl19.tsv`` (msmarco-test2019-queries.tsv
-    renamed) and ``qrels.dl19.tsv`` (2019qrels-pass.txt renamed); relevance >= 2 then counts as relevant
-    for recall (``binary_rel`` defaults to 2 when the split name contains "dl").
+    Recall counts grade >= ``binary_rel`` as relevant: 1 unless the caller names a known set's documented level
+    (``binary_rel_source`` says where it comes from; the named set ``trec-dl-2019`` of
+    :func:`~.data.load_eval_set` passes TREC DL's 2). The split's name decides nothing: ``dl19``, ``medline``
+    or ``needle`` are read alike. For TREC DL 2019 from local files use ``--data-root DIR`` with
+    ``DIR/msmarco/queries.dl19.tsv`` (msmarco-test2019-queries.tsv renamed) and ``qrels.dl19.tsv``
+    (2019qrels-pass.txt renamed).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -96,10 +99,8 @@ def load_msmarco_folder(folder: str | Path, split: str = "dev.small", *, name: s
     corpus = read_id_text_tsv(folder / "collection.tsv", "pid<TAB>passage")
     queries = read_id_text_tsv(folder / f"queries.{split}.tsv", "qid<TAB>query")
     qrels = read_trec_qrels(folder / f"qrels.{split}.tsv")
-    if binary_rel is None:
-        binary_rel = 2 if "dl" in split else 1
-    default = {"dev.small": "msmarco-dev", "dl19": "trec-dl-2019"}.get(split, f"msmarco-{split}")
-    return RetrievalSet(name or default, corpus, queries, qrels, binary_rel, source=str(folder))
+    return RetrievalSet(name or f"msmarco-{split}", corpus, queries, qrels, binary_rel, source=str(folder),
+                        binary_rel_source=binary_rel_source)
 
 
 def _read_jsonl(path: Path, keys: tuple[str, ...]) -> Iterator[tuple[int, dict]]:
@@ -121,24 +122,32 @@ def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | Non
                      ignore_identical_ids: bool = True) -> RetrievalSet:
     """Load a BEIR dataset folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
 
-    Document text is ``title + " " + text`` when the title is non-empty (as BEIR's evaluation does).
-    ``ignore_identical_ids`` as in BEIR's evaluation, decided per query by
-    :func:`~.evalset.identical_id_policy`; a folder (or ``name``) of :data:`~.evalset.SETS_HOLDING_QUERIES` is
-    known to hold its queries.
+    Document text is ``title + " " + text`` when the title is non-empty (as BEIR's evaluation does); a missing
+    ``title`` is no title. Every ``text`` and ``title`` is a JSON string and every ``_id`` a string or an integer,
+    else :class:`~.evalset.DataPolicyError` names the file, the line and the field (``null`` is never the text
+    ``"None"``). ``ignore_identical_ids`` as in BEIR's evaluation, decided per query from the data by
+    :func:`~.evalset.identical_id_policy` (never from the folder's name).
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: BEIR folder not found ({BEIR_LAYOUT})")
     corpus: dict[str, str] = {}
+    titles: dict[str, str] = {}
     seen: dict = {}
     for lineno, obj in _read_jsonl(folder / "corpus.jsonl", ("_id", "text")):
-        title = (obj.get("title") or "").strip()
-        put_unique(corpus, str(obj["_id"]), f"{title} {obj['text']}".strip() if title else obj["text"], seen,
-             f"{folder / 'corpus.jsonl'}:{lineno}", "document id")
+        where = f"{folder / 'corpus.jsonl'}:{lineno}"
+        doc_id = id_field(obj["_id"], where, "_id", error=DataPolicyError)
+        text = text_field(obj["text"], where, "text", error=DataPolicyError)
+        title = text_field(obj.get("title", ""), where, "title", error=DataPolicyError).strip()
+        put_unique(corpus, doc_id, f"{title} {text}".strip() if title else text, seen, where, "document id")
+        if title:
+            titles[doc_id] = title
     queries: dict[str, str] = {}
     seen = {}
     for lineno, obj in _read_jsonl(folder / "queries.jsonl", ("_id", "text")):
-        put_unique(queries, str(obj["_id"]), obj["text"], seen, f"{folder / 'queries.jsonl'}:{lineno}", "query id")
+        where = f"{folder / 'queries.jsonl'}:{lineno}"
+        put_unique(queries, id_field(obj["_id"], where, "_id", error=DataPolicyError),
+                   text_field(obj["text"], where, "text", error=DataPolicyError), seen, where, "query id")
     qpath = folder / "qrels" / f"{split}.tsv"
     rows = read_tsv(qpath, 3, "query-id<TAB>corpus-id<TAB>score", BEIR_LAYOUT, with_lineno=True)
     first = next(rows, None)
@@ -151,6 +160,5 @@ def load_beir_folder(folder: str | Path, split: str = "test", *, name: str | Non
         rel = relevance_grade(s, f"{qpath}:{lineno}")
         put_unique(qrels.setdefault(q, {}), d, rel, seen.setdefault(q, {}), f"{qpath}:{lineno}",
              f"judgement of query {q!r} for document")
-    label = name or folder.name
-    return RetrievalSet(label, corpus, queries, qrels, 1, source=str(folder), ignore_identical_ids=ignore_identical_ids,
-                        holds_queries=label.lower() in SETS_HOLDING_QUERIES or folder.name.lower() in SETS_HOLDING_QUERIES)
+    return RetrievalSet(name or folder.name, corpus, queries, qrels, 1, source=str(folder),
+                        ignore_identical_ids=ignore_identical_ids, titles=titles)

@@ -68,7 +68,10 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     """
     import shutil
 
+    import sys
+
     from .data import check_eval_spec, load_eval_set
+    from .evalset import DATA_RECALL_LEVEL
     from .evaluate import evaluate_set, summarise
     from .modeling import load_splade
 
@@ -100,6 +103,9 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
                 rows.append(run.load_cell(cell, key=key))
                 continue
             ds = load_eval_set(name, data_root=data_root or None)
+            if ds.binary_rel_source != DATA_RECALL_LEVEL:  # a convention taken from the set's name: said, and recorded
+                print(f"note: {ds.name}: recall counts grade >= {ds.binary_rel} as relevant ({ds.binary_rel_source}); "
+                      "recorded in the row as recall_rel", file=sys.stderr, flush=True)
             row = evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, approx=approx)
             run.save_cell(cell, row, key=key)
             rows.append(row)

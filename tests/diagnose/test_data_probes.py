@@ -35,6 +35,8 @@ def test_readers_each_format(tmp_path):
     ("e.txt", "", None, "expected at least 2 sequences"),
     ("b.jsonl", '{"text": "a"}\nnot json\n', None, "b.jsonl:2: not a JSON object"),
     ("f.jsonl", '{"txt": "a"}\n{"txt": "b"}\n', None, "with a string 'text' field"),
+    ("n.jsonl", '{"text": "a"}\n{"text": null}\n', None, "n.jsonl:2: field 'text' is null; expected a string"),
+    ("m.jsonl", '{"text": "a"}\n{"text": 1984}\n', None, "m.jsonl:2: field 'text' is the number 1984"),
     ("l.jsonl", '{"text": "a", "y": 1}\n{"text": "b"}\n', "y", "l.jsonl:2: --labels y"),
     ("h.tsv", "a\tb\n1\t2\n3\t4\n", None, "no text column in the header"),
     ("r.tsv", "text\tlabel\nx\t1\ny\n", "label", "r.tsv:3: 1 tab-separated fields"),

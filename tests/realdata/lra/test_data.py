@@ -68,6 +68,8 @@ def test_lra_text_from_hf_columns_without_network():
     assert texts == ["good", "bad movie"] and labels == [1, 0]
     with pytest.raises(ValueError, match="missing column 'label'"):
         D.imdb_from_hf(datasets.Dataset.from_dict({"text": ["x"]}))
+    with pytest.raises(ValueError, match=r"imdb split record 2: field 'text' is null; expected a string"):
+        D.imdb_from_hf(datasets.Dataset.from_dict({"text": ["good", None], "label": [1, 0]}))
 
 
 def test_lra_text_missing_folder_names_layout(tmp_path):

@@ -19,7 +19,7 @@ def test_msmarco_folder_dev_and_dl19():
     assert len(dev.corpus) == 12 and len(dev.queries) == 8 and dev.binary_rel == 1
     assert dev.qrels["1000"] == {"0": 1}
     dl = files.load_msmarco_folder(FIX / "msmarco", "dl19")
-    assert dl.binary_rel == 2 and dl.qrels["2000"] == {"8": 3, "9": 1, "10": 0}
+    assert dl.binary_rel == 1 and dl.qrels["2000"] == {"8": 3, "9": 1, "10": 0}  # a split's name sets no level
 
 
 def test_beir_folder_and_named_sets():

@@ -1,5 +1,5 @@
-"""BEIR's identical-id rule: a hit whose id equals its query's id is dropped only where the
-document *is* the query (same text, or a set known to hold its queries: ArguAna, Quora), never where the qrels
+"""BEIR's identical-id rule: a hit whose id equals its query's id is dropped only where the data show the
+document is a copy of the query (the same id and text, the text read with or without its title), never where the qrels
 judge it relevant; what was dropped or kept is counted in the result row and warned about; metrics do not move
 when the ids are renamed."""
 
@@ -8,27 +8,12 @@ from __future__ import annotations
 import warnings
 
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from initlab.realdata.splade.evalset import RetrievalSet, identical_id_policy
 from initlab.realdata.splade.evaluate import evaluate_set
 
-WORDS = "cat sofa dog rain sun tree".split()
-
-
-class _BagOfWords:
-    """A stand-in encoder (the evaluate API of a SparseEncoder): term weight 1 per distinct known word."""
-
-    device = torch.device("cpu")
-    vocab = {w: j for j, w in enumerate(WORDS)}
-
-    def _enc(self, texts, **_):
-        rows = [[self.vocab[w] for w in sorted(set(t.split())) if w in self.vocab] for t in texts]
-        idx = [[r for r, js in enumerate(rows) for _ in js], [j for js in rows for j in js]]
-        return torch.sparse_coo_tensor(idx, torch.ones(len(idx[1])), (len(texts), len(self.vocab)), check_invariants=True)
-
-    encode_query = encode_document = _enc
+from bag_of_words import WORDS, BagOfWords as _BagOfWords
 
 
 def _quiet_eval(ds, top_k=10):
@@ -57,18 +42,61 @@ def test_the_query_itself_is_dropped_counted_and_warned():
     assert row["identical_ids"]["dropped_as_the_query"] == 1 and row["identical_ids"]["hits_dropped"] == 1
 
 
-def test_a_set_known_to_hold_its_queries_drops_by_id_but_keeps_judged_documents():
-    corpus = {"a": "sofa cat, stored otherwise", "b": "dog", "c": "cat"}
+def test_a_copy_under_a_title_is_the_query_but_a_set_name_decides_nothing():
+    # ArguAna's documents hold their query's text under a title of their own: the body shows the copy
+    corpus = {"a": "Debate title cat  Sofa", "b": "dog", "c": "cat"}
     qrels = {"a": {"c": 1}, "b": {"b": 2}}
-    ds = RetrievalSet("arguana", corpus, {"a": "cat sofa", "b": "dog rain"}, qrels, ignore_identical_ids=True,
-                      holds_queries=True)
+    ds = RetrievalSet("x", corpus, {"a": "cat sofa", "b": "dog rain"}, qrels, ignore_identical_ids=True,
+                      titles={"a": "Debate title"})
     drop, counts = identical_id_policy(ds)
     assert drop == {"a"} and counts["kept_judged_relevant"] == 1 and counts["dropped_as_the_query"] == 1
-    plain = RetrievalSet("other", corpus, {"a": "cat sofa", "b": "dog rain"}, qrels, ignore_identical_ids=True)
-    drop, counts = identical_id_policy(plain)  # not known to hold its queries: "a"'s document has other text
+    # the same documents without their titles known, under ArguAna's name: "a"'s document holds other text
+    named = RetrievalSet("arguana", corpus, {"a": "cat sofa", "b": "dog rain"}, qrels, ignore_identical_ids=True)
+    drop, counts = identical_id_policy(named)
     assert drop == set() and counts["kept_other_text"] == 1
     off = RetrievalSet("msmarco-like", corpus, {"a": "title words cat sofa"}, {"a": {"c": 1}})
     assert identical_id_policy(off)[0] == set()  # the convention is off: nothing is dropped
+
+
+def _write_beir(folder, docs, queries, qrels):
+    import json
+
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{g}\n" for q, d, g in qrels), encoding="utf-8")
+
+
+def test_a_known_sets_folder_renamed_to_ids_one_to_n_keeps_its_metrics(tmp_path):
+    """A set in a folder named like a BEIR set that holds its queries (ArguAna), its ids renamed to 1..n in both
+    spaces: document "1" shares query "1"'s id but holds other text, so it is a document like any other."""
+    from initlab.realdata.splade.files import load_beir_folder
+
+    docs = [("sofa cat", "rain"), ("dog", "cat"), ("sun", "tree")]  # (title, text)
+    queries = ["cat", "sun tree"]
+    qrels = [(0, 1, 1), (1, 2, 1)]  # query 0 -> document 1, query 1 -> document 2
+    results = {}
+    for label, doc_id, q_id in (("orig", lambda j: f"doc-{j}", lambda i: f"test-{i}"),
+                                ("renamed", lambda j: str(j + 1), lambda i: str(i + 1))):
+        folder = tmp_path / label / "arguana"
+        _write_beir(folder, [{"_id": doc_id(j), "title": t, "text": x} for j, (t, x) in enumerate(docs)],
+                    [{"_id": q_id(i), "text": q} for i, q in enumerate(queries)],
+                    [(q_id(q), doc_id(d), g) for q, d, g in qrels])
+        results[label] = _quiet_eval(load_beir_folder(folder))
+    for m in ("RR@10", "nDCG@10", "R@10"):
+        assert results["renamed"][m] == pytest.approx(results["orig"][m], abs=1e-12), m
+    assert results["renamed"]["identical_ids"]["dropped_as_the_query"] == 0
+
+
+def test_a_self_copy_in_a_beir_folder_is_found_from_its_body(tmp_path):
+    from initlab.realdata.splade.files import load_beir_folder
+
+    folder = tmp_path / "any-name"
+    _write_beir(folder, [{"_id": "a", "title": "Debate", "text": "cat sofa"}, {"_id": "b", "title": "", "text": "cat"}],
+                [{"_id": "a", "text": "cat sofa"}], [("a", "b", 1)])
+    row = _quiet_eval(load_beir_folder(folder))
+    assert row["identical_ids"]["dropped_as_the_query"] == 1 and row["RR@10"] == pytest.approx(1.0)
 
 
 @st.composite

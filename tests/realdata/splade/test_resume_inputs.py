@@ -55,22 +55,6 @@ def test_a_reused_finished_training_refuses_a_changed_training_file(tmp_path, tr
         train_splade(_cfg(triples), out, progress=False, reuse_finished=True)
 
 
-@pytest.fixture
-def checkpoint(tmp_path):
-    from sentence_transformers.sparse_encoder import SparseEncoder
-    from sentence_transformers.sparse_encoder.modules import SpladePooling, Transformer
-
-    from initlab.mlmhead import tiny_masked_lm, tiny_tokenizer
-
-    m = tmp_path / "m"
-    tok = tiny_tokenizer(m)
-    tiny_masked_lm("bert", len(tok), hidden=16, layers=1).save_pretrained(m)
-    tok.save_pretrained(m)
-    tr = Transformer(str(m), transformer_task="fill-mask", max_seq_length=32)
-    SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")]).save(str(tmp_path / "model"), safe_serialization=True)
-    return tmp_path / "model"
-
-
 def _sets(tmp_path):
     beir = tmp_path / "beir"
     shutil.copytree(FIX / "beir", beir)
