@@ -25,7 +25,8 @@ from initlab.textio import read_json
 
 C = TypeVar("C")
 
-__all__ = ["from_dict", "derive", "to_dict", "load_config", "check_type", "parse_overrides", "later_field"]
+__all__ = ["from_dict", "derive", "to_dict", "load_config", "check_type", "parse_overrides", "later_field",
+           "absolute_paths"]
 
 #: dataclass field metadata of :func:`later_field`
 _OMIT_AT_DEFAULT = "omit_at_default"
@@ -213,3 +214,21 @@ def parse_overrides(items: "list[str] | tuple[str, ...]", flag: str = "--set") -
         except json.JSONDecodeError:
             out[key.strip()] = value
     return out
+
+
+def absolute_paths(cfg: C, fields: "tuple[str, ...] | list[str]") -> C:
+    """``cfg`` with each of ``fields`` that holds a relative path (a non-empty string) made absolute against this
+    process's working directory (:func:`os.path.abspath`: ``..`` collapsed, links kept as the user named them).
+
+    A run that sends its config to other processes (Dask workers, each in its own working directory) calls it
+    before the config leaves the client, so that every cell reads the files the client named and the saved config
+    records them. Fields that are None, empty or already absolute are kept.
+    """
+    import os
+
+    changes = {}
+    for name in fields:
+        value = getattr(cfg, name)
+        if isinstance(value, str) and value and not os.path.isabs(value):
+            changes[name] = os.path.abspath(value)
+    return dataclasses.replace(cfg, **changes) if changes else cfg

@@ -14,7 +14,8 @@ import sys
 import time
 from typing import Iterator, Sequence
 
-from initlab.executor.cluster import SCHEDULER_TIMEOUT, SchedulerUnreachableError, probe_scheduler, run_dask
+from initlab.executor.cluster import (SCHEDULER_TIMEOUT, NoWorkersError, SchedulerUnreachableError, probe_scheduler,
+                                     run_dask)
 from initlab.executor.core import (LOG_INTERVAL, REFERENCE_SPEED_SECONDS, Cell, ExecutionReport, Progress, SweepBar,
                                    announce_report, dependency_order, check_scheduler, default_workers, estimate,
                                    format_seconds, is_terminal, measure_speed, progress_bar, remaining_cells,
@@ -23,7 +24,7 @@ from initlab.executor.local import gpu_count, run_inline, run_pool
 from initlab.runs import RunDir
 
 __all__ = ["Cell", "Progress", "ExecutionReport", "default_workers", "check_scheduler", "probe_scheduler",
-           "SchedulerUnreachableError", "SCHEDULER_TIMEOUT", "estimate", "remaining_cells",
+           "SchedulerUnreachableError", "NoWorkersError", "SCHEDULER_TIMEOUT", "estimate", "remaining_cells",
            "run_cells", "measure_speed", "REFERENCE_SPEED_SECONDS", "format_seconds", "worker_setup", "track_reports",
            "progress_bar", "is_terminal", "LOG_INTERVAL", "machine_speed",
            "current_machine_speed"]

@@ -3,9 +3,10 @@
 every Dask worker sees under the same path (docs/cluster.md).
 
 A scheduler address is checked to answer (:func:`probe_scheduler`) before a run makes its folder: within
-:data:`SCHEDULER_TIMEOUT` seconds, a Dask scheduler must accept a TCP connection and complete Dask's handshake;
-otherwise one line says what answered instead (nothing: connection refused; a server that does not speak Dask's
-protocol: the dashboard's HTTP port, 8787 by default, is not the scheduler's, 8786 by default)."""
+:data:`SCHEDULER_TIMEOUT` seconds, a Dask scheduler must accept a TCP connection, complete Dask's handshake and have
+at least one worker; otherwise one line says what answered instead (nothing: connection refused; a server that does
+not speak Dask's protocol: the dashboard's HTTP port, 8787 by default, is not the scheduler's, 8786 by default; a
+scheduler without workers, on which Dask would hold every cell forever)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Any, Sequence
 from initlab.executor.core import (Cell, ExecutionReport, Progress, SweepBar, dependency_order, execute_cell, take_result,
                                    sigint_ignored_in_children, worker_setup)
 
-__all__ = ["run_dask", "probe_scheduler", "SchedulerUnreachableError", "SCHEDULER_TIMEOUT"]
+__all__ = ["run_dask", "probe_scheduler", "SchedulerUnreachableError", "NoWorkersError", "SCHEDULER_TIMEOUT"]
 
 #: seconds within which a Dask scheduler must answer (TCP connection and Dask's handshake) before a run starts
 SCHEDULER_TIMEOUT = 10.0
@@ -29,6 +30,10 @@ SCHEDULER_TIMEOUT = 10.0
 
 class SchedulerUnreachableError(ValueError):
     """No Dask scheduler answered at the ``--scheduler`` address (one line: the address and what answered)."""
+
+
+class NoWorkersError(SchedulerUnreachableError):
+    """A Dask scheduler answered at the ``--scheduler`` address but no worker joined it within the timeout."""
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
@@ -51,12 +56,33 @@ async def _handshake(address: str, timeout: float) -> None:
     await comm.close()                                                        # timeout of its own: wait_for bounds it
 
 
+async def _await_a_worker(address: str, timeout: float) -> int:
+    """The scheduler's worker count, asked every 0.2 s until it is at least 1 or ``timeout`` seconds have passed."""
+    from distributed.core import rpc
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    scheduler = rpc(address, timeout=timeout)
+    try:
+        while True:
+            left = max(deadline - loop.time(), 0.0)
+            ident = await asyncio.wait_for(scheduler.identity(n_workers=0), max(left, 0.5))
+            n = int(ident.get("n_workers", len(ident.get("workers", {}))))
+            if n > 0 or loop.time() >= deadline:
+                return n
+            await asyncio.sleep(min(0.2, max(deadline - loop.time(), 0.0)))
+    finally:
+        await scheduler.close_rpc()
+
+
 def probe_scheduler(address: str | None, timeout: float | None = None) -> None:
-    """Check that a Dask scheduler answers at ``address`` within ``timeout`` seconds (default
-    :data:`SCHEDULER_TIMEOUT`); ``None`` and ``local:N`` (an in-process cluster) pass. Contacts the address, writes
-    nothing.
+    """Check that a Dask scheduler answers at ``address`` and has a worker, within ``timeout`` seconds (default
+    :data:`SCHEDULER_TIMEOUT`) for each; ``None`` and ``local:N`` (an in-process cluster) pass. Contacts the
+    address, writes nothing.
 
     Raises:
+        NoWorkersError: the scheduler answered but no worker joined it within the timeout (Dask would hold every cell
+            with no error: ``dask/distributed`` reports nothing for a task waiting on workers).
         SchedulerUnreachableError: ``"--scheduler ADDRESS: no Dask scheduler answered at ADDRESS ..."`` with what was
             found: the connection refused (nothing listens there), no answer within the timeout, an unknown host, or a
             server that accepted the connection but did not complete Dask's handshake (an HTTP port such as the
@@ -95,6 +121,15 @@ def probe_scheduler(address: str | None, timeout: float | None = None) -> None:
                 f"{head} within {timeout:g} s (a server accepted the connection but did not complete Dask's handshake: "
                 "the dashboard port, 8787 by default, is not the scheduler's, 8786 by default; "
                 f"{type(err).__name__})") from None
+        try:
+            n = pool.submit(asyncio.run, _await_a_worker(address, timeout)).result()
+        except (asyncio.TimeoutError, OSError, ValueError) as err:
+            raise SchedulerUnreachableError(f"{head}: it completed Dask's handshake but did not say how many workers it "
+                                            f"has within {timeout:g} s ({type(err).__name__})") from None
+    if n < 1:
+        raise NoWorkersError(f"--scheduler {address}: the Dask scheduler at {address} has no workers (none joined "
+                             f"within {timeout:g} s), so no cell could run; start workers with 'dask worker {address}' "
+                             "(docs/cluster.md), then run again")
 
 
 def _dask_execute(root, name, fn, args, key, topic) -> dict[str, Any]:
@@ -141,7 +176,8 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
                 bar.event(*ev)
 
     try:
-        rep.workers = max(1, len(client.scheduler_info().get("workers", {})))
+        info = client.scheduler_info(n_workers=0)
+        rep.workers = max(1, int(info.get("n_workers", len(info.get("workers", {})))))
         bar.workers = rep.workers
         while pending or running:
             for c in list(pending):

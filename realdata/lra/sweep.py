@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from initlab.config import derive, from_dict, to_dict
+from initlab.config import absolute_paths, derive, from_dict, to_dict
 from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
 from initlab.realdata.lra.config import ABLATIONS, BASE, CROSS_TASK, LRAConfig
 from initlab.realdata.lra.runtime import run_inputs
@@ -90,12 +90,17 @@ def run_sweep(ablation: str, base: LRAConfig, out: str | Path, seeds: Sequence[i
     config is read back, not redone. ``workers``: local worker processes (None: one per core; 1: in this
     process); ``scheduler``: a Dask scheduler address or ``local:N`` (:func:`initlab.executor.run_cells`).
 
+    Relative data folders (``data_dir``, ``spt_data_dir``) are made absolute here, in the client's working
+    directory, before any cell is planned: a Dask worker resolves a relative path in its own directory. The saved
+    config and ``inputs.json`` record the absolute folders.
+
     Raises:
         ValueError: ``out`` holds a sweep with another ablation, seeds or config (unless ``overwrite``).
     """
     if scheduler is not None:
         check_scheduler(scheduler)  # before anything is written
         probe_scheduler(scheduler)
+    base = absolute_paths(base, ("data_dir", "spt_data_dir"))  # a Dask worker reads the folders the client named
     meta = {"kind": "sweep", "ablation": ablation, "seeds": list(seeds), "config": to_dict(base)}
     conds = [(s, *c) for s in seeds for c in expand_conditions(ablation, base, s)]  # bad ablation: nothing written
     inputs = sweep_inputs(base, conds)

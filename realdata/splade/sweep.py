@@ -29,7 +29,8 @@ from initlab.textio import open_text, read_json
 
 from .config import K_VALUES, BACKBONES, SpladeTrainConfig, cell_config, cell_name
 
-__all__ = ["resolve_eval_sets", "run_cell", "run_sweep", "eval_checkpoint", "cell_train_eval", "STEP_SECONDS"]
+__all__ = ["resolve_eval_sets", "run_cell", "run_sweep", "eval_checkpoint", "cell_train_eval", "absolute_inputs",
+           "STEP_SECONDS"]
 
 #: the cost model of the expected duration only: seconds per training step of one cell. "gpu": an assumed order
 #: of magnitude for a base-size backbone on one GPU, NOT measured (this project has had no GPU); "tiny": the
@@ -127,6 +128,29 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
     if mark_done:
         run.mark_done()
     return res
+
+
+def absolute_inputs(cfg: SpladeTrainConfig) -> SpladeTrainConfig:
+    """``cfg`` with every local input named by a relative path made absolute in this process's working directory:
+    the training files (not an ``ir_datasets:`` source), ``data_root``, a backbone that is a local folder (not a hub
+    id) and the folders of ``beir:``/``msmarco:`` evaluation sets (:func:`.data.absolute_spec`). A sweep calls it
+    before its cells leave the client, so that a Dask worker, in its own working directory, reads the files the
+    client named; the saved configs record them so."""
+    import os
+    from dataclasses import replace
+
+    from initlab.config import absolute_paths
+
+    from .data import absolute_spec
+
+    fields = ["train_collection", "train_queries", "data_root"]
+    if not cfg.train_source.startswith("ir_datasets:"):
+        fields.append("train_source")
+    if not cfg.tiny_model and os.path.exists(cfg.backbone):
+        fields.append("backbone")
+    out = absolute_paths(cfg, fields)
+    sets = tuple(absolute_spec(s) for s in cfg.eval_sets)
+    return replace(out, eval_sets=type(cfg.eval_sets)(sets)) if list(sets) != list(cfg.eval_sets) else out
 
 
 def sweep_inputs(base: SpladeTrainConfig, cells: Sequence[SpladeTrainConfig]) -> dict[str, Path]:
@@ -276,7 +300,8 @@ def run_sweep(base: SpladeTrainConfig, out: str | Path, *, backbones: Sequence[s
 
     from initlab.config import to_dict
 
-    cells = [cell_config(base, b, k) for b in backbones for k in ks]  # validates (remote code, k) before writing
+    base = absolute_inputs(base)  # a Dask worker resolves a relative path in its own working directory
+    cells = [absolute_inputs(cell_config(base, b, k)) for b in backbones for k in ks]  # validates before writing
     if scheduler is not None:
         check_scheduler(scheduler)
         probe_scheduler(scheduler)  # one line, before the sweep's folder is made

@@ -1,6 +1,6 @@
 """A wrong Dask address (``--scheduler``) is one line within the stated timeout, exit 2, and nothing created: an HTTP
-port (the dashboard's kind) hung with no output, a closed port ended in a traceback after 30 s, and both had made
-the run folder first. The HTTP server is bound by the test itself on port 0 (no race); the closed port is a socket
+port (the dashboard's kind) hung with no output, a closed port ended in a traceback after 30 s, a scheduler without
+workers hung showing 0 units done, and all had made the run folder first. The HTTP server is bound by the test itself on port 0 (no race); the closed port is a socket
 bound but not listening (kept open, so the port cannot be reused meanwhile)."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _run(argv):
 
 @pytest.fixture(autouse=True)
 def short_timeout(monkeypatch):
-    monkeypatch.setattr(cluster, "SCHEDULER_TIMEOUT", 3.0, raising=False)  # the stated timeout (10 s by default), shortened
+    monkeypatch.setattr(cluster, "SCHEDULER_TIMEOUT", 4.0, raising=False)  # the stated timeout (10 s by default), shortened
 
 
 COMMANDS = {
@@ -98,9 +98,46 @@ def test_library_sweeps_refuse_a_wrong_address_before_making_their_folder(tmp_pa
     assert not (tmp_path / "sw").exists()
 
 
-def test_a_real_scheduler_answers():
+def test_a_real_scheduler_with_a_worker_answers():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as lc:
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None, host="127.0.0.1",
+                                  protocol="tcp://") as lc:
         cluster.probe_scheduler(lc.scheduler_address)  # no error
     cluster.probe_scheduler("local:2")  # an in-process cluster: nothing to contact
+
+
+@contextlib.contextmanager
+def scheduler_without_workers():
+    """A Dask scheduler on loopback (it binds its own port) that no worker ever joins."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None, host="127.0.0.1",
+                                  protocol="tcp://") as lc:
+        yield lc.scheduler_address
+
+
+NO_WORKER_COMMANDS = {**COMMANDS, "lra sweep": ["lra", "sweep", "--preset", "toy", "--ablation", "spt-epochs",
+                                                "--no-progress"]}
+
+
+@pytest.mark.parametrize("name", sorted(NO_WORKER_COMMANDS))
+def test_a_scheduler_without_workers_is_one_line_and_nothing_is_created(name, tmp_path):
+    """Dask holds a cell with no worker to run it forever: the sweep printed its estimate, made its folder and
+    showed 0 units done for as long as it was left running."""
+    out = tmp_path / "run"
+    with scheduler_without_workers() as address:
+        rc, std, err = _run(NO_WORKER_COMMANDS[name] + ["--scheduler", address, "--out", str(out)])
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert f"the Dask scheduler at {address} has no workers" in lines[0] and "dask worker" in lines[0]
+    assert not out.exists() and not list(tmp_path.iterdir()) and "expected" not in std
+
+
+def test_library_sweeps_refuse_a_scheduler_without_workers_before_making_their_folder(tmp_path):
+    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.sweep import run_sweep
+
+    with scheduler_without_workers() as address:
+        with pytest.raises(cluster.NoWorkersError, match="has no workers"):
+            run_sweep("spt-epochs", TOY, tmp_path / "sw", progress=False, scheduler=address)
+    assert not (tmp_path / "sw").exists()
 

@@ -164,3 +164,24 @@ def test_a_colon_in_an_msmarco_folder_name_with_and_without_a_split(tmp_path, mo
     assert data.absolute_spec("msmarco:ms:2024:dl19") == f"msmarco:{tmp_path / 'ms:2024'}:dl19"
     with pytest.raises(FileNotFoundError, match=r"neither folder nope:2024 nor folder nope \(with split '2024'\)"):
         data.check_eval_spec("msmarco:nope:2024")
+
+
+def test_a_sweeps_relative_inputs_are_made_absolute_before_its_cells_leave_the_client(tmp_path, monkeypatch):
+    """A Dask worker resolves a relative path in its own working directory: every local input of a SPLADE sweep's
+    cells is absolute (the client's), hub ids and ir_datasets sources are left as they are."""
+    from initlab.config import derive
+    from initlab.realdata.splade.config import get_preset
+    from initlab.realdata.splade.sweep import absolute_inputs
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(FIX / "beir" / "scifact", "sets:1/scifact")
+    Path("bb").mkdir()
+    cfg = derive(get_preset("quick"), train_source="triples.tsv", train_collection="c.tsv", train_queries="q.tsv",
+                 data_root="root", tiny_model="", backbone="bb",
+                 eval_sets=("beir:sets:1/scifact", "msmarco-dev", "ir_datasets:beir/scifact/test"))
+    got = absolute_inputs(cfg)
+    assert (got.train_source, got.train_collection, got.train_queries, got.data_root, got.backbone) == tuple(
+        str(tmp_path / n) for n in ("triples.tsv", "c.tsv", "q.tsv", "root", "bb"))
+    assert got.eval_sets == (f"beir:{tmp_path / 'sets:1' / 'scifact'}", "msmarco-dev", "ir_datasets:beir/scifact/test")
+    hub = absolute_inputs(derive(cfg, backbone="bert-base-uncased", train_source="ir_datasets:msmarco-passage/x"))
+    assert hub.backbone == "bert-base-uncased" and hub.train_source == "ir_datasets:msmarco-passage/x"
