@@ -41,11 +41,11 @@ import numpy as np
 
 from initlab.evidence import rules
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, REPRODUCED, Verdict
-from initlab.experiment.rows import Claim, Headline, Results, b, seeds_text
+from initlab.experiment.rows import Claim, Headline, Results, b, one, seeds_text, short
 
 __all__ = ["MIN_GAIN", "TOL", "MIN_SEEDS", "CEILING", "HEADLINE", "gains", "outcome", "part", "predicts_gain",
-           "confusion", "correlation", "scratch_mean", "ceiling_forced", "DIAGNOSE", "CLAIM_ROWS", "diagnose_row",
-           "diagnose_headline"]
+           "confusion", "correlation", "scratch_mean", "ceiling_forced", "listops_record", "listops_part", "DIAGNOSE",
+           "LISTOPS_DIAGNOSIS", "LISTOPS_RUN", "CLAIM_ROWS", "diagnose_row", "diagnose_headline"]
 
 MIN_GAIN = 0.05  # 5 points, the synthetic SPT experiment's δ
 TOL = 0.002  # one test sequence in 512
@@ -175,8 +175,41 @@ def ceiling_forced(records: Mapping[str, Any]) -> list[str]:
     return [n for n, r in records["settings"].items() if n in decided and scratch_mean(r) >= CEILING]
 
 
+def listops_record(diagnosis: Mapping[str, Any], summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The ListOps example of docs/diagnose.md as a setting record of :func:`part`: its prediction from the saved
+    diagnosis (``initlab diagnose --json``: ``prediction.spt_helps``) and the per-seed test accuracies of the
+    preregistered CPU ListOps run (``lra_listops_summary.json``: ``per_seed`` ``spt_test_acc``,
+    ``scratch_test_acc``). Outside the preregistered settings: reported beside the claim, never part of it."""
+    return {"predicted_helps": bool(diagnosis["prediction"]["spt_helps"]),
+            "seeds": {str(int(r["seed"])): {"scratch": float(r["scratch_test_acc"]), "spt": float(r["spt_test_acc"])}
+                      for r in summary.get("per_seed") or []}}
+
+
+def listops_part(diagnosis: Mapping[str, Any], summary: Mapping[str, Any]) -> Verdict:
+    """The ListOps example's prediction judged against the CPU ListOps run's outcome by this claim's own gain rule
+    (:func:`outcome`: δ = :data:`MIN_GAIN`, not the LRA run's 2 points): *inconclusive* while that outcome is
+    undecided."""
+    return part("ListOps", listops_record(diagnosis, summary))
+
+
 # --- the README rows of these claims (initlab.app.docgen.claims renders them) ---
 DIAGNOSE = "diagnose_validation/records.json"
+#: the diagnosis of docs/diagnose.md's ListOps example (the CPU ListOps run's training file, initlab:spt)
+LISTOPS_DIAGNOSIS = "diagnose_validation/listops_cpu_diagnosis.json"
+#: the preregistered CPU ListOps run (also the LRA claim's input)
+LISTOPS_RUN = "lra_listops_summary.json"
+
+
+def _listops_text(r: Results) -> str:
+    """``; outside the preregistered settings, ListOps ...``: the example's prediction against the CPU ListOps run."""
+    rec = listops_record(r[LISTOPS_DIAGNOSIS], r[LISTOPS_RUN])
+    v = listops_part(r[LISTOPS_DIAGNOSIS], r[LISTOPS_RUN])
+    pred = "helps" if rec["predicted_helps"] else "does not help"
+    measured = {REPRODUCED: "right", NOT: "wrong"}.get(v.word, "undecided" if v.word == INCONCLUSIVE else v.word)
+    return (f"; outside the preregistered settings, the ListOps example of docs/diagnose.md (predicted {pred}) "
+            f"against the preregistered CPU ListOps run (LRA's 2-layer model, {seeds_text(sorted(map(int, rec['seeds'])))}"
+            f"): SPT − scratch {one(outcome(rec), 'points')} by this claim's {100 * MIN_GAIN:.0f}-point rule: the "
+            f"prediction is {measured}")
 
 
 def _forced_text(rec) -> str:
@@ -217,6 +250,7 @@ def diagnose_row(r: Results) -> str:
         out += _headline_text(c["undecided"]) + ")"
     if c["not_run"]:
         out += f", not run on {', '.join(c['not_run'])}"
+    out += _listops_text(r)
     k = correlation(rec)
     if not math.isnan(k["pearson"]):
         out += (f"; blind share vs SPT gain: Pearson {k['pearson']:.2f} [{k['pearson_lo']:.2f}, {k['pearson_hi']:.2f}], "
@@ -237,11 +271,15 @@ def diagnose_headline(r: Results) -> Headline:
     seeds = sorted({int(s) for x in rec["settings"].values() for s in x["seeds"]})
     ceiling = f" ({len(forced)} forced by a ceiling: scratch ≥ {100 * CEILING:.0f} %)" if forced else ""
     head = f", `{HEADLINE}` among them" if HEADLINE in c["undecided"] else ""
+    lo = listops_part(r[LISTOPS_DIAGNOSIS], r[LISTOPS_RUN])
+    lo_word = {REPRODUCED: "right", NOT: "wrong"}.get(lo.word, "undecided" if lo.word == INCONCLUSIVE else lo.word)
     return Headline(b(v.word), f"rule right on {right} of {decided} decided settings{ceiling}, undecided on "
-                                f"{len(c['undecided'])} of {len(rec['settings'])}{head} ({len(seeds)} seeds)")
+                                f"{len(c['undecided'])} of {len(rec['settings'])}{head} ({len(seeds)} seeds); "
+                                f"ListOps example (not preregistered): {lo_word}, {short('SPT − scratch', lo, 'points')}")
 
 
 CLAIM_ROWS: list[Claim] = [
     Claim("initlab's diagnosis predicts SPT's gain", "initlab's own claim",
-          "[diagnose](docs/diagnose.md)", (DIAGNOSE,), diagnose_row, headline=diagnose_headline),
+          "[diagnose](docs/diagnose.md)", (DIAGNOSE, LISTOPS_DIAGNOSIS, LISTOPS_RUN), diagnose_row,
+          headline=diagnose_headline),
 ]

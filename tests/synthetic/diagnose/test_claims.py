@@ -72,3 +72,38 @@ def test_spearman_interval_equals_the_slow_reference_bootstrap():
                         random_state=np.random.default_rng(3)).confidence_interval
     assert fast["spearman_lo"] == pytest.approx(slow.low, abs=1e-12) and fast["spearman_hi"] == pytest.approx(slow.high, abs=1e-12)
     assert fast["spearman"] == pytest.approx(ss.spearmanr(xs, ys).statistic, abs=1e-12)
+
+
+def test_the_listops_example_is_judged_from_the_saved_numbers_outside_the_preregistered_claim():
+    """docs/diagnose.md's ListOps example predicts "helps"; its row is computed from the saved diagnosis and the CPU
+    ListOps run's per-seed accuracies by the claim's own 5-point rule, never typed."""
+    from initlab.synthetic.diagnose import claims
+
+    diag = {"prediction": {"spt_helps": True}}
+    undecided = {"per_seed": [{"seed": 10, "spt_test_acc": 0.390, "scratch_test_acc": 0.370},
+                              {"seed": 11, "spt_test_acc": 0.351, "scratch_test_acc": 0.365},
+                              {"seed": 12, "spt_test_acc": 0.386, "scratch_test_acc": 0.353}]}
+    v = claims.listops_part(diag, undecided)
+    assert v.word == "inconclusive" and v.estimate == pytest.approx(0.013, abs=1e-9)
+    gained = {"per_seed": [{"seed": s, "spt_test_acc": 0.5 + d, "scratch_test_acc": 0.3}
+                           for s, d in ((1, 0.00), (2, 0.01), (3, 0.02))]}
+    assert claims.listops_part(diag, gained).word == "reproduced"  # the prediction right: a 20-point gain
+    assert claims.listops_part({"prediction": {"spt_helps": False}}, gained).word == "not reproduced"
+    no_gain = {"per_seed": [{"seed": s, "spt_test_acc": 0.3 + d, "scratch_test_acc": 0.3}
+                            for s, d in ((1, 0.000), (2, 0.001), (3, -0.001))]}
+    assert claims.listops_part(diag, no_gain).word == "not reproduced"
+
+
+def test_the_diagnosis_row_reads_the_listops_example_from_the_saved_files():
+    from pathlib import Path
+
+    from initlab.synthetic.diagnose import claims
+    from initlab.textio import read_json
+
+    res = Path(__file__).resolve().parents[3] / "docs" / "results"
+    r = {f: read_json(res / f) for f in (claims.DIAGNOSE, claims.LISTOPS_DIAGNOSIS, claims.LISTOPS_RUN)}
+    assert r[claims.LISTOPS_DIAGNOSIS]["prediction"]["spt_helps"] is True
+    row = claims.diagnose_row(r)
+    assert "the ListOps example of docs/diagnose.md (predicted helps)" in row and "+1.3 [-4.7, +7.3]" in row
+    assert "the prediction is undecided" in row
+    assert "ListOps example (not preregistered): undecided" in claims.diagnose_headline(r).estimate
