@@ -106,4 +106,3 @@ def test_the_diagnosis_row_reads_the_listops_example_from_the_saved_files():
     row = claims.diagnose_row(r)
     assert "the ListOps example of docs/diagnose.md (predicted helps)" in row and "+1.3 [-4.7, +7.3]" in row
     assert "the prediction is undecided" in row
-    assert "ListOps example (not preregistered): undecided" in claims.diagnose_headline(r).estimate
