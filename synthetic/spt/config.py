@@ -307,8 +307,10 @@ PRESETS: dict[str, SPTConfig] = {
     "full": derive(TUNED, seeds=CONFIRM_SEEDS, conditions=_CORE + _CURVE + _CROSS + _DEPTH,
                    seed_counts=tuple((c, 4) for c in _CURVE + _CROSS) + tuple((c, 3) for c in _DEPTH)),
     # what `initlab reproduce` runs (the 20-minute budget on 2 cores, docs/benchmarks.md): the causal confirmatory
-    # run's recipe and the arms of the claims it must decide, on fresh seeds, as many as the power computation asks
-    "default": derive(_CAUSAL_RUN, seeds=REPRODUCE_SEEDS[:REPRODUCE_SEED_COUNT], conditions=REPRODUCE_CONDITIONS),
+    # run's recipe and the arms of the claims it must decide, on fresh seeds, as many as the power computation asks,
+    # each arm's seeds trained as one batched model (the same training as one at a time, to float rounding)
+    "default": derive(_CAUSAL_RUN, seeds=REPRODUCE_SEEDS[:REPRODUCE_SEED_COUNT], conditions=REPRODUCE_CONDITIONS,
+                      engine="batched"),
     # exploratory (causal round), sized to this session's CPU: the learning rate of scratch and of the main causal arm
     # (the ALiBi proximity prior) on a grid that reaches a decade above scratch's old edge choice, seeds 0-2
     "explore-causal-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,

@@ -22,12 +22,15 @@ def _saved(preset: str) -> dict:
 def test_the_default_is_the_recipe_of_its_preregistered_run_on_other_seeds():
     default = to_dict(spt_config.PRESETS["default"])
     recipe = to_dict(spt_config.PRESETS[spt_config.REPRODUCE_RECIPE])
-    assert {k for k in default if default[k] != recipe[k]} <= {"seeds", "conditions"}
+    # the seeds, the arms (a subset) and the engine (seeds batched in one model: the same training, to float rounding)
+    assert {k for k in {**default, **recipe} if default.get(k) != recipe.get(k)} == {"seeds", "conditions", "engine"}
+    assert default["engine"] == "batched"
     assert set(default["conditions"]) <= set(recipe["conditions"])
     # the saved run ran this very recipe: every training field its config saved is the preset's
     saved = _saved(spt_config.REPRODUCE_RECIPE)["config"]
     assert {k: v for k, v in saved.items() if k not in ("seeds", "conditions")} == \
         {k: v for k, v in json.loads(json.dumps(default)).items() if k in saved and k not in ("seeds", "conditions")}
+    assert "engine" not in saved
 
 
 def test_the_default_runs_every_arm_its_claims_need_and_they_are_primary():
