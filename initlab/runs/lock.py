@@ -61,16 +61,29 @@ def process_start_time(pid: int) -> str | None:
         return None
 
 
+def _process_state(pid: int) -> str | None:
+    """The state letter of process ``pid`` (/proc/PID/stat field 3: ``R``, ``S``, ``Z`` for a zombie, ...), or None
+    where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read().decode("ascii", "replace")
+        return raw.rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def _pid_alive(pid: int) -> bool:
+    """Process ``pid`` is running. A killed process that its parent has not reaped yet (a zombie: a run stopped by
+    ``kill -9`` or ``timeout`` under a parent still running) answers ``kill(pid, 0)`` but runs nothing: not alive."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # alive, another user's
-        return True
+        return _process_state(pid) not in ("Z", "X")
     except OSError:
         return False
-    return True
+    return _process_state(pid) not in ("Z", "X")
 
 
 def _lock_record() -> dict[str, Any]:
@@ -182,16 +195,29 @@ class RunLock:
 
     def _break_stale(self, rec: dict[str, Any], mtime: float, why: str) -> None:
         """Remove the stale lock ``rec`` (exclusively: one process takes over); RunLockedError if another process is
-        taking it over now or it changed in between."""
+        taking it over now or it changed in between. The take-over file (``.break``) holds its process's record, so
+        one left by a process killed while taking over is itself judged by :func:`_stale_reason` and removed."""
         breaker = self.path.with_name(self.path.name + ".break")
+        for _ in range(2):
+            try:
+                fd = os.open(breaker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                break
+            except FileExistsError:
+                other, bmtime = _read_lock(breaker)
+                dead = None if other is None else _stale_reason(other, bmtime)
+                if other is not None and dead is None:
+                    raise RunLockedError(
+                        f"{self.flag + ' ' if self.flag else ''}{self.folder}: another run is taking over its stale lock "
+                        f"now ({_holder(other)}; {breaker})") from None
+                if other is not None:  # a take-over cut short by its process's death
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(breaker)
+        else:
+            raise RunLockedError(f"{self.flag + ' ' if self.flag else ''}{self.folder}: another run is taking over its "
+                                 f"stale lock now ({breaker})")
         try:
-            fd = os.open(breaker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            raise RunLockedError(
-                f"{self.flag + ' ' if self.flag else ''}{self.folder}: another run is taking over its stale lock now "
-                f"({breaker} exists; if no initlab run is starting there, remove that file)") from None
-        try:
-            os.close(fd)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(json.dumps(_lock_record()).encode("utf-8"))
             again, mtime2 = _read_lock(self.path)
             if again == rec and mtime2 == mtime:
                 os.unlink(self.path)

@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -148,6 +149,49 @@ def test_a_lock_whose_process_is_gone_is_taken_over_with_a_warning(tmp_path):
     with pytest.warns(RuntimeWarning, match=rf"took over the lock of an earlier run \(pid {pid}.*its process {pid} is gone"):
         with runs.run_lock(tmp_path / "run"):
             assert json.loads(runs.lock_path(tmp_path / "run").read_text())["pid"] == os.getpid()
+
+
+@pytest.mark.parametrize("how", ["SIGKILL, not yet reaped", "SIGTERM", "SIGKILL"])
+def test_a_lock_whose_process_was_killed_is_taken_over(tmp_path, how):
+    """A run killed by ``timeout`` (SIGTERM) or ``kill -9`` leaves its lock behind; the next run takes it over. A
+    killed process its parent has not reaped yet (a zombie) answers ``kill(pid, 0)`` and kept the lock alive."""
+    folder = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert p.stdout.readline().strip() == "locked"
+        p.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
+        if how.endswith("not yet reaped"):
+            os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)  # it has exited; left a zombie, as a busy parent would
+        else:
+            p.wait()
+        assert runs.lock_path(folder).exists()  # a killed run cannot remove its lock
+        with pytest.warns(RuntimeWarning, match=rf"pid {p.pid} .*stale: its process {p.pid} is gone"):
+            with runs.run_lock(folder):
+                assert json.loads(runs.lock_path(folder).read_text())["pid"] == os.getpid()
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_a_take_over_cut_short_by_its_processs_death_does_not_block_the_next_run(tmp_path):
+    """A process killed while taking over a stale lock left its ``.break`` file, which refused every later run."""
+    lp = _write_lock(tmp_path / "run", pid=_dead_pid(), process_start="1")
+    breaker = lp.with_name(lp.name + ".break")
+    breaker.write_text(json.dumps({"pid": _dead_pid(), "host": socket.gethostname(), "started": "2026-01-01T00:00:00"}))
+    with pytest.warns(RuntimeWarning, match="took over the lock of an earlier run"):
+        with runs.run_lock(tmp_path / "run"):
+            pass
+    assert not breaker.exists() and not lp.exists()
+
+
+def test_a_live_take_over_is_still_refused(tmp_path):
+    lp = _write_lock(tmp_path / "run", pid=_dead_pid(), process_start="1")
+    parent = os.getppid()
+    lp.with_name(lp.name + ".break").write_text(json.dumps(
+        {"pid": parent, "host": socket.gethostname(), "process_start": runs.process_start_time(parent)}))
+    with pytest.raises(runs.RunLockedError, match="another run is taking over its stale lock now"):
+        runs.RunLock(tmp_path / "run").acquire()
 
 
 def test_a_reused_pid_does_not_keep_a_lock_alive(tmp_path):
