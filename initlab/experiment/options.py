@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
+from initlab.runfile import RunFileError, RunFiles
 from initlab.runs import check_output_path
 from initlab.textio import read_text
 
 T = TypeVar("T")
 
 __all__ = ["fail", "int_at_least", "finite_float", "positive_float", "int_list", "add_executor_options",
-           "preset_parser", "checked_run", "sweep_main"]
+           "preset_parser", "preset_config", "preset_name", "checked_run", "sweep_main"]
 
 
 def fail(parser: argparse.ArgumentParser, err: BaseException | str) -> NoReturn:
@@ -116,14 +117,38 @@ def add_executor_options(parser: argparse.ArgumentParser, *, scheduler: bool = T
                                  "needs pip install 'initlab[cluster]' (docs/cluster.md)")
 
 
-def preset_parser(prog: str, description: str, presets: Sequence[str], default: str, preset_help: str,
+def preset_parser(prog: str, description: str, presets: RunFiles | Sequence[str], default: str, preset_help: str,
                   out_help: str) -> argparse.ArgumentParser:
-    """The options every synthetic sweep opens with: ``--preset``, ``--out`` and ``--overwrite``."""
+    """The options every synthetic sweep opens with: ``--preset``, ``--out`` and ``--overwrite``.
+
+    ``presets`` is the experiment's run files (:class:`initlab.runfile.RunFiles`: ``--preset`` takes a name or the
+    path of a run file, and its help lists the named choices only; resolve it with :func:`preset_config`) or a plain
+    list of names (argparse's choices)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--preset", choices=list(presets), default=default, help=preset_help)
+    if isinstance(presets, RunFiles):
+        parser.add_argument("--preset", default=default, metavar="NAME|FILE",
+                            help=f"{preset_help}; one of {', '.join(presets.named())} (default: {default}), or the name "
+                                 "or path of another run file (docs/runs.md lists every run with its purpose)")
+    else:
+        parser.add_argument("--preset", choices=list(presets), default=default, help=preset_help)
     parser.add_argument("--out", type=Path, default=None, help=out_help)
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     return parser
+
+
+def preset_config(parser: argparse.ArgumentParser, presets: RunFiles[T], preset: str) -> T:
+    """The config of ``--preset`` (a run's name or a run file's path), or :func:`fail` (exit 2) naming the file and the
+    field at fault (:class:`initlab.runfile.RunFileError`)."""
+    try:
+        return presets.resolve(preset)
+    except RunFileError as err:
+        fail(parser, err)
+
+
+def preset_name(preset: str) -> str:
+    """The name of a run given by ``--preset``: the name itself, or a run file's name without ``.toml``, for the default
+    output folder ``results/.../NAME``."""
+    return Path(preset).stem if preset.endswith(".toml") else preset
 
 
 def checked_run(parser: argparse.ArgumentParser, out: Path, overwrite: bool, run: Callable[[], T],
@@ -137,14 +162,30 @@ def checked_run(parser: argparse.ArgumentParser, out: Path, overwrite: bool, run
 
 
 def sweep_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None, results: str,
-               run: Callable[[argparse.Namespace, Path], Any]) -> int:
+               run: Callable[[argparse.Namespace, Path], Any],
+               report_partial: Callable[[argparse.Namespace, Path], Any] | None = None) -> int:
     """Add ``--workers``, ``--scheduler`` and ``--no-progress``, parse, run ``run(args, out)`` (it returns the run
-    folder) into ``--out`` (default ``results/PRESET``) and print the run's ``summary.md`` and where it is."""
+    folder) into ``--out`` (default ``results/PRESET``) and print the run's ``summary.md`` and where it is.
+
+    With ``report_partial`` the command also takes ``--report-partial``: then ``report_partial(args, out)`` (it
+    returns the run folder) writes the report of the cells an existing run folder holds so far, with no output-path
+    check and no lock (it trains nothing; the folder may be a live run's), and its ``summary.md`` is printed."""
     add_executor_options(parser)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    if report_partial is not None:
+        parser.add_argument("--report-partial", action="store_true",
+                            help="only write the report of --out from the cells finished so far (a run cut short or "
+                                 "still running; trains nothing)")
     args = parser.parse_args(argv)
-    out = args.out or Path(results) / args.preset
+    out = args.out or Path(results) / preset_name(args.preset)
     t0 = time.perf_counter()
+    if report_partial is not None and args.report_partial:
+        try:
+            rd = report_partial(args, out)
+        except (FileExistsError, ValueError) as err:
+            fail(parser, err)
+        print(read_text(rd.root / "summary.md"))
+        return 0
     rd = checked_run(parser, out, args.overwrite, lambda: run(args, out), (FileExistsError, ValueError, ImportError))
     print(read_text(rd.root / "summary.md"))
     print(f"results in {rd.root} ({time.perf_counter() - t0:.0f} s)")

@@ -1,6 +1,7 @@
 """Synthetic length-100 self-pretraining (SPT) experiments: SPT vs label supervision, a verdict per claim.
 
-``initlab synthetic spt [--preset quick|explore-lr|explore|default|full] [--out DIR] [--workers N] [--scheduler ADDR]``
+``initlab synthetic spt [--preset quick|default|full|causal|causal-tuned|FILE] [--out DIR] [--workers N] [--scheduler ADDR]``
+(every run is a file in ``runs/``; docs/runs.md lists them)
 
 Per seed s (conditions share a seed's data and initialisation, so every comparison is paired):
 

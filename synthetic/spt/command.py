@@ -6,12 +6,11 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
-from initlab.experiment.options import add_executor_options, checked_run, fail, preset_parser
+from initlab.experiment.options import add_executor_options, checked_run, fail, preset_config, preset_name, preset_parser
 from initlab.paper_figs import spt_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_input_path
 from initlab.synthetic import spt as synthetic_spt
@@ -21,24 +20,26 @@ __all__ = ["spt_main", "run_main"]
 
 def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = preset_parser(prog or "initlab synthetic spt", synthetic_spt.__doc__.split("\n\n")[0], synthetic_spt.PRESETS,
-                            "default", "experiment size (default: default)",
+                            "default", "the run (quick: smoke test; default: what initlab reproduce runs; full: the "
+                            "preregistered confirmatory run; causal, causal-tuned: the causal round's preregistered runs)",
                             "output folder (default: results/synthetic_spt/<preset>)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_executor_options(parser, scheduler=True)
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
-    out = args.out or Path("results/synthetic_spt") / args.preset
+    cfg = preset_config(parser, synthetic_spt.PRESETS, args.preset)
+    out = args.out or Path("results/synthetic_spt") / preset_name(args.preset)
     if args.partial_report:
         try:  # a report of a run that exists: never a fresh folder with an empty report
             check_input_path(out, flag="--out", kind="folder", what="the folder of an unfinished initlab synthetic spt run")
-            print(synthetic_spt.partial_report(synthetic_spt.PRESETS[args.preset], out))
+            print(synthetic_spt.partial_report(cfg, out))
         except (ValueError, RunExistsError) as err:
             fail(parser, err)
         return 0
     try:
         md = checked_run(parser, out, args.overwrite, lambda: synthetic_spt.run(
-            synthetic_spt.PRESETS[args.preset], out, overwrite=args.overwrite, progress=not args.no_progress,
+            cfg, out, overwrite=args.overwrite, progress=not args.no_progress,
             workers=args.workers, scheduler=args.scheduler, draw=spt_figures.make_figures), (ValueError, RunExistsError))
     except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback
         print(f"{parser.prog}: error: {err}", file=sys.stderr)

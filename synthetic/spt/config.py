@@ -11,9 +11,11 @@ seeds, so that a claim that needs more seeds does not make every condition pay f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-from initlab.config import derive, later_field
+from initlab.config import later_field
+from initlab.runfile import RunFiles
 from initlab.synthetic.spt.arms import HYBRIDS, arms
 from initlab.synthetic.spt.claims import SPTThresholds
 from initlab.nn.encoder import ModelConfig
@@ -224,54 +226,10 @@ def model_config(cfg: SPTConfig, depth: int, variant: str = "full", **overrides:
 
 
 # -- presets ---------------------------------------------------------------------------------------
-# Task, model sizes and optimiser are those of the earlier runs; the budgets follow the stated rules.
+#: the dataclass defaults: task, model sizes and optimiser of the earlier runs, budgets by the stated rules
 BASE = SPTConfig()
-#: label-only arms of the learning-rate selection
-_LR_ARMS = ("scratch", "frozen_attn", "depth2_scratch", "depth4_scratch", "attn_scratch")
-
-#: the learning rates chosen by ``explore-lr`` (seeds 0-4, 2026-12-01; best mean validation accuracy over lr_grid;
-#: docs/synthetic_spt.md, docs/results/synthetic_spt_explore-lr/summary.json); every later preset uses them
-CHOSEN_LR = (("scratch", 1e-2), ("frozen_attn", 3e-3), ("attn_scratch", 1e-2), ("depth2_scratch", 3e-3),
-             ("depth4_scratch", 3e-3))
-TUNED = derive(BASE, label_lr=CHOSEN_LR)
-_EXPLORE_CONDITIONS = ("scratch", "scratch_matched", "spt", "frozen_attn", "hybrid_qk", "hybrid_qkvo", "hybrid_ffn",
-                       "hybrid_qk_emb", "hybrid_qk_ln", "hybrid_qk_emb_ln", "spt_e1", "spt_e5", "spt_e10", "spt_e20",
-                       "spt_e40", "cross_count", "attn_scratch", "attn_spt", "attn_qk")
-
-#: the preregistered confirmatory seeds (fresh: no earlier run of this project used them)
-CONFIRM_SEEDS = (8201, 8202, 8203, 8204, 8205, 8206, 8207, 8208)
-#: the confirmatory conditions: the depth-1 claims on every seed, the SPT-epoch curve, other data and depth on fewer
-_CORE = ("scratch", "scratch_matched", "spt", "frozen_attn", "hybrid_qkvo", "hybrid_qk", "hybrid_ffn", "spt_e10")
-_CURVE = ("spt_e1", "spt_e5", "spt_e20", "spt_e40")
-_CROSS = ("cross_count", "cross_iid")
-_DEPTH = ("depth2_scratch", "depth2_spt", "depth4_scratch", "depth4_spt")
-
-#: the widened learning-rate grid of the causal round (docs/synthetic_spt.md, section 9): two more rates above the old
-#: grid's top (1e-2, where scratch's choice sat), one below SPT fine-tuning's 1e-3
-WIDE_GRID = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-#: the grid the causal round's exploratory selection could afford: old edge choice 1e-2 in the middle
-CAUSAL_LR_GRID = (3e-3, 1e-2, 3e-2, 1e-1)
-#: the grid of SPT fine-tuning's own rate selection (explore-spt-lr): the wide grid's lower four rates, 1e-3 (the rate
-#: every SPT-initialised arm has fine-tuned at) in the middle; extended upward only if the choice sits at 1e-2
-SPT_LR_GRID = WIDE_GRID[:4]
-#: the exploratory seeds of the causal round's learning-rate selection (a subset of EXPLORATORY_SEEDS)
-CAUSAL_EXPLORE_SEEDS = (0, 1, 2)
-
-#: chosen by explore-causal-lr (seeds 0-2, 2026-12-01; best mean validation accuracy over CAUSAL_LR_GRID, interior for
-#: both): scratch 3e-2, alibi_scratch 1e-2
-ALIBI_LR = 1e-2
-#: the causal round's fine-tuning rates: scratch and alibi_scratch as chosen; qkscale_scratch and lastpool_scratch at
-#: 1e-2, the rate they were explored at (not tuned; scratch's validation accuracy at 1e-2 and 3e-2 differs by 0.7
-#: points); spt and spt_nopos at lr = 1e-3 (SPT fine-tuning's rate was NOT tuned this round: not affordable)
-CAUSAL_LR = (("scratch", 3e-2), ("alibi_scratch", ALIBI_LR), ("qkscale_scratch", 1e-2), ("lastpool_scratch", 1e-2))
-#: the rates the exploratory selections of docs/synthetic_spt.md 9.7 chose (seeds 0-2, best mean validation accuracy,
-#: every choice interior on the widened grid 3e-4..1e-1): SPT fine-tuning 1e-2 (spt_nopos alike), qkscale_scratch and
-#: lastpool_scratch 3e-3; scratch and alibi_scratch as in CAUSAL_LR
-CAUSAL_TUNED_LR = (("scratch", 3e-2), ("alibi_scratch", ALIBI_LR), ("qkscale_scratch", 3e-3), ("lastpool_scratch", 3e-3),
-                   ("spt", 1e-2), ("spt_nopos", 1e-2))
-#: the preregistered fresh seeds of the causal round's confirmatory run (never used by any run of this project)
-CAUSAL_SEEDS = (8271, 8272, 8273, 8274)
-CAUSAL_CONDITIONS = ("scratch", "spt", "alibi_scratch", "spt_nopos", "qkscale_scratch", "lastpool_scratch")
+#: every run of the experiment, one file each in ``runs/`` (:class:`initlab.runfile.RunFiles`; docs/runs.md lists them)
+PRESETS: RunFiles[SPTConfig] = RunFiles(SPTConfig, Path(__file__).with_name("runs"))
 
 #: the preregistered run ``initlab reproduce``'s SPT stage repeats: its recipe (rates, budgets, task, model) and arms
 REPRODUCE_RECIPE = "causal"
@@ -286,60 +244,6 @@ REPRODUCE_SEEDS = (8301, 8302, 8303, 8304, 8305, 8306, 8307, 8308)
 #: :func:`initlab.synthetic.spt.claims.seed_plan`; the table in docs/benchmarks.md); a test recomputes it from
 #: docs/results
 REPRODUCE_SEED_COUNT = 4
-#: the arms of the stage: those of :data:`REPRODUCE_CLAIMS`
+#: the arms of the stage: those of :data:`REPRODUCE_CLAIMS` (``runs/default.toml`` runs them on the first
+#: :data:`REPRODUCE_SEED_COUNT` of :data:`REPRODUCE_SEEDS`; tests/app/test_run_files.py checks that they agree)
 REPRODUCE_CONDITIONS = ("scratch", "spt", "alibi_scratch", "spt_nopos")
-#: the causal round's preregistered confirmatory run (preset ``causal``)
-_CAUSAL_RUN = derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_LR)
-
-
-PRESETS: dict[str, SPTConfig] = {
-    # smoke test: one exploratory seed, three conditions, small budgets (not evidence)
-    "quick": derive(BASE, label_lr=CHOSEN_LR, seeds=(0,), n_test=1024, finetune_max_epochs=40, spt_max_epochs=60, spt_sweep_epochs=(10,),
-                    depths=(1,), conditions=("scratch", "spt", "hybrid_qk")),
-    # exploratory: the learning rate of every label-only arm, chosen on validation accuracy (seeds 0-4)
-    "explore-lr": derive(BASE, lr_sweep=BASE.lr_grid, conditions=_LR_ARMS),
-    # exploratory: the depth-1 conditions on seeds 0-4 at the chosen learning rates: effect sizes and sds for the
-    # power computation that sets the confirmatory seed counts (depth and cross_iid arms are left out to fit the
-    # session's CPU budget; their sds come from the earlier run, docs/synthetic_spt.md)
-    "explore": derive(TUNED, conditions=_EXPLORE_CONDITIONS),
-    # the preregistered confirmatory run (docs/synthetic_spt.md#4-preregistration): fresh seeds, seed counts from
-    # the power computation on the explore run, cut to this round's CPU budget where power asks for more
-    "full": derive(TUNED, seeds=CONFIRM_SEEDS, conditions=_CORE + _CURVE + _CROSS + _DEPTH,
-                   seed_counts=tuple((c, 4) for c in _CURVE + _CROSS) + tuple((c, 3) for c in _DEPTH)),
-    # what `initlab reproduce` runs (the 20-minute budget on 2 cores, docs/benchmarks.md): the causal confirmatory
-    # run's recipe and the arms of the claims it must decide, on fresh seeds, as many as the power computation asks,
-    # each arm's seeds trained as one batched model (the same training as one at a time, to float rounding)
-    "default": derive(_CAUSAL_RUN, seeds=REPRODUCE_SEEDS[:REPRODUCE_SEED_COUNT], conditions=REPRODUCE_CONDITIONS,
-                      engine="batched"),
-    # exploratory (causal round), sized to this session's CPU: the learning rate of scratch and of the main causal arm
-    # (the ALiBi proximity prior) on a grid that reaches a decade above scratch's old edge choice, seeds 0-2
-    "explore-causal-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID,
-                                conditions=("scratch", "alibi_scratch")),
-    # exploratory (causal round): the other causal arms at scratch's (label-only) and spt's (SPT-initialised) rates,
-    # seeds 0-2; their own learning-rate selection was not affordable this session (docs/synthetic_spt.md, section 9)
-    "explore-causal": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS,
-                             conditions=("qkscale_scratch", "lastpool_scratch", "spt_nopos"),
-                             label_lr=CHOSEN_LR + (("qkscale_scratch", 1e-2), ("lastpool_scratch", 1e-2))),
-    # the preregistered confirmatory run of the causal round (docs/synthetic_spt.md#9-causal-round): fresh seeds
-    # 8271-8274, the learning rates of the causal round's exploratory selection (CAUSAL_LR)
-    "causal": _CAUSAL_RUN,
-    # exploratory, after the causal run (docs/synthetic_spt.md, section 9.7): the selections the causal round could
-    # not afford, on the exploratory seeds 0-2, on the widened grid (WIDE_GRID, 3e-4 to 1e-1). They ran in stages:
-    # first SPT_LR_GRID for spt and CAUSAL_LR_GRID for the two arms, then the rates beyond an edge choice (section 9.7's
-    # rule); each preset now holds the union grid, and its cells are those runs' cells (the same keys). SPT's own
-    # fine-tuning rate (spt_nopos was dropped for CPU before any of its cells ran) ...
-    "explore-spt-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=WIDE_GRID, conditions=("spt",)),
-    # ... the two theorem-premise arms ...
-    "explore-causal-lr-arms": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=WIDE_GRID,
-                                     conditions=("qkscale_scratch", "lastpool_scratch")),
-    # ... the attention-only model's label-only arm, whose rate (1e-2) sat at the top edge of explore-lr's grid ...
-    "explore-attn-lr": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("attn_scratch",)),
-    # the sensitivity run of section 9.7 (preregistered there): the causal run's seeds and arms, fine-tuned at the rates
-    # the exploratory selections chose (CAUSAL_TUNED_LR); not fresh seeds, not a new confirmation
-    "causal-tuned": derive(BASE, seeds=CAUSAL_SEEDS, conditions=CAUSAL_CONDITIONS, label_lr=CAUSAL_TUNED_LR),
-    # ... and scratch with linear warm-up then cosine decay, trained to the 150-epoch cap (no early stop, so training
-    # accuracy plateaus; the best validation epoch is still the one reported), on scratch's grid
-    "explore-cosine": derive(TUNED, seeds=CAUSAL_EXPLORE_SEEDS, lr_sweep=CAUSAL_LR_GRID, conditions=("scratch",),
-                             ft_schedule="cosine", warmup_epochs=5, finetune_patience=0),
-}
-

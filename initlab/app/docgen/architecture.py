@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[3]
 LAYERS: list[set[str]] = [
     {"initlab.textio"},
     {"initlab.config"},
+    {"initlab.runfile"},
     {"initlab.runs"},
     {"initlab.executor"},
     {"initlab.theory"},
@@ -46,6 +47,8 @@ LAYER_NOTES: dict[str, str] = {
                       "naming file, line and byte offset; imports nothing from initlab",
     "initlab.config": "frozen-dataclass configs: strict `from_dict`, presets as `derive` diffs, `to_dict` / "
                       "`load_config` (which reads through `textio`)",
+    "initlab.runfile": "a run is a file: a named base plus the values it changes, each with its reason (TOML, "
+                       "`tomllib`); an experiment's `runs/` folder of named, exploratory, archived and base run files",
     "initlab.runs": "run folders: atomic writes, the resolved config written next to results, the config guard, "
                     "resumable cells, the live-run lock, the non-finite and divergence guard, per-rank seeds, the "
                     "input/output path rules",
@@ -117,7 +120,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
     "initlab.app.docgen": [
         [("template",)],
         [("doc_examples",), ("tables",), ("theory_doc",), ("mlmhead_doc",), ("prediction_check",), ("architecture",),
-         ("headline_figures",), ("reproduce_power",)],
+         ("headline_figures",), ("reproduce_power",), ("runs_doc",)],
         [("claims",), ("cli_docs",)],
     ],
 }

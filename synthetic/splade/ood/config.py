@@ -62,14 +62,16 @@ every cell key while at its default, so that runs made before the fields existed
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-from initlab.config import derive, later_field, to_dict
+from initlab.config import later_field, to_dict
+from initlab.runfile import RunFiles
 from initlab.synthetic.splade.claims import SPLADEThresholds
 from initlab.synthetic.splade.domains import DomainCorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
 
-__all__ = ["OODConfig", "BASE", "PRESETS", "RECIPES", "backbone_for", "flops_weights", "check_config", "cell_name",
+__all__ = ["OODConfig", "BASE", "PRESETS", "backbone_for", "flops_weights", "check_config", "cell_name",
            "config_record", "bm25_key", "train_key", "pretrain_key", "V_REF", "SELECT_K_ON", "ROLES"]
 
 #: the real vocabulary (BERT's), at which the reference FLOPS weights are the real recipe's
@@ -136,141 +138,13 @@ def backbone_for(cfg: OODConfig, family: str) -> FamilyConfig:
     return cfg.family_backbones.get(family, cfg.backbone)
 
 
-#: each family's own MLM recipe (the phase experiment's, docs/synthetic_splade.md#design), over documents of up to
-#: 102 tokens: BERT and ALBERT the standard recipe, RoBERTa and ModernBERT their long recipes
-_STD = FamilyConfig(max_len=104)
-RECIPES: dict[str, FamilyConfig] = {
-    "roberta": derive(_STD, mlm_steps=2000, mlm_lr=3e-3, mlm_beta2=0.98),
-    "modernbert": derive(_STD, mlm_steps=2000, mlm_lr=3e-3, mlm_weight_decay=1e-5, decay_embeddings=False,
-                         decay_norms_biases=False),
-}
-
-BASE = OODConfig(family_backbones=RECIPES)
-
-_SMALL = derive(BASE.corpus, docs_per_domain=200, n_train_queries=2400, n_dev_queries=160, n_ood_queries=80)
-
-#: every family's own recipe with 4x the MLM steps (8000): the regime exploration's backbones
-LONG_RECIPES: dict[str, FamilyConfig] = {f: derive(RECIPES.get(f, _STD), mlm_steps=8000) for f in FAMILIES}
-#: the regime exploration's base (exploratory): 2048 ids, 300 out-of-domain queries per held-out domain (600 per
-#: seed, all of them test queries: the best k is chosen on the in-domain dev queries), the backbones on 4x the text
-#: with 4x the MLM steps, cap 300 with the plateau rule, seed 9202
-_EXPLORE = derive(BASE, corpus=derive(_SMALL, vocab_size=2048, n_ood_queries=300), family_backbones=LONG_RECIPES,
-                  families=("roberta",), ks=(1.0, 4.0), seeds=(9202,), max_steps=300, eval_every=25,
-                  checkpoints=(100, 200, 300), claims=derive(BASE.claims, k_far=16.0), mlm_text_multiplier=4,
-                  select_k_on="in_domain", role="exploratory")
-
-#: the regime exploration at the confirmation's vocabulary (exploratory): 8192 ids, roberta with the regime's
-#: backbone, k = 1, cap 1200 with checkpoints 300 / 600 / 1200, the fused head
-_EXPLORE_V8K = derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300), ks=(1.0,), max_steps=1200,
-                      checkpoints=(300, 600, 1200), engine="fused")
-
-PRESETS: dict[str, OODConfig] = {
-    # a smoke test of the whole pipeline (numbers not meaningful): tiny vocabulary and corpus, short recipes
-    "tiny": derive(BASE, corpus=derive(BASE.corpus, vocab_size=300, n_domains=4, n_heldout=1, docs_per_domain=30,
-                                       n_train_queries=200, n_dev_queries=20, n_ood_queries=20, doc_len_min=20,
-                                       doc_len_max=30, surfaces=2),
-                   backbone=derive(_STD, mlm_steps=20, max_len=34),
-                   family_backbones={"modernbert": derive(RECIPES["modernbert"], mlm_steps=40, max_len=34)},
-                   ks=(1.0, 16.0), max_steps=30, eval_every=10, checkpoints=(10, 30), doc_max_len=34, query_max_len=8,
-                   log_every=5, init_batch=8, batch_size=8, engine="fused"),
-    # exploratory map, cut to what the shared CPU allowed this round: one family of each recipe,
-    # k in {1, 4}, cap 300 steps with the plateau rule (checked every 25), checkpoints 100 / 200 / 300, one seed;
-    # vocabulary 2048 (map-v2k, run) and 8192 (map-v8k, defined, not run)
-    "map-v2k": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
-                      eval_every=25, checkpoints=(100, 200, 300)),
-    "map-v8k": derive(BASE, corpus=derive(_SMALL, vocab_size=8192), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
-                      eval_every=25, checkpoints=(100, 200, 300)),
-    # exploratory map, shift axis: map-v2k (seed 0, bert and modernbert, k in {1, 4}) with every
-    # evaluation set also at synonym rates 0 and 1 (the training queries' rate is 0.6): domain x query vocabulary
-    "map-v2k-shift": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=300,
-                            eval_every=25, checkpoints=(100, 200, 300), query_shift=(0.0, 1.0)),
-    # exploratory map, training-length axis: map-v2k-shift with a 4x longer cap (1200 steps, the
-    # same plateau rule), checkpoints 100 / 300 / 600 / 1200; the learning-rate decay, the FLOPS warm-up and the
-    # earliest plateau stop (step 400) stretch with the cap, so its early checkpoints are not the 300-step run's
-    "map-v2k-long": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(0,), ks=(1.0, 4.0), max_steps=1200,
-                           eval_every=25, checkpoints=(100, 300, 600, 1200), query_shift=(0.0, 1.0)),
-    # preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-preregistered): the
-    # map's setting (2048 ids, the nearest miss), bert (control) and modernbert (high norm), k in {1, 4, 16} with
-    # k = 16 as the over-rescaling k_far, cap 300 with the plateau rule, checkpoints 100 / 200 / 300, fresh seeds
-    # 9201-9203 (the count set by the CPU budget, not by power)
-    "confirm-v2k": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(9201, 9202, 9203), ks=(1.0, 4.0, 16.0),
-                          max_steps=300, eval_every=25, checkpoints=(100, 200, 300),
-                          claims=derive(BASE.claims, k_far=16.0)),
-    # exploratory map, head-norm axis (labelled exploratory, not preregistered): the confirmation's
-    # setting and seeds with all four families (roberta: long recipe; albert: standard recipe, factorised
-    # embeddings); the bert and modernbert cells are the confirmation's own (same cell keys: the grid is not in a key)
-    "map-v2k-fam4": derive(BASE, corpus=derive(_SMALL, vocab_size=2048), seeds=(9201, 9202, 9203),
-                           families=("bert", "modernbert", "roberta", "albert"), ks=(1.0, 4.0, 16.0), max_steps=300,
-                           eval_every=25, checkpoints=(100, 200, 300), claims=derive(BASE.claims, k_far=16.0)),
-    # the real-sized vocabulary (30000 ids): defined, its cost measured (docs/synthetic_splade_ood.md#cost), not run;
-    # the fused head (no saved results to keep)
-    "v30k": derive(BASE, corpus=_SMALL, seeds=(0,), engine="fused"),
-    # regime exploration (exploratory, docs/synthetic_splade_ood.md#regime-exploration-exploratory): the largest
-    # lever first, MLM pretraining 4x longer (8000 steps, every family its own recipe otherwise) on 4x the text;
-    # 600 out-of-domain queries per seed, the best k chosen on in-domain dev queries; one seed (9202)
-    "explore-v2k-mlm4x": _EXPLORE,
-    # its reference point (exploratory): the same corpus, queries and selection with the families' own recipes
-    # (roberta 2000 MLM steps on 1x the text): the 600-query BM25 ratio and within-seed query noise at 2048 ids
-    "explore-v2k-q600": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1),
-    # the text lever alone (exploratory): the reference point's recipe (2000 MLM steps) on 4x the text, k = 1
-    "explore-v2k-text4x": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=4, ks=(1.0,)),
-    # the real-sized vocabulary on one seed (exploratory): modernbert at k = 1 with the regime's backbone recipe,
-    # cap 1200, the fused head; defined and costed (docs/synthetic_splade_ood.md#cost-of-the-confirmation), not run
-    "explore-v30k-one": derive(_EXPLORE, corpus=derive(_SMALL, n_ood_queries=300), families=("modernbert",),
-                               ks=(1.0,), max_steps=1200, checkpoints=(300, 600, 1200), engine="fused"),
-    # the second preregistered confirmation (docs/synthetic_splade_ood.md#confirmation-at-8192-ids-preregistered;
-    # preregistered before any of its cells ran): 8192 ids, all four families and the imposed-norm arm (bert's head
-    # at modernbert's norm), k in {1, 4, 16}, backbones on 4x the text with 8000 MLM steps, cap 1200 with the plateau
-    # rule, 600 out-of-domain test queries per seed with the best k chosen on in-domain dev queries, the fused head,
-    # 12 fresh seeds (the power computation's count), Holm within SPLADE_OOD_V8K_FAMILIES
-    "confirm-v8k": derive(_EXPLORE, corpus=derive(_SMALL, vocab_size=8192, n_ood_queries=300),
-                          families=("bert", "modernbert", "roberta", "albert"), ks=(1.0, 4.0, 16.0),
-                          seeds=tuple(range(9801, 9813)), max_steps=1200, eval_every=25, patience=3,
-                          checkpoints=(300, 600, 1200), imposed=(("bert", "modernbert"),), engine="fused",
-                          role="confirmatory", holm_families="splade_ood_v8k"),
-    "explore-v2k-mlm4x-bert": derive(_EXPLORE, families=("bert",)),
-    # the hard-negative lever alone (exploratory): the reference point (explore-v2k-q600: roberta, its own recipe, 1x
-    # the text) with one BM25 hard negative per training pair, as SPLADE's own recipe mines them; k = 1
-    "explore-v2k-hardneg": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1, ks=(1.0,),
-                                  hard_negatives=1),
-    # the imposed-norm arm out of domain, first look (exploratory): bert (control), modernbert (high norm) and bert's
-    # untied head scaled up to modernbert's norm, each family's own recipe on 1x the text, k in {1, 4, 16}
-    "explore-v2k-imposed": derive(_EXPLORE, family_backbones=RECIPES, mlm_text_multiplier=1,
-                                  families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0),
-                                  imposed=(("bert", "modernbert"),)),
-    # the confirmation's vocabulary on one seed (exploratory): 8192 ids, roberta at k = 1 with the regime's backbone
-    # (8000 MLM steps on 4x the text), cap 1200, the fused head: how far below BM25 the best family sits at 8192 ids
-    "explore-v8k-one": _EXPLORE_V8K,
-    # the model-size lever alone (exploratory): the reference point (explore-v2k-q600) with a backbone twice as wide
-    # (d = 128, 4 heads, feed-forward 256; roberta's own recipe otherwise, 1x the text), k = 1
-    "explore-v2k-d128": derive(_EXPLORE, family_backbones={"roberta": derive(RECIPES["roberta"], d=128, heads=4,
-                                                                             ffn=256)},
-                               mlm_text_multiplier=1, ks=(1.0,)),
-    # explore-v8k-one (0.97 of BM25 on seed 9202) on two fresh seeds (exploratory): does the 8192-id setting reach
-    # 0.9 of BM25 on every seed, or was seed 9202 lucky
-    "explore-v8k-seeds": derive(_EXPLORE_V8K, seeds=(9204, 9205)),
-    # the effect near the regime, first look (exploratory; one seed, 9202, not a confirmation seed): explore-v8k-one's
-    # setting with confirm-v8k's bert (control), modernbert (high norm) and imposed-norm arm, k in {1, 4, 16}
-    "explore-v8k-imposed": derive(_EXPLORE_V8K, families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0),
-                                  imposed=(("bert", "modernbert"),)),
-    # the third preregistered confirmation, replacing the withdrawn confirm-v8k before any cell of either ran
-    # (docs/synthetic_splade_ood.md#confirmation-at-8192-ids-with-the-imposed-norm-arm-preregistered):
-    # explore-v8k-imposed's setting (8192 ids, 8000 MLM steps on 4x the text, cap 1200 with the plateau rule, 600
-    # out-of-domain test queries, every k chosen on the in-domain dev queries, the fused head) on 8 fresh seeds, the
-    # count from a power computation at the smallest effects measured so far; bert, modernbert and bert's head at
-    # modernbert's norm first (the primary claims), roberta and albert after every seed's primary cells (secondary)
-    "confirm-v8k-imposed": derive(_EXPLORE_V8K, families=("bert", "modernbert", "roberta", "albert"),
-                                  ks=(1.0, 4.0, 16.0), imposed=(("bert", "modernbert"),),
-                                  seeds=tuple(range(9821, 9829)), role="confirmatory",
-                                  holm_families="splade_ood_v8k_imposed", late_families=("roberta", "albert")),
-    # the two levers together (exploratory): explore-v2k-mlm4x's backbone (8000 MLM steps on 4x the text; the same
-    # backbone key, so its saved backbone resumes) with one BM25 hard negative per training pair; k = 1
-    "explore-v2k-mlm4x-hardneg": derive(_EXPLORE, ks=(1.0,), hard_negatives=1),
-    # the MLM-length lever pushed further (exploratory): 16000 MLM steps on 4x the text (roberta's own recipe
-    # otherwise), k = 1
-    "explore-v2k-mlm16k": derive(_EXPLORE, family_backbones={"roberta": derive(RECIPES["roberta"], mlm_steps=16000)},
-                                 ks=(1.0,)),
-}
+#: every run of the sweep, one file each in ``runs/`` (:class:`initlab.runfile.RunFiles`; docs/runs.md lists them);
+#: its bases: ``recipes`` (every family its own MLM recipe: BERT and ALBERT the standard one, RoBERTa and ModernBERT
+#: their long recipes, over documents of up to 102 tokens), ``small`` (the corpus the CPU allows), ``explore`` and
+#: ``explore-v8k`` (the regime exploration's)
+PRESETS: RunFiles[OODConfig] = RunFiles(OODConfig, Path(__file__).with_name("runs"))
+#: the sweep's base (``runs/bases/recipes.toml``): every family its own MLM recipe
+BASE: OODConfig = PRESETS.base("recipes")
 
 
 def check_config(cfg: OODConfig) -> None:

@@ -17,23 +17,20 @@ dense engine the ``(tokens, V)`` logits, dominate), measured with ``python bench
 
 from __future__ import annotations
 
-import argparse
 import math
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.config import from_dict, to_dict
 from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
-from initlab.runs import RunDir, atomic_write_text, holds_run_folder
-from initlab.synthetic.splade.ood.config import (PRESETS, OODConfig, backbone_for, cell_name, check_config, flops_weights,
+from initlab.runs import RunDir, atomic_write_text, check_input_path, holds_run_folder
+from initlab.synthetic.splade.ood.config import (OODConfig, backbone_for, cell_name, check_config, flops_weights,
                                                  bm25_key, config_record, pretrain_key, train_key)
-from initlab.textio import read_text
 
 __all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
-           "cell_seconds", "main"]
+           "cell_seconds", "report_partial"]
 
 #: cost model (module docstring), fitted to ``python benchmarks/bench_ood_cost.py --vocab 2048,8192,30000 --families
 #: bert,modernbert --steps 5 --rounds 2 --sparse-mlm`` (2026-12-02, 2 shared cores at load 7-10, one torch thread; the
@@ -483,25 +480,17 @@ def _landscape_lines(rep: dict[str, Any]) -> list[str]:
     return L
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m initlab.synthetic.splade.ood.runner",
-                                description="run one preset of the OOD synthetic SPLADE (exploratory)")
-    p.add_argument("--preset", choices=sorted(PRESETS), required=True, help="the preset to run")
-    p.add_argument("--out", type=Path, required=True, help="the run folder")
-    p.add_argument("--workers", type=int, default=1, help="worker processes")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument("--report-partial", action="store_true",
-                   help="only write results.json and summary.md from the cells finished so far (a run cut short)")
-    a = p.parse_args(argv)
-    if a.report_partial:
-        cfg = PRESETS[a.preset]
-        write_report(RunDir(a.out, resume=True, config=config_record(cfg)), cfg, partial=True)
-        print(read_text(a.out / "summary.md"))
-        return 0
-    rd = run_ood(a.out, PRESETS[a.preset], workers=a.workers, progress=not a.no_progress)
-    print(read_text(rd.root / "summary.md"))
-    return 0
+def report_partial(out: str | Path, cfg: OODConfig) -> RunDir:
+    """Write ``results.json`` and ``summary.md`` of the run folder ``out`` (of ``cfg``) from the cells finished so far
+    (a run cut short; trains nothing) and return the folder.
 
+    Takes no lock: the folder may be a live run's (its report is rewritten when it ends).
 
-if __name__ == "__main__":
-    sys.exit(main())
+    Raises:
+        InputPathError: ``out`` is not an existing folder (a report of a run that exists, never of a fresh folder).
+        ConfigMismatchError: ``out`` holds a run of another config.
+    """
+    check_input_path(out, flag="--out", kind="folder", what="the folder of an initlab synthetic splade-ood run")
+    rd = RunDir(out, resume=True, config=config_record(cfg))
+    write_report(rd, cfg, partial=True)
+    return rd

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-from initlab.config import derive, later_field, to_dict
+from initlab.config import later_field, to_dict
 from initlab.synthetic.splade.claims import SPLADEThresholds
-from initlab.nn.collapse import THRESHOLDS, UNCALIBRATED
+from initlab.nn.collapse import THRESHOLDS
 from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import CorpusConfig
 from initlab.synthetic.splade.families import FAMILIES, FamilyConfig
+from initlab.runfile import RunFiles
 
-__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "LONG_RECIPES", "CONFIRM_SEEDS", "CellSpec", "cell_spec", "grid", "check_config", "cell_key", "inspect_name"]
+__all__ = ["MODES", "PhaseConfig", "BASE", "PRESETS", "backbone_for", "STANDARD_RECIPE", "CellSpec", "cell_spec", "grid", "check_config", "cell_key", "inspect_name"]
 
 
 #: the three ways of applying s and k (see the module docstring).
@@ -91,61 +93,14 @@ def backbone_for(cfg: PhaseConfig, family: str) -> FamilyConfig:
 
 BASE = PhaseConfig()
 
-#: The natural-norm pretraining recipes (docs/synthetic_splade.md#natural-head-norms), written as diffs of the
-#: standard one (:class:`FamilyConfig`'s defaults: 400 AdamW steps at 1e-3, weight decay 0.01 on every weight).
-#: BERT and ALBERT keep the standard recipe (BERT: short budget, weight decay on every weight incl. the
-#: embeddings; ALBERT the same with its factorised embedding). RoBERTa: the published recipe's direction --
-#: longer training at a higher learning rate with Adam beta2 = 0.98 (5x the steps, 3x the rate here).
-#: ModernBERT: long training at a high constant rate with almost no weight decay (1e-5) and none on the
-#: embeddings, biases and norms. Nothing here multiplies a weight: the head norm is whatever pretraining gives.
+#: the standard MLM pretraining recipe (:class:`FamilyConfig`'s defaults: 400 AdamW steps at 1e-3, weight decay 0.01
+#: on every weight); the natural-norm recipes of RoBERTa and ModernBERT are the diffs in ``runs/bases/natural.toml``
 STANDARD_RECIPE = FamilyConfig()
-LONG_RECIPES: dict[str, FamilyConfig] = {
-    "roberta": derive(STANDARD_RECIPE, mlm_steps=2000, mlm_lr=3e-3, mlm_beta2=0.98),
-    "modernbert": derive(STANDARD_RECIPE, mlm_steps=2000, mlm_lr=3e-3, mlm_weight_decay=1e-5,
-                         decay_embeddings=False, decay_norms_biases=False),
-}
 
-_P2 = tuple(2.0 ** i for i in range(-2, 7))  # 1/4 ... 64
-
-#: The first design (imposed head scale s, every family the standard recipe); exploratory, kept to re-run the
-#: earlier runs (their results are docs/results/synthetic_splade_{default,confirm,confirm-input}/, made when
-#: these presets were called ``default``, ``confirm`` and ``confirm-input``), with the collapse thresholds of then.
-_OLD_COLLAPSE = dict(max_mean_cosine=UNCALIBRATED.max_mean_cosine, max_same_ranking=UNCALIBRATED.max_same_ranking)
-IMPOSED_S = derive(BASE, corpus=derive(BASE.corpus, n_dev_queries=80), head_scales=(0.25, 1.0, 16.0),
-                   ks=(1.0, 2.0, 4.0, 16.0, 64.0), output_ks=(4.0, 16.0), posthoc_ks=(), **_OLD_COLLAPSE)
-
-#: The natural-norm design: s = 1 only, each family its own recipe.
-NATURAL = derive(BASE, family_backbones=LONG_RECIPES)
-
-#: The preregistered confirmatory seeds (fresh: never used by any earlier run of this project); the count comes
-#: from the power computation at the exploratory run's sd (docs/synthetic_splade.md#preregistration).
-CONFIRM_SEEDS = (9101, 9102, 9103, 9104, 9105, 9106)
-
-PRESETS: dict[str, PhaseConfig] = {
-    # a smoke test (about a minute): numbers not meaningful, one seed gives no interval
-    "quick": derive(NATURAL, corpus=derive(BASE.corpus, n_docs=120, n_train_queries=600, n_dev_queries=40),
-                    backbone=derive(STANDARD_RECIPE, mlm_steps=100),
-                    family_backbones={"modernbert": derive(LONG_RECIPES["modernbert"], mlm_steps=300)},
-                    families=("bert", "modernbert"), ks=(1.0, 16.0), output_ks=(16.0,), posthoc_ks=(16.0,), steps=40,
-                    engine="fused"),
-    # what `initlab reproduce` runs (the 20-minute budget on 2 cores, docs/benchmarks.md): two families (one of each
-    # recipe), the first two confirmatory seeds, a four-point k grid; its cells are the full run's cells of those
-    # seeds (same recipe and keys); two seeds give wide intervals: most of its verdicts read inconclusive
-    "default": derive(NATURAL, families=("bert", "modernbert"), ks=(1.0, 4.0, 16.0, 64.0), output_ks=(64.0,),
-                      seeds=CONFIRM_SEEDS[:2]),
-    # exploratory: the natural-norm grid on seeds 0-2, run before the preregistration (with the uncalibrated
-    # collapse thresholds); the confirmatory seed count and the calibrated thresholds come from it
-    "explore": derive(NATURAL, seeds=(0, 1, 2), **_OLD_COLLAPSE),
-    # the preregistered confirmatory run: every family, the tied k grid, output-only k = k_far, fresh seeds
-    # (seeds 9101-9105: the amendment in docs/synthetic_splade.md#preregistration; 9106 reserved, unused)
-    "full": derive(NATURAL, output_ks=(64.0,), seeds=CONFIRM_SEEDS[:5]),
-    "imposed-s": IMPOSED_S,
-    "imposed-s-full": derive(IMPOSED_S, head_scales=_P2, ks=_P2, output_ks=tuple(k for k in _P2 if k != 1.0),
-                             modes=MODES, seeds=(0, 1, 2), steps=200),
-    "imposed-s-confirm": derive(IMPOSED_S, modes=("tied",), seeds=(1,)),
-    "imposed-s-confirm-input": derive(IMPOSED_S, modes=("tied", "k_output"), head_scales=(0.25,), ks=(1.0, 16.0),
-                                      output_ks=(16.0,), seeds=(1,)),
-}
+#: every run of the experiment, one file each in ``runs/`` (:class:`initlab.runfile.RunFiles`; docs/runs.md lists them):
+#: the natural-norm design (``runs/bases/natural.toml``: s = 1, each family its own recipe, their own recipes) and,
+#: archived, the first design (an imposed head scale s, every family the standard recipe)
+PRESETS: RunFiles[PhaseConfig] = RunFiles(PhaseConfig, Path(__file__).with_name("runs"))
 
 
 @dataclass(frozen=True)

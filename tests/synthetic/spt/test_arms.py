@@ -1,77 +1,76 @@
-"""The synthetic SPT arms table (initlab.synthetic.spt.arms): the recipes it gives are those of the hand-written
-condition list it replaced (kept here as the reference), in the same order; bad entries are refused."""
+"""The synthetic SPT arms table (initlab.synthetic.spt.arms): properties every entry must have (a recipe the code can
+run, a colour, a place in the claim order, a learning rate in every run that trains it), checked on the table as it
+stands, so that a new entry needs no edit here; bad entries are refused."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 import pytest
 
 from initlab.config import derive
+from initlab.nn.encoder import ModelConfig
 from initlab.synthetic.spt import arms, config, plan
-from initlab.synthetic.spt.config import BASE, PRESETS, condition_names, condition_spec
-
-_GROUPS = ("embeddings", "qkvo", "ffn", "layernorm")
-_HYBRIDS = {"qk": ("qk",), "qkvo": ("qkvo",), "ffn": ("ffn",), "qk_emb": ("qk", "embeddings"),
-            "qk_ln": ("qk", "layernorm"), "qk_emb_ln": ("qk", "embeddings", "layernorm")}
-
-
-def reference_spec(cfg: Any) -> dict[str, dict[str, Any]]:
-    """The condition list as it was written by hand before the arms table (the reference)."""
-    def c(variant="full", depth=1, spt=None, load=(), freeze=(), budget="early_stop", model=(), qk_scale=1.0):
-        return dict(variant=variant, depth=depth, spt=spt, load=load, freeze=freeze, budget=budget, model=dict(model),
-                    qk_scale=qk_scale)
-
-    spec = {"scratch": c(), "scratch_matched": c(budget="matched"), "spt": c(spt=("local", "rule"), load=_GROUPS),
-            "frozen_attn": c(freeze=("qkvo",))}
-    for h, groups in _HYBRIDS.items():
-        spec[f"hybrid_{h}"] = c(spt=("local", "rule"), load=groups)
-    for e in cfg.spt_sweep_epochs:
-        spec[f"spt_e{e}"] = c(spt=("local", e), load=_GROUPS)
-    for L in cfg.depths:
-        if L != 1:
-            spec[f"depth{L}_scratch"] = c(depth=L)
-            spec[f"depth{L}_spt"] = c(depth=L, spt=("local", "rule"), load=_GROUPS)
-    spec["cross_count"] = c(spt=("count", "rule"), load=_GROUPS)
-    spec["cross_iid"] = c(spt=("iid", "rule"), load=_GROUPS)
-    spec["attn_scratch"] = c(variant="attn_only")
-    spec["attn_spt"] = c(variant="attn_only", spt=("local", "rule"), load=("embeddings", "qkvo"))
-    spec["attn_qk"] = c(variant="attn_only", spt=("local", "rule"), load=("qk",))
-    spec["alibi_scratch"] = c(model={"proximity_bias": cfg.alibi_slope})
-    spec["qkscale_scratch"] = c(qk_scale=cfg.qk_init_scale)
-    spec["lastpool_scratch"] = c(model={"pooling": "last"})
-    spec["spt_nopos"] = c(spt=("nopos", "rule"), load=_GROUPS)
-    return spec
-
+from initlab.synthetic.spt.config import BASE, PRESETS, SPTConfig, condition_names, condition_spec, label_lr
 
 ODD = derive(BASE, spt_sweep_epochs=(3, 10), depths=(1, 3), alibi_slope=0.7, qk_init_scale=2.5)
+_CFG_FIELDS = {f.name for f in dataclasses.fields(SPTConfig)}
+_MODEL_FIELDS = {f.name for f in dataclasses.fields(ModelConfig)}
 
 
 @pytest.mark.parametrize("cfg", [BASE, ODD, *PRESETS.values()])
-def test_the_table_gives_the_reference_recipes_in_order(cfg):
-    want, got = reference_spec(cfg), condition_spec(cfg)
-    assert list(got) == list(want)  # the order of reports and figures
-    assert got == want
+def test_every_arm_is_a_recipe_the_code_can_run(cfg):
+    table = arms.arms(cfg.spt_sweep_epochs, cfg.depths)
+    spec = condition_spec(cfg)
+    assert list(spec) == [a.name for a in table]  # the table's order is the order of reports and figures
+    for a in table:
+        s = spec[a.name]
+        assert (s["spt"] is None) == a.label_only and (not s["load"] if a.label_only else set(s["load"]))
+        assert set(s["load"]) <= set(arms.ALL_GROUPS) | {"qk"} and set(s["freeze"]) <= set(arms.ALL_GROUPS)
+        assert set(s["model"]) <= _MODEL_FIELDS, a.name  # overrides name ModelConfig fields
+        assert {src for _, src in a.model_from_config} <= _CFG_FIELDS and a.qk_scale_from in _CFG_FIELDS | {""}
+        assert s["budget"] == "early_stop" or a.label_only  # the compute-matched budget trains from scratch
+        if a.spt is not None and isinstance(a.spt[1], int):
+            assert a.spt[1] in cfg.spt_sweep_epochs  # a snapshot the SPT run keeps
+    for L in cfg.depths:
+        if L != 1:
+            assert {f"depth{L}_scratch", f"depth{L}_spt"} <= set(spec)
+    assert {f"spt_e{e}" for e in cfg.spt_sweep_epochs} <= set(spec)
 
 
-def test_label_only_and_claim_order_are_those_of_before():
-    assert config.LABEL_ONLY == ("scratch", "scratch_matched", "frozen_attn", "depth2_scratch", "depth4_scratch",
-                                 "attn_scratch", "alibi_scratch", "qkscale_scratch", "lastpool_scratch")
+def test_the_label_only_list_is_every_arm_without_an_spt_checkpoint():
+    table = arms.arms((), (1, 2, 4))
+    assert config.LABEL_ONLY == tuple(a.name for a in table if a.spt is None)
+    assert "scratch" in config.LABEL_ONLY and "spt" not in config.LABEL_ONLY
+
+
+def test_every_arm_has_a_colour_and_a_place_in_the_claim_order():
+    """Colours: grey for a label-only arm and blue for an SPT one unless the entry says otherwise; curve colours
+    tell the drawn arms apart. Claim order: the plan runs the listed arms in CLAIM_ORDER's order, then the others."""
+    table = arms.arms((10,), (1, 2))
+    for a in table:
+        assert a.colour and a.label
+        if a.colour not in (arms.GREY, arms.BLUE):
+            assert dataclasses.replace(a, colour="").colour in (arms.GREY, arms.BLUE)  # an own colour, set in the entry
+    curves = [a.curve_colour for a in table if a.curve_colour]
+    assert len(curves) == len(set(curves))
     full = PRESETS["full"]
-    names = [c.args["condition"] for c in plan.plan(full) if c.args["kind"] == "finetune"]
-    order = list(dict.fromkeys(names))
-    assert order == sorted(condition_names(full), key=lambda n: arms.CLAIM_ORDER.index(n))
+    order = list(dict.fromkeys(c.args["condition"] for c in plan.plan(full) if c.args["kind"] == "finetune"))
+    rank = {n: (arms.CLAIM_ORDER.index(n) if n in arms.CLAIM_ORDER else len(arms.CLAIM_ORDER)) for n in order}
+    assert order == sorted(order, key=rank.get)
     assert order[:3] == ["scratch", "spt", "scratch_matched"]
 
 
-def test_colours_follow_the_groups():
-    by = {a.name: a for a in arms.arms((10,), (1, 2))}
-    assert by["scratch"].colour == by["alibi_scratch"].colour == by["depth2_scratch"].colour == arms.GREY
-    assert by["spt"].colour == by["spt_e10"].colour == by["spt_nopos"].colour == arms.BLUE
-    assert by["hybrid_qk"].colour == arms.ORANGE and by["cross_iid"].colour == arms.GREEN
-    assert by["attn_scratch"].colour == by["attn_qk"].colour == arms.PURPLE
-    assert [a.name for a in by.values() if a.curve_colour] == ["scratch", "spt", "alibi_scratch", "qkscale_scratch",
-                                                               "lastpool_scratch", "spt_nopos"]
+@pytest.mark.parametrize("name", [n for n in PRESETS if not PRESETS[n].lr_sweep])
+def test_every_label_only_arm_a_run_trains_has_its_chosen_rate(name):
+    """A label-only arm fine-tunes at the rate chosen for it (its ``label_lr`` entry; the compute-matched arm at
+    scratch's), never silently at ``lr``, the SPT fine-tuning rate."""
+    cfg = PRESETS[name]
+    rates = dict(cfg.label_lr)
+    for c in condition_names(cfg):
+        if c in config.label_only_names(cfg.depths):
+            assert c in rates or (c == "scratch_matched" and "scratch" in rates), (name, c)
+            assert label_lr(cfg, c) == rates.get(c, rates.get("scratch"))
 
 
 @pytest.mark.parametrize("kw, match", [
