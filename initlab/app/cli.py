@@ -97,6 +97,15 @@ def _one_line_warning(message, category, filename, lineno, line=None) -> str:
     return f"{category.__name__}: {message}\n"
 
 
+def _print_paths_as_given() -> None:
+    """Let stdout and stderr print a path whose bytes are not UTF-8 as its bytes (``surrogateescape``, what Python
+    decoded it with), as ``ls`` does: under a UTF-8 locale they are strict, and a run failed on its last line
+    (``wrote PATH``) after its work was done."""
+    for stream in (sys.stdout, sys.stderr):
+        if (getattr(stream, "encoding", "") or "").lower().replace("-", "") == "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="surrogateescape")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-h", "--help", "help"):
@@ -110,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from initlab.runs import InputPathError, NonFiniteError, OutputPathError, RunExistsError, write_error
 
     warnings.formatwarning = _one_line_warning  # a run's warnings read as messages, not source excerpts
+    _print_paths_as_given()
     target, rest, prog = _resolve(argv)
     module_name, func_name = target.split(":")
     module = importlib.import_module(module_name)

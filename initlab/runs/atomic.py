@@ -166,8 +166,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return atomic_write_bytes(path, text.encode("utf-8"))
+    """Write ``text`` (UTF-8) to ``path`` atomically.
+
+    A path whose bytes are not UTF-8 (a folder named in another encoding) reaches Python as text holding lone
+    surrogates (``"runs\udcff"``); in a CSV cell or a report it is written as that escape (``runs\\udcff``), so the
+    file stays UTF-8 and readable, instead of the write failing (JSON writes the same escape by itself)."""
+    return atomic_write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
 
 
 def json_default(obj: Any) -> Any:

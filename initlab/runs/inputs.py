@@ -39,7 +39,20 @@ def fingerprint_file(path: str | Path) -> dict[str, Any]:
 
 
 def _folder_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".initlab-"))
+    """Every file under ``folder`` as a run reads it: through links, to files and to folders alike (a data folder
+    whose sub-folder is a link to another disk is read through it, so it is fingerprinted through it); a linked
+    folder already visited (a link cycle) is walked once. Named by their paths under ``folder``."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        out += [Path(root) / n for n in names if not n.startswith(".initlab-") and (Path(root) / n).is_file()]
+    return sorted(out)
 
 
 def _fingerprint(value: Any) -> Any:

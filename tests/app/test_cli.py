@@ -127,3 +127,22 @@ def test_existing_output_file_is_a_clear_error_not_a_traceback(tmp_path, capsys)
     with pytest.raises(SystemExit) as exc:
         cli.main(["synthetic", "spt", "--preset", "quick", "--out", str(existing)])
     assert exc.value.code == 2 and "--out" in capsys.readouterr().err
+
+
+def test_a_path_whose_bytes_are_not_utf8_works_under_a_strict_utf8_console(tmp_path):
+    """A folder named in another encoding (here the byte 0xff) reaches Python as text with a lone surrogate; under a
+    UTF-8 locale stdout is strict, and the run failed on its last line ("wrote PATH") after its work was done."""
+    import os
+    import subprocess
+    import sys
+
+    folder = os.path.join(os.fsencode(tmp_path), b"runs\xff")
+    os.mkdir(folder)
+    with open(os.path.join(folder, b"t.txt"), "w", encoding="utf-8") as fh:
+        fh.write("a b c\nd e f\ng h i\n")
+    out = os.path.join(folder, b"d.json")
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}  # strict, as under LANG=en_US.UTF-8
+    p = subprocess.run([sys.executable, "-m", "initlab.app.cli", "diagnose", "initlab:spt", "--data",
+                        os.path.join(folder, b"t.txt"), "--json", out], env=env, capture_output=True)
+    assert p.returncode == 0, p.stderr.decode("utf-8", "replace")
+    assert b"wrote " + out in p.stdout and os.path.isfile(out)

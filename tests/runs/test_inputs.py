@@ -61,3 +61,22 @@ def test_a_folder_input_names_the_file_added_removed_or_changed(tmp_path, monkey
     (d / "b.txt").write_text("9")
     with pytest.raises(runs.ConfigMismatchError, match="a file changed"):
         runs.check_inputs(run2, {"data": d})
+
+
+def test_a_folder_is_fingerprinted_through_its_links_as_it_is_read(tmp_path):
+    """A data folder whose sub-folder is a link (to another disk, a shared copy) is read through the link; its files
+    were left out of the record, so a changed file there passed a resumed run's check."""
+    shared = tmp_path / "shared" / "images"
+    shared.mkdir(parents=True)
+    (shared / "a.png").write_bytes(b"one")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "meta.txt").write_text("x\n")
+    (data / "images").symlink_to(shared, target_is_directory=True)
+    (data / "loop").symlink_to(data, target_is_directory=True)  # a link cycle is walked once
+    run = tmp_path / "run"
+    runs.check_inputs(run, {"data": data})
+    assert set(json.loads((run / runs.INPUTS_FILE).read_text())["data"]["files"]) == {"meta.txt", "images/a.png"}
+    (shared / "a.png").write_bytes(b"two")
+    with pytest.raises(runs.ConfigMismatchError, match=r"images/a\.png: content changed"):
+        runs.check_inputs(run, {"data": data})

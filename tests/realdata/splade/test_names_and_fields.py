@@ -185,3 +185,18 @@ def test_a_sweeps_relative_inputs_are_made_absolute_before_its_cells_leave_the_c
     assert got.eval_sets == (f"beir:{tmp_path / 'sets:1' / 'scifact'}", "msmarco-dev", "ir_datasets:beir/scifact/test")
     hub = absolute_inputs(derive(cfg, backbone="bert-base-uncased", train_source="ir_datasets:msmarco-passage/x"))
     assert hub.backbone == "bert-base-uncased" and hub.train_source == "ir_datasets:msmarco-passage/x"
+
+
+def test_a_set_in_a_folder_whose_name_is_not_utf8_is_evaluated_and_written(tmp_path, checkpoint):
+    """A BEIR folder named in another encoding: its name (a lone surrogate in Python) is the set's name, and the
+    results CSV could not be written (UnicodeEncodeError after the evaluation); it is written as an escape now."""
+    import os
+
+    from initlab.realdata.splade.sweep import eval_checkpoint
+    from initlab.textio import read_text
+
+    folder = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"set\xff"))
+    shutil.copytree(FIX / "beir" / "scifact", folder)
+    res = eval_checkpoint(checkpoint, [f"beir:{folder}"], tmp_path / "ev", top_k=5, batch_size=8)
+    assert res["sets"][0]["set"] == "set\udcff"
+    assert "set\\udcff" in read_text(tmp_path / "ev" / "results.csv") and (tmp_path / "ev" / "DONE").exists()
