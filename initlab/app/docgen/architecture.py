@@ -107,6 +107,10 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("folder",)],
     ],
     "initlab.executor": [
+        [("cells",)],
+        [("cost",), ("worker",)],
+        [("bar",)],
+        [("report",)],
         [("core",)],
         [("local",), ("cluster",)],
     ],
@@ -146,7 +150,11 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
                      "the live-run lock; the input fingerprints",
                      "the input and output path rules (they check the lock and the disk)",
                      "the run folder: the config guard and resumable cells"],
-    "initlab.executor": ["cells, progress, the cost model, the worker side, the report, the bar",
+    "initlab.executor": ["cells, their progress and order",
+                         "the machine and the cost model; what runs in a worker: independent",
+                         "the one progress bar over work units",
+                         "the execution report: finished, failed, resumed cells",
+                         "the core: the executor described as a whole, every name of the modules below re-exported",
                          "this process or a local pool; the Dask bridge: independent"],
     "initlab.app": ["the list of every experiment's record, which the roof loops over; the roof's own reproduce stage "
                     "(the synthetic SPLADE in domain, over the OOD experiment)",
