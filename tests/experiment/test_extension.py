@@ -2,7 +2,9 @@
 show it in a README headline chart, its label and its place in ``HEADLINE`` of the same file), and a new claim is one
 claims module's worth (its verdict function, its place in a family, its README row).
 
-Both are defined here, inside the test, and added to the tables they belong to (``arms.ARMS``; the SPT claims
+The arm is also added for real: one entry in a copy of the package's ``synthetic/spt/arms.py``, after which the arms
+and plan tests, run on the copy in a fresh interpreter, pass unchanged. Both are defined here, inside the test, and
+added (in memory) to the tables they belong to (``arms.ARMS``; the SPT claims
 module's ``CLAIMS``, ``SPT_FAMILIES`` and ``CLAIM_ROWS``) -- no other file changes -- and they flow through the
 plan, a tiny run in this process, its saved arms and figures, its verdicts and the README claims table and page.
 
@@ -14,7 +16,11 @@ reproduce registry and its claim in the claims tables, and the architecture test
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -253,3 +259,54 @@ def test_the_architecture_check_resolves_the_new_records_names(demo_package):
     broken.write_text(broken.read_text().replace("STAGE = Stage(", "OTHER = Stage("))
     bad = [b for b in check.unresolved_named_calls(mods) if "demo" in b]
     assert len(bad) == 1 and "names STAGE, which initlab.synthetic.demo.stage does not define" in bad[0]
+
+
+# -- the same, for real: a copy of the package with one more entry in its arms table ---------------------------------
+NEW_ARM = '    Arm("plain_scratch"),  # a new label-only arm: one entry\n'
+
+
+def _copy_with_new_arm(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy of the repository's code and tests with ``NEW_ARM`` added to the copy's ``synthetic/spt/arms.py`` (the
+    real files stay as they are), and the environment whose ``python`` imports the copy's ``initlab`` (a folder
+    ``initlab`` of links laid out as the installed namespace, first on ``PYTHONPATH``)."""
+    copy = tmp_path / "repo"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in ("initlab", "synthetic", "theory", "realdata", "paper_figs", "tests"):
+        shutil.copytree(ROOT / folder, copy / folder, ignore=skip)
+    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    arms_py = copy / "synthetic" / "spt" / "arms.py"
+    text = arms_py.read_text(encoding="utf-8")
+    end = text.index("\n)\n", text.index("ARMS: tuple[Arm, ...] = ("))
+    arms_py.write_text(text[:end + 1] + NEW_ARM + text[end + 1:], encoding="utf-8")
+    pkg = tmp_path / "pkg" / "initlab"
+    pkg.mkdir(parents=True)
+    for entry in (copy / "initlab").iterdir():
+        (pkg / entry.name).symlink_to(entry)
+    for name in ("synthetic", "theory", "realdata", "paper_figs"):
+        (pkg / name).symlink_to(copy / name)
+    env = {**os.environ, "PYTHONPATH": str(pkg.parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    return copy, env
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="links")
+def test_a_new_arm_is_one_entry_in_a_copy_of_the_real_files(tmp_path):
+    """Edit a copy of the real arms table (one entry), then, in a fresh interpreter on the copy: the arm is a condition
+    with scratch's recipe, label-only and grey, and the arms and plan tests pass unchanged (they check properties of the
+    table, not a copy of it; the former copy-pinning arms tests failed 16 cases on this edit)."""
+    copy, env = _copy_with_new_arm(tmp_path)
+    probe = ("import json\nfrom initlab.synthetic.spt import arms, config\n"
+             "spec = config.condition_spec(config.BASE)\n"
+             "print(json.dumps({'file': arms.__file__, 'spec': spec.get('plain_scratch') == spec['scratch'],"
+             " 'label_only': 'plain_scratch' in config.LABEL_ONLY,"
+             " 'colour': [a.colour for a in arms.ARMS if a.name == 'plain_scratch']}))\n")
+    # -P: the copy's root is not put first on sys.path (its initlab/ alone lacks the experiment folders)
+    got = subprocess.run([sys.executable, "-P", "-c", probe], cwd=copy, env=env, capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    seen = json.loads(got.stdout.strip().splitlines()[-1])
+    assert Path(seen["file"]).resolve().is_relative_to(copy.resolve())  # the copy, not the real files
+    assert seen == {**seen, "spec": True, "label_only": True, "colour": [arms.GREY]}
+    tests = ["tests/synthetic/spt/test_arms.py", "tests/synthetic/spt/test_plan.py"]
+    run = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *tests], cwd=copy,
+                         env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "passed" in run.stdout
