@@ -277,16 +277,20 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Headline numbers: MS MARCO dev RR@10, DL19 nDCG@10, BEIR-13 mean nDCG@10, NanoBEIR mean nDCG@10 and
     mean FLOPS (each present only when its sets were evaluated), ``sets`` (RR@10, nDCG@10, FLOPS and
     evaluated queries of every set, e.g. a ``beir:FOLDER`` set), and whether any set collapsed (with the
-    reasons, prefixed by the set)."""
+    reasons, prefixed by the set).
+
+    A row counts toward a named collection by the ``--sets`` name it was evaluated under (``spec``: ``msmarco-dev``,
+    a BEIR-13 name, ``nano:<Name>``), never by its set's name: a ``beir:FOLDER`` whose folder is called
+    ``NanoFoo`` or ``scifact`` is its own set. Rows saved without ``spec`` fall back to their set's name."""
     from .data import BEIR13
 
-    by = {r["set"]: r for r in rows}
+    by = {r.get("spec", r["set"]): r for r in rows}
 
     def mean(names, key):
         vals = [by[n][key] for n in names if n in by]
         return float(np.mean(vals)) if vals and len(vals) == len(names) else math.nan
 
-    nano = [n for n in by if n.startswith("Nano")]
+    nano = [n for n in by if n.startswith("nano:") or ("spec" not in by[n] and n.startswith("Nano"))]
     headline = {
         "msmarco_dev_RR@10": by.get("msmarco-dev", {}).get("RR@10"),
         "dl19_nDCG@10": by.get("trec-dl-2019", {}).get("nDCG@10"),

@@ -107,7 +107,7 @@ def eval_checkpoint(model_dir: str | Path, set_names: Sequence[str], out: str | 
             if ds.binary_rel_source != DATA_RECALL_LEVEL:  # a convention taken from the set's name: said, and recorded
                 print(f"note: {ds.name}: recall counts grade >= {ds.binary_rel} as relevant ({ds.binary_rel_source}); "
                       "recorded in the row as recall_rel", file=sys.stderr, flush=True)
-            row = evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, approx=approx)
+            row = {**evaluate_set(model, ds, top_k=top_k, batch_size=batch_size, approx=approx), "spec": name}
             run.save_cell(cell, row, key=key)
             rows.append(row)
     except BaseException:

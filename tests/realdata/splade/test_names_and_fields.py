@@ -200,3 +200,19 @@ def test_a_set_in_a_folder_whose_name_is_not_utf8_is_evaluated_and_written(tmp_p
     res = eval_checkpoint(checkpoint, [f"beir:{folder}"], tmp_path / "ev", top_k=5, batch_size=8)
     assert res["sets"][0]["set"] == "set\udcff"
     assert "set\\udcff" in read_text(tmp_path / "ev" / "results.csv") and (tmp_path / "ev" / "DONE").exists()
+
+
+def test_a_folder_named_like_a_known_set_is_not_averaged_into_that_collection():
+    """The NanoBEIR mean took every set whose name started with "Nano": a ``beir:FOLDER`` called ``NanoFoo`` joined it.
+    A row counts toward a collection by the ``--sets`` name it was evaluated under."""
+    from initlab.realdata.splade.evaluate import summarise
+
+    def row(set_, spec, ndcg):
+        return {"set": set_, "spec": spec, "RR@10": ndcg, "nDCG@10": ndcg, "flops": 1.0, "n_queries": 3}
+
+    s = summarise([row("NanoSciFact", "nano:NanoSciFact", 0.5), row("NanoMine", "beir:/data/NanoMine", 0.0),
+                   row("msmarco-dev", "msmarco:/data/ms:dev", 0.9)])
+    assert s["nanobeir_nDCG@10"] == pytest.approx(0.5) and "msmarco_dev_RR@10" not in s
+    assert set(s["sets"]) == {"NanoSciFact", "NanoMine", "msmarco-dev"}
+    old = summarise([{k: v for k, v in row("NanoSciFact", "", 0.5).items() if k != "spec"}])  # saved before "spec"
+    assert old["nanobeir_nDCG@10"] == pytest.approx(0.5)
