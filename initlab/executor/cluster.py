@@ -179,6 +179,7 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
         info = client.scheduler_info(n_workers=0)
         rep.workers = max(1, int(info.get("n_workers", len(info.get("workers", {})))))
         bar.workers = rep.workers
+        checked, empty_since = time.monotonic(), None
         while pending or running:
             for c in list(pending):
                 if c.name in lost:
@@ -196,6 +197,16 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
                 c = running.pop(fut)
                 lost |= take_result(fut, rep, bar, todo, c, on_error, ended)  # an error, or a worker lost too often (KilledWorker)
             bar.refresh()
+            now = time.monotonic()
+            if running and now - checked >= 1.0:  # Dask holds a cell without a word while no worker is left
+                checked = now
+                n = int(client.scheduler_info(n_workers=0).get("n_workers", 1))
+                empty_since = None if n > 0 else (empty_since or now)
+                if empty_since is not None and now - empty_since > SCHEDULER_TIMEOUT:
+                    raise NoWorkersError(
+                        f"--scheduler {scheduler}: every worker of the Dask scheduler at {scheduler} left and none joined "
+                        f"within {SCHEDULER_TIMEOUT:g} s; {len(running) + len(pending)} cell(s) unfinished (finished "
+                        "cells are kept: start workers, then rerun the same command to resume)")
     except BaseException:
         bar.close()
         with contextlib.suppress(BaseException):

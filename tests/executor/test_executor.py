@@ -373,3 +373,34 @@ def test_no_tqdm_bar_bypasses_progress_bar():
               for p in (root / folder).rglob("*.py")
               if p.relative_to(root).as_posix() != "initlab/executor/bar.py" and re.search(r"^\s*from tqdm|^\s*import tqdm", p.read_text(), re.M)]
     assert direct == []
+
+
+def test_a_dask_run_whose_workers_all_left_ends_in_one_line(tmp_path, cells_importable, monkeypatch):
+    """Every worker gone mid-run (here the cell ends its worker process, which no nanny restarts): Dask holds the cell
+    in its no-worker state forever and the bar showed 0 units done for as long as it was left; it ends with
+    NoWorkersError once no worker has been seen for SCHEDULER_TIMEOUT seconds (shortened here). The scheduler binds
+    its own port on loopback; the test waits for the worker to join, with no deadline of its own."""
+    import subprocess
+    import sys
+
+    distributed = pytest.importorskip("distributed")
+    from initlab.executor import cluster
+
+    monkeypatch.setattr(cluster, "SCHEDULER_TIMEOUT", 3.0)
+    rd = RunDir(tmp_path / "run")
+    cells = [Cell("dies", FN + "exit_worker", {}, key={"dies": 1})]
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None, host="127.0.0.1",
+                                  protocol="tcp://") as lc:
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", lc.scheduler_address,
+                                   "--no-nanny", "--nthreads", "1", "--no-dashboard"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with distributed.Client(lc.scheduler_address) as client:
+                client.wait_for_workers(1)
+            with pytest.raises(ex.NoWorkersError, match=r"every worker of the Dask scheduler .* left.*1 cell\(s\) "
+                                                        r"unfinished"):
+                run_cells(rd, cells, scheduler=lc.scheduler_address, progress=False)
+        finally:
+            worker.kill()
+            worker.wait()
+    assert not rd.has_cell("dies")
