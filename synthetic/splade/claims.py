@@ -1,5 +1,8 @@
 """The synthetic SPLADE claims, one verdict function each, on raw per-seed numbers.
 
+The thresholds and rules are :mod:`initlab.synthetic.splade.thresholds`, the reading of the raw per-seed rows
+:mod:`initlab.synthetic.splade.seed_rows`; their names are re-exported here.
+
 Imported as ``initlab.synthetic.splade.claims``. Every consumer (the run's ``summary.md``, the README claims
 rows of :mod:`initlab.synthetic.splade.ood.claims`, the docs) calls these functions on the saved per-seed,
 per-cell numbers of a synthetic SPLADE run (``phase.json``: its ``rows`` and ``inspect`` lists); nobody reads a
@@ -86,6 +89,9 @@ from initlab.evidence import rules
 from initlab.evidence.families import Family
 from initlab.evidence.rules import NOT_RUN, Verdict
 from initlab.experiment.rows import Claim
+from initlab.synthetic.splade.seed_rows import (as_raw, best_k, cells_by_seed, complete_seeds, families_in, finite_or_none,
+                                               ndcg_at, ndcg_of, on_seeds, paired_by_seed, rule_k, with_label)
+from initlab.synthetic.splade.thresholds import LANDSCAPE_RULES, RULES, Raw, SPLADEThresholds
 
 __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k", "rule_k", "high_norm_degrades",
            "rescaling_fixes", "over_rescaling", "input_side", "recommended_regret", "rule_difference", "evaluate_all",
@@ -93,201 +99,6 @@ __all__ = ["SPLADEThresholds", "CLAIMS", "ClaimSpec", "RULES", "as_raw", "best_k
            "family_gains", "landscape", "landscape_regret", "landscape_rule_difference", "posthoc_claims",
            "LANDSCAPE_RULES", "landscape_markdown", "POSTHOC_SINCE_FULL", "evaluate_corrected", "complete_seeds",
            "on_seeds", "CLAIM_ROWS", "SPLADE_FAMILIES", "ndcg_of", "cells_by_seed", "with_label", "all_or_not_run"]
-
-Raw = Mapping[str, Any]
-#: the preregistered rules (their regrets are claims of the ``full`` run); ``fixed`` and ``none`` are the landscape's
-RULES = ("inspect", "edge", "bert")
-ALL_RULES = RULES + ("fixed", "none")
-#: the rules compared on the landscape (:func:`landscape`): inspect's, the edge rule, a fixed k, no rescaling
-LANDSCAPE_RULES = ("inspect", "edge", "fixed", "none")
-
-
-@dataclass(frozen=True)
-class SPLADEThresholds:
-    """Preregistered thresholds of the synthetic SPLADE claims (nDCG@10 differences, nats).
-
-    ``min_gain`` a difference in nDCG@10 that matters (0.05, about 2 sd of one seed's nDCG@10 on 80 test
-    queries); ``min_init_excess`` nats of initial InfoNCE above chance (ln B) that count as "a very high
-    initial loss"; ``min_poor_minimum`` nats of final InfoNCE (same batch, equal steps) that count as a worse
-    minimum; ``regret_margin`` the equivalence margin of a rule's regret; ``min_rule_gain`` the regret
-    difference that makes one rule better than another; ``k_far`` the "too far" rescaling of a normal-norm
-    head; ``high_norm`` / ``normal_norm`` the families whose pretraining recipe lets the head norm grow / keeps
-    the standard recipe. Tolerances: an interval end within ``tol`` (nDCG@10) or ``tol_nats`` of a threshold
-    counts as touching it (well above float noise, well below one query's weight in an nDCG@10 mean).
-
-    Landscape (post hoc on the ``full`` run): the range is taken over the tied k in
-    ``[1, landscape_k_max]``; k *matters* on a backbone whose range is at least ``landscape_factor`` times
-    ``regret_margin``; ``fixed_k`` is the fixed-k rule's k (4: the log-scale midpoint of 1..16).
-    """
-
-    min_gain: float = 0.05
-    min_init_excess: float = 1.0
-    min_poor_minimum: float = 0.1
-    regret_margin: float = 0.03
-    min_rule_gain: float = 0.01
-    k_far: float = 64.0
-    high_norm: tuple[str, ...] = ("roberta", "modernbert")
-    normal_norm: tuple[str, ...] = ("bert", "albert")
-    tol: float = 0.002
-    tol_nats: float = 0.01
-    landscape_k_max: float = 16.0
-    landscape_factor: float = 3.0
-    fixed_k: float = 4.0
-
-    def __post_init__(self) -> None:
-        for name in ("min_gain", "min_init_excess", "min_poor_minimum", "regret_margin", "min_rule_gain", "k_far",
-                     "landscape_k_max", "landscape_factor", "fixed_k"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"SPLADEThresholds.{name}: expected a finite number > 0, got {v!r}")
-        for name in ("tol", "tol_nats"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 <= v < 0.05):
-                raise ValueError(f"SPLADEThresholds.{name}: expected a float in [0, 0.05), got {v!r}")
-        if set(self.high_norm) & set(self.normal_norm):
-            raise ValueError(f"SPLADEThresholds: a family cannot be both high-norm and normal-norm: "
-                             f"{sorted(set(self.high_norm) & set(self.normal_norm))}")
-
-
-# ------------------------------------------------------------------------------------------------
-# raw numbers
-# ------------------------------------------------------------------------------------------------
-def _f(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
-
-
-def as_raw(phase: Mapping[str, Any]) -> dict[str, Any]:
-    """``raw`` (module docstring) from a loaded ``phase.json``: its ``rows`` (nDCG@10 per split, InfoNCE), its
-    ``inspect`` reports and the InfoNCE batch ``config.init_batch``.
-
-    Raises:
-        KeyError: ``phase`` lacks ``rows`` or ``config.init_batch``.
-    """
-    keep = ("family", "mode", "s", "k", "seed", "ndcg_select", "ndcg_test", "init_infonce", "final_infonce",
-            "collapsed", "failed")
-    rows = [{key: r.get(key) for key in keep} for r in phase["rows"]]
-    insp = [{"family": i["family"], "s": float(i["s"]), "seed": int(i["seed"]), "recommended_k": float(i["recommended_k"]),
-             "table": [{"k": float(t["k"]), "score_sd": float(t["score_sd"])} for t in i["table"]]}
-            for i in phase.get("inspect", [])]
-    return {"rows": rows, "inspect": insp, "batch": int(phase["config"]["init_batch"])}
-
-
-def complete_seeds(rows: Sequence[Mapping[str, Any]], families: Sequence[str], ks: Sequence[float]) -> list[int]:
-    """The seeds whose every tied (``family``, ``k``) cell of the grid ``families x ks`` (s = 1) has a row: the
-    seeds a run cut short may be judged on (a seed missing a k would choose its best k on a smaller grid)."""
-    want = {(f, float(k)) for f in families for k in ks}
-    have: dict[int, set[tuple[str, float]]] = {}
-    for r in rows:
-        if r.get("mode", "tied") == "tied" and float(r.get("s", 1.0)) == 1.0:
-            have.setdefault(int(r["seed"]), set()).add((r["family"], float(r["k"])))
-    return sorted(s for s, got in have.items() if want <= got)
-
-
-def on_seeds(raw: Raw, seeds: Sequence[int]) -> dict[str, Any]:
-    """``raw`` restricted to the rows and inspect reports of ``seeds``."""
-    keep = {int(s) for s in seeds}
-    return {**raw, "rows": [r for r in raw["rows"] if int(r["seed"]) in keep],
-            "inspect": [i for i in raw.get("inspect", []) if int(i["seed"]) in keep]}
-
-
-def ndcg_of(r: Mapping[str, Any], split: str) -> float:
-    """One row's nDCG@10 on ``split`` (``"select"`` or ``"test"``: the half of the dev queries), in [0, 1]; a failed
-    cell (a missing or non-finite value) counts as 0."""
-    v = _f(r.get(f"ndcg_{split}"))
-    return 0.0 if v is None else v  # a failed cell: nDCG 0 (an unusable model)
-
-
-def cells_by_seed(raw: Raw, family: str, mode: str = "tied", s: float = 1.0) -> dict[int, dict[float, Mapping[str, Any]]]:
-    """``{seed: {k: row}}`` of one (family, mode, s): the rows of ``raw["rows"]`` with that family, ``mode`` (e.g.
-    ``"tied"``, ``"k_output"``) and head scale ``s``, by seed then k; empty when there are none."""
-    out: dict[int, dict[float, Mapping[str, Any]]] = {}
-    for r in raw["rows"]:
-        if r["family"] == family and r["mode"] == mode and float(r["s"]) == s:
-            out.setdefault(int(r["seed"]), {})[float(r["k"])] = r
-    return out
-
-
-def best_k(by_k: Mapping[float, Mapping[str, Any]]) -> float:
-    """The best k of one (family, seed): highest ``ndcg_select``, ties to the smaller k (module docstring).
-
-    Raises:
-        ValueError: no cells.
-    """
-    if not by_k:
-        raise ValueError("best_k: expected at least one cell")
-    return min(by_k, key=lambda k: (-ndcg_of(by_k[k], "select"), k))
-
-
-def _families(raw: Raw, wanted: Sequence[str]) -> list[str]:
-    present = {r["family"] for r in raw["rows"]}
-    return [f for f in wanted if f in present]
-
-
-def _inspect(raw: Raw, family: str, seed: int, s: float = 1.0) -> Mapping[str, Any] | None:
-    for i in raw.get("inspect", []):
-        if i["family"] == family and int(i["seed"]) == seed and float(i["s"]) == s:
-            return i
-    return None
-
-
-def _closest(table: Sequence[Mapping[str, float]], target: float) -> float | None:
-    ok = [t for t in table if t["score_sd"] > 0 and math.isfinite(t["score_sd"])]
-    if not ok or not (target > 0 and math.isfinite(target)):
-        return None
-    return float(min(ok, key=lambda t: (abs(math.log(t["score_sd"] / target)), t["k"]))["k"])
-
-
-def rule_k(raw: Raw, rule: str, family: str, seed: int, s: float = 1.0, fixed_k: float = 4.0) -> float | None:
-    """The k that ``rule`` (module docstring) picks for one backbone, or None if its inspect report (or, for
-    ``bert``, the same seed's bert report) is absent. ``fixed_k``: the ``fixed`` rule's k.
-
-    Raises:
-        ValueError: unknown ``rule``.
-    """
-    if rule not in ALL_RULES:
-        raise ValueError(f"rule: expected one of {list(ALL_RULES)}, got {rule!r}")
-    if rule == "fixed":
-        return float(fixed_k)
-    if rule == "none":
-        return 1.0
-    rep = _inspect(raw, family, seed, s)
-    if rep is None:
-        return None
-    if rule == "inspect":
-        return float(rep["recommended_k"])
-    if rule == "edge":
-        return _closest(rep["table"], math.sqrt(2 * math.log(raw["batch"])))
-    ref = _inspect(raw, "bert", seed, 1.0)
-    if ref is None:
-        return None
-    ref_sd = next((t["score_sd"] for t in ref["table"] if t["k"] == 1.0), None)
-    return None if ref_sd is None else _closest(rep["table"], ref_sd)
-
-
-def with_label(v: Verdict, label: str) -> Verdict:
-    """``v`` with ``label`` in front of its reason (``"label (reason)"``, or ``"label"`` without one): the label that
-    :func:`part_label` reads back and the README rows show."""
-    return dataclasses.replace(v, reason=label + (f" ({v.reason})" if v.reason else ""))
-
-
-def _paired(raw: Raw, family: str, pick: Callable[[dict[float, Mapping[str, Any]], int], tuple[float | None, float | None]],
-            what: str) -> list[float] | None:
-    """Per seed ``a - b`` with ``(a, b) = pick(cells of that seed, seed)``; None if some seed lacks a value."""
-    cells = cells_by_seed(raw, family)
-    if not cells:
-        return None
-    d = []
-    for seed in sorted(cells):
-        a, b = pick(cells[seed], seed)
-        if a is None or b is None:
-            return None
-        d.append(a - b)
-    return d
-
-
-def _ndcg_at(by_k: Mapping[float, Mapping[str, Any]], k: float | None) -> float | None:
-    return None if k is None or k not in by_k else ndcg_of(by_k[k], "test")
-
 
 # ------------------------------------------------------------------------------------------------
 # the claims
@@ -301,18 +112,18 @@ def all_or_not_run(parts: list[Verdict], missing: list[str], rule: str = "all_of
 
 
 def _degrade_d(raw: Raw, f: str) -> list[float] | None:
-    return _paired(raw, f, lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, 1.0)), "best k - k=1")
+    return paired_by_seed(raw, f, lambda c, s: (ndcg_at(c, best_k(c)), ndcg_at(c, 1.0)), "best k - k=1")
 
 
 def high_norm_degrades(raw: Raw, th: SPLADEThresholds) -> Verdict:
     """A large MLM-head norm degrades SPLADE, from a very high initial loss to a poor minimum (module docstring)."""
     parts, missing = [], []
     ln_b = math.log(raw["batch"])
-    for f in _families(raw, th.high_norm):
+    for f in families_in(raw, th.high_norm):
         d = _degrade_d(raw, f)
-        init = _paired(raw, f, lambda c, s: (_f(c.get(1.0, {}).get("init_infonce")), ln_b), "init - ln B")
-        poor = _paired(raw, f, lambda c, s: (_f(c.get(1.0, {}).get("final_infonce")),
-                                             _f(c[best_k(c)].get("final_infonce"))), "final k=1 - best")
+        init = paired_by_seed(raw, f, lambda c, s: (finite_or_none(c.get(1.0, {}).get("init_infonce")), ln_b), "init - ln B")
+        poor = paired_by_seed(raw, f, lambda c, s: (finite_or_none(c.get(1.0, {}).get("final_infonce")),
+                                             finite_or_none(c[best_k(c)].get("final_infonce"))), "final k=1 - best")
         if d is None or init is None or poor is None:
             missing.append(f"{f}: k = 1 or InfoNCE cells")
             continue
@@ -322,7 +133,7 @@ def high_norm_degrades(raw: Raw, th: SPLADEThresholds) -> Verdict:
                          f"{f}: final InfoNCE k = 1 − best k")]
     if not parts:
         return rules.not_run("all_of", missing or ["no high-norm family in the run"])
-    for f in _families(raw, th.normal_norm):
+    for f in families_in(raw, th.normal_norm):
         d = _degrade_d(raw, f)
         if d is not None:
             parts.append(with_label(rules.equivalence(d, margin=th.min_gain, tol=th.tol),
@@ -333,12 +144,12 @@ def high_norm_degrades(raw: Raw, th: SPLADEThresholds) -> Verdict:
 def _family_gains(raw: Raw, th: SPLADEThresholds, fams: Sequence[str], pick: Callable[[str], Callable[..., Any]],
                   label: Callable[[str], str], missing: Callable[[str], str]) -> tuple[dict[str, Verdict], list[str]]:
     """Per family of ``fams`` in the run: the gain verdict (δ = ``min_gain``) of the per-seed paired differences
-    that ``pick(family)`` gives (:func:`_paired`), labelled ``label(family)``; and ``missing(family)`` for each
+    that ``pick(family)`` gives (:func:`paired_by_seed`), labelled ``label(family)``; and ``missing(family)`` for each
     family lacking a seed's cell. The one per-family loop of :func:`rescaling_fixes`, :func:`over_rescaling` and
     :func:`family_gains`."""
     out, lacking = {}, []
-    for f in _families(raw, fams):
-        d = _paired(raw, f, pick(f), label(f))
+    for f in families_in(raw, fams):
+        d = paired_by_seed(raw, f, pick(f), label(f))
         if d is None:
             lacking.append(missing(f))
             continue
@@ -349,7 +160,7 @@ def _family_gains(raw: Raw, th: SPLADEThresholds, fams: Sequence[str], pick: Cal
 def rescaling_fixes(raw: Raw, th: SPLADEThresholds) -> Verdict:
     """Dividing W_head by the recommended k before training fixes a high-norm head (module docstring)."""
     got, missing = _family_gains(
-        raw, th, th.high_norm, lambda f: lambda c, s: (_ndcg_at(c, rule_k(raw, "inspect", f, s)), _ndcg_at(c, 1.0)),
+        raw, th, th.high_norm, lambda f: lambda c, s: (ndcg_at(c, rule_k(raw, "inspect", f, s)), ndcg_at(c, 1.0)),
         lambda f: f"{f}: nDCG@10 recommended k − k = 1", lambda f: f"{f}: k = 1 or the recommended k's cell or inspect report")
     return all_or_not_run(list(got.values()), missing)
 
@@ -357,7 +168,7 @@ def rescaling_fixes(raw: Raw, th: SPLADEThresholds) -> Verdict:
 def over_rescaling(raw: Raw, th: SPLADEThresholds) -> Verdict:
     """Rescaling a normal-norm head by ``k_far`` hurts retrieval against the best k (module docstring)."""
     got, missing = _family_gains(
-        raw, th, th.normal_norm, lambda f: lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, th.k_far)),
+        raw, th, th.normal_norm, lambda f: lambda c, s: (ndcg_at(c, best_k(c)), ndcg_at(c, th.k_far)),
         lambda f: f"{f}: nDCG@10 best k − k = {th.k_far:g}", lambda f: f"{f}: tied k = {th.k_far:g}")
     return all_or_not_run(list(got.values()), missing)
 
@@ -365,7 +176,7 @@ def over_rescaling(raw: Raw, th: SPLADEThresholds) -> Verdict:
 def input_side(raw: Raw, th: SPLADEThresholds) -> Verdict:
     """The tie's input side carries the over-rescaling harm: output-only rescaling by ``k_far`` avoids it."""
     parts, missing = [], []
-    for f in _families(raw, th.normal_norm):
+    for f in families_in(raw, th.normal_norm):
         tied, out = cells_by_seed(raw, f, "tied"), cells_by_seed(raw, f, "k_output")
         if not tied or set(tied) != set(out) or any(th.k_far not in tied[s] or th.k_far not in out[s] for s in tied):
             missing.append(f"{f}: tied and output-only k = {th.k_far:g}")
@@ -384,10 +195,10 @@ def regrets(raw: Raw, rule: str, fixed_k: float = 4.0) -> dict[tuple[str, int], 
     for f in fams:
         for seed, by_k in sorted(cells_by_seed(raw, f).items()):
             k = rule_k(raw, rule, f, seed, fixed_k=fixed_k)
-            at = _ndcg_at(by_k, k)
+            at = ndcg_at(by_k, k)
             if at is None:
                 return None
-            out[(f, seed)] = _ndcg_at(by_k, best_k(by_k)) - at
+            out[(f, seed)] = ndcg_at(by_k, best_k(by_k)) - at
     return out or None
 
 
@@ -425,7 +236,7 @@ def family_gains(raw: Raw, th: SPLADEThresholds) -> dict[str, Verdict]:
     """Per family (high-norm first, then normal-norm) the gain ``nDCG(best k) - nDCG(k=1)`` over its seeds, gain
     δ = ``min_gain``: the per-family rows shown beside :func:`interaction`."""
     return _family_gains(raw, th, th.high_norm + th.normal_norm,
-                         lambda f: lambda c, s: (_ndcg_at(c, best_k(c)), _ndcg_at(c, 1.0)),
+                         lambda f: lambda c, s: (ndcg_at(c, best_k(c)), ndcg_at(c, 1.0)),
                          lambda f: f"{f}: nDCG@10 best k − k = 1", str)[0]
 
 
@@ -442,8 +253,8 @@ def interaction(raw: Raw, th: SPLADEThresholds) -> Verdict:
     controls), gain δ = ``min_gain`` on the 95 % t-interval over the seeds common to every family. A gain every
     family shows (e.g. from a moderate k that helps any backbone) cancels; only a high-norm-specific gain counts.
     ``not run`` if a class has no family in the run or a family lacks k = 1."""
-    hi = [g for g in (_by_seed_gain(raw, f) for f in _families(raw, th.high_norm)) if g is not None]
-    lo = [g for g in (_by_seed_gain(raw, f) for f in _families(raw, th.normal_norm)) if g is not None]
+    hi = [g for g in (_by_seed_gain(raw, f) for f in families_in(raw, th.high_norm)) if g is not None]
+    lo = [g for g in (_by_seed_gain(raw, f) for f in families_in(raw, th.normal_norm)) if g is not None]
     if not hi or not lo:
         return rules.not_run("gain", ["a high-norm and a normal-norm family with k = 1 and its grid"])
     seeds = sorted(set.intersection(*(set(g) for g in hi + lo)))
@@ -472,10 +283,10 @@ def landscape(raw: Raw, th: SPLADEThresholds) -> list[dict[str, Any]]:
             row: dict[str, Any] = {"family": f, "seed": seed, "range": rng, "k_best_test": hi, "k_worst_test": lo,
                                    "matters": rng >= th.landscape_factor * th.regret_margin - 1e-12,
                                    "best_k": best_k(by_k)}
-            best = _ndcg_at(by_k, row["best_k"])
+            best = ndcg_at(by_k, row["best_k"])
             for rule in LANDSCAPE_RULES:
                 k = rule_k(raw, rule, f, seed, fixed_k=th.fixed_k)
-                at = _ndcg_at(by_k, k)
+                at = ndcg_at(by_k, k)
                 row[f"k_{rule}"] = k
                 row[f"regret_{rule}"] = None if at is None else best - at
             out.append(row)

@@ -89,7 +89,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("diagnose",)],
     ],
     "initlab.synthetic.splade": [
-        [("config", "data", "domains", "model", "families", "train", "measure", "claims")],
+        [("config", "data", "domains", "model", "families", "train", "measure", "thresholds", "seed_rows", "claims")],
         [("phase",), ("calibration",), ("ood",)],
     ],
     "initlab.realdata": [
