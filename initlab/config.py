@@ -9,13 +9,19 @@ operations all of them need:
   same checks;
 * :func:`to_dict` / :func:`load_config` -- the resolved config as plain JSON data, and back (writing it next to
   results is :func:`initlab.runs.save_config`: files belong to the run layer, which imports this module, never
-  the other way round).
+  the other way round);
+* :func:`ranged` / :func:`check_ranges` -- every numeric field declares its range once, beside the field
+  (``lr: float = ranged(1e-3, "(0, inf)")``), and one checker refuses a value outside it, naming the field, the
+  value and the range. Each config calls :func:`check_ranges` first in its ``__post_init__``, so no config
+  outside its ranges can be built (by a preset, ``--set``, a saved record or code); relations between fields
+  (``warmup_epochs < finetune_max_epochs``) stay in that ``__post_init__``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from pathlib import Path
@@ -26,18 +32,175 @@ from initlab.textio import read_json
 C = TypeVar("C")
 
 __all__ = ["from_dict", "derive", "to_dict", "load_config", "check_type", "parse_overrides", "later_field",
-           "absolute_paths"]
+           "absolute_paths", "Range", "RangeError", "ranged", "field_range", "check_ranges", "unranged_fields"]
 
 #: dataclass field metadata of :func:`later_field`
 _OMIT_AT_DEFAULT = "omit_at_default"
+#: dataclass field metadata of :func:`ranged`: the field's :class:`Range`
+_RANGE = "range"
 
 
-def later_field(default: Any) -> Any:
+def later_field(default: Any, within: "str | None" = None) -> Any:
     """A config field added after runs were saved: :func:`to_dict` leaves it out while it holds ``default`` (a
     hashable value), so the saved config records and cell keys of those runs (made before the field existed) stay
     what they were and the runs still resume; set to anything else, it is recorded like any field. :func:`from_dict`
-    of a record without it gives ``default``."""
-    return dataclasses.field(default=default, metadata={_OMIT_AT_DEFAULT: True})
+    of a record without it gives ``default``. ``within``: its range, as for :func:`ranged`."""
+    meta: dict[str, Any] = {_OMIT_AT_DEFAULT: True}
+    if within is not None:
+        meta[_RANGE] = Range.parse(within)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """An interval of numbers, written as in mathematics: ``"[1, inf)"``, ``"(0, 1]"``, ``"[-1, inf)"``.
+
+    ``inf`` / ``-inf`` ends are open by their nature (``"(0, inf)"`` holds every finite number > 0, so NaN and
+    infinity are outside); write ``"[0, inf]"`` to admit infinity. NaN is outside every range.
+    """
+
+    low: float
+    high: float
+    low_closed: bool
+    high_closed: bool
+
+    @classmethod
+    def parse(cls, text: str) -> "Range":
+        """``"[a, b]"``, ``"(a, b)"``, ``"[a, b)"`` or ``"(a, b]"``; ``a``, ``b`` numbers, ``inf`` or ``-inf``.
+
+        Raises:
+            ValueError: ``text`` is not such an interval, or its low end is above its high end.
+        """
+        t = text.strip()
+        try:
+            if t[0] not in "[(" or t[-1] not in "])":
+                raise ValueError
+            lo, hi = (float(x) for x in t[1:-1].split(","))
+        except (ValueError, IndexError):
+            raise ValueError(f"range {text!r}: expected an interval such as '[1, inf)' or '(0, 1]'") from None
+        if math.isnan(lo) or math.isnan(hi) or lo > hi:
+            raise ValueError(f"range {text!r}: expected low <= high")
+        return cls(lo, hi, t[0] == "[", t[-1] == "]")
+
+    def __contains__(self, value: float) -> bool:
+        if math.isnan(value):
+            return False
+        above = value >= self.low if self.low_closed else value > self.low
+        below = value <= self.high if self.high_closed else value < self.high
+        return above and below
+
+    def __str__(self) -> str:
+        def end(x: float) -> str:
+            if math.isinf(x):
+                return "inf" if x > 0 else "-inf"
+            return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+        return f"{'[' if self.low_closed else '('}{end(self.low)}, {end(self.high)}{']' if self.high_closed else ')'}"
+
+
+class RangeError(ValueError):
+    """A config value outside its field's declared range (:func:`ranged`).
+
+    Attributes:
+        owner: the config class's name; field: the field's name (``lr_grid[2]`` for an item); value; range: the
+        :class:`Range`; path: the field's place in the configs that hold it (``corpus.vocab_size``) when
+        :func:`from_dict` built it nested, else ``""``. The message names ``Owner.field`` or the path, the value
+        and the range.
+    """
+
+    def __init__(self, owner: str, field: str, value: Any, range: Range, path: str = ""):
+        self.owner, self.field, self.value, self.range, self.path = owner, field, value, range, path
+        super().__init__(f"{path or owner + '.' + field} = {value!r} is outside its range {range}")
+
+    def within(self, prefix: str) -> "RangeError":
+        """The same error placed under ``prefix`` (``"corpus."``); an empty prefix changes nothing."""
+        if not prefix:
+            return self
+        return RangeError(self.owner, self.field, self.value, self.range, prefix + (self.path or self.field))
+
+    def __reduce__(self):
+        return (type(self), (self.owner, self.field, self.value, self.range, self.path))
+
+
+def ranged(default: Any = dataclasses.MISSING, within: str = "", *, default_factory: Any = dataclasses.MISSING) -> Any:
+    """A numeric config field with its range: ``n_train: int = ranged(1024, "[1, inf)")``.
+
+    ``within`` is an interval (:meth:`Range.parse`); it applies to the number the field holds, or to every number
+    inside it (a tuple of learning rates, the numbers of ``(name, value)`` pairs); ``None`` and strings are not
+    numbers and pass. :func:`check_ranges` checks it. The metadata changes nothing :func:`to_dict` writes.
+
+    Raises:
+        ValueError: ``within`` is not an interval.
+    """
+    if not within:
+        raise ValueError("ranged: expected its range, e.g. within='[0, inf)'")
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={_RANGE: Range.parse(within)})
+
+
+def field_range(cls: type, name: str) -> "Range | None":
+    """The declared :class:`Range` of field ``name`` of the dataclass ``cls`` (None if it declares none)."""
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return f.metadata.get(_RANGE)
+    raise KeyError(f"{cls.__name__} has no field {name!r}")
+
+
+def _numbers(value: Any, name: str):
+    """``(name, number)`` of every number in ``value`` (a number, or tuples, lists and dict values of them)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, (int, float)):
+        yield name, value
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{name}[{i}]")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from _numbers(v, f"{name}[{k!r}]")
+
+
+def check_ranges(cfg: Any) -> None:
+    """Refuse a number of ``cfg`` (a config dataclass) outside its field's declared range (:func:`ranged`).
+
+    Nested configs check their own ranges when they are built, so this looks at ``cfg``'s own fields only.
+
+    Raises:
+        RangeError: (a ``ValueError``) naming the field (``lr_grid[2]`` for an item), the value and the range.
+    """
+    for f in dataclasses.fields(cfg):
+        rng = f.metadata.get(_RANGE)
+        if rng is None:
+            continue
+        for name, v in _numbers(getattr(cfg, f.name), f.name):
+            if v not in rng:
+                raise RangeError(type(cfg).__name__, name, v, rng)
+
+
+def _holds_numbers(tp: Any) -> bool:
+    """Whether the annotation ``tp`` can hold a number (``int``, ``float``, or a container or union of them)."""
+    if tp in (int, float):
+        return True
+    if tp is bool or dataclasses.is_dataclass(tp):
+        return False
+    return any(_holds_numbers(a) for a in typing.get_args(tp) if a is not Ellipsis)
+
+
+def unranged_fields(cls: type, _seen: "set[type] | None" = None) -> list[str]:
+    """``Class.field`` of every field of the config dataclass ``cls``, and of the configs nested in it, that can
+    hold a number but declares no range (:func:`ranged`): what a test of "every numeric field has a range" lists."""
+    seen = set() if _seen is None else _seen
+    if cls in seen:
+        return []
+    seen.add(cls)
+    out = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if _holds_numbers(tp) and _RANGE not in f.metadata:
+            out.append(f"{cls.__name__}.{f.name}")
+        for arm in [tp, *typing.get_args(tp)]:
+            if dataclasses.is_dataclass(arm) and isinstance(arm, type):
+                out += unranged_fields(arm, seen)
+    return out
 
 
 def _type_name(tp: Any) -> str:
@@ -68,6 +231,8 @@ def check_type(value: Any, tp: Any, name: str) -> Any:
         for arm in args:
             try:
                 return check_type(value, arm, name)
+            except RangeError:  # the value has this arm's shape: its range is the error
+                raise
             except (TypeError, ValueError) as err:  # try the next arm
                 errors.append(str(err))
         raise TypeError(f"{name}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
@@ -151,7 +316,10 @@ def from_dict(cls: type[C], data: Mapping[str, Any], _prefix: str = "") -> C:
             f"known keys: {', '.join(sorted(fields))}"
         )
     kwargs = {k: check_type(v, hints[k], _prefix + k) for k, v in data.items()}
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except RangeError as err:
+        raise err.within(_prefix) from None
 
 
 def derive(base: C, **changes: Any) -> C:

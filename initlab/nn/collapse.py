@@ -30,6 +30,8 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from initlab.config import check_ranges, ranged
+
 __all__ = ["CollapseThresholds", "THRESHOLDS", "UNCALIBRATED", "CollapseVerdict", "detect_collapse", "mean_pairwise_cosine",
            "same_ranking_share", "modal_ranking_share", "MARGIN_CLAMP"]
 
@@ -40,10 +42,13 @@ class CollapseThresholds:
     document vectors), ``max_same_ranking`` (share of queries with the modal top-10), ``min_queries`` (fewest
     queries for the ranking rule on given rankings). Empty means < 1 active dimension (a definition)."""
 
-    dense_fraction: float = 0.9
-    max_mean_cosine: float = 0.99
-    max_same_ranking: float = 0.9
-    min_queries: int = 5
+    dense_fraction: float = ranged(0.9, "(0, 1]")
+    max_mean_cosine: float = ranged(0.99, "(0, 1]")
+    max_same_ranking: float = ranged(0.9, "(0, 1]")
+    min_queries: int = ranged(5, "[1, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 #: the detector's thresholds, calibrated on the labelled set of the exploratory synthetic SPLADE run

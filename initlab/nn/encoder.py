@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from initlab.config import check_ranges, ranged
 from initlab.nn.pooling import mean_pool
 
 __all__ = [
@@ -52,40 +53,32 @@ GROUPS = ("qk", "qkvo", "attention", "ffn", "embeddings", "heads", "layernorm")
 class ModelConfig:
     """Sizes and switches of :class:`SequenceTransformer` (strict loading via ``initlab.config.from_dict``)."""
 
-    vocab_size: int  # including special tokens (pad, mask, ...)
-    max_len: int  # T_max for the sinusoidal table
-    d_model: int = 64  # d
-    n_heads: int = 1
-    n_layers: int = 1
-    d_ff: int = 128
-    dropout: float = 0.0
+    vocab_size: int = ranged(within="[1, inf)")  # including special tokens (pad, mask, ...)
+    max_len: int = ranged(within="[1, inf)")  # T_max for the sinusoidal table
+    d_model: int = ranged(64, "[1, inf)")  # d
+    n_heads: int = ranged(1, "[1, inf)")
+    n_layers: int = ranged(1, "[1, inf)")
+    d_ff: int = ranged(128, "[1, inf)")
+    dropout: float = ranged(0.0, "[0, 1)")
     use_ffn: bool = True
     use_layernorm: bool = True
     use_residual: bool = True
     pre_norm: bool = True
     pos_encoding: Literal["sinusoidal", "none"] = "sinusoidal"  # additive, fixed
-    pad_id: int = 0
-    n_classes: int = 2
+    pad_id: int = ranged(0, "[0, inf)")
+    n_classes: int = ranged(2, "[1, inf)")
     pooling: Literal["mean", "cls", "last"] = "mean"  # classifier input: length-aware mean, the first position's state, or the last real token's
-    proximity_bias: float = 0.0  # m >= 0: a fixed ALiBi-like score bias -m |i - j| (a proximity prior; 0 = none)
+    proximity_bias: float = ranged(0.0, "[0, inf)")  # m >= 0: a fixed ALiBi-like score bias -m |i - j| (a proximity prior; 0 = none)
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "max_len", "d_model", "n_heads", "n_layers", "d_ff", "n_classes"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"ModelConfig.{name}: expected a positive int, got {v!r}")
+        check_ranges(self)
         if self.d_model % self.n_heads:
             raise ValueError(f"ModelConfig.n_heads: must divide d_model={self.d_model}, got {self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"ModelConfig.dropout: expected a float in [0, 1), got {self.dropout!r}")
         if self.pos_encoding not in ("sinusoidal", "none"):
             raise ValueError(f"ModelConfig.pos_encoding: expected 'sinusoidal' or 'none', got {self.pos_encoding!r}")
         if self.pooling not in ("mean", "cls", "last"):
             raise ValueError(f"ModelConfig.pooling: expected 'mean', 'cls' or 'last', got {self.pooling!r}")
-        if isinstance(self.proximity_bias, bool) or not isinstance(self.proximity_bias, (int, float)) \
-                or not 0.0 <= self.proximity_bias < float("inf"):
-            raise ValueError(f"ModelConfig.proximity_bias: expected a finite number >= 0, got {self.proximity_bias!r}")
-        if not 0 <= self.pad_id < self.vocab_size:
+        if not self.pad_id < self.vocab_size:
             raise ValueError(f"ModelConfig.pad_id: expected 0 <= pad_id < vocab_size={self.vocab_size}, got {self.pad_id}")
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from initlab.config import derive
+from initlab.config import check_ranges, derive, ranged
 from initlab.realdata.lra.listops import ListOpsGenConfig
 
 __all__ = ["LRAConfig", "BASE", "TASK_PRESETS", "PRESETS", "get_preset", "INIT_GROUPS", "ABLATIONS", "LISTOPS_PLATEAU",
@@ -63,33 +63,33 @@ class LRAConfig:
     task: Task = "listops"
     data_dir: Optional[str] = None
     listops_gen: Optional[ListOpsGenConfig] = None
-    limit: Optional[int] = None
-    max_len: Optional[int] = None
+    limit: Optional[int] = ranged(None, "[1, inf)")
+    max_len: Optional[int] = ranged(None, "[1, inf)")  # None: the task's standard length
     # model (initlab.nn.encoder.ModelConfig)
-    n_layers: int = 6
-    d_model: int = 512
-    n_heads: int = 8
-    d_ff: int = 2048
-    dropout: float = 0.0
+    n_layers: int = ranged(6, "[1, inf)")
+    d_model: int = ranged(512, "[1, inf)")
+    n_heads: int = ranged(8, "[1, inf)")
+    d_ff: int = ranged(2048, "[1, inf)")
+    dropout: float = ranged(0.0, "[0, 1)")
     # optimisation (AdamW, warmup then constant or cosine)
-    batch_size: int = 32
-    lr: float = 0.05
-    weight_decay: float = 0.0
-    warmup_steps: int = 2000
+    batch_size: int = ranged(32, "[1, inf)")
+    lr: float = ranged(0.05, "(0, inf)")
+    weight_decay: float = ranged(0.0, "[0, inf)")
+    warmup_steps: int = ranged(2000, "[0, inf)")
     schedule: Literal["constant", "cosine"] = "constant"
-    schedule_steps: Optional[int] = None  # cosine horizon in steps (None: the run's own step count)
-    grad_clip: float = 1.0
-    epochs: int = 100
-    patience: Optional[int] = None  # fine-tune: stop after this many epochs without a new best val accuracy
+    schedule_steps: Optional[int] = ranged(None, "[1, inf)")  # cosine horizon in steps (None: the run's own step count)
+    grad_clip: float = ranged(1.0, "[0, inf)")  # the gradient norm's cap; 0: no clipping
+    epochs: int = ranged(100, "[0, inf)")
+    patience: Optional[int] = ranged(None, "[1, inf)")  # fine-tune: stop after this many epochs without a new best val accuracy
     # self-pretraining
     spt_objective: Literal["masked", "causal"] = "masked"
-    mask_ratio: Optional[float] = None
-    spt_epochs: int = 100
-    spt_batch_size: Optional[int] = None  # None: batch_size
-    spt_warmup_steps: Optional[int] = None  # None: warmup_steps
+    mask_ratio: Optional[float] = ranged(None, "(0, 1)")  # None: the task's default
+    spt_epochs: int = ranged(100, "[0, inf)")
+    spt_batch_size: Optional[int] = ranged(None, "[1, inf)")  # None: batch_size
+    spt_warmup_steps: Optional[int] = ranged(None, "[0, inf)")  # None: warmup_steps
     spt_schedule: Optional[Literal["constant", "cosine"]] = None  # None: schedule
-    spt_patience: Optional[int] = None  # SPT: stop after this many epochs without a relative val-loss gain
-    spt_min_rel_gain: float = 0.0  # a new best SPT val loss must be below best * (1 - this)
+    spt_patience: Optional[int] = ranged(None, "[1, inf)")  # SPT: stop after this many epochs without a relative val-loss gain
+    spt_min_rel_gain: float = ranged(0.0, "[0, 1)")  # a new best SPT val loss must be below best * (1 - this)
     spt_loss: Literal["ce", "l1"] = "ce"  # l1: masked-pixel L1 (pixel_input="linear" only)
     spt_task: Optional[Task] = None
     spt_data_dir: Optional[str] = None
@@ -99,38 +99,22 @@ class LRAConfig:
     freeze: tuple[str, ...] = ()
     # pixel tasks (image, pathfinder): "token" = 256-entry embedding, "linear" = d x 1 map of pixel/255
     pixel_input: Literal["token", "linear"] = "token"
-    split_seed: int = 0  # the data split (not the run seed): see the class docstring
+    split_seed: int = ranged(0, "[0, inf)")  # the data split (not the run seed): see the class docstring
     # runtime
-    seed: int = 0
+    seed: int = ranged(0, "[0, inf)")
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16: bool = True
-    metrics_examples: int = 64
-    cpu_threads: Optional[int] = None  # torch.set_num_threads on CPU runs (None: torch's default)
+    metrics_examples: int = ranged(64, "[0, inf)")
+    cpu_threads: Optional[int] = ranged(None, "[1, inf)")  # torch.set_num_threads on CPU runs (None: torch's default)
 
     def __post_init__(self) -> None:
-        for name in ("n_layers", "d_model", "n_heads", "d_ff", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: expected a positive int, got {getattr(self, name)}")
-        for name in ("epochs", "spt_epochs", "warmup_steps", "metrics_examples", "split_seed", "seed"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: expected an int >= 0, got {getattr(self, name)}")
-        for name in ("spt_batch_size", "patience", "spt_patience", "schedule_steps", "limit"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ValueError(f"{name}: expected a positive int or None, got {getattr(self, name)}")
-        if self.spt_warmup_steps is not None and self.spt_warmup_steps < 0:
-            raise ValueError(f"spt_warmup_steps: expected an int >= 0 or None, got {self.spt_warmup_steps}")
-        if not 0.0 <= self.spt_min_rel_gain < 1.0:
-            raise ValueError(f"spt_min_rel_gain: expected a float in [0, 1), got {self.spt_min_rel_gain}")
+        check_ranges(self)
         if self.pixel_input == "linear" and self.task not in ("image", "pathfinder"):
             raise ValueError(f"pixel_input: 'linear' applies to the pixel tasks image/pathfinder, not {self.task!r}")
         if self.spt_loss == "l1" and self.pixel_input != "linear":
             raise ValueError("spt_loss: 'l1' (masked-pixel L1) needs pixel_input='linear' (a pixel value to regress)")
         if self.pixel_input == "linear" and self.spt_objective == "causal" and self.spt_loss == "l1":
             raise ValueError("spt_loss: 'l1' is implemented for spt_objective='masked' only")
-        if self.lr <= 0:
-            raise ValueError(f"lr: expected > 0, got {self.lr}")
-        if self.mask_ratio is not None and not 0.0 < self.mask_ratio < 1.0:
-            raise ValueError(f"mask_ratio: expected a float in (0, 1) or None, got {self.mask_ratio}")
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads: must divide d_model={self.d_model}, got {self.n_heads}")
         from initlab.nn.encoder import GROUPS

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Union
 
+from initlab.config import check_ranges, ranged
 from initlab.runs import atomic_write_text, holds_run_folder
 
 __all__ = ["ListOpsGenConfig", "OPERATORS", "generate_tree", "tree_to_string", "tree_value", "generate_examples", "write_listops_tsv"]
@@ -42,15 +43,21 @@ Tree = Union[int, str, tuple]
 class ListOpsGenConfig:
     """Sizes for :func:`generate_examples`; the defaults are LRA's (``listops.py`` flags)."""
 
-    n_train: int = 96_000
-    n_val: int = 2_000
-    n_test: int = 2_000
-    max_depth: int = 10
-    max_args: int = 10
-    min_length: int = 500
-    max_length: int = 2_000
-    value_p: float = 0.25
-    seed: int = 0
+    n_train: int = ranged(96_000, "[1, inf)")
+    n_val: int = ranged(2_000, "[1, inf)")
+    n_test: int = ranged(2_000, "[1, inf)")
+    max_depth: int = ranged(10, "[1, inf)")
+    max_args: int = ranged(10, "[2, inf)")  # an operator takes 2 to max_args arguments
+    min_length: int = ranged(500, "[1, inf)")
+    max_length: int = ranged(2_000, "[1, inf)")
+    value_p: float = ranged(0.25, "[0, 1]")
+    seed: int = ranged(0, "[0, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        if self.min_length + 1 >= self.max_length:
+            raise ValueError(f"min_length/max_length: need min_length + 1 < max_length, got {self.min_length}, "
+                             f"{self.max_length}")
 
 
 def generate_tree(rng: random.Random, depth: int, max_depth: int, max_args: int, value_p: float = 0.25) -> tuple[Tree, int]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from initlab.config import derive
+from initlab.config import check_ranges, derive, ranged
 
 __all__ = ["SpladeTrainConfig", "RECIPE", "BACKBONES", "K_VALUES", "REMOTE_CODE", "PRESETS", "DEPRECATED_PRESETS", "get_preset", "cell_config", "cell_name"]
 
@@ -50,21 +50,21 @@ class SpladeTrainConfig:
     """
 
     backbone: str = "bert-base-uncased"        # hub id or local folder of a masked-LM checkpoint
-    k: float = 1.0                             # W_head <- W_head / k before training (MLM-head rescaling)
+    k: float = ranged(1.0, "(0, inf)")          # W_head <- W_head / k before training (MLM-head rescaling)
     trust_remote_code: bool = False            # needed for Alibaba-NLP/gte-en-mlm-base only
     loss: Literal["mnrl", "margin_mse"] = "mnrl"  # in-batch negatives ranking loss [S1,S2]; margin-MSE [S3]
-    learning_rate: float = 2e-5                # [N] splade.yaml lr
-    global_batch_size: int = 128               # [N] splade.yaml train_batch_size (divides over 1/2/4/8 GPUs)
-    max_steps: int = 150_000                   # [N] splade.yaml nb_iterations
-    warmup_steps: int = 6_000                  # [N] splade.yaml warmup_steps (linear LR warm-up)
-    weight_decay: float = 0.01                 # [N] splade.yaml weight_decay (AdamW)
-    query_max_length: int = 64                 # our choice ([N] uses 256 for both); MS MARCO queries are far shorter
-    doc_max_length: int = 256                  # [N] splade.yaml max_length
-    lambda_q: float = 3e-4                     # [N] config_splade++_max.yaml FLOPS lambda_q
-    lambda_d: float = 1e-4                     # [N] config_splade++_max.yaml FLOPS lambda_d
-    regularizer_warmup_ratio: float = 1 / 3    # [N] quadratic warm-up T = 50k of 150k steps = 1/3; [ST] default
+    learning_rate: float = ranged(2e-5, "(0, inf)")  # [N] splade.yaml lr
+    global_batch_size: int = ranged(128, "[1, inf)")  # [N] splade.yaml train_batch_size (divides over 1/2/4/8 GPUs)
+    max_steps: int = ranged(150_000, "[1, inf)")  # [N] splade.yaml nb_iterations
+    warmup_steps: int = ranged(6_000, "[0, inf)")  # [N] splade.yaml warmup_steps (linear LR warm-up)
+    weight_decay: float = ranged(0.01, "[0, inf)")  # [N] splade.yaml weight_decay (AdamW)
+    query_max_length: int = ranged(64, "[3, inf)")  # our choice ([N] uses 256 for both); MS MARCO queries are far shorter
+    doc_max_length: int = ranged(256, "[3, inf)")  # [N] splade.yaml max_length
+    lambda_q: float = ranged(3e-4, "[0, inf)")  # [N] config_splade++_max.yaml FLOPS lambda_q
+    lambda_d: float = ranged(1e-4, "[0, inf)")  # [N] config_splade++_max.yaml FLOPS lambda_d
+    regularizer_warmup_ratio: float = ranged(1 / 3, "[0, 1]")  # [N] quadratic warm-up T = 50k of 150k steps = 1/3; [ST] default
     global_flops: bool = True                  # FLOPS regulariser on the all-gathered global batch (independent of #GPUs)
-    seed: int = 42
+    seed: int = ranged(42, "[0, inf)")
     bf16: bool = True                          # bf16 autocast on CUDA (ignored on CPU); master weights stay weights_dtype
     weights_dtype: Literal["float32", "bfloat16", "float16", "stored"] = "float32"  # dtype of the trained (master)
                                                # weights, whatever the checkpoint stores; "stored" = the checkpoint's own
@@ -73,20 +73,23 @@ class SpladeTrainConfig:
     train_source: str = "ir_datasets:msmarco-passage/train/triples-small"  # or a local triples TSV path
     train_collection: str = ""                 # collection.tsv for id triples (local files only)
     train_queries: str = ""                    # queries.train.tsv for id triples (local files only)
-    train_limit: int = 0                       # 0 = all triples (> 0 only for smoke tests)
+    train_limit: int = ranged(0, "[0, inf)")  # 0 = all triples (> 0 only for smoke tests)
     eval_sets: tuple[str, ...] = ("msmarco-dev", "trec-dl-2019")  # see data.load_eval_set
     beir: bool = True                          # add the BEIR-13 test sets
     nanobeir: bool = True                      # add the 13 NanoBEIR sets (nDCG@10 vs FLOPS per k)
     data_root: str = ""                        # local data folder instead of ir_datasets / hub ("" = download)
-    eval_batch_size: int = 128
-    top_k: int = 1000
-    logging_steps: int = 100
-    save_steps: int = 10_000                   # trainer checkpoints (resume) every save_steps
-    save_total_limit: int = 2
+    eval_batch_size: int = ranged(128, "[1, inf)")
+    top_k: int = ranged(1000, "[1, inf)")
+    logging_steps: int = ranged(100, "[1, inf)")
+    save_steps: int = ranged(10_000, "[1, inf)")  # trainer checkpoints (resume) every save_steps
+    save_total_limit: int = ranged(2, "[1, inf)")
     # Tiny in-process backbone for tests and dry runs: "" = none; "bert" builds a 1-layer BERT MLM with the
     # tokenizer at tiny_vocab (a WordPiece vocab.txt). Never used by the paper presets.
     tiny_model: str = ""
     tiny_vocab: str = ""
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 RECIPE = SpladeTrainConfig()
@@ -132,8 +135,6 @@ def cell_config(base: SpladeTrainConfig, backbone: str, k: float) -> SpladeTrain
                              f"{backbone!r} itself")
         backbone = base.tiny_model
     hub = BACKBONES.get(backbone, backbone)
-    if not (k > 0 and k < float("inf")):
-        raise ValueError(f"k: expected a positive finite number, got {k}")
     if hub in REMOTE_CODE and not base.trust_remote_code:
         raise ValueError(f"backbone {hub} runs code from the hub: pass --trust-remote-code explicitly")
     return derive(base, backbone=hub, k=float(k))

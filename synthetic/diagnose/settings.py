@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from initlab.config import check_ranges, ranged
 from initlab.nn.encoder import ModelConfig, SequenceTransformer
 from initlab.synthetic.spt.tasks import TaskConfig, make_task, vocab_size
 
@@ -34,32 +35,38 @@ class Setting:
     name: str
     task: str
     task_cfg: TaskConfig
-    depth: int = 1
+    depth: int = ranged(1, "[1, inf)")
     pooling: str = "mean"
-    proximity_bias: float = 0.0
-    scratch_lr: float = 1e-2  # the learning rate explore-lr chose for depth-1 scratch (3e-3 at depth 2 and 4)
+    proximity_bias: float = ranged(0.0, "[0, inf)")
+    scratch_lr: float = ranged(1e-2, "(0, inf)")  # the learning rate explore-lr chose for depth-1 scratch (3e-3 at depth 2 and 4)
     what: str = ""
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 @dataclass(frozen=True)
 class Budget:
     """Sizes and budgets shared by every setting (sized from a measured cost, docs/diagnose.md section 3)."""
 
-    n_train: int = 1024
-    n_val: int = 256
-    n_test: int = 1024
-    d_model: int = 32
-    n_heads: int = 1
-    d_ff: int = 64
-    batch_size: int = 64
-    spt_epochs: int = 25
-    spt_lr: float = 1e-3
-    finetune_lr: float = 1e-3  # fine-tuning of the SPT arm
-    finetune_max_epochs: int = 40
-    finetune_patience: int = 10
-    weight_decay: float = 0.01
-    mask_rate: float = 0.15
-    proximity_w: int = 2
+    n_train: int = ranged(1024, "[1, inf)")
+    n_val: int = ranged(256, "[1, inf)")
+    n_test: int = ranged(1024, "[1, inf)")
+    d_model: int = ranged(32, "[1, inf)")
+    n_heads: int = ranged(1, "[1, inf)")
+    d_ff: int = ranged(64, "[1, inf)")
+    batch_size: int = ranged(64, "[1, inf)")
+    spt_epochs: int = ranged(25, "[1, inf)")
+    spt_lr: float = ranged(1e-3, "(0, inf)")
+    finetune_lr: float = ranged(1e-3, "(0, inf)")  # fine-tuning of the SPT arm
+    finetune_max_epochs: int = ranged(40, "[1, inf)")
+    finetune_patience: int = ranged(10, "[0, inf)")
+    weight_decay: float = ranged(0.01, "[0, inf)")
+    mask_rate: float = ranged(0.15, "(0, 1)")
+    proximity_w: int = ranged(2, "[0, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 BUDGET = Budget()

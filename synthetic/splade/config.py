@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from initlab.config import check_ranges, ranged
 
 __all__ = ["TrainingRecipe"]
 
@@ -21,14 +22,17 @@ class TrainingRecipe:
     ``log_every`` steps; ``init_batch`` queries and documents are measured at initialisation.
     """
 
-    steps: int = 200
-    batch_size: int = 32
-    lr: float = 5e-4
-    lr_warmup_ratio: float = 0.1
-    lambda_q: float = 5e-2
-    lambda_d: float = 3e-2
-    reg_warmup_ratio: float = 1 / 3
-    query_max_len: int = 12
-    doc_max_len: int = 32
-    log_every: int = 10
-    init_batch: int = 64
+    steps: int = ranged(200, "[1, inf)")
+    batch_size: int = ranged(32, "[2, inf)")  # in-batch negatives: one pair alone has none
+    lr: float = ranged(5e-4, "(0, inf)")
+    lr_warmup_ratio: float = ranged(0.1, "[0, 1]")
+    lambda_q: float = ranged(5e-2, "[0, inf)")
+    lambda_d: float = ranged(3e-2, "[0, inf)")
+    reg_warmup_ratio: float = ranged(1 / 3, "[0, 1]")
+    query_max_len: int = ranged(12, "[3, inf)")  # [CLS], one token, [SEP]
+    doc_max_len: int = ranged(32, "[3, inf)")
+    log_every: int = ranged(10, "[1, inf)")
+    init_batch: int = ranged(64, "[2, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)

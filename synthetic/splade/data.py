@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from initlab.config import check_ranges, ranged
+
 __all__ = ["CorpusConfig", "SyntheticCorpus", "make_corpus", "SPECIAL_TOKENS"]
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -37,22 +39,26 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 class CorpusConfig:
     """Sizes and probabilities of the synthetic corpus (all counts are numbers of words or texts)."""
 
-    n_topics: int = 12
-    topic_words: int = 12
-    n_background: int = 24
-    n_entities: int = 300
-    n_docs: int = 360
-    doc_len: int = 24
-    entities_per_doc: int = 4
-    p_topic: float = 0.4
-    p_entity: float = 0.2
-    zipf_exponent: float = 1.0
-    query_entities: int = 1
-    query_topic_words: int = 2
-    query_background: int = 1
-    n_train_queries: int = 2000
-    n_dev_queries: int = 120
-    seed: int = 0
+    n_topics: int = ranged(12, "[1, inf)")
+    topic_words: int = ranged(12, "[1, inf)")
+    n_background: int = ranged(24, "[1, inf)")
+    n_entities: int = ranged(300, "[1, inf)")
+    n_docs: int = ranged(360, "[1, inf)")
+    doc_len: int = ranged(24, "[1, inf)")
+    entities_per_doc: int = ranged(4, "[1, inf)")
+    p_topic: float = ranged(0.4, "[0, 1]")
+    p_entity: float = ranged(0.2, "[0, 1]")
+    zipf_exponent: float = ranged(1.0, "[0, inf)")
+    query_entities: int = ranged(1, "[0, inf)")
+    query_topic_words: int = ranged(2, "[0, inf)")
+    query_background: int = ranged(1, "[0, inf)")
+    n_train_queries: int = ranged(2000, "[1, inf)")
+    n_dev_queries: int = ranged(120, "[1, inf)")
+    seed: int = ranged(0, "[0, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        _check(self)
 
 
 @dataclass
@@ -80,11 +86,8 @@ class SyntheticCorpus:
 
 
 def _check(cfg: CorpusConfig) -> None:
-    for name in ("n_topics", "topic_words", "n_background", "n_entities", "n_docs", "doc_len", "entities_per_doc",
-                 "n_train_queries", "n_dev_queries"):
-        if getattr(cfg, name) < 1:
-            raise ValueError(f"CorpusConfig.{name}: expected a positive int, got {getattr(cfg, name)}")
-    if not (0 <= cfg.p_topic and 0 <= cfg.p_entity and cfg.p_topic + cfg.p_entity <= 1):
+    """The relations between :class:`CorpusConfig`'s fields (each field's own range is beside it)."""
+    if not cfg.p_topic + cfg.p_entity <= 1:
         raise ValueError(f"CorpusConfig.p_topic + p_entity must lie in [0, 1], got {cfg.p_topic} + {cfg.p_entity}")
     if cfg.entities_per_doc > cfg.n_entities:
         raise ValueError("CorpusConfig.entities_per_doc must not exceed n_entities")

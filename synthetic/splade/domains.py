@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from initlab.config import check_ranges, ranged
+
 from initlab.synthetic.splade.data import SPECIAL_TOKENS
 
 __all__ = ["DomainCorpusConfig", "EvalSet", "DomainCorpus", "make_domain_corpus", "query_shift_set", "vocabulary_layout",
@@ -59,29 +61,33 @@ class DomainCorpusConfig:
     """Sizes and probabilities of the generated multi-domain corpus (module docstring). Counts are numbers of
     ids, documents or queries; ``p_*`` probabilities; ``zipf_*`` exponents."""
 
-    vocab_size: int = 30000
-    n_domains: int = 8
-    n_heldout: int = 2
-    general_fraction: float = 0.2
-    surfaces: int = 3
-    zipf_general: float = 1.0
-    zipf_concepts: float = 1.1
-    zipf_surfaces: float = 1.0
-    domain_shuffle: float = 0.3
-    docs_per_domain: int = 300
-    doc_len_min: int = 60
-    doc_len_max: int = 100
-    key_concepts: int = 3
-    p_key: float = 0.25
-    p_domain: float = 0.35
-    surface_consistency: float = 0.8
-    query_concepts: int = 2
-    p_synonym: float = 0.6
-    query_general: int = 1
-    n_train_queries: int = 3000
-    n_dev_queries: int = 200
-    n_ood_queries: int = 100
-    seed: int = 0
+    vocab_size: int = ranged(30000, "[1, inf)")
+    n_domains: int = ranged(8, "[2, inf)")  # one held out at least, one kept
+    n_heldout: int = ranged(2, "[1, inf)")
+    general_fraction: float = ranged(0.2, "[0, 1]")
+    surfaces: int = ranged(3, "[2, inf)")  # a concept needs a synonym
+    zipf_general: float = ranged(1.0, "[0, inf)")
+    zipf_concepts: float = ranged(1.1, "[0, inf)")
+    zipf_surfaces: float = ranged(1.0, "[0, inf)")
+    domain_shuffle: float = ranged(0.3, "[0, 1]")
+    docs_per_domain: int = ranged(300, "[1, inf)")
+    doc_len_min: int = ranged(60, "[1, inf)")
+    doc_len_max: int = ranged(100, "[1, inf)")
+    key_concepts: int = ranged(3, "[1, inf)")
+    p_key: float = ranged(0.25, "[0, 1]")
+    p_domain: float = ranged(0.35, "[0, 1]")
+    surface_consistency: float = ranged(0.8, "[0, 1]")
+    query_concepts: int = ranged(2, "[1, inf)")
+    p_synonym: float = ranged(0.6, "[0, 1]")
+    query_general: int = ranged(1, "[0, inf)")
+    n_train_queries: int = ranged(3000, "[1, inf)")
+    n_dev_queries: int = ranged(200, "[1, inf)")
+    n_ood_queries: int = ranged(100, "[1, inf)")
+    seed: int = ranged(0, "[0, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        _check(self)
 
 
 @dataclass
@@ -137,27 +143,15 @@ class DomainCorpus:
 
 
 def _check(c: DomainCorpusConfig) -> None:
-    for name in ("vocab_size", "n_domains", "surfaces", "docs_per_domain", "doc_len_min", "key_concepts",
-                 "query_concepts", "n_train_queries", "n_dev_queries", "n_ood_queries"):
-        v = getattr(c, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"DomainCorpusConfig.{name}: expected a positive int, got {v!r}")
-    if not 1 <= c.n_heldout < c.n_domains:
+    """The relations between :class:`DomainCorpusConfig`'s fields (each field's own range is beside it)."""
+    if not c.n_heldout < c.n_domains:
         raise ValueError(f"DomainCorpusConfig.n_heldout: expected 1 <= n_heldout < n_domains ({c.n_domains}), got {c.n_heldout}")
-    if c.surfaces < 2:
-        raise ValueError(f"DomainCorpusConfig.surfaces: expected >= 2 (a concept needs a synonym), got {c.surfaces}")
     if c.doc_len_max < c.doc_len_min:
         raise ValueError(f"DomainCorpusConfig.doc_len_max: expected >= doc_len_min ({c.doc_len_min}), got {c.doc_len_max}")
     if c.query_concepts > c.key_concepts:
         raise ValueError("DomainCorpusConfig.query_concepts: expected <= key_concepts")
-    for name in ("general_fraction", "domain_shuffle", "p_key", "p_domain", "surface_consistency", "p_synonym"):
-        v = getattr(c, name)
-        if not (isinstance(v, (int, float)) and 0 <= v <= 1):
-            raise ValueError(f"DomainCorpusConfig.{name}: expected a probability in [0, 1], got {v!r}")
     if c.p_key + c.p_domain > 1:
         raise ValueError(f"DomainCorpusConfig.p_key + p_domain: expected <= 1, got {c.p_key} + {c.p_domain}")
-    if c.query_general < 0:
-        raise ValueError(f"DomainCorpusConfig.query_general: expected >= 0, got {c.query_general}")
     layout = vocabulary_layout(c)
     if layout["concepts_per_domain"] < c.key_concepts or layout["general"] < 1:
         raise ValueError(f"DomainCorpusConfig.vocab_size: {c.vocab_size} ids leave {layout['concepts_per_domain']} "

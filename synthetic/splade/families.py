@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from initlab.config import check_ranges, ranged
 from initlab.mlmhead.heads import is_tied, rescaled, untie_head
 from initlab.synthetic.splade.data import SyntheticCorpus
 from initlab.synthetic.splade.model import build_tokenizer, pretrain_mlm
@@ -61,21 +62,26 @@ class FamilyConfig:
     :mod:`initlab.synthetic.splade.phase.config` give each family its own.
     """
 
-    d: int = 64
-    layers: int = 2
-    heads: int = 2
-    ffn: int = 128
-    albert_embedding: int = 32
-    max_len: int = 40
-    mlm_steps: int = 400
-    mlm_batch: int = 32
-    mlm_lr: float = 1e-3
-    mlm_probability: float = 0.15
-    mlm_beta2: float = 0.999
-    mlm_weight_decay: float = 0.01
+    d: int = ranged(64, "[1, inf)")
+    layers: int = ranged(2, "[1, inf)")
+    heads: int = ranged(2, "[1, inf)")
+    ffn: int = ranged(128, "[1, inf)")
+    albert_embedding: int = ranged(32, "[1, inf)")
+    max_len: int = ranged(40, "[3, inf)")  # [CLS], one token, [SEP]
+    mlm_steps: int = ranged(400, "[0, inf)")
+    mlm_batch: int = ranged(32, "[1, inf)")
+    mlm_lr: float = ranged(1e-3, "(0, inf)")
+    mlm_probability: float = ranged(0.15, "(0, 1)")
+    mlm_beta2: float = ranged(0.999, "[0, 1)")
+    mlm_weight_decay: float = ranged(0.01, "[0, inf)")
     decay_embeddings: bool = True
     decay_norms_biases: bool = True
-    initializer_range: float = 0.02
+    initializer_range: float = ranged(0.02, "(0, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+        if self.d % self.heads:
+            raise ValueError(f"FamilyConfig.heads: must divide d={self.d}, got {self.heads}")
 
 
 def _check_family(family: str) -> None:

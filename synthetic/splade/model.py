@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from initlab.config import check_ranges, ranged
 from initlab.synthetic.splade.data import SPECIAL_TOKENS
 
 __all__ = ["BackboneConfig", "build_tokenizer", "build_model", "mlm_param_groups", "pretrain_mlm", "sparse_mlm_loss",
@@ -35,15 +36,18 @@ __all__ = ["BackboneConfig", "build_tokenizer", "build_model", "mlm_param_groups
 class BackboneConfig:
     """Tiny BERT and its MLM pretraining. ``d`` is the width, ``layers`` the depth, T ``max_len`` tokens."""
 
-    d: int = 64
-    layers: int = 2
-    heads: int = 2
-    ffn: int = 128
-    max_len: int = 40
-    mlm_steps: int = 400
-    mlm_batch: int = 32
-    mlm_lr: float = 1e-3
-    mlm_probability: float = 0.15
+    d: int = ranged(64, "[1, inf)")
+    layers: int = ranged(2, "[1, inf)")
+    heads: int = ranged(2, "[1, inf)")
+    ffn: int = ranged(128, "[1, inf)")
+    max_len: int = ranged(40, "[3, inf)")  # [CLS], one token, [SEP]
+    mlm_steps: int = ranged(400, "[0, inf)")
+    mlm_batch: int = ranged(32, "[1, inf)")
+    mlm_lr: float = ranged(1e-3, "(0, inf)")
+    mlm_probability: float = ranged(0.15, "(0, 1)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 def build_tokenizer(vocab: list[str]):

@@ -3,10 +3,11 @@ config), the rules of k a claim compares, and the shape of the raw numbers (:dat
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from initlab.config import check_ranges, ranged
 
 
 __all__ = ['Raw', 'RULES', 'ALL_RULES', 'LANDSCAPE_RULES', 'SPLADEThresholds']
@@ -37,30 +38,22 @@ class SPLADEThresholds:
     ``regret_margin``; ``fixed_k`` is the fixed-k rule's k (4: the log-scale midpoint of 1..16).
     """
 
-    min_gain: float = 0.05
-    min_init_excess: float = 1.0
-    min_poor_minimum: float = 0.1
-    regret_margin: float = 0.03
-    min_rule_gain: float = 0.01
-    k_far: float = 64.0
+    min_gain: float = ranged(0.05, "(0, inf)")
+    min_init_excess: float = ranged(1.0, "(0, inf)")
+    min_poor_minimum: float = ranged(0.1, "(0, inf)")
+    regret_margin: float = ranged(0.03, "(0, inf)")
+    min_rule_gain: float = ranged(0.01, "(0, inf)")
+    k_far: float = ranged(64.0, "(0, inf)")
     high_norm: tuple[str, ...] = ("roberta", "modernbert")
     normal_norm: tuple[str, ...] = ("bert", "albert")
-    tol: float = 0.002
-    tol_nats: float = 0.01
-    landscape_k_max: float = 16.0
-    landscape_factor: float = 3.0
-    fixed_k: float = 4.0
+    tol: float = ranged(0.002, "[0, 0.05)")
+    tol_nats: float = ranged(0.01, "[0, 0.05)")
+    landscape_k_max: float = ranged(16.0, "(0, inf)")
+    landscape_factor: float = ranged(3.0, "(0, inf)")
+    fixed_k: float = ranged(4.0, "(0, inf)")
 
     def __post_init__(self) -> None:
-        for name in ("min_gain", "min_init_excess", "min_poor_minimum", "regret_margin", "min_rule_gain", "k_far",
-                     "landscape_k_max", "landscape_factor", "fixed_k"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise ValueError(f"SPLADEThresholds.{name}: expected a finite number > 0, got {v!r}")
-        for name in ("tol", "tol_nats"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 <= v < 0.05):
-                raise ValueError(f"SPLADEThresholds.{name}: expected a float in [0, 0.05), got {v!r}")
+        check_ranges(self)
         if set(self.high_norm) & set(self.normal_norm):
             raise ValueError(f"SPLADEThresholds: a family cannot be both high-norm and normal-norm: "
                              f"{sorted(set(self.high_norm) & set(self.normal_norm))}")

@@ -58,7 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from initlab.config import from_dict
+from initlab.config import check_ranges, from_dict, ranged
 from initlab.evidence import families, rules
 from initlab.evidence.families import Family
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, REPRODUCED, Verdict
@@ -86,26 +86,17 @@ class SPTThresholds:
     of a threshold counts as touching it; 0.002 is about one test sequence in 512.
     """
 
-    min_gain: float = 0.05
-    margin: float = 0.03
-    min_share: float = 0.5
-    min_prox_gain: float = 0.05
-    prox_margin: float = 0.02
-    few_epochs: int = 10
-    tol: float = 0.002
-    share_tol: float = 0.01
+    min_gain: float = ranged(0.05, "(0, 1]")
+    margin: float = ranged(0.03, "(0, 1]")
+    min_share: float = ranged(0.5, "(0, 1]")
+    min_prox_gain: float = ranged(0.05, "(0, 1]")
+    prox_margin: float = ranged(0.02, "(0, 1]")
+    few_epochs: int = ranged(10, "[1, inf)")
+    tol: float = ranged(0.002, "[0, 0.05)")
+    share_tol: float = ranged(0.01, "[0, 0.05)")
 
     def __post_init__(self) -> None:
-        for name in ("min_gain", "margin", "min_share", "min_prox_gain", "prox_margin"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 < v <= 1):
-                raise ValueError(f"SPTThresholds.{name}: expected a float in (0, 1], got {v!r}")
-        for name in ("tol", "share_tol"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 <= v < 0.05):
-                raise ValueError(f"SPTThresholds.{name}: expected a float in [0, 0.05), got {v!r}")
-        if isinstance(self.few_epochs, bool) or not isinstance(self.few_epochs, int) or self.few_epochs < 1:
-            raise ValueError(f"SPTThresholds.few_epochs: expected a positive int, got {self.few_epochs!r}")
+        check_ranges(self)
 
 
 def _values(raw: Raw, cond: str, key: str) -> dict[int, float] | None:

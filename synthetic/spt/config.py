@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from initlab.config import later_field
+from initlab.config import check_ranges, later_field, ranged
 from initlab.runfile import RunFiles
 from initlab.synthetic.spt.arms import HYBRIDS, arms
 from initlab.synthetic.spt.claims import SPTThresholds
@@ -83,71 +83,54 @@ class SPTConfig:
     it existed keep their keys and resume.
     """
 
-    seeds: tuple[int, ...] = EXPLORATORY_SEEDS
+    seeds: tuple[int, ...] = ranged(EXPLORATORY_SEEDS, "[0, inf)")
     task: TaskConfig = field(default_factory=TaskConfig)
-    n_train: int = 1024
-    n_val: int = 512
-    n_test: int = 4096
-    d_model: int = 32
-    n_heads: int = 1
-    d_ff: int = 64
-    batch_size: int = 64
-    lr: float = 1e-3
-    label_lr: tuple[tuple[str, float], ...] = ()
-    lr_grid: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
-    lr_sweep: tuple[float, ...] = ()
+    n_train: int = ranged(1024, "[1, inf)")
+    n_val: int = ranged(512, "[1, inf)")
+    n_test: int = ranged(4096, "[1, inf)")
+    d_model: int = ranged(32, "[1, inf)")
+    n_heads: int = ranged(1, "[1, inf)")
+    d_ff: int = ranged(64, "[1, inf)")
+    batch_size: int = ranged(64, "[1, inf)")
+    lr: float = ranged(1e-3, "(0, inf)")
+    label_lr: tuple[tuple[str, float], ...] = ranged((), "(0, inf)")
+    lr_grid: tuple[float, ...] = ranged((3e-4, 1e-3, 3e-3, 1e-2), "(0, inf)")
+    lr_sweep: tuple[float, ...] = ranged((), "(0, inf)")
     ft_schedule: str = "constant"
-    warmup_epochs: int = 0
-    alibi_slope: float = 0.4
-    qk_init_scale: float = 4.0
-    weight_decay: float = 0.01
-    finetune_max_epochs: int = 150
-    finetune_patience: int = 20
-    spt_max_epochs: int = 300
-    spt_window: int = 20
-    spt_min_rel_improvement: float = 0.01
-    spt_sweep_epochs: tuple[int, ...] = (1, 5, 10, 20, 40)
-    mask_rate: float = 0.15
-    depths: tuple[int, ...] = (1, 2, 4)
-    proximity_w: int = 2
-    probe_size: int = 64
+    warmup_epochs: int = ranged(0, "[0, inf)")
+    alibi_slope: float = ranged(0.4, "(0, 1000)")
+    qk_init_scale: float = ranged(4.0, "(0, 1000)")
+    weight_decay: float = ranged(0.01, "[0, inf)")
+    finetune_max_epochs: int = ranged(150, "[1, inf)")
+    finetune_patience: int = ranged(20, "[0, inf)")
+    spt_max_epochs: int = ranged(300, "[1, inf)")
+    spt_window: int = ranged(20, "[1, inf)")
+    spt_min_rel_improvement: float = ranged(0.01, "[0, 1)")
+    spt_sweep_epochs: tuple[int, ...] = ranged((1, 5, 10, 20, 40), "[1, inf)")
+    mask_rate: float = ranged(0.15, "(0, 1)")
+    depths: tuple[int, ...] = ranged((1, 2, 4), "[1, inf)")
+    proximity_w: int = ranged(2, "[0, inf)")
+    probe_size: int = ranged(64, "[1, inf)")
     conditions: tuple[str, ...] = ()  # empty = every condition
-    seed_counts: tuple[tuple[str, int], ...] = ()
-    map_seed: int = -1  # the seed whose attention maps are saved for the figures (-1: the first seed)
+    seed_counts: tuple[tuple[str, int], ...] = ranged((), "[1, inf)")
+    map_seed: int = ranged(-1, "[-1, inf)")  # the seed whose attention maps are saved for the figures (-1: the first seed)
     thresholds: SPTThresholds = field(default_factory=SPTThresholds)
     engine: Literal["single", "batched"] = later_field("single")
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         if self.engine not in ("single", "batched"):
             raise ValueError(f"SPTConfig.engine: expected 'single' or 'batched', got {self.engine!r}")
-        for name in ("n_train", "n_val", "n_test", "d_model", "n_heads", "d_ff", "batch_size", "finetune_max_epochs",
-                     "spt_max_epochs", "spt_window", "probe_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"SPTConfig.{name}: expected a positive int, got {v!r}")
         if self.ft_schedule not in ("constant", "cosine"):
             raise ValueError(f"SPTConfig.ft_schedule: expected 'constant' or 'cosine', got {self.ft_schedule!r}")
-        if isinstance(self.warmup_epochs, bool) or not isinstance(self.warmup_epochs, int) or not \
-                0 <= self.warmup_epochs < self.finetune_max_epochs:
+        if self.warmup_epochs >= self.finetune_max_epochs:
             raise ValueError(f"SPTConfig.warmup_epochs: expected an int in [0, finetune_max_epochs), got {self.warmup_epochs!r}")
-        for name in ("alibi_slope", "qk_init_scale"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 < v < 1e3):
-                raise ValueError(f"SPTConfig.{name}: expected a number in (0, 1000), got {v!r}")
-        if isinstance(self.finetune_patience, bool) or not isinstance(self.finetune_patience, int) or self.finetune_patience < 0:
-            raise ValueError(f"SPTConfig.finetune_patience: expected an int >= 0, got {self.finetune_patience!r}")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"SPTConfig.seeds: expected at least one seed, no repeats, got {self.seeds}")
-        if any(e < 1 for e in self.spt_sweep_epochs) or len(set(self.spt_sweep_epochs)) != len(self.spt_sweep_epochs):
+        if len(set(self.spt_sweep_epochs)) != len(self.spt_sweep_epochs):
             raise ValueError(f"SPTConfig.spt_sweep_epochs: expected distinct ints >= 1, got {self.spt_sweep_epochs}")
-        if any(L < 1 for L in self.depths) or 1 not in self.depths:
+        if 1 not in self.depths:
             raise ValueError(f"SPTConfig.depths: expected ints >= 1 including 1, got {self.depths}")
-        for name in ("lr", "weight_decay", "spt_min_rel_improvement"):
-            if not getattr(self, name) >= 0 or (name == "lr" and self.lr == 0):
-                raise ValueError(f"SPTConfig.{name}: expected a number > 0 (>= 0 for weight_decay), got {getattr(self, name)!r}")
-        for name in ("lr_grid", "lr_sweep"):
-            if any(not x > 0 for x in getattr(self, name)):
-                raise ValueError(f"SPTConfig.{name}: expected learning rates > 0, got {getattr(self, name)}")
         if self.probe_size > self.n_test:
             raise ValueError(f"SPTConfig.probe_size: expected <= n_test={self.n_test}, got {self.probe_size}")
         known = condition_names(self, all_=True)
@@ -162,11 +145,11 @@ class SPTConfig:
                                  f"(condition, value) pairs with names from {known}")
         conds = [c for c, _ in self.label_lr]
         for c, lr in self.label_lr:
-            if (c not in known and c not in label_only_names()) or not lr > 0 or conds.count(c) > 1:
+            if (c not in known and c not in label_only_names()) or conds.count(c) > 1:
                 raise ValueError(f"SPTConfig.label_lr: ({c!r}, {lr!r}): expected a condition of {known} "
                                  "and a learning rate > 0, once each")
         for c, n in self.seed_counts:
-            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(self.seeds):
+            if n > len(self.seeds):
                 raise ValueError(f"SPTConfig.seed_counts: ({c!r}, {n!r}): expected 1 <= n <= {len(self.seeds)} seeds")
         if self.lr_sweep and all(c == "scratch_matched" for c in condition_names(self)):
             raise ValueError("SPTConfig.lr_sweep: the learning-rate selection trains fine-tuned conditions other than "

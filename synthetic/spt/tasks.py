@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from initlab.config import check_ranges, ranged
+
 __all__ = ["PAD_ID", "MASK_ID", "N_SPECIAL", "TaskConfig", "make_task", "vocab_size", "TASKS"]
 
 PAD_ID = 0
@@ -50,23 +52,14 @@ TASKS = ("local", "count", "iid", "pairs")
 class TaskConfig:
     """Parameters of the generators (see the module docstring for the rules)."""
 
-    T: int = 100
-    n_content: int = 16
-    signal_frac: float = 0.5  # local: probability of a signal step between runs (pairs: of a signal block)
-    count_bias: float = 0.2  # count: class shift of the first-half probability
-    mean_run: float = 3.0  # local and count: mean run length
+    T: int = ranged(100, "[2, inf)")
+    n_content: int = ranged(16, "[3, inf)")
+    signal_frac: float = ranged(0.5, "[0, 1]")  # local: probability of a signal step between runs (pairs: of a signal block)
+    count_bias: float = ranged(0.2, "[0, 0.5]")  # count: class shift of the first-half probability
+    mean_run: float = ranged(3.0, "[1, inf)")  # local and count: mean run length
 
     def __post_init__(self) -> None:
-        if isinstance(self.T, bool) or not isinstance(self.T, int) or self.T < 2:
-            raise ValueError(f"TaskConfig.T: expected an int >= 2, got {self.T!r}")
-        if isinstance(self.n_content, bool) or not isinstance(self.n_content, int) or self.n_content < 3:
-            raise ValueError(f"TaskConfig.n_content: expected an int >= 3, got {self.n_content!r}")
-        if not 0.0 <= self.signal_frac <= 1.0:
-            raise ValueError(f"TaskConfig.signal_frac: expected a float in [0, 1], got {self.signal_frac!r}")
-        if not 0.0 <= self.count_bias <= 0.5:
-            raise ValueError(f"TaskConfig.count_bias: expected a float in [0, 0.5], got {self.count_bias!r}")
-        if not self.mean_run >= 1.0:
-            raise ValueError(f"TaskConfig.mean_run: expected a float >= 1, got {self.mean_run!r}")
+        check_ranges(self)
 
 
 def vocab_size(cfg: TaskConfig) -> int:

@@ -63,7 +63,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from initlab.config import derive
+from initlab.config import check_ranges, derive, ranged
 from initlab.theory.score_scale.symbolic import symbolic_formulas
 
 __all__ = [
@@ -98,19 +98,22 @@ class ScoreScaleConfig:
     inspect``); ``mu_b`` the bias mean, ``mu_h`` the head's mean logit part (divided by k).
     """
 
-    ks: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
-    sigmas: tuple[float, ...] = (1.0, 4.0, 16.0)
-    mu_b: float = -1.0
-    mu_h: float = 0.0
-    vocab: int = 30522
-    L_q: int = 8
-    L_d: int = 64
-    batch: int = 32
-    lambda_q: float = 1e-3
-    lambda_d: float = 1e-3
+    ks: tuple[float, ...] = ranged((1.0, 2.0, 4.0, 8.0, 16.0, 32.0), "(0, inf)")
+    sigmas: tuple[float, ...] = ranged((1.0, 4.0, 16.0), "(0, inf)")
+    mu_b: float = ranged(-1.0, "(-inf, inf)")
+    mu_h: float = ranged(0.0, "(-inf, inf)")
+    vocab: int = ranged(30522, "[1, inf)")
+    L_q: int = ranged(8, "[1, inf)")
+    L_d: int = ranged(64, "[1, inf)")
+    batch: int = ranged(32, "[2, inf)")  # InfoNCE needs a negative
+    lambda_q: float = ranged(1e-3, "[0, inf)")
+    lambda_d: float = ranged(1e-3, "[0, inf)")
     pooling: Literal["max", "sum"] = "max"
-    mc_batches: int = 4
-    seed: int = 0
+    mc_batches: int = ranged(4, "[1, inf)")
+    seed: int = ranged(0, "[0, inf)")
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 #: the theory table of ``initlab theory score-scale`` (BERT's vocabulary size).

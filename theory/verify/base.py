@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-from initlab.config import derive
+from initlab.config import check_ranges, derive, ranged
 from initlab.theory.statements import REGISTRY
 
 __all__ = ["TOL_EXACT", "TOL_FD", "MC_SIGMAS", "STATEMENTS", "VerifyConfig", "BASE", "PRESETS", "StatementResult", "hook"]
@@ -52,11 +52,14 @@ class VerifyConfig:
         symbolic: also run the sympy derivations (:mod:`initlab.theory.attention.symbolic`).
     """
 
-    seed: int = 0
-    cases: int = 20
-    t_max: int = 128
-    mc_samples: int = 20000
+    seed: int = ranged(0, "[0, 1099511627776)")  # [0, 2^40)
+    cases: int = ranged(20, "[1, inf)")
+    t_max: int = ranged(128, "[2, inf)")
+    mc_samples: int = ranged(20000, "[2, inf)")
     symbolic: bool = False
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
 
 
 BASE = VerifyConfig()

@@ -45,7 +45,8 @@ LAYERS: list[set[str]] = [
 LAYER_NOTES: dict[str, str] = {
     "initlab.textio": "the one reader of text files: UTF-8, a leading byte-order mark dropped, `TextDecodeError` "
                       "naming file, line and byte offset; imports nothing from initlab",
-    "initlab.config": "frozen-dataclass configs: strict `from_dict`, presets as `derive` diffs, `to_dict` / "
+    "initlab.config": "frozen-dataclass configs: strict `from_dict`, presets as `derive` diffs, each numeric field's "
+                      "range beside it (`ranged`, `check_ranges`), `to_dict` / "
                       "`load_config` (which reads through `textio`)",
     "initlab.runfile": "a run is a file: a named base plus the values it changes, each with its reason (TOML, "
                        "`tomllib`); an experiment's `runs/` folder of named, exploratory, archived and base run files",

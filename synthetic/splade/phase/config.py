@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from initlab.config import later_field, to_dict
+from initlab.config import later_field, ranged, to_dict
 from initlab.synthetic.splade.claims import SPLADEThresholds
 from initlab.nn.collapse import THRESHOLDS
 from initlab.synthetic.splade.config import TrainingRecipe
@@ -62,25 +62,26 @@ class PhaseConfig(TrainingRecipe):
     backbone: FamilyConfig = FamilyConfig()
     family_backbones: dict[str, FamilyConfig] = field(default_factory=dict)
     families: tuple[str, ...] = FAMILIES
-    head_scales: tuple[float, ...] = (1.0,)
-    ks: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-    output_ks: tuple[float, ...] = (4.0, 16.0, 64.0)
+    head_scales: tuple[float, ...] = ranged((1.0,), "(0, inf)")
+    ks: tuple[float, ...] = ranged((1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0), "(0, inf)")
+    output_ks: tuple[float, ...] = ranged((4.0, 16.0, 64.0), "(0, inf)")
     modes: tuple[str, ...] = ("tied", "k_output")
-    seeds: tuple[int, ...] = (0,)
-    steps: int = 150  # the recipe (TrainingRecipe) at this experiment's defaults
-    log_every: int = 5
-    init_batch: int = 32
-    posthoc_ks: tuple[float, ...] = (4.0, 16.0, 64.0)
-    dense_fraction: float = THRESHOLDS.dense_fraction
-    max_mean_cosine: float = THRESHOLDS.max_mean_cosine
-    max_same_ranking: float = THRESHOLDS.max_same_ranking
-    loss_threshold: float = 1.0
+    seeds: tuple[int, ...] = ranged((0,), "[0, inf)")
+    steps: int = ranged(150, "[1, inf)")  # the recipe (TrainingRecipe) at this experiment's defaults
+    log_every: int = ranged(5, "[1, inf)")
+    init_batch: int = ranged(32, "[2, inf)")
+    posthoc_ks: tuple[float, ...] = ranged((4.0, 16.0, 64.0), "(0, inf)")
+    dense_fraction: float = ranged(THRESHOLDS.dense_fraction, "(0, 1]")
+    max_mean_cosine: float = ranged(THRESHOLDS.max_mean_cosine, "(0, 1]")
+    max_same_ranking: float = ranged(THRESHOLDS.max_same_ranking, "(0, 1]")
+    loss_threshold: float = ranged(1.0, "(0, inf)")
     claims: SPLADEThresholds = SPLADEThresholds()
-    inspect_texts: int = 40
-    torch_threads: int = 1
+    inspect_texts: int = ranged(40, "[2, inf)")
+    torch_threads: int = ranged(1, "[1, inf)")
     engine: Literal["dense", "fused"] = later_field("dense")
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the recipe's ranges and this config's (check_ranges reads every field)
         unknown = sorted(set(self.family_backbones) - set(FAMILIES))
         if unknown:
             raise ValueError(f"family_backbones: expected family names from {list(FAMILIES)}, got {unknown}")
@@ -172,12 +173,9 @@ def check_config(cfg: PhaseConfig) -> None:
     for m in cfg.modes:
         if m not in MODES:
             raise ValueError(f"modes: expected names from {list(MODES)}, got {m!r}")
-    for k in cfg.posthoc_ks:
-        if not (math.isfinite(k) and k > 0):
-            raise ValueError(f"posthoc_ks: expected finite factors > 0, got {k!r}")
     for name in ("head_scales", "ks", "output_ks"):
         for v in getattr(cfg, name):
-            if not (math.isfinite(v) and v > 0 and math.log2(v) == round(math.log2(v))):
+            if not math.log2(v) == round(math.log2(v)):
                 raise ValueError(f"{name}: expected powers of two (exact products s / k), got {v!r}")
 
 
