@@ -13,7 +13,8 @@ import torch
 
 from initlab.mlmhead.heads import FAMILIES, K_ATTR, REMOTE_CODE_FAMILIES, RESIZE_FIX, check_vocab, family_of, is_tied
 from initlab.mlmhead.precision import dtype_kwargs, stored_dtype
-from initlab.runs import file_where_folder_expected, holds_run_folder, unreadable_file, write_error
+from initlab.runs import (check_finite_tensors, file_where_folder_expected, holds_run_folder, unreadable_file,
+                          write_error)
 
 #: what loading a corrupt weights file raises: safetensors' own error; torch's unpickling, zip and EOF errors;
 #: transformers' OSError ("Unable to load weights from pytorch checkpoint file")
@@ -56,7 +57,8 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
     Raises:
         FileNotFoundError: a local folder without ``config.json``; a name that is neither a local
             folder nor a resolvable hub id; no tokenizer when ``with_tokenizer``.
-        ValueError: unknown family; remote-code family without ``trust_remote_code``; no MLM head.
+        ValueError: unknown family; remote-code family without ``trust_remote_code``; no MLM head; a tensor holding
+            NaN or infinity (:class:`initlab.runs.NonFiniteCheckpointError`, naming the tensors).
     """
     import transformers
 
@@ -104,6 +106,7 @@ def load_masked_lm(name_or_path: str | Path, *, trust_remote_code: bool = False,
         model.to(dtype)
     model.initlab_stored_dtype = stored
     check_loaded_keys(f"MODEL {src}", model, info)
+    check_finite_tensors(f"MODEL {src}", model)  # a NaN weight would give NaN statistics, not an error
     model.eval()
     tokenizer = None
     if with_tokenizer:
@@ -196,7 +199,8 @@ def check_checkpoint_weights(name_or_path: str | Path, *, trust_remote_code: boo
     (sentence-transformers' ``Transformer`` module: ``splade train``'s backbone, ``splade eval``'s checkpoint).
 
     Raises:
-        ValueError: see :func:`check_loaded_keys`; an unreadable weights file (:func:`unreadable_file`).
+        ValueError: see :func:`check_loaded_keys`; an unreadable weights file (:func:`unreadable_file`); a tensor
+            holding NaN or infinity (:class:`initlab.runs.NonFiniteCheckpointError`, naming the tensors).
     """
     import transformers
 
@@ -212,6 +216,7 @@ def check_checkpoint_weights(name_or_path: str | Path, *, trust_remote_code: boo
         raise unreadable_file(what, err, "checkpoint (its weights file could not be read)") from None
     try:
         check_loaded_keys(what, model, info)
+        check_finite_tensors(what, model)
     finally:
         del model
 
@@ -291,6 +296,7 @@ def save_rescaled(model: Any, tokenizer: Any, out: str | Path, *, overwrite: boo
             tmp, trust_remote_code=trust, output_loading_info=True, **dtype_kwargs(model.dtype))
         reloaded.eval()
         check_loaded_keys(f"the saved copy {tmp}", reloaded, info)
+        check_finite_tensors(f"the saved copy {tmp}", reloaded)
         g = torch.Generator().manual_seed(0)
         low = 5 if model.config.vocab_size > 10 else 0
         ids = torch.randint(low, model.config.vocab_size, (1, 8), generator=g)

@@ -25,7 +25,8 @@ from initlab.runs.atomic import (DISK_ERRNOS, WriteError, atomic_write_bytes, at
                                   revive_nonfinite, save_config, write_error)
 from initlab.runs.errors import ConfigMismatchError, RunExistsError, RunLockedError
 from initlab.runs.folder import RunDir, cell_file, check_same_record
-from initlab.runs.guards import DIVERGENCE_FACTOR, DIVERGENCE_FLOOR, DivergenceError, LossGuard, NonFiniteError, check_finite
+from initlab.runs.guards import (DIVERGENCE_FACTOR, DIVERGENCE_FLOOR, DivergenceError, LossGuard, NonFiniteCheckpointError,
+                                 NonFiniteError, check_finite, check_finite_tensors, nonfinite_tensors)
 from initlab.runs.inputs import FOLDER_DIGEST_OVER, INPUTS_FILE, check_inputs, fingerprint_file
 from initlab.runs.lock import (FOREIGN_LOCK_STALE_SECONDS, LOCK_HEARTBEAT_SECONDS, RunLock, check_unlocked,
                                holds_run_folder, lock_path, process_start_time, run_lock)
@@ -48,6 +49,9 @@ __all__ = [
     "NonFiniteError",
     "DivergenceError",
     "check_finite",
+    "NonFiniteCheckpointError",
+    "nonfinite_tensors",
+    "check_finite_tensors",
     "LossGuard",
     "DIVERGENCE_FACTOR",
     "DIVERGENCE_FLOOR",

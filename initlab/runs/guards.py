@@ -1,13 +1,15 @@
-"""The non-finite and divergence guard of every training loop (docs/conventions.md, "NaN and divergence policy").
+"""The non-finite and divergence guard of every training loop (docs/conventions.md, "NaN and divergence policy"),
+and the finite-tensor check of every checkpoint a loader reads (docs/conventions.md, "Checkpoint policy").
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-__all__ = ['NonFiniteError', 'DivergenceError', 'check_finite', 'LossGuard', 'DIVERGENCE_FACTOR', 'DIVERGENCE_FLOOR']
+__all__ = ['NonFiniteError', 'DivergenceError', 'check_finite', 'NonFiniteCheckpointError', 'nonfinite_tensors',
+           'check_finite_tensors', 'LossGuard', 'DIVERGENCE_FACTOR', 'DIVERGENCE_FLOOR']
 
 
 class NonFiniteError(FloatingPointError):
@@ -96,6 +98,58 @@ def check_finite(value: Any, *, where: str, step: int, what: str = "loss",
     if not math.isfinite(v):
         raise NonFiniteError(where, step, what, v, last_checkpoint)
     return v
+
+
+class NonFiniteCheckpointError(ValueError):
+    """A checkpoint holds a tensor with a NaN or infinite value (a damaged file, or one saved from a diverged
+    training): refused as bad input (exit 2), before anything measures, trains or saves from it.
+
+    Attributes:
+        what: the checkpoint as named in the message (``"MODEL PATH"``, ``"SPT checkpoint PATH"``).
+        tensors: the names of the non-finite tensors (every one).
+    """
+
+    def __init__(self, what: str, tensors: Sequence[str]):
+        self.what, self.tensors = what, list(tensors)
+        shown = ", ".join(self.tensors[:4]) + (f" ... ({len(self.tensors) - 4} more)" if len(self.tensors) > 4 else "")
+        super().__init__(f"{what}: {len(self.tensors)} tensor(s) hold NaN or infinite values ({shown}); the "
+                         "checkpoint is damaged or was saved from a diverged training: use another checkpoint")
+
+    def __reduce__(self):
+        return (type(self), (self.what, self.tensors))
+
+
+def nonfinite_tensors(state: Any, prefix: str = "") -> list[str]:
+    """The names of the floating-point tensors in ``state`` holding a NaN or an infinite value: ``state`` is a
+    tensor, a module (its ``state_dict()``), or dicts, lists and tuples of them (an optimizer's state: its
+    ``state.0.exp_avg``); names are the keys joined by dots. Integer tensors and other values are skipped."""
+    if hasattr(state, "state_dict") and callable(state.state_dict) and not hasattr(state, "is_floating_point"):
+        state = state.state_dict()
+    if hasattr(state, "is_floating_point"):  # a tensor
+        import torch
+
+        floating = state.is_floating_point() or state.is_complex()
+        return [prefix or "tensor"] if floating and not bool(torch.isfinite(state).all()) else []
+    out: list[str] = []
+    if isinstance(state, Mapping):
+        for k, v in state.items():
+            out += nonfinite_tensors(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(state, (list, tuple)):
+        for i, v in enumerate(state):
+            out += nonfinite_tensors(v, f"{prefix}.{i}" if prefix else str(i))
+    return out
+
+
+def check_finite_tensors(what: str, state: Any) -> None:
+    """Refuse a loaded checkpoint holding a non-finite tensor (:func:`nonfinite_tensors` of ``state``).
+
+    Raises:
+        NonFiniteCheckpointError: (a ``ValueError``) one line naming the checkpoint (``what``) and the tensors
+            (the first four and a count).
+    """
+    bad = nonfinite_tensors(state)
+    if bad:
+        raise NonFiniteCheckpointError(what, bad)
 
 
 class LossGuard:

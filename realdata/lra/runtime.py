@@ -26,7 +26,7 @@ from initlab.realdata.lra.splits import Split, TaskData, split_fingerprint, spli
 from initlab.realdata.lra.tokens import BYTE_VOCAB, LISTOPS_VOCAB
 from initlab.realdata.lra.listops import generate_examples, write_listops_tsv
 from initlab.realdata.lra.model import LRAModel, backbone_config
-from initlab.runs import (RunDir, atomic_write_bytes, check_inputs, check_same_record, folder_where_file_expected,
+from initlab.runs import (RunDir, atomic_write_bytes, check_finite_tensors, check_inputs, check_same_record, folder_where_file_expected,
                           unreadable_file)
 from initlab.textio import read_json
 
@@ -128,10 +128,16 @@ def make_accelerator(cfg: LRAConfig):
 
 def restore_last(last: Path, model, opt, sched) -> dict | None:
     """Restore model, optimizer and scheduler from the resumable checkpoint ``last`` (plain tensors and
-    numbers, loaded with ``weights_only=True``); returns its saved state, or ``None`` if there is none yet."""
+    numbers, loaded with ``weights_only=True``); returns its saved state, or ``None`` if there is none yet.
+
+    Raises:
+        initlab.runs.NonFiniteCheckpointError: a tensor of ``last`` (weights or optimizer state) holds NaN or
+            infinity, naming them.
+    """
     if not last.exists():
         return None
     st = torch.load(last, map_location="cpu", weights_only=True)
+    check_finite_tensors(f"resume checkpoint {last}", {"model": st.get("model"), "optim": st.get("optim")})
     model.load_state_dict(st["model"])
     opt.load_state_dict(st["optim"])
     sched.load_state_dict(st["sched"])
@@ -168,7 +174,8 @@ def load_spt_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: the file is not a readable safetensors file (empty, truncated, another format), naming it.
+        ValueError: the file is not a readable safetensors file (empty, truncated, another format), naming it; a
+            tensor holds NaN or infinity (:class:`initlab.runs.NonFiniteCheckpointError`, naming the tensors).
     """
     from safetensors import safe_open
 
@@ -184,6 +191,7 @@ def load_spt_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict
             state = {k: fh.get_tensor(k) for k in fh.keys()}
     except Exception as err:  # safetensors raises its own SafetensorError (HeaderTooSmall, InvalidHeader, ...)
         raise unreadable_file(f"SPT checkpoint {path}", err, "safetensors file written by initlab lra pretrain") from None
+    check_finite_tensors(f"SPT checkpoint {path}", state)
     return state, meta
 
 

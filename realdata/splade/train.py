@@ -36,13 +36,14 @@ from initlab.config import to_dict
 from initlab.executor import is_terminal
 from initlab.nn.collapse import detect_collapse as shared_detect_collapse
 from initlab.runs import (LossGuard, NonFiniteError, RunDir, RunExistsError, atomic_write_csv, atomic_write_json,
-                          check_input_path, check_inputs, check_same_record, holds_run_folder, rank_seed)
+                          check_finite_tensors, check_input_path, check_inputs, check_same_record, holds_run_folder,
+                          rank_seed)
 from initlab.textio import read_json
 
 from .config import SpladeTrainConfig
 from .losses import make_loss, regularizer_weight
 
-__all__ = ["NonFiniteGuard", "check_backbone", "check_lengths", "last_complete_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
+__all__ = ["NonFiniteGuard", "check_backbone", "check_lengths", "last_complete_checkpoint", "check_resume_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
 
 
 def load_training_triples(cfg: SpladeTrainConfig) -> dict[str, list]:
@@ -184,6 +185,25 @@ def last_complete_checkpoint(folder: str | Path, *, remove_incomplete: bool = Fa
     return None
 
 
+def check_resume_checkpoint(folder: str | Path) -> None:
+    """Refuse to resume from the Trainer checkpoint ``folder`` when a tensor it holds is NaN or infinite: its
+    weights (every ``*.safetensors``) and its optimizer state (``optimizer.pt``, read with ``weights_only=True``).
+
+    Raises:
+        initlab.runs.NonFiniteCheckpointError: naming the checkpoint and the tensors.
+    """
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    state: dict[str, Any] = {str(p.relative_to(folder)): load_file(str(p)) for p in sorted(folder.rglob("*.safetensors"))}
+    if (folder / "optimizer.pt").is_file():
+        try:
+            state["optimizer.pt"] = torch.load(folder / "optimizer.pt", map_location="cpu", weights_only=True)
+        except Exception:  # noqa: BLE001 -- not a plain-tensor file: the Trainer's own load names it
+            pass
+    check_finite_tensors(f"resume checkpoint {folder}", state)
+
+
 def _world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
@@ -247,6 +267,8 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     if rank:  # the Trainer seeded every process with cfg.seed: same dropout masks on same-shaped batches
         torch.manual_seed(rank_seed(cfg.seed, rank))  # (a resumed run restores each rank's saved state instead)
     last = last_complete_checkpoint(out / "checkpoints", remove_incomplete=rank == 0)
+    if last is not None:
+        check_resume_checkpoint(last)
     try:
         trainer.train(resume_from_checkpoint=last)
     except NonFiniteError as err:

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import torch
 
 from initlab.nn.attention_metrics import proximity_mass, relative_position_score
-from initlab.runs import RunDir, atomic_write_bytes, atomic_write_json, holds_run_folder
+from initlab.runs import RunDir, atomic_write_bytes, atomic_write_json, check_finite_tensors, holds_run_folder
 from initlab.synthetic.diagnose.settings import BUDGET, SEEDS, SETTINGS, Budget, Setting, setting_data, setting_model
 from initlab.synthetic.spt.tasks import MASK_ID
 from initlab.synthetic.spt.training import Checkpoint, finetune, pretrain
@@ -63,6 +63,7 @@ def run_arm(root: Path, s: Setting, seed: int, arm: str, b: Budget = BUDGET, log
         ck = root / "ckpt" / f"{s.name}__seed{seed}__spt.pt"
         if ck.exists():
             saved = torch.load(ck, weights_only=True)  # a state dict and numbers: no code runs on load
+            check_finite_tensors(f"SPT checkpoint {ck}", saved["state"])
             model.load_state_dict(saved["state"])
             spt = saved["info"]
         else:

@@ -257,16 +257,19 @@ def load_family_backbone(folder: Path) -> tuple[Any, Any]:
 
     Raises:
         ValueError: the folder's weights lack a tensor or hold one the model has no place for
-            (:func:`initlab.mlmhead.checkpoint.check_loaded_keys`).
+            (:func:`initlab.mlmhead.checkpoint.check_loaded_keys`), or hold NaN or infinity
+            (:class:`initlab.runs.NonFiniteCheckpointError`).
     """
     import transformers
 
     from initlab.mlmhead.checkpoint import check_loaded_keys
     from initlab.mlmhead.precision import dtype_kwargs
+    from initlab.runs import check_finite_tensors
 
     model, info = transformers.AutoModelForMaskedLM.from_pretrained(str(folder), output_loading_info=True,
                                                                     **dtype_kwargs(torch.float32))  # float32 always
     check_loaded_keys(f"backbone {folder}", model, info)  # a damaged cached backbone: refused, not half random
+    check_finite_tensors(f"backbone {folder}", model)  # nor with a NaN weight
     model.tie_weights()
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
     return model.eval(), tok

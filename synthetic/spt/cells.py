@@ -32,7 +32,7 @@ from initlab.config import derive, from_dict
 from initlab.nn.attention_metrics import attention_entropy, proximity_mass, relative_position_score
 from initlab.nn.encoder import SequenceTransformer, freeze, load_partial
 from initlab.nn.masking import mask_tokens
-from initlab.runs import NonFiniteError, RunDir, atomic_write_bytes
+from initlab.runs import NonFiniteError, RunDir, atomic_write_bytes, check_finite_tensors
 from initlab.synthetic.spt.config import SPTConfig, condition_spec, model_config, spt_model_overrides
 from initlab.synthetic.spt.metrics import score_gradients_at_init
 from initlab.synthetic.spt.tasks import MASK_ID, make_task
@@ -207,7 +207,9 @@ def _ft_setup(root: str, cfg: SPTConfig, cond: str, s: int, matched: Callable[[i
         ck = ckpt_path(root, source, spec["variant"], spec["depth"], s, e)
         if not ck.exists():
             raise FileNotFoundError(f"{ck}: SPT checkpoint missing (its SPT cell should have written it)")
-        loaded = load_partial(model, torch.load(ck, weights_only=True), spec["load"])
+        state = torch.load(ck, weights_only=True)
+        check_finite_tensors(f"SPT checkpoint {ck}", state)
+        loaded = load_partial(model, state, spec["load"])
     frozen = freeze(model, spec["freeze"]) if spec["freeze"] else []
     start, A0, S0 = probe(model, d["probe"], cfg.proximity_w)
     if spec["budget"] == "matched":

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 
 from initlab.nn.encoder import SequenceTransformer
 from initlab.nn.masking import mask_tokens
-from initlab.runs import LossGuard, atomic_write_bytes, check_finite
+from initlab.runs import LossGuard, atomic_write_bytes, check_finite, check_finite_tensors
 
 __all__ = ["SCHEDULES", "lr_factor", "spt_stop_epoch", "finetune_stop", "select_on_validation", "Checkpoint", "pretrain", "guarded_step", "finetune", "accuracy",
            "masked_loss"]
@@ -123,7 +123,9 @@ class Checkpoint:
 
     ``load()`` returns the saved dict or None, read with ``torch.load(weights_only=True)`` (what :meth:`save_epoch`
     stores: tensors, numbers, lists and dicts), so a file planted in a shared run folder cannot run code; a file that
-    does not load that way (another torch version, or one holding other objects) raises ``RuntimeError`` naming it.
+    does not load that way (another torch version, or one holding other objects) raises ``RuntimeError`` naming it,
+    and one whose weights or optimizer state hold NaN or infinity :class:`initlab.runs.NonFiniteCheckpointError`
+    naming the tensors.
     """
 
     def __init__(self, path: str | Path | None):
@@ -133,9 +135,12 @@ class Checkpoint:
         if self.path is None or not self.path.exists():
             return None
         try:  # tensors, numbers, lists and dicts only: a file planted in a shared run folder cannot run code
-            return torch.load(self.path, weights_only=True)
+            saved = torch.load(self.path, weights_only=True)
         except Exception as err:  # noqa: BLE001 -- any unpickling failure: name the file
             raise RuntimeError(f"{self.path}: resume checkpoint does not load ({err}); remove it to restart the cell") from err
+        if isinstance(saved, dict):
+            check_finite_tensors(f"resume checkpoint {self.path}", {k: saved.get(k) for k in ("model", "opt", "state")})
+        return saved
 
     def save(self, state: dict[str, Any]) -> None:
         if self.path is None:
