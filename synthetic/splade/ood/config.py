@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from initlab.config import later_field, to_dict
+from initlab.config import check_ranges, later_field, ranged, to_dict
 from initlab.runfile import RunFiles
 from initlab.synthetic.splade.claims import SPLADEThresholds
 from initlab.synthetic.splade.domains import DomainCorpusConfig
@@ -91,37 +91,38 @@ class OODConfig:
     backbone: FamilyConfig = FamilyConfig(max_len=104)
     family_backbones: dict[str, FamilyConfig] = field(default_factory=dict)
     families: tuple[str, ...] = ("bert", "modernbert")
-    ks: tuple[float, ...] = (1.0, 4.0, 16.0)
-    seeds: tuple[int, ...] = (0,)
-    max_steps: int = 600
-    eval_every: int = 50
-    patience: int = 3
-    plateau_rel: float = 0.01
-    checkpoints: tuple[int, ...] = (150, 300, 600)
-    batch_size: int = 32
-    lr: float = 5e-4
-    lr_warmup_ratio: float = 0.1
-    lambda_q_ref: float = 1e-2
-    lambda_d_ref: float = 8e-3
-    reg_warmup_ratio: float = 1 / 3
-    query_max_len: int = 16
-    doc_max_len: int = 104
-    log_every: int = 10
-    init_batch: int = 32
+    ks: tuple[float, ...] = ranged((1.0, 4.0, 16.0), "(0, inf)")
+    seeds: tuple[int, ...] = ranged((0,), "[0, inf)")
+    max_steps: int = ranged(600, "[1, inf)")
+    eval_every: int = ranged(50, "[1, inf)")
+    patience: int = ranged(3, "[1, inf)")
+    plateau_rel: float = ranged(0.01, "[0, 1)")
+    checkpoints: tuple[int, ...] = ranged((150, 300, 600), "[1, inf)")  # and at most max_steps (check_config)
+    batch_size: int = ranged(32, "[2, inf)")  # in-batch negatives: one pair alone has none
+    lr: float = ranged(5e-4, "(0, inf)")
+    lr_warmup_ratio: float = ranged(0.1, "[0, 1]")
+    lambda_q_ref: float = ranged(1e-2, "[0, inf)")
+    lambda_d_ref: float = ranged(8e-3, "[0, inf)")
+    reg_warmup_ratio: float = ranged(1 / 3, "[0, 1]")
+    query_max_len: int = ranged(16, "[3, inf)")  # [CLS], one token, [SEP]
+    doc_max_len: int = ranged(104, "[3, inf)")
+    log_every: int = ranged(10, "[1, inf)")
+    init_batch: int = ranged(32, "[2, inf)")
     claims: SPLADEThresholds = SPLADEThresholds(high_norm=("roberta", "modernbert"), normal_norm=("bert", "albert"))
-    torch_threads: int = 1
-    query_shift: tuple[float, ...] = ()
+    torch_threads: int = ranged(1, "[1, inf)")
+    query_shift: tuple[float, ...] = ranged((), "[0, 1]")  # synonym rates
     engine: Literal["dense", "fused"] = later_field("dense")
-    mlm_text_multiplier: int = later_field(1)
-    hard_negatives: int = later_field(0)
+    mlm_text_multiplier: int = later_field(1, "[1, inf)")
+    hard_negatives: int = later_field(0, "[0, inf)")
     select_k_on: str = later_field("heldout")
     imposed: tuple[tuple[str, str], ...] = later_field(())
-    bootstrap: int = later_field(1000)
+    bootstrap: int = later_field(1000, "[0, inf)")  # 0: no bootstrap
     role: str = later_field("")
     holm_families: str = later_field("")
     late_families: tuple[str, ...] = later_field(())
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         unknown = sorted(set(self.family_backbones) - set(FAMILIES))
         if unknown:
             raise ValueError(f"family_backbones: expected family names from {list(FAMILIES)}, got {unknown}")
@@ -148,15 +149,14 @@ BASE: OODConfig = PRESETS.base("recipes")
 
 
 def check_config(cfg: OODConfig) -> None:
-    """Raise ``ValueError`` naming the field for an unknown family, a k that is not finite and > 0, a document
-    limit that the backbone's positions cannot hold, a bad stopping rule, or ``query_shift`` rates outside [0, 1],
-    repeated (as ``%g``, which names the sets) or equal to the corpus's own rate, or an unknown ``engine``."""
+    """Raise ``ValueError`` naming the field for an unknown family, a grid without k = 1, a document limit that the
+    backbone's positions cannot hold, a checkpoint past ``max_steps``, ``query_shift`` rates repeated (as ``%g``,
+    which names the sets) or equal to the corpus's own rate, or an unknown ``engine``, ``select_k_on``, ``role``,
+    ``holm_families``, ``imposed`` or ``late_families`` entry (each field's own range is checked when the config is
+    built: :func:`initlab.config.check_ranges`)."""
     for f in cfg.families:
         if f not in FAMILIES:
             raise ValueError(f"families: expected names from {list(FAMILIES)}, got {f!r}")
-    for k in cfg.ks:
-        if not (k > 0 and k < float("inf")):
-            raise ValueError(f"ks: expected finite factors > 0, got {k!r}")
     if 1.0 not in cfg.ks:
         raise ValueError("ks: expected k = 1 in the grid (every claim compares with it)")
     for f in cfg.families:
@@ -165,14 +165,6 @@ def check_config(cfg: OODConfig) -> None:
     if cfg.corpus.doc_len_max + 2 > cfg.doc_max_len:
         raise ValueError(f"doc_max_len: expected >= corpus.doc_len_max + 2 ({cfg.corpus.doc_len_max + 2}), got "
                          f"{cfg.doc_max_len} (documents would be truncated)")
-    for name in ("max_steps", "eval_every", "patience", "batch_size", "init_batch"):
-        if getattr(cfg, name) < 1:
-            raise ValueError(f"{name}: expected >= 1, got {getattr(cfg, name)}")
-    if not 0 <= cfg.plateau_rel < 1:
-        raise ValueError(f"plateau_rel: expected a fraction in [0, 1), got {cfg.plateau_rel}")
-    for p in cfg.query_shift:
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
-            raise ValueError(f"query_shift: expected synonym rates in [0, 1], got {list(cfg.query_shift)}")
     labels = [f"{p:g}" for p in cfg.query_shift]
     if len(set(labels)) != len(labels) or f"{cfg.corpus.p_synonym:g}" in labels:
         raise ValueError(f"query_shift: expected distinct rates (as %g), other than corpus.p_synonym "
@@ -181,19 +173,12 @@ def check_config(cfg: OODConfig) -> None:
 
     if cfg.engine not in ENGINES:
         raise ValueError(f"engine: expected one of {list(ENGINES)}, got {cfg.engine!r}")
-    if isinstance(cfg.mlm_text_multiplier, bool) or not isinstance(cfg.mlm_text_multiplier, int) \
-            or cfg.mlm_text_multiplier < 1:
-        raise ValueError(f"mlm_text_multiplier: expected an integer >= 1, got {cfg.mlm_text_multiplier!r}")
-    if isinstance(cfg.hard_negatives, bool) or not isinstance(cfg.hard_negatives, int) or cfg.hard_negatives < 0:
-        raise ValueError(f"hard_negatives: expected an integer >= 0, got {cfg.hard_negatives!r}")
     if cfg.select_k_on not in SELECT_K_ON:
         raise ValueError(f"select_k_on: expected one of {list(SELECT_K_ON)}, got {cfg.select_k_on!r}")
     if cfg.role not in ROLES:
         raise ValueError(f"role: expected one of {list(ROLES)}, got {cfg.role!r}")
     if cfg.holm_families not in HOLM_FAMILIES:
         raise ValueError(f"holm_families: expected one of {list(HOLM_FAMILIES)}, got {cfg.holm_families!r}")
-    if isinstance(cfg.bootstrap, bool) or not isinstance(cfg.bootstrap, int) or cfg.bootstrap < 0:
-        raise ValueError(f"bootstrap: expected an integer >= 0 (0: no bootstrap), got {cfg.bootstrap!r}")
     for pair in cfg.imposed:
         if len(pair) != 2 or pair[0] not in cfg.claims.normal_norm or pair[1] not in cfg.claims.high_norm:
             raise ValueError(f"imposed: expected (normal-norm family of {list(cfg.claims.normal_norm)}, high-norm "
@@ -207,7 +192,7 @@ def check_config(cfg: OODConfig) -> None:
         if f not in cfg.families or any(f in pair for pair in cfg.imposed):
             raise ValueError(f"late_families: expected families of {list(cfg.families)} outside the imposed-norm arm's "
                              f"pairs {list(cfg.imposed)}, got {f!r}")
-    if any(c < 1 or c > cfg.max_steps for c in cfg.checkpoints):
+    if any(c > cfg.max_steps for c in cfg.checkpoints):
         raise ValueError(f"checkpoints: expected steps in 1..max_steps ({cfg.max_steps}), got {list(cfg.checkpoints)}")
 
 
