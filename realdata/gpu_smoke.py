@@ -43,6 +43,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
+from initlab.experiment.options import int_at_least, positive_float
 from initlab.realdata.timing import time_steps
 
 __all__ = ["splade_flops_per_sequence", "splade_check", "splade_head_check", "run_smoke", "format_table", "main"]
@@ -281,16 +282,18 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p.add_argument("--dry-run", action="store_true", help="every stage at tiny sizes on CPU (CI); numbers meaningless")
     p.add_argument("--out", type=Path, default=None, help="working folder (default: a new temporary folder)")
     p.add_argument("--json", type=Path, default=None, help="write the table here (default: OUT/gpu_smoke.json)")
-    p.add_argument("--budget-s", type=float, default=420.0, help="skip the remaining stages after this many seconds")
-    p.add_argument("--steps", type=int, default=None, help="timed steps per throughput case (default 10; dry run 2)")
-    p.add_argument("--listops-train", type=int, default=1024, help="generated LRA-size ListOps training trees")
-    p.add_argument("--peak-tflops", type=float, default=None, help="override the assumed bf16 peak (MFU)")
+    p.add_argument("--budget-s", type=positive_float, default=420.0,
+                   help="skip the remaining stages after this many seconds (a number > 0)")
+    p.add_argument("--steps", type=int_at_least(1), default=None,
+                   help="timed steps per throughput case, an integer >= 1 (default 10; dry run 2)")
+    p.add_argument("--listops-train", type=int_at_least(64), default=1024,
+                   help="generated LRA-size ListOps training trees, an integer >= 64")
+    p.add_argument("--peak-tflops", type=positive_float, default=None,
+                   help="override the assumed bf16 peak (MFU; TFLOP/s > 0)")
     args = p.parse_args(argv)
     if not args.dry_run and not torch.cuda.is_available():
         p.exit(2, f"{p.prog}: no CUDA device (torch.cuda.is_available() is False). This smoke test needs one GPU; "
                   "run with --dry-run to check the pipeline on CPU.\n")
-    if (args.steps is not None and args.steps < 1) or args.listops_train < 64 or args.budget_s <= 0:
-        p.error("--steps must be >= 1, --listops-train >= 64 and --budget-s > 0")
     out = args.out or Path(tempfile.mkdtemp(prefix="initlab_gpu_smoke_"))
     if not args.dry_run:
         torch.backends.cuda.matmul.allow_tf32 = True

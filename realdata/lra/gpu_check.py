@@ -24,6 +24,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
+from initlab.experiment.options import int_at_least, positive_float
 from initlab.realdata.timing import time_steps
 
 __all__ = ["PEAK_BF16_TFLOPS", "assumed_peak", "measure", "main"]
@@ -99,8 +100,9 @@ def measure(task: str, mode: str, *, steps: int, warmup: int, batch_size: int | 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "python -m initlab.realdata.lra.gpu_check", description=__doc__.split("\n\n")[0])
     p.add_argument("--dry-run", action="store_true", help="tiny sizes on CPU (for tests); MFU meaningless")
-    p.add_argument("--steps", type=int, default=None, help="timed steps per case (default 20; dry run 2)")
-    p.add_argument("--peak-tflops", type=float, default=None, help="override the assumed bf16 peak")
+    p.add_argument("--steps", type=int_at_least(1), default=None,
+                   help="timed steps per case, an integer >= 1 (default 20; dry run 2)")
+    p.add_argument("--peak-tflops", type=positive_float, default=None, help="override the assumed bf16 peak (TFLOP/s > 0)")
     p.add_argument("--json", type=Path, default=None, help="also write the measurements here")
     args = p.parse_args(argv)
     if not args.dry_run and not torch.cuda.is_available():

@@ -21,6 +21,7 @@ from typing import Sequence
 import torch
 
 from initlab.config import derive
+from initlab.experiment.options import int_at_least, positive_float
 
 from .config import RECIPE, cell_config
 
@@ -95,16 +96,15 @@ def run_gpu_check(*, backbone: str = "bert", k: float = 1.0, steps: int = 300, b
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     p = argparse.ArgumentParser(prog=prog or "python -m initlab.realdata.splade.gpu_check", description=__doc__.split("\n\n")[0])
     p.add_argument("--backbone", default="bert")
-    p.add_argument("--k", type=float, default=1.0)
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--batch", type=int, default=128, help="global batch (triples per step)")
+    p.add_argument("--k", type=positive_float, default=1.0, help="MLM-head rescaling factor, a number > 0 (default 1)")
+    p.add_argument("--steps", type=int_at_least(1), default=300, help="training steps, an integer >= 1 (default 300)")
+    p.add_argument("--batch", type=int_at_least(1), default=128, help="global batch (triples per step), an integer >= 1")
     p.add_argument("--data-root", default="", help="local data folder (else ir_datasets / hub caches)")
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--budget-s", type=float, default=480.0, help="skip remaining evaluation after this many seconds")
+    p.add_argument("--budget-s", type=positive_float, default=480.0,
+                   help="skip remaining evaluation after this many seconds (a number > 0)")
     p.add_argument("--tiny", action="store_true", help="CPU dry run: tiny in-process model on the fixture files")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.batch < 1:
-        p.error("--steps and --batch must be >= 1")
     if not args.tiny and not torch.cuda.is_available():
         p.error("no CUDA device (torch.cuda.is_available() is False); use --tiny for the CPU dry run")
     rep = run_gpu_check(backbone=args.backbone, k=args.k, steps=args.steps, batch=args.batch, tiny=args.tiny,
