@@ -66,7 +66,7 @@ async def _await_a_worker(address: str, timeout: float) -> int:
     try:
         while True:
             left = max(deadline - loop.time(), 0.0)
-            ident = await asyncio.wait_for(scheduler.identity(n_workers=0), max(left, 0.5))
+            ident = await asyncio.wait_for(scheduler.identity(n_workers=1), max(left, 0.5))
             n = int(ident.get("n_workers", len(ident.get("workers", {}))))
             if n > 0 or loop.time() >= deadline:
                 return n
@@ -176,7 +176,7 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
                 bar.event(*ev)
 
     try:
-        info = client.scheduler_info(n_workers=0)
+        info = client.scheduler_info(n_workers=-1)
         rep.workers = max(1, int(info.get("n_workers", len(info.get("workers", {})))))
         bar.workers = rep.workers
         checked, empty_since = time.monotonic(), None
@@ -200,7 +200,8 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
             now = time.monotonic()
             if running and now - checked >= 1.0:  # Dask holds a cell without a word while no worker is left
                 checked = now
-                n = int(client.scheduler_info(n_workers=0).get("n_workers", 1))
+                info = client.scheduler_info(n_workers=1)  # a count, and at most one worker's details
+                n = int(info.get("n_workers", len(info.get("workers", {}))))
                 empty_since = None if n > 0 else (empty_since or now)
                 if empty_since is not None and now - empty_since > SCHEDULER_TIMEOUT:
                     raise NoWorkersError(
