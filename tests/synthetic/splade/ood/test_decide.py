@@ -192,3 +192,17 @@ def test_the_readme_rows_take_the_words_only_when_complete_in_the_regime_and_con
     capped = [dict(x, stopped_by="cap") if x["k"] == 16.0 else x for x in _rows(CFG.seeds)]
     for r in (with_run(_rows(CFG.seeds[:7])), with_run(_rows(CFG.seeds), bm25=0.9), with_run(capped)):
         assert (oclaims.degradation_row(r), oclaims.fix_row(r), oclaims.degradation_headline(r)) == before
+
+
+def test_the_committed_cells_resume_under_todays_plan():
+    """The run folder in docs/results resumes on a fresh clone only while its config and every committed cell's key
+    are what today's preset resolves to."""
+    from initlab.synthetic.splade.ood.runner import plan
+
+    folder = ROOT / "docs" / "results" / "synthetic_splade_ood_confirm_v8k_imposed"
+    assert json.loads((folder / "config.json").read_text()) == oc.config_record(CFG)
+    cells = {c.name: c for c in plan(CFG)}
+    saved = {p.stem: json.loads(p.read_text()) for p in (folder / "cells").glob("*.key")}
+    assert saved and set(saved) <= set(cells)
+    for name, key in saved.items():  # as the run folder compares them (a JSON record of the key)
+        assert key == json.loads(json.dumps(cells[name].key)), name
