@@ -4,8 +4,8 @@ claims module's worth (its verdict function, its place in a family, its README r
 
 The arm is also added for real: one entry in a copy of the package's ``synthetic/spt/arms.py``, after which the arms
 and plan tests, run on the copy in a fresh interpreter, pass unchanged. Both are defined here, inside the test, and
-added (in memory) to the tables they belong to (``arms.ARMS``; the SPT claims
-module's ``CLAIMS``, ``SPT_FAMILIES`` and ``CLAIM_ROWS``) -- no other file changes -- and they flow through the
+added (in memory) to the tables they belong to (``arms.ARMS``; the SPT verdicts
+module's ``CLAIMS`` and ``SPT_FAMILIES``, the claims module's ``CLAIM_ROWS``) -- no other file changes -- and they flow through the
 plan, a tiny run in this process, its saved arms and figures, its verdicts and the README claims table and page.
 
 A new experiment with a reproduce stage and a claim is its own package (its record, its claims module, its stage
@@ -34,6 +34,7 @@ from initlab.paper_figs import spt_figures
 from initlab.synthetic import spt
 from initlab.synthetic.spt import arms
 from initlab.synthetic.spt import claims as spt_claims
+from initlab.synthetic.spt import claim_verdicts as spt_verdicts
 from initlab.synthetic.spt.plan import plan
 from initlab.synthetic.spt.tasks import TaskConfig
 from initlab.textio import read_json
@@ -79,10 +80,10 @@ TINY = derive(spt.BASE, seeds=(0, 1), task=TaskConfig(T=20), n_train=32, n_val=1
 def extended(monkeypatch):
     """The arm and the claim added to their tables (and nowhere else)."""
     monkeypatch.setattr(arms, "ARMS", arms.ARMS + (PLAIN,))
-    monkeypatch.setattr(spt_claims, "CLAIMS", spt_claims.CLAIMS + (SPEC,))
+    monkeypatch.setattr(spt_verdicts, "CLAIMS", spt_verdicts.CLAIMS + (SPEC,))
     fams = tuple(dataclasses.replace(f, claims=f.claims + (SPEC.id,)) if f.name == "secondary" else f
                  for f in spt_claims.SPT_FAMILIES)
-    monkeypatch.setattr(spt_claims, "SPT_FAMILIES", fams)
+    monkeypatch.setattr(spt_verdicts, "SPT_FAMILIES", fams)
     monkeypatch.setattr(spt_claims, "CLAIM_ROWS", spt_claims.CLAIM_ROWS + [ROW])
 
 
