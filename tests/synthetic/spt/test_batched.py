@@ -259,3 +259,18 @@ def test_batched_plan_groups_cells_and_a_run_reports_every_condition(tmp_path):
         assert f"| {cond} |" in md
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["config"]["engine"] == "batched"
+
+
+def test_a_learning_rate_selection_is_one_group_per_condition():
+    cfg = derive(CELLS_CFG, engine="batched", conditions=("scratch", "alibi_scratch"), lr_sweep=(1e-3, 1e-2))
+    groups = [c for c in plan(cfg) if c.args["kind"] == "finetune_group"]
+    assert [c.name for c in groups] == ["ft_scratch__sweep__seeds0-1-2", "ft_alibi_scratch__sweep__seeds0-1-2"]
+    for c in groups:
+        assert c.args["lr_sweep"] and sorted(zip(c.args["lrs"], c.args["seeds"])) == sorted(
+            (lr, s) for lr in (1e-3, 1e-2) for s in (0, 1, 2))
+    single = [c for c in plan(derive(cfg, engine="single")) if c.args["kind"] == "finetune"]
+    assert sum(c.units for c in groups) == pytest.approx(sum(c.units for c in single))
+    # a group's result expands to the one-seed cells' names
+    assert expand_groups({"g": {"kind": "group", "cells": {"ft_scratch__lr0.001__seed0": {"kind": "finetune"}}},
+                          "init_grad__seed0": {"kind": "init_grad"}}) == {
+        "ft_scratch__lr0.001__seed0": {"kind": "finetune"}, "init_grad__seed0": {"kind": "init_grad"}}
