@@ -56,7 +56,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import Burners, interleaved, load_average  # noqa: E402
 
-from initlab.realdata.splade.retrieval import SparseIndex, seismic_build, seismic_query, recall_at_k  # noqa: E402
+from initlab.realdata.splade.retrieval import SparseIndex, recall_at_k  # noqa: E402
+from initlab.realdata.splade.seismic import seismic_build, seismic_query  # noqa: E402
 
 PEERS = ("scipy", "ours_plain", "splade_index", "pisa", "seismic")
 

@@ -88,7 +88,7 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
                  approx: bool = False) -> dict[str, Any]:
     """Metrics of ``model`` on one set (see module docstring). Returns a flat dict.
 
-    ``approx=True`` also retrieves with pyseismic-lsr (:func:`~.retrieval.seismic_search`, default
+    ``approx=True`` also retrieves with pyseismic-lsr (:func:`~.seismic.seismic_search`, default
     parameters) and adds ``seismic_recall@{top_k}`` (overlap with the exact top-k), ``seismic_nDCG@10``
     and its build/search seconds.
     """
@@ -148,7 +148,8 @@ def evaluate_set(model, ds: RetrievalSet, *, top_k: int = 1000, batch_size: int 
     measures = [RR @ 10, nDCG @ 10, R(rel=ds.binary_rel) @ top_k]
     agg = ir_measures.calc_aggregate(measures, ds.qrels, run)
     if approx:
-        from .retrieval import recall_at_k, seismic_search
+        from .retrieval import recall_at_k
+        from .seismic import seismic_search
 
         a_idx, a_sc, build_s, search_s = seismic_search(Q, D, k=min(depth, len(dids)))
         if drop:

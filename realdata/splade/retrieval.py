@@ -16,7 +16,7 @@ weights, most of them zero). The score of a query-document pair is the dot produ
   ``FLOPS = sum_j p_j^q p_j^d`` where ``p_j^q`` (``p_j^d``) is the fraction of queries (documents)
   whose weight on term ``j`` is non-zero.
 * :func:`active_dims` -- the mean number of non-zero terms per vector.
-* :func:`seismic_search` -- the optional approximate backend (pyseismic-lsr).
+* :func:`initlab.realdata.splade.seismic.seismic_search` -- the optional approximate backend (pyseismic-lsr).
 
 Ties: rankings are ordered by descending score, then ascending document index.
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -36,9 +35,6 @@ __all__ = [
     "dense_topk_reference",
     "flops",
     "active_dims",
-    "seismic_search",
-    "seismic_build",
-    "seismic_query",
     "SearchPlan",
     "topk_stable",
     "dense_prefix",
@@ -478,73 +474,6 @@ def active_dims(x) -> float:
     if m.shape[0] == 0:
         raise ValueError("active_dims: empty input")
     return float(m.nnz / m.shape[0])
-
-
-def seismic_search(queries, docs, k: int = 10, *, n_postings: int = 3500, query_cut: int = 20,
-                   heap_factor: float = 0.8, summary_energy: float = 0.4, vocab: Sequence[str] | None = None,
-                   num_threads: int = 0):
-    """Approximate top-``k`` with pyseismic-lsr (Bruch et al., SIGIR 2024, "Efficient inverted indexes for
-    approximate retrieval over learned sparse representations").
-
-    Terms are passed to seismic as strings (``vocab[j]`` or ``str(j)``). Returns
-    ``(indices (Nq, k) int64 with -1 padding, scores (Nq, k) float32 with -inf padding, build_seconds,
-    search_seconds)``.
-
-    Raises:
-        ImportError: pyseismic-lsr is not installed (``pip install pyseismic-lsr``).
-    """
-    import time
-
-    q = to_scipy_csr(queries, "queries")
-    t0 = time.perf_counter()
-    index = seismic_build(docs, n_postings=n_postings, summary_energy=summary_energy, vocab=vocab,
-                           num_threads=num_threads)
-    build_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    out, scores = seismic_query(index, q, k, query_cut=query_cut, heap_factor=heap_factor, num_threads=num_threads)
-    search_s = time.perf_counter() - t0
-    return out, scores, build_s, search_s
-
-
-def seismic_build(docs, *, n_postings: int, summary_energy: float, vocab: Sequence[str] | None, num_threads: int):
-    """Build a seismic index of ``docs (N, V)``; returns ``(index, term names)`` for :func:`seismic_query`."""
-    try:
-        import seismic
-    except ImportError as err:  # pragma: no cover - optional dependency
-        raise ImportError("seismic backend: pip install pyseismic-lsr") from err
-    d = to_scipy_csr(docs, "docs")
-    st = seismic.get_seismic_string()
-    names = np.array(list(vocab) if vocab is not None else [str(j) for j in range(d.shape[1])], dtype=st)
-    ds = seismic.SeismicDataset()
-    for row in range(d.shape[0]):
-        lo, hi = d.indptr[row], d.indptr[row + 1]
-        ds.add_document(str(row), names[d.indices[lo:hi]], d.data[lo:hi].astype(np.float32))
-    index = seismic.SeismicIndex.build_from_dataset(ds, n_postings=n_postings, summary_energy=summary_energy,
-                                                     num_threads=num_threads)
-    return index, names
-
-
-def seismic_query(built, q, k: int, *, query_cut: int = 20, heap_factor: float = 0.8, num_threads: int = 0):
-    """Search a :func:`seismic_build` index with ``q (Nq, V)`` CSR; ``(indices (Nq, k), scores (Nq, k))``
-    padded with -1 / -inf."""
-    import seismic
-
-    index, names = built
-    st = seismic.get_seismic_string()
-    qids = np.array([str(i) for i in range(q.shape[0])], dtype=st)
-    comps = [names[q.indices[q.indptr[i]:q.indptr[i + 1]]] for i in range(q.shape[0])]
-    vals = [q.data[q.indptr[i]:q.indptr[i + 1]].astype(np.float32) for i in range(q.shape[0])]
-    res = index.batch_search(qids, comps, vals, k=k, query_cut=query_cut, heap_factor=heap_factor, num_threads=num_threads)
-    out = np.full((q.shape[0], k), -1, dtype=np.int64)
-    scores = np.full((q.shape[0], k), -np.inf, dtype=np.float32)
-    # batch_search does not keep the query order (it depends on a hash seed): place each hit list by the
-    # query id carried in its tuples, never by position.
-    for hits in res:
-        for j, (qid, score, doc) in enumerate(hits[:k]):
-            i = int(qid)
-            out[i, j] = int(doc)
-            scores[i, j] = score
-    return out, scores
 
 
 def recall_at_k(approx: np.ndarray, exact: np.ndarray) -> float:

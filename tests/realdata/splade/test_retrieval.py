@@ -17,9 +17,9 @@ from initlab.realdata.splade.retrieval import (
     dense_topk_reference,
     flops,
     recall_at_k,
-    seismic_search,
     to_scipy_csr,
 )
+from initlab.realdata.splade.seismic import seismic_search
 
 
 def _random_sparse(rng, n, V, density):
@@ -116,7 +116,7 @@ def test_seismic_results_follow_query_order_whatever_the_hash_seed():
     code = textwrap.dedent(
         """
         import numpy as np, scipy.sparse as sp
-        from initlab.realdata.splade.retrieval import seismic_search
+        from initlab.realdata.splade.seismic import seismic_search
         rng = np.random.default_rng(2)
         D = sp.random(60, 40, density=0.2, format="csr", random_state=rng, dtype=np.float32)
         Q = sp.random(6, 40, density=0.3, format="csr", random_state=rng, dtype=np.float32)
