@@ -10,13 +10,13 @@ wrong gradients) with an independent route: the closed form, identity (G) from R
 expectation by enumeration, or Monte Carlo within ``MC_SIGMAS`` standard errors (T4). Random cases come from
 :mod:`initlab.theory.attention.case`; central differences have truncation error O(h^2) at h = 1e-5 (float64),
 hence the tolerances of :mod:`initlab.theory.verify.base`. The runner that calls these checkers and prints the
-table is :mod:`initlab.theorycheck.verify.runner`.
+table is :mod:`initlab.theorycheck.verify.runner`; drawing cases and comparing gradients is
+:mod:`initlab.theory.attention.check_cases` (its names re-exported here).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
 
 import torch
 
@@ -26,82 +26,12 @@ from initlab.theory.attention import gradient as ag
 from initlab.theory.attention import masked_reconstruction as am
 from initlab.theory.attention import padding_dropout as a6
 from initlab.theory.attention import rowidentical as ar
+from initlab.theory.attention.check_cases import draw_T, draw_case, fd_check, fd_scale, mc_projection, pick, round_off_floor
 from initlab.theory.subspace import blind_component, blind_fraction
 from initlab.theory.verify.base import MC_SIGMAS, STATEMENTS, TOL_EXACT, TOL_FD, StatementResult, VerifyConfig, hook
 
 __all__ = ["draw_T", "pick", "draw_case", "round_off_floor", "fd_scale", "fd_check", "check_t1", "check_t1p",
            "check_t2", "check_t3", "check_t3p", "check_t4", "check_t5", "check_t6", "check_t7", "CHECKERS"]
-
-
-# ----------------------------------------------------------------------------------------------
-# drawing cases and comparing gradients
-# ----------------------------------------------------------------------------------------------
-def draw_T(gen: torch.Generator, t_max: int) -> int:
-    """Half the cases small (2..min(8, t_max), where entry-wise differences are affordable), half up to t_max."""
-    hi = min(8, t_max) if float(torch.rand(1, generator=gen)) < 0.5 else t_max
-    return int(torch.randint(2, max(hi, 2) + 1, (1,), generator=gen))
-
-
-def pick(gen: torch.Generator, options: Sequence[Any]) -> Any:
-    return options[int(torch.randint(len(options), (1,), generator=gen))]
-
-
-def draw_case(gen: torch.Generator, T: int, **overrides: Any) -> ac.AttentionCase:
-    kw = dict(
-        d=int(torch.randint(1, 7, (1,), generator=gen)),
-        heads=int(torch.randint(1, 4, (1,), generator=gen)),
-        e=int(torch.randint(1, 5, (1,), generator=gen)),
-        use_W_O=bool(torch.rand(1, generator=gen) < 0.5),
-        f=pick(gen, ac.POSITIONWISE_MAPS),
-        loss=pick(gen, ac.LOSSES),
-    )
-    kw.update(overrides)
-    return ac.random_case(gen, T, **kw)
-
-
-def round_off_floor(case: ac.AttentionCase) -> float:
-    """A magnitude below which a score gradient is round-off: 1e-4 max|dL/dO| max|V| (T1-T5)."""
-    R, V = ac.output_gradient(case)
-    return 1e-4 * float(R.abs().max()) * float(V.abs().max()) + 1e-300
-
-
-def fd_scale(G: torch.Tensor, E: torch.Tensor, L: float) -> float:
-    """Scale for a directional central difference: ||G|| ||E||, floored at the round-off of
-    (L(S + hE) - L(S - hE)) / 2h, about 1e-16 |L| / h, i.e. 1e-3 (1 + |L|) at tolerance 1e-6."""
-    return float(G.norm() * E.norm()) + 1e-3 * (1.0 + abs(L))
-
-
-def fd_check(res: StatementResult, name: str, case: ac.AttentionCase, G: torch.Tensor, gen: torch.Generator, extra: Sequence[torch.Tensor] = ()) -> None:
-    """Autograd ``G`` against central differences: entry-wise for T <= 6, else along directions."""
-    L = float(ac.case_loss(case))
-    if case.T <= 6:
-        res.record(name, G, ac.score_gradient_central_difference(case), TOL_FD, scale=float(G.abs().max()) + 1e-3 * (1.0 + abs(L)))
-        return
-    dirs = [torch.randn(G.shape, generator=gen, dtype=torch.float64) for _ in range(2)] + [
-        P.expand(G.shape) if P.dim() == 2 else P for P in extra
-    ]
-    for E in dirs:
-        fd = ac.directional_central_difference(case, E)
-        res.record(name, float((G * E).sum()), fd, TOL_FD, scale=fd_scale(G, E, L))
-
-
-# ----------------------------------------------------------------------------------------------
-# Monte Carlo through the test hook
-# ----------------------------------------------------------------------------------------------
-def _mc_projection(P: torch.Tensor, p: float, q: float, C: torch.Tensor, n: int, gen: torch.Generator, chunk: int = 4096) -> tuple[float, float]:
-    """Monte Carlo ``E<-grad_S L, P>`` (linearised loss) like :func:`initlab.theory.attention.masked_reconstruction.monte_carlo_projection`,
-    with every per-sequence gradient passed through the test hook (statement "T4"). Returns (mean, SE)."""
-    vals, done = [], 0
-    T, K = P.shape[0], C.shape[0]
-    while done < n:
-        b = min(chunk, n - done)
-        x = am.markov_tokens(b, T, K, p, gen)
-        m = torch.rand(b, T, generator=gen) < q
-        G = hook("T4", am.masked_score_gradient(x, m, C.to(torch.float64), "linear"))
-        vals.append(-(G * P.to(torch.float64)).sum((-1, -2)))
-        done += b
-    v = torch.cat(vals)
-    return float(v.mean()), float(v.std() / math.sqrt(n))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -267,7 +197,7 @@ def _t4_markov(res: StatementResult, cfg: VerifyConfig, gen: torch.Generator) ->
         copy = k % 2 == 0
         C = torch.eye(K, dtype=torch.float64) if copy else torch.randn(K, K, generator=gen, dtype=torch.float64)
         exact = am.expected_projection(P, p, q, C)
-        est, se = _mc_projection(P, p, q, C, cfg.mc_samples, gen)
+        est, se = mc_projection(P, p, q, C, cfg.mc_samples, gen)
         res.record("Monte Carlo = kappa(C) Psi(P) (within 5 SE)", max(0.0, abs(est - exact) - MC_SIGMAS * se), 0.0, TOL_EXACT, abs(exact) + 1e-300)
         if copy:
             res.claim("copy path: Monte Carlo E<D, band> > 3 SE", est > 3 * se, f"(estimate {est:.3g}, SE {se:.2g})")
@@ -282,7 +212,7 @@ def _t4_kappa0_and_small_p(res: StatementResult, cfg: VerifyConfig, gen: torch.G
     C = torch.randn(K, K, generator=gen, dtype=torch.float64)
     C0 = C - am.kappa(C) * K / (K - 1) * torch.eye(K, dtype=torch.float64)
     P = ag.band_pattern(T, 2, diagonal=False)
-    est, se = _mc_projection(P, p, q, C0, cfg.mc_samples, gen)
+    est, se = mc_projection(P, p, q, C0, cfg.mc_samples, gen)
     res.record("kappa(C) = 0 => E<D, band> = 0 (within 5 SE)", max(0.0, abs(est) - MC_SIGMAS * se), 0.0, TOL_EXACT, 1.0)
     x = am.markov_tokens(64, T, K, p, gen)
     msk = torch.rand(64, T, generator=gen) < q
@@ -294,7 +224,7 @@ def _t4_kappa0_and_small_p(res: StatementResult, cfg: VerifyConfig, gen: torch.G
     P2 = ag.band_pattern(8, 2, diagonal=False) - ag.band_pattern(8, 1, diagonal=False)
     Ck = torch.eye(4, dtype=torch.float64)
     exact2 = float((am.expected_descent(8, 0.1, 0.5, Ck) * P2).sum())
-    est2, se2 = _mc_projection(P2, 0.1, 0.5, Ck, 2 * cfg.mc_samples, gen)
+    est2, se2 = mc_projection(P2, 0.1, 0.5, Ck, 2 * cfg.mc_samples, gen)
     res.record("small p: Monte Carlo E<D, |i-j| = 2> = entry-wise closed form (within 5 SE)", max(0.0, abs(est2 - exact2) - MC_SIGMAS * se2), 0.0, TOL_EXACT, abs(exact2))
     res.claim("small p: Monte Carlo E<D, |i-j| = 2> < -3 SE (those keys are lowered)", est2 < -3 * se2, f"(estimate {est2:.3g}, SE {se2:.2g}, closed form {exact2:.3g})")
     small_p = {"closed_form": exact2, "monte_carlo": est2, "se": se2}
