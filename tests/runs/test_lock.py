@@ -287,6 +287,7 @@ def _runners(tiny_checkpoint):
     from initlab.synthetic import spt
     from initlab.synthetic.diagnose import run as diag_run
     from initlab.synthetic.splade.ood import runner as ood
+    from initlab.synthetic.splade.ood.config import PRESETS as OOD_PRESETS
     from initlab.synthetic.splade.phase import runner as phase
     from initlab.theorycheck.verify import stage as verify_stage
 
@@ -296,7 +297,7 @@ def _runners(tiny_checkpoint):
         "verify_stage.theory": lambda out: verify_stage.theory(out, "quick"),
         "spt.run": lambda out: spt.run(spt.PRESETS["quick"], out, progress=False),
         "phase.run_phase": lambda out: phase.run_phase(out, phase.PRESETS["quick"], progress=False),
-        "ood.run_ood": lambda out: ood.run_ood(out, ood.PRESETS["tiny"], progress=False),
+        "ood.run_ood": lambda out: ood.run_ood(out, OOD_PRESETS["tiny"], progress=False),
         "diagnose.run_all": lambda out: diag_run.run_all(out),
         "lra.pretrain": lambda out: lra_train.pretrain(TOY, out, progress=False),
         "lra.finetune": lambda out: lra_train.finetune(TOY, out, progress=False),
