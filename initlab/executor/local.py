@@ -91,10 +91,10 @@ def run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[st
 
     try:
         while pending or running:
-            for c in list(pending):
+            for c in list(pending):  # in plan order, one cell per free worker: the plan's order is the run's
                 if c.name in lost:
                     pending.remove(c)
-                elif all(n in ended or n not in by_name for n in c.needs):
+                elif len(running) < workers and all(n in ended or n not in by_name for n in c.needs):
                     with sigint_ignored_in_children():  # submit() may start a worker process
                         fut = pool.submit(_pool_execute, root, c.name, c.target, c.args, c.key)
                     running[fut] = c
