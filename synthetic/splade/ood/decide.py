@@ -245,8 +245,14 @@ def all_complete(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> l
     return [int(s) for s in cfg["seeds"] if _complete(rows, int(s), cfg["families"], cfg["ks"], True)]
 
 
-def _id_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def id_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The same rows with the in-domain dev nDCG@10 as the metric (the in-domain claims read them)."""
     return [dict(r, ndcg_select=r["id_select"], ndcg_test=r["id_test"]) for r in rows]
+
+
+def _raw(rows: Sequence[Mapping[str, Any]], seeds: Sequence[int], batch: int = 32) -> Raw:
+    """The claim functions' input (:data:`initlab.synthetic.splade.claims.Raw`) on ``seeds`` only."""
+    return sc.on_seeds({"rows": list(rows), "inspect": [], "batch": batch}, seeds)
 
 
 def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapping[str, Mapping[str, Any]]
@@ -269,14 +275,14 @@ def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapp
                            "sensitivity": None, "gate": None, "secondary": None}
 
     if _ready(seeds, p_seeds, failed):
-        raw = sc.on_seeds(raw_all, p_seeds)
+        raw = _raw(rows, p_seeds, raw_all["batch"])
         out["primary"] = {k: x.to_dict() for k, x in primary_verdicts(cfg, rows).items()}
         out["share"] = head_norm_share(raw)
         out["sensitivity"] = oracle_k_sensitivity(raw)
         out["gate"] = regime_gate(raw["rows"], bm25, p_seeds)
     if _ready(seeds, a_seeds, failed):
-        raw = sc.on_seeds(raw_all, a_seeds)
-        raw_id = {**raw, "rows": _id_rows(raw["rows"])}
+        raw = _raw(rows, a_seeds, raw_all["batch"])
+        raw_id = {**raw, "rows": id_rows(raw["rows"])}
         v = {"four_family_interaction": four_family_interaction(raw, th),
              **{f"in_domain/{c}": _CLAIMS[c](raw_id, th) for c in _CLAIMS}}
         out["secondary"] = {k: x.to_dict() for k, x in families.corrected(v, FAMILIES[1:]).items()}
@@ -295,7 +301,7 @@ def primary_verdicts(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) 
     done = primary_complete(cfg, rows)
     if not _ready(seeds, done, {int(r["seed"]) for r in rows if r.get("failed")}):
         return None
-    raw = sc.on_seeds({"rows": list(rows), "inspect": [], "batch": cfg.get("init_batch", 32)}, done)
+    raw = _raw(rows, done, cfg.get("init_batch", 32))
     th = from_dict(SPLADEThresholds, cfg["claims"])
     return families.corrected({c: _CLAIMS[c](raw, th) for c in FAMILIES[0].claims}, FAMILIES[:1])
 
@@ -320,7 +326,7 @@ def readme_words(r: Mapping[str, Any]) -> dict[str, Any] | None:
     gate = regime_gate([x for x in rows if int(x["seed"]) in done], rep["bm25"], done)
     if gate["outcome"] != "in the seed's regime" or not cap_rule(rows)["holds"]:
         return None
-    raw = sc.on_seeds({"rows": list(rows), "inspect": [], "batch": 32}, done)
+    raw = _raw(rows, done)
     return {"v": v, "share": head_norm_share(raw), "gate": gate, "seeds": done,
             "vocab": cfg["corpus"]["vocab_size"]}
 

@@ -28,6 +28,7 @@ from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, r
 from initlab.runs import RunDir, atomic_write_text, check_input_path, holds_run_folder
 from initlab.synthetic.splade.ood.config import (OODConfig, backbone_for, cell_name, check_config, flops_weights,
                                                  bm25_key, config_record, pretrain_key, train_key)
+from initlab.synthetic.splade.ood.decide import id_rows
 
 __all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
            "cell_seconds", "report_partial"]
@@ -249,11 +250,6 @@ def rows(cfg: OODConfig, cells: dict[str, Any]) -> list[dict[str, Any]]:
                     "ood_select_at": sel_ood, "id_select_at": sel_id,
                     **({"shift_at": shift_at, "shift_select_at": shift_sel} if shift_at else {})})
     return out
-
-
-def id_rows(r: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The same rows with the in-domain dev nDCG@10 as the metric (the secondary claims)."""
-    return [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"]) for x in r]
 
 
 @holds_run_folder("out")

@@ -100,7 +100,7 @@ def test_rows_read_ood_as_primary_and_fill_lengths_past_the_stop_and_the_claims_
     th = cfg.claims
     v = sc.interaction(raw, th)  # modernbert gains 0.25 OOD, bert 0.01: interaction 0.24 on every seed
     assert v.word == "reproduced" and v.estimate == pytest.approx(0.24)
-    from initlab.synthetic.splade.ood.runner import id_rows
+    from initlab.synthetic.splade.ood.decide import id_rows
 
     w = sc.interaction({**raw, "rows": id_rows(r)}, th)  # in domain: 0.04 vs 0.01: no high-norm-specific gain of 0.05
     assert w.estimate == pytest.approx(0.03) and w.word in ("partly", "not reproduced")
