@@ -148,3 +148,42 @@ def test_help_offers_the_named_choices_only(argv):
     assert f"one of {', '.join(runs.named())} (default:" in text
     hidden = [n for n in runs if n not in runs.named()]
     assert hidden and not [n for n in hidden if f" {n} " in f" {text.replace(',', ' ')} "], hidden
+
+
+#: the configs the Python presets gave before they became run files (``to_dict`` of each, written from those presets
+#: before they were removed), for the experiments with no config saved in docs/results
+FORMER = Path(__file__).with_name("data") / "former_presets.json"
+
+
+def _former_runs() -> list[tuple[str, str, Any, dict[str, Any]]]:
+    from initlab.realdata.lra.config import LRAConfig
+    from initlab.realdata.splade.config import SpladeTrainConfig
+    from initlab.theory.score_scale.closed_form import ScoreScaleConfig
+    from initlab.theory.verify.base import VerifyConfig
+
+    pkg = ROOT
+    folders = {"lra_listops": (LRAConfig, pkg / "realdata" / "lra" / "runs"),
+               "realdata_splade": (SpladeTrainConfig, pkg / "realdata" / "splade" / "runs"),
+               "theory_verify": (VerifyConfig, pkg / "initlab" / "theorycheck" / "verify" / "runs"),
+               "score_scale": (ScoreScaleConfig, pkg / "initlab" / "theorycheck" / "score_scale" / "runs")}
+    former = json.loads(FORMER.read_text(encoding="utf-8"))
+    return [(exp, name, RunFiles(*folders[exp]), saved) for exp, runs in former.items() for name, saved in runs.items()]
+
+
+@pytest.mark.parametrize("exp, name, runs, former", _former_runs(), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_former_python_preset_is_a_run_file_with_the_same_config(exp, name, runs, former):
+    """Where no config is saved in docs/results, each run file resolves to exactly the config its former Python preset
+    gave, field by field (nested fields included), so every cell key stays the same."""
+    assert to_dict(runs[name]) == former, f"{exp} {name}: {differences(former, to_dict(runs[name]), {})}"
+
+
+def test_the_former_presets_are_the_live_ones():
+    """Before the Python presets go: the snapshot is what they give now (so the test above compares with them)."""
+    from initlab.realdata.lra.config import PRESETS as LRA
+    from initlab.realdata.splade.config import PRESETS as SPLADE
+    from initlab.theory.score_scale.closed_form import PRESETS as SCORE_SCALE
+    from initlab.theory.verify.base import PRESETS as VERIFY
+
+    live = {"lra_listops": LRA, "realdata_splade": SPLADE, "theory_verify": VERIFY, "score_scale": SCORE_SCALE}
+    former = json.loads(FORMER.read_text(encoding="utf-8"))
+    assert {e: {n: to_dict(c) for n, c in p.items()} for e, p in live.items()} == former
