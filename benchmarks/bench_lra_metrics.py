@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from initlab.realdata.lra.config import TASK_PRESETS
+from initlab.realdata.lra.config import task_preset
 from initlab.realdata.lra.metrics import attention_metrics, relative_position_score_fast
 from initlab.realdata.lra.pixel_fixture import write_cifar_like
 from initlab.realdata.lra.evaluation import attention_metrics_on
@@ -37,7 +37,7 @@ def main() -> int:
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         data = write_cifar_like(Path(tmp) / "cifar", n_per_batch=max(1, args.train // 5), n_test=40)
-        cfg = replace(TASK_PRESETS["image"], data_dir=str(data), n_layers=1, d_model=16, n_heads=2, d_ff=32,
+        cfg = replace(task_preset("image"), data_dir=str(data), n_layers=1, d_model=16, n_heads=2, d_ff=32,
                       batch_size=16, warmup_steps=10, epochs=args.epochs, init="scratch", bf16=False, cpu_threads=1,
                       device="cpu", metrics_examples=0, spt_loss="ce")
         t0 = time.perf_counter()

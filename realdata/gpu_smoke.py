@@ -201,10 +201,10 @@ def _lra_checks(device: str, dry_run: bool, steps: int, peak: float | None) -> l
 
 
 def _listops_train(out: Path, device: str, dry_run: bool) -> list[dict]:
-    from initlab.realdata.lra.config import TASK_PRESETS, TOY
+    from initlab.realdata.lra.config import PRESETS
     from initlab.realdata.lra.train import finetune, pretrain
 
-    base = TOY if dry_run else TASK_PRESETS["listops"]
+    base = PRESETS["toy" if dry_run else "listops"]
     cfg = replace(base, data_dir=str(out / "listops"), listops_gen=None, spt_epochs=1, epochs=1, metrics_examples=4,
                   device="cpu" if dry_run else "cuda", init="spt", seed=0)
     t0 = time.perf_counter()

@@ -31,7 +31,7 @@ from initlab.textio import read_text
 T = TypeVar("T")
 
 __all__ = ["fail", "int_at_least", "finite_float", "positive_float", "int_list", "add_executor_options",
-           "preset_parser", "preset_config", "preset_name", "checked_run", "sweep_main"]
+           "preset_parser", "add_preset_option", "preset_config", "preset_name", "checked_run", "sweep_main"]
 
 
 def fail(parser: argparse.ArgumentParser, err: BaseException | str) -> NoReturn:
@@ -126,14 +126,22 @@ def preset_parser(prog: str, description: str, presets: RunFiles | Sequence[str]
     list of names (argparse's choices)."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
     if isinstance(presets, RunFiles):
-        parser.add_argument("--preset", default=default, metavar="NAME|FILE",
-                            help=f"{preset_help}; one of {', '.join(presets.named())} (default: {default}), or the name "
-                                 "or path of another run file (docs/runs.md lists every run with its purpose)")
+        add_preset_option(parser, presets, default, preset_help)
     else:
         parser.add_argument("--preset", choices=list(presets), default=default, help=preset_help)
     parser.add_argument("--out", type=Path, default=None, help=out_help)
     parser.add_argument("--overwrite", action="store_true", help="redo a finished run (the old folder is moved aside)")
     return parser
+
+
+def add_preset_option(parser: argparse.ArgumentParser, presets: RunFiles, default: str, preset_help: str) -> None:
+    """``--preset NAME|FILE``: a run's name or the path of a run file (resolve it with :func:`preset_config`); its help
+    lists the named choices of ``presets`` only (:meth:`initlab.runfile.RunFiles.named`)."""
+    others = [n for n in presets if n not in presets.named()]
+    parser.add_argument("--preset", default=default, metavar="NAME|FILE",
+                        help=f"{preset_help}; one of {', '.join(presets.named())} (default: {default}), or the "
+                             f"{'name or ' if others else ''}path of {'another' if others else 'a'} run file (docs/runs.md "
+                             "lists every run with its purpose)")
 
 
 def preset_config(parser: argparse.ArgumentParser, presets: RunFiles[T], preset: str) -> T:

@@ -1,7 +1,8 @@
 """``initlab lra pretrain|finetune|sweep|listops-generate``: thin argparse layers over the library.
 
-Configs: ``--preset`` picks a frozen :class:`~initlab.realdata.lra.config.LRAConfig` (a task's
-Amos et al. 2024 sizes, ``cpu-listops`` or ``toy``); ``--set KEY=VALUE`` (repeatable; VALUE parsed as
+Configs: ``--preset`` picks a run file (:data:`initlab.realdata.lra.config.PRESETS`: a task's Amos et al. 2024
+sizes, ``cpu-listops`` or ``toy``; or the path of a run file) giving a frozen
+:class:`~initlab.realdata.lra.config.LRAConfig`; ``--set KEY=VALUE`` (repeatable; VALUE parsed as
 JSON, else a string) and the named flags are applied as a diff with strict checks. Multi-GPU: launch
 the same command with ``accelerate launch -m initlab.app.cli lra ...`` or ``torchrun --nproc_per_node N -m
 initlab.app.cli lra ...``.
@@ -13,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from initlab.experiment.options import fail, int_at_least, int_list
+from initlab.experiment.options import add_preset_option, fail, int_at_least, int_list
 from initlab.config import derive, parse_overrides
 from initlab.runs import check_input_path, check_output_path
 from initlab.textio import read_text
@@ -24,7 +25,7 @@ __all__ = ["pretrain_main", "finetune_main", "sweep_main", "listops_main", "list
 def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
     from initlab.realdata.lra.config import PRESETS
 
-    parser.add_argument("--preset", default="cpu-listops", choices=sorted(PRESETS), help="base config (default: cpu-listops)")
+    add_preset_option(parser, PRESETS, "cpu-listops", "base config")
     parser.add_argument("--data-dir", default=None, help="task data in its standard layout (ListOps: folder of basic_*.tsv; "
                         "text: aclImdb; retrieval: folder of new_aan_pairs.*.tsv; image: cifar-10-batches-py; pathfinder: "
                         "lra_release or pathfinder32/curv_contour_length_14). Default: generated ListOps / datasets library")

@@ -22,18 +22,20 @@ pathfinder  4       128  8      128   32     0.0005  0.0   200 / 50    5000 / 25
 linear map of the pixel value (their pipelines ``encoder: linear``), not a 256-entry embedding; the
 Image pretraining loss is the L1 error of the masked pixels (``lm_loss: l1``), Pathfinder's
 experiment file sets ``lm_loss: ce``. ``pixel_input``/``spt_loss`` select either path.
-Presets are small diffs (:func:`initlab.config.derive`) of :data:`BASE`.
+Every preset is a run file in ``runs/`` (:data:`PRESETS`): a base plus the values it changes, each with its source.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Optional
 
-from initlab.config import check_ranges, derive, ranged
+from initlab.config import check_ranges, ranged
 from initlab.realdata.lra.listops import ListOpsGenConfig
+from initlab.runfile import RunFiles
 
-__all__ = ["LRAConfig", "BASE", "TASK_PRESETS", "PRESETS", "get_preset", "INIT_GROUPS", "ABLATIONS", "LISTOPS_PLATEAU",
+__all__ = ["LRAConfig", "BASE", "TASKS", "PRESETS", "get_preset", "task_preset", "INIT_GROUPS", "ABLATIONS",
            "LISTOPS_PLATEAU_SEEDS"]
 
 Task = Literal["listops", "text", "retrieval", "image", "pathfinder"]
@@ -126,51 +128,14 @@ class LRAConfig:
 
 BASE = LRAConfig()
 
-# Amos et al. 2024 experiment files (see module docstring for the table and source; docs/lra.md for the
-# field-by-field fidelity table). The -mlm files set the SPT epochs, warm-up, batch and schedule below.
-TASK_PRESETS: dict[str, LRAConfig] = {
-    "listops": derive(BASE, task="listops", n_layers=6, d_model=512, n_heads=8, d_ff=2048, batch_size=32, lr=0.05,
-                      warmup_steps=2000, epochs=100, spt_epochs=100),
-    "text": derive(BASE, task="text", n_layers=6, d_model=512, n_heads=8, d_ff=2048, batch_size=32, lr=0.05,
-                   weight_decay=0.1, warmup_steps=2000, schedule="cosine", schedule_steps=50000, epochs=65,
-                   spt_epochs=32, spt_warmup_steps=5000, spt_schedule="constant"),
-    "retrieval": derive(BASE, task="retrieval", n_layers=4, d_model=128, n_heads=4, d_ff=512, batch_size=32, lr=0.05,
-                        warmup_steps=5000, epochs=32, spt_epochs=32, spt_warmup_steps=2000),
-    "image": derive(BASE, task="image", n_layers=3, d_model=64, n_heads=4, d_ff=128, batch_size=50, lr=1e-3,
-                    warmup_steps=2000, epochs=200, spt_epochs=50, spt_batch_size=32, spt_warmup_steps=2500,
-                    pixel_input="linear", spt_loss="l1"),
-    "pathfinder": derive(BASE, task="pathfinder", n_layers=4, d_model=128, n_heads=8, d_ff=128, batch_size=32, lr=5e-4,
-                         warmup_steps=5000, epochs=200, spt_epochs=50, spt_warmup_steps=2500, pixel_input="linear"),
-}
-
-# CPU scale: generated short ListOps; a few minutes on 2 cores. Not a paper setting. One torch thread: for a
-# model this small, extra intra-op threads gain little and collapse under CPU contention (measured here: 0.15 s
-# vs 3.9 s per step with 1 vs 2 threads on a shared 2-core machine).
-CPU_LISTOPS = derive(
-    BASE, task="listops", listops_gen=ListOpsGenConfig(n_train=2000, n_val=300, n_test=300, max_depth=4, max_args=5,
-                                                        min_length=10, max_length=60, seed=0),
-    n_layers=2, d_model=64, n_heads=4, d_ff=128, batch_size=32, lr=1e-3, warmup_steps=50, epochs=10, spt_epochs=10,
-    grad_clip=1.0, bf16=False, cpu_threads=1,
-)
-# Preregistered CPU experiment (docs/lra.md, "CPU ListOps under the plateau rule"): generated ListOps at the
-# cpu-listops size with larger validation/test sets and a fresh data seed; SPT runs until the validation loss has
-# not improved by 0.5 % for 5 epochs (cap 100), fine-tuning until validation accuracy has not improved for 8
-# epochs (cap 50); test accuracy at the best validation epoch. Caps sized so 3 seeds fit 25 min on 2 idle cores.
-LISTOPS_PLATEAU = derive(
-    CPU_LISTOPS, listops_gen=ListOpsGenConfig(n_train=2000, n_val=1000, n_test=1000, max_depth=4, max_args=5,
-                                              min_length=10, max_length=60, seed=1),
-    spt_epochs=100, spt_patience=5, spt_min_rel_gain=0.005, epochs=50, patience=8,
-)
+#: every run of the LRA commands, one file each in ``runs/`` (:class:`initlab.runfile.RunFiles`; docs/runs.md lists
+#: them): the five tasks at the sizes of Amos et al.'s experiment files (the module docstring's table, with each
+#: value's source beside it), ``cpu-listops`` (the commands' default), the preregistered ``cpu-listops-plateau`` and
+#: ``toy`` (tests and the smoke test)
+PRESETS: RunFiles[LRAConfig] = RunFiles(LRAConfig, Path(__file__).with_name("runs"))
+#: the five LRA tasks, each the name of its run file at the paper's size
+TASKS: tuple[str, ...] = ("listops", "text", "retrieval", "image", "pathfinder")
 LISTOPS_PLATEAU_SEEDS = (10, 11, 12)  # fresh: earlier CPU ListOps runs used seeds 0, 1, 2
-# Tests: seconds.
-TOY = derive(
-    CPU_LISTOPS, listops_gen=ListOpsGenConfig(n_train=96, n_val=32, n_test=32, max_depth=3, max_args=4, min_length=6,
-                                               max_length=30, seed=0),
-    n_layers=1, d_model=16, n_heads=2, d_ff=32, batch_size=16, warmup_steps=2, epochs=2, spt_epochs=2, metrics_examples=8,
-)
-
-PRESETS: dict[str, LRAConfig] = {**TASK_PRESETS, "cpu-listops": CPU_LISTOPS, "cpu-listops-plateau": LISTOPS_PLATEAU,
-                                  "toy": TOY}
 
 # The ablations of Amos et al. (arXiv:2310.02980), each a diff applied on top of a task preset.
 # name -> list of (condition, {fields}) ; "pretrain" in fields: whether an SPT stage is needed.
@@ -190,7 +155,21 @@ CROSS_TASK = {"image": "pathfinder", "pathfinder": "image", "text": "retrieval",
 
 
 def get_preset(name: str) -> LRAConfig:
-    """A named preset (one of :data:`PRESETS`). Raises ``ValueError`` naming the choices."""
-    if name not in PRESETS:
-        raise ValueError(f"preset: expected one of {sorted(PRESETS)}, got {name!r}")
-    return PRESETS[name]
+    """The config of a run given by name (one of :data:`PRESETS`) or by the path of a run file.
+
+    Raises:
+        initlab.runfile.RunFileError: (a ``ValueError``) an unknown name or file, naming the choices; a run file with
+            an unknown field or a value of the wrong type, naming the file and the field.
+    """
+    return PRESETS.resolve(name)
+
+
+def task_preset(task: str) -> LRAConfig:
+    """The run file of ``task`` (one of :data:`TASKS`) at the paper's size.
+
+    Raises:
+        ValueError: ``task`` is not one of :data:`TASKS`.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    return PRESETS[task]

@@ -75,7 +75,7 @@ def _probe_dropout(train, probes: list):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
     from initlab.realdata.lra.splits import iter_batches
     from initlab.realdata.lra.masking import mask_tokens, masked_loss
     from initlab.realdata.lra.train import batch_tensors, build_model, load_data, make_accelerator, pretrain
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0])
-    cfg = replace(TOY, device="cpu", spt_epochs=1, metrics_examples=0)
+    cfg = replace(PRESETS["toy"], device="cpu", spt_epochs=1, metrics_examples=0)
     acc = make_accelerator(cfg)
     rank, world = acc.process_index, acc.num_processes
     data = load_data(cfg)  # generated in memory, identical on every rank (seeded)

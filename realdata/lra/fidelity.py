@@ -25,14 +25,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from initlab.realdata.lra.config import TASK_PRESETS, LRAConfig
+from initlab.realdata.lra.config import TASKS, LRAConfig, task_preset
 from initlab.realdata.lra.data import TASK_MAX_LEN
 from initlab.realdata.lra.masking import MASK_RATIO
 from initlab.textio import read_text
 
 __all__ = ["FIELDS", "AMOS", "LRA", "REASONS", "ours", "missing_reasons", "render", "write_page"]
 
-TASKS = ("listops", "text", "retrieval", "image", "pathfinder")
 FIELDS = ("model L/d/heads/d_ff", "dropout", "optimizer", "FT schedule", "FT warm-up", "FT batch", "FT epochs",
           "SPT schedule", "SPT warm-up", "SPT batch", "SPT epochs", "mask ratio", "sequence length", "input encoding",
           "reconstruction loss", "SPT checkpoint kept", "classifier", "gradient clip")
@@ -144,7 +143,7 @@ def missing_reasons() -> list[tuple[str, str]]:
     """``(task, field)`` cells where a preset differs from Amos et al. without a reason in :data:`REASONS`."""
     out = []
     for task in TASKS:
-        mine, theirs = ours(TASK_PRESETS[task]), AMOS[task]
+        mine, theirs = ours(task_preset(task)), AMOS[task]
         out += [(task, f) for f in FIELDS if not _same(mine[f], theirs[f]) and not reason(task, f)]
     return out
 
@@ -153,7 +152,7 @@ def render() -> str:
     """The fidelity table as markdown: one block per task, rows = fields, columns ours / Amos et al. / LRA / reason."""
     lines = []
     for task in TASKS:
-        mine = ours(TASK_PRESETS[task])
+        mine = ours(task_preset(task))
         lines += [f"**{task}** (preset `{task}`)", "", "| field | ours | Amos et al. | LRA | match | reason for a deviation |",
                   "| --- | --- | --- | --- | --- | --- |"]
         for f in FIELDS:

@@ -2,7 +2,7 @@
 
 ``python -m initlab.realdata.lra.gpu_check`` (about 1-3 minutes on one modern GPU; budget: 8 minutes)
 times fine-tuning steps (classification) and SPT steps (masked reconstruction) of the Amos et al.
-2024 Transformer sizes (:data:`initlab.realdata.lra.config.TASK_PRESETS`) on random tokens at the full
+2024 Transformer sizes (the run files of :data:`initlab.realdata.lra.config.TASKS`) on random tokens at the full
 task length (ListOps T = 2000, Image T = 1024), with bf16 autocast, and prints per case
 
     tokens/s, peak memory (GiB), achieved TFLOP/s, MFU = achieved / assumed bf16 dense peak.
@@ -49,13 +49,13 @@ def measure(task: str, mode: str, *, steps: int, warmup: int, batch_size: int | 
 
     Returns tokens/s, sequences/s, peak memory (GiB, CUDA only), achieved TFLOP/s, seconds.
     """
-    from initlab.realdata.lra.config import TASK_PRESETS
+    from initlab.realdata.lra.config import task_preset
     from initlab.realdata.lra.tokens import MASK_ID, N_SPECIAL
     from initlab.realdata.lra.masking import masked_pixel_l1
     from initlab.realdata.lra.model import flops_per_sequence
     from initlab.realdata.lra.train import build_model
 
-    cfg = TASK_PRESETS[task]
+    cfg = task_preset(task)
     if tiny:
         cfg = replace(cfg, n_layers=1, d_model=16, n_heads=2, d_ff=32)
     T = seq_len or (cfg.max_len or {"listops": 2000, "image": 1024}[task])

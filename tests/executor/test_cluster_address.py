@@ -89,7 +89,8 @@ def test_a_closed_port_is_one_line_and_nothing_is_created(tmp_path):
 
 
 def test_library_sweeps_refuse_a_wrong_address_before_making_their_folder(tmp_path):
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
+    TOY = PRESETS["toy"]
     from initlab.realdata.lra.sweep import run_sweep
 
     with http_port() as port:
@@ -133,7 +134,8 @@ def test_a_scheduler_without_workers_is_one_line_and_nothing_is_created(name, tm
 
 
 def test_library_sweeps_refuse_a_scheduler_without_workers_before_making_their_folder(tmp_path):
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
+    TOY = PRESETS["toy"]
     from initlab.realdata.lra.sweep import run_sweep
 
     with scheduler_without_workers() as address:

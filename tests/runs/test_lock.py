@@ -281,7 +281,8 @@ def _runners(tiny_checkpoint):
     from initlab.app import stages
     from initlab.mlmhead.checkpoint import save_rescaled
     from initlab.realdata.lra import listops, sweep as lra_sweep, train as lra_train
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
+    TOY = PRESETS["toy"]
     from initlab.realdata.splade import sweep as splade_sweep, train as splade_train
     from initlab.realdata.splade.config import get_preset
     from initlab.synthetic import spt

@@ -132,7 +132,8 @@ def test_negative_seeds_are_refused_in_configs_too():
     # Python's random.Random(-1) equals Random(1): a negative ListOps seed silently repeated another seed's data
     from dataclasses import replace
 
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
+    TOY = PRESETS["toy"]
 
     with pytest.raises(ValueError, match="seed"):
         replace(TOY, seed=-1)

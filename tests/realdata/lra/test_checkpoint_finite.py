@@ -11,7 +11,8 @@ import torch
 
 from initlab.app.cli import main as cli
 from initlab.realdata.lra import train as T
-from initlab.realdata.lra.config import TOY
+from initlab.realdata.lra.config import PRESETS
+TOY = PRESETS["toy"]
 from initlab.realdata.lra.runtime import restore_last
 from initlab.runs import NonFiniteCheckpointError
 

@@ -192,7 +192,8 @@ def test_lra_splits_follow_the_split_seed_not_the_run_seed(tmp_path):
     # regression: the Pathfinder 80/10/10 split and the Text/Image hold-outs were drawn with the run seed
     from dataclasses import replace
 
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
+    TOY = PRESETS["toy"]
     from initlab.realdata.lra.runtime import load_data
     from initlab.realdata.lra.splits import split_fingerprint
 
@@ -210,7 +211,8 @@ def test_lra_splits_follow_the_split_seed_not_the_run_seed(tmp_path):
 def test_split_fingerprint_names_the_examples_of_each_split(tmp_path):
     from dataclasses import replace
 
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
+    TOY = PRESETS["toy"]
     from initlab.realdata.lra.runtime import load_data
     from initlab.realdata.lra.splits import split_fingerprint
 

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from initlab.realdata.lra import experiment as E
-from initlab.realdata.lra.config import LISTOPS_PLATEAU, LISTOPS_PLATEAU_SEEDS
+from initlab.realdata.lra.config import PRESETS, LISTOPS_PLATEAU_SEEDS
 
 
 def test_preregistered_rule_is_what_the_docs_say():
-    c = LISTOPS_PLATEAU
+    c = PRESETS["cpu-listops-plateau"]
     assert (c.spt_patience, c.spt_min_rel_gain, c.spt_epochs, c.patience, c.epochs) == (5, 0.005, 100, 8, 50)
     assert LISTOPS_PLATEAU_SEEDS == (10, 11, 12) and c.listops_gen.seed == 1 and c.listops_gen.n_val == 1000
 

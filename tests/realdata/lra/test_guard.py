@@ -12,7 +12,8 @@ import pytest
 
 from initlab import runs
 from initlab.realdata.lra import train as T
-from initlab.realdata.lra.config import TOY
+from initlab.realdata.lra.config import PRESETS
+TOY = PRESETS["toy"]
 from initlab.realdata.lra.sweep import run_sweep_cells, expand_conditions, run_sweep
 
 

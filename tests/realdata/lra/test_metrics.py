@@ -44,7 +44,8 @@ def test_fast_score_rejects_non_square():
 
 
 def test_attention_metrics_use_the_reference_definition():
-    from initlab.realdata.lra.config import TOY
+    from initlab.realdata.lra.config import PRESETS
+    TOY = PRESETS["toy"]
     from initlab.realdata.lra.splits import split_from_sequences
     from initlab.realdata.lra.train import build_model
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from initlab.realdata.lra import train as T
-from initlab.realdata.lra.config import TASK_PRESETS, LRAConfig
+from initlab.realdata.lra.config import PRESETS, LRAConfig
 from initlab.realdata.lra.tokens import MASK_ID, N_SPECIAL, PAD_ID
 from initlab.realdata.lra.masking import masked_pixel_l1
 from initlab.realdata.lra.model import PixelLinearEmbedding
@@ -42,14 +42,14 @@ def test_pixel_options_are_checked():
         LRAConfig(task="listops", pixel_input="linear")
     with pytest.raises(ValueError, match="spt_loss: 'l1'.*needs pixel_input='linear'"):
         LRAConfig(task="image", spt_loss="l1")
-    assert TASK_PRESETS["image"].pixel_input == "linear" and TASK_PRESETS["image"].spt_loss == "l1"
-    assert TASK_PRESETS["pathfinder"].pixel_input == "linear" and TASK_PRESETS["pathfinder"].spt_loss == "ce"
+    assert PRESETS["image"].pixel_input == "linear" and PRESETS["image"].spt_loss == "l1"
+    assert PRESETS["pathfinder"].pixel_input == "linear" and PRESETS["pathfinder"].spt_loss == "ce"
 
 
 @pytest.mark.parametrize("spt_loss", ["l1", "ce"])
 def test_image_linear_input_pretrain_then_finetune(tmp_path, spt_loss):
     data = write_cifar_like(tmp_path / "cifar", n_per_batch=8, n_test=8)
-    cfg = replace(TASK_PRESETS["image"], data_dir=str(data), n_layers=1, d_model=16, n_heads=2, d_ff=32, batch_size=8,
+    cfg = replace(PRESETS["image"], data_dir=str(data), n_layers=1, d_model=16, n_heads=2, d_ff=32, batch_size=8,
                   spt_batch_size=8, warmup_steps=1, spt_warmup_steps=1, epochs=1, spt_epochs=2, spt_loss=spt_loss,
                   bf16=False, cpu_threads=1, metrics_examples=2, device="cpu", init="spt")
     pt = T.pretrain(cfg, tmp_path / "pt", progress=False)

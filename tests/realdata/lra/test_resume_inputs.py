@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from initlab.realdata.lra import train as T
-from initlab.realdata.lra.config import TOY
+from initlab.realdata.lra.config import PRESETS
+TOY = PRESETS["toy"]
 from initlab.realdata.lra.listops import write_listops_tsv
 from initlab.runs import ConfigMismatchError
 

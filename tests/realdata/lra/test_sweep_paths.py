@@ -10,7 +10,8 @@ import os
 import pytest
 
 from initlab.config import derive
-from initlab.realdata.lra.config import TOY
+from initlab.realdata.lra.config import PRESETS
+TOY = PRESETS["toy"]
 from initlab.realdata.lra.listops import write_listops_tsv
 from initlab.realdata.lra.sweep import run_sweep
 from initlab.textio import read_json

@@ -11,7 +11,8 @@ import torch
 
 from initlab.app.cli import main as cli
 from initlab.realdata.lra import train as T
-from initlab.realdata.lra.config import ABLATIONS, TASK_PRESETS, TOY
+from initlab.realdata.lra.config import ABLATIONS, PRESETS
+TOY = PRESETS["toy"]
 from initlab.realdata.lra.sweep import expand_conditions, pretrain_key
 
 
@@ -145,7 +146,7 @@ def test_lra_bad_input_writes_nothing(tmp_path, capsys):
 
 
 def test_lra_ablation_presets_expand():
-    base = TASK_PRESETS["image"]
+    base = PRESETS["image"]
     names = {a: [c for c, _, _ in expand_conditions(a, base, 0)] for a in ABLATIONS}
     assert names["depth"] == ["L1-scratch", "L1-spt", "L3-scratch", "L3-spt"]
     assert [c for c, _, _ in expand_conditions("depth", TOY, 0)] == ["L1-scratch", "L1-spt"]  # TOY has 1 layer
@@ -160,8 +161,8 @@ def test_lra_ablation_presets_expand():
     hybrid = {n: c.init_groups for n, c, _ in expand_conditions("hybrid", base, 0)}
     assert hybrid == {"init-all": "all", "init-qk": "qk", "init-qkvo": "qkvo", "init-ffn": "ffn", "scratch": "all"}
     with pytest.raises(ValueError, match="no partner"):
-        expand_conditions("cross-task", TASK_PRESETS["listops"], 0)
-    assert TASK_PRESETS["listops"].n_layers == 6 and TASK_PRESETS["image"].d_model == 64
+        expand_conditions("cross-task", PRESETS["listops"], 0)
+    assert PRESETS["listops"].n_layers == 6 and PRESETS["image"].d_model == 64
 
 
 def test_lra_toy_sweep_spt_vs_scratch(tmp_path, capsys):
