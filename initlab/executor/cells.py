@@ -24,7 +24,7 @@ class Cell:
         name: unique in the run; the RunDir cell name (``cells/<name>.json``).
         fn: the cell function, a module-level function (or its name ``"package.module:function"``), importable by
             name in any worker; called as ``fn(root, name, args, progress)`` and returning the JSON-able result.
-        args: the JSON-able arguments of the cell (they travel to the worker).
+        args: the arguments of the cell, picklable (plain data and frozen config objects; they travel to the worker).
         key: the config the result depends on (:meth:`initlab.runs.RunDir.save_cell`'s key guard).
         needs: names of cells that must be finished first (e.g. the pretraining a fine-tuning loads).
         units: expected work units (epochs, training steps) for progress and time estimates.

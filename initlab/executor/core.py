@@ -32,10 +32,10 @@ warn_only=True)``, so a cell's result does not depend on where it ran. Progress 
 the interruption message on Ctrl-C.
 
 Cell functions have the signature ``fn(root, name, args, progress) -> result`` (``root``: the run folder
-as a string; ``args``: the cell's JSON-able arguments; ``progress``: a :class:`Progress`; ``result``:
+as a string; ``args``: the cell's picklable arguments, plain data and frozen config objects; ``progress``: a :class:`Progress`; ``result``:
 JSON-able). A cell holds its function itself (a module-level function: a reader or a tool follows it from the
 plan to its code); what travels to a worker is its name, ``"package.module:function"`` (:attr:`Cell.target`), which
-the worker imports, so the local pool and Dask pickle only strings.
+the worker imports, and its arguments, pickled.
 """
 
 from __future__ import annotations

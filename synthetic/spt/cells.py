@@ -2,7 +2,7 @@
 
 Every cell function has the executor's signature ``fn(root, name, args, progress) -> result`` (see
 :mod:`initlab.executor`): ``root`` the run folder, ``args`` the cell (``kind``, ``seed``, ...) and ``config``, the
-run's :class:`SPTConfig` as a dict (:func:`cell_config`; as every experiment's cells receive their config),
+run's :class:`SPTConfig` itself (:func:`cell_config`),
 ``progress`` the executor's progress reporter; the result is a
 JSON-ready dict the executor saves as ``cells/<name>.json``. Per-epoch resume files live in
 ``<root>/resume/<name>.pt`` (removed when the cell finishes); SPT checkpoints in
@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from initlab.config import derive, from_dict
+from initlab.config import derive
 from initlab.nn.attention_metrics import attention_entropy, proximity_mass, relative_position_score
 from initlab.nn.encoder import SequenceTransformer, freeze, load_partial
 from initlab.nn.masking import mask_tokens
@@ -45,13 +45,17 @@ __all__ = ["seed_data", "spt_inputs", "probe", "ckpt_path", "spt_cell_name", "ft
 
 
 def cell_config(args: Mapping[str, Any]) -> SPTConfig:
-    """The run's :class:`SPTConfig`, from a cell's ``args["config"]`` (:func:`initlab.config.to_dict`'s form).
+    """The run's :class:`SPTConfig` a cell receives in ``args["config"]`` (the plan's object itself, typed and checked
+    when it was built: no dict rebuilt per cell).
 
     Raises:
         KeyError: ``args`` has no ``config``.
-        ValueError: unknown keys or wrong types (:func:`initlab.config.from_dict`).
+        TypeError: ``args["config"]`` is not an :class:`SPTConfig`.
     """
-    return from_dict(SPTConfig, args["config"])
+    cfg = args["config"]
+    if not isinstance(cfg, SPTConfig):
+        raise TypeError(f'args["config"]: expected an SPTConfig, got {type(cfg).__name__}')
+    return cfg
 
 
 def seed_data(cfg: SPTConfig, seed: int) -> dict[str, torch.Tensor]:

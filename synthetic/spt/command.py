@@ -14,12 +14,14 @@ from initlab.experiment.options import add_executor_options, checked_run, fail, 
 from initlab.paper_figs import spt_figures
 from initlab.runs import NonFiniteError, RunExistsError, check_input_path
 from initlab.synthetic import spt as synthetic_spt
+from initlab.synthetic.spt.config import PRESETS
+from initlab.synthetic.spt.runner import partial_report, run
 
 __all__ = ["spt_main", "run_main"]
 
 
 def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
-    parser = preset_parser(prog or "initlab synthetic spt", synthetic_spt.__doc__.split("\n\n")[0], synthetic_spt.PRESETS,
+    parser = preset_parser(prog or "initlab synthetic spt", synthetic_spt.__doc__.split("\n\n")[0], PRESETS,
                             "default", "the run (quick: smoke test; default: what initlab reproduce runs; full: the "
                             "preregistered confirmatory run; causal, causal-tuned: the causal round's preregistered runs)",
                             "output folder (default: results/synthetic_spt/<preset>)")
@@ -28,17 +30,17 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
-    cfg = preset_config(parser, synthetic_spt.PRESETS, args.preset)
+    cfg = preset_config(parser, PRESETS, args.preset)
     out = args.out or Path("results/synthetic_spt") / preset_name(args.preset)
     if args.partial_report:
         try:  # a report of a run that exists: never a fresh folder with an empty report
             check_input_path(out, flag="--out", kind="folder", what="the folder of an unfinished initlab synthetic spt run")
-            print(synthetic_spt.partial_report(cfg, out))
+            print(partial_report(cfg, out))
         except (ValueError, RunExistsError) as err:
             fail(parser, err)
         return 0
     try:
-        md = checked_run(parser, out, args.overwrite, lambda: synthetic_spt.run(
+        md = checked_run(parser, out, args.overwrite, lambda: run(
             cfg, out, overwrite=args.overwrite, progress=not args.no_progress,
             workers=args.workers, scheduler=args.scheduler, draw=spt_figures.make_figures), (ValueError, RunExistsError))
     except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback

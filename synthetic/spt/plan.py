@@ -61,9 +61,9 @@ def cell_key(cfg: SPTConfig, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cell(cfg: SPTConfig, name: str, fn: Any, args: dict[str, Any], **kw: Any) -> Cell:
-    """A cell whose arguments carry the run's config (``args["config"]``, read by
-    :func:`initlab.synthetic.spt.cells.cell_config`), keyed by :func:`cell_key`."""
-    return Cell(name, fn, {**args, "config": to_dict(cfg)}, cell_key(cfg, args), **kw)
+    """A cell whose arguments carry the run's config itself (``args["config"]``, the frozen :class:`SPTConfig`: it
+    travels to a worker pickled, never as a dict rebuilt per cell), keyed by :func:`cell_key`."""
+    return Cell(name, fn, {**args, "config": cfg}, cell_key(cfg, args), **kw)
 
 
 def expected_epochs(cfg: SPTConfig, kind: str, condition: str | None = None, source: str | None = None) -> tuple[float, float]:

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from initlab.config import derive, to_dict
+from initlab.config import derive
 from initlab.nn import batched as nb
 from initlab.nn.encoder import freeze
 from initlab.nn.masking import mask_tokens
@@ -221,7 +221,7 @@ def float64():
 
 def test_spt_seeds_and_finetune_seeds_give_the_one_seed_cells_results(tmp_path, float64):
     cfg, seeds = CELLS_CFG, [0, 1, 2]
-    args = {"config": to_dict(cfg)}
+    args = {"config": cfg}
     one, many = tmp_path / "one", tmp_path / "many"
     ref = {spt_cells.spt_cell_name("local", "full", 1, s): spt_cells.spt_cell(
         str(one), "x", {**args, "source": "local", "variant": "full", "depth": 1, "seed": s, "snapshots": [1]})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from initlab.config import derive, to_dict
+from initlab.config import derive
 from initlab.runs import NonFiniteCheckpointError
 from initlab.synthetic import spt
 from initlab.synthetic.spt import training
@@ -60,4 +60,4 @@ def test_a_fine_tuning_cell_refuses_an_spt_checkpoint_with_a_nan_weight(tmp_path
     path.parent.mkdir(parents=True)
     torch.save(state, path)
     with pytest.raises(NonFiniteCheckpointError, match=r"SPT checkpoint .*: 1 tensor\(s\) .*\(tok_emb\.weight\)"):
-        finetune_cell(str(tmp_path), "ft_spt__seed0", {"config": to_dict(TINY), "condition": "spt", "seed": 0, "lr": 1e-3})
+        finetune_cell(str(tmp_path), "ft_spt__seed0", {"config": TINY, "condition": "spt", "seed": 0, "lr": 1e-3})

@@ -1,4 +1,4 @@
-"""The plan of a synthetic SPT run: every cell receives the run's config in its arguments, under unchanged keys."""
+"""The plan of a synthetic SPT run: every cell receives the run's config object in its arguments, under unchanged keys."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def test_every_cell_carries_the_config_and_keeps_its_key(preset):
     cfg = spt.PRESETS[preset]
     training = {k: v for k, v in to_dict(cfg).items() if k not in NOT_IN_KEY}
     for c in plan(cfg):
-        assert c.args["config"] == to_dict(cfg) and spt_cells.cell_config(c.args) == cfg, c.name
+        assert c.args["config"] is cfg and spt_cells.cell_config(c.args) is cfg, c.name  # the object, no dict per cell
         own = {k: v for k, v in c.args.items() if k != "config"}
         assert c.key == {"config": training, "cell": own}, c.name
         assert "config" not in c.key["cell"]
@@ -45,3 +45,30 @@ def test_a_cell_runs_from_its_arguments_in_an_empty_folder(tmp_path):
     assert out["kind"] == "init_grad" and out["seed"] == 0 and not (tmp_path / "config.json").exists()
     with pytest.raises(KeyError):
         spt_cells.init_grad_cell(str(tmp_path), c.name, {k: v for k, v in c.args.items() if k != "config"})
+
+
+def test_a_cell_refuses_a_config_that_is_not_the_typed_object(tmp_path):
+    """A dict in place of the config (the former per-cell form) is refused, not silently rebuilt."""
+    c = next(c for c in plan(TINY) if c.name == "init_grad__seed0")
+    with pytest.raises(TypeError, match="SPTConfig"):
+        spt_cells.init_grad_cell(str(tmp_path), c.name, {**c.args, "config": to_dict(TINY)})
+
+
+def test_the_learning_rate_reaches_the_optimiser_as_planned(tmp_path, monkeypatch):
+    """The rate a fine-tuning cell's optimiser gets is the plan's ``lr`` argument (the run's ``label_lr`` entry),
+    through the typed config, in this process."""
+    import torch
+
+    seen = []
+    real = torch.optim.AdamW
+
+    def spy(params, lr, **kw):
+        seen.append(lr)
+        return real(params, lr=lr, **kw)
+
+    cfg = derive(TINY, seeds=(0,), conditions=("scratch",), label_lr=(("scratch", 0.0123),))
+    c = next(c for c in plan(cfg) if c.name == "ft_scratch__seed0")
+    assert c.args["lr"] == 0.0123
+    monkeypatch.setattr(torch.optim, "AdamW", spy)
+    spt_cells.finetune_cell(str(tmp_path), c.name, c.args)
+    assert seen == [0.0123]
