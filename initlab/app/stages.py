@@ -18,7 +18,7 @@ reproduction), ``full`` (larger grids and more seeds, still CPU).
 * ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.stage`;
   presets ``quick`` and ``full``);
 * ``splade_in_domain`` -- synthetic SPLADE's head-norm effect in domain, the OOD confirmation's recipe on fresh seeds
-  (:mod:`initlab.app.splade_stage`; presets ``default`` and ``full``);
+  (:mod:`initlab.synthetic.splade.ood.stage`; presets ``default`` and ``full``);
 * ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.stage`).
 """
 
@@ -31,7 +31,6 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from initlab.app import splade_stage
 from initlab.app.experiments import EXPERIMENTS, reading_order
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, Verdict
 from initlab.experiment import text as verdict_text
@@ -40,6 +39,7 @@ from initlab.experiment.stage import PRESETS, Stage, StageClaim
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
                               probe_scheduler, track_reports)
 from initlab.runs import ConfigMismatchError, RunExistsError, atomic_write_json, atomic_write_text, holds_run_folder
+from initlab.synthetic.splade.ood import stage as splade_stage
 from initlab.textio import read_json, read_text
 
 __all__ = ["PRESETS", "registry", "ROOF_STAGES", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
@@ -171,7 +171,7 @@ def registry(records: Sequence[Experiment] = EXPERIMENTS) -> tuple[Stage, ...]:
 
 
 #: every stage, the default run first and in order (:func:`registry` over every experiment's record, then the
-#: roof's own stage: the synthetic SPLADE in domain, :mod:`initlab.app.splade_stage`)
+#: roof's own stage: the synthetic SPLADE in domain, :mod:`initlab.synthetic.splade.ood.stage`)
 #: the stages the roof itself defines (over an experiment whose package names no stage), after the records' default ones
 ROOF_STAGES: tuple[Stage, ...] = (splade_stage.STAGE,)
 REGISTRY: tuple[Stage, ...] = tuple(s for s in registry() if not s.optional) + ROOF_STAGES + tuple(

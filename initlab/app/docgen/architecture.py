@@ -116,7 +116,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("local",), ("cluster",)],
     ],
     "initlab.app": [
-        [("experiments",), ("splade_stage",)],
+        [("experiments",)],
         [("stages",)],
         [("commands",)],
         [("cli",)],
@@ -157,8 +157,7 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
                          "the execution report: finished, failed, resumed cells",
                          "the core: the executor described as a whole, every name of the modules below re-exported",
                          "this process or a local pool; the Dask bridge: independent"],
-    "initlab.app": ["the list of every experiment's record, which the roof loops over; the roof's own reproduce stage "
-                    "(the synthetic SPLADE in domain, over the OOD experiment)",
+    "initlab.app": ["the list of every experiment's record, which the roof loops over",
                     "the reproduce run over the experiments' stages (each runs an experiment, then draws its figures from what it "
                     "saved): the stage loop, the report, the verdict lines",
                     "one module per CLI group, thin over the library and the stages; the bad-input rules",

@@ -3,7 +3,7 @@ preregistered run whose recipe its stage repeats, that run's per-seed sd and est
 planned at (Holm's strictest step in the stage's family), the seed count for 0.9 power and the power it reaches.
 
 The counts are computed, never typed: :func:`initlab.synthetic.spt.claims.seed_plan` on the saved SPT run of
-:data:`initlab.synthetic.spt.config.REPRODUCE_RECIPE` and :func:`initlab.app.splade_stage.seed_plan` on the saved
+:data:`initlab.synthetic.spt.config.REPRODUCE_RECIPE` and :func:`initlab.synthetic.splade.ood.stage.seed_plan` on the saved
 OOD SPLADE confirmation, both over :func:`initlab.evidence.families.seeds_for_words`. The table is written into
 docs/benchmarks.md between :data:`BEGIN_MARK` and :data:`END_MARK`::
 
@@ -20,10 +20,10 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from initlab.app import splade_stage
 from initlab.evidence.families import LeafPlan
 from initlab.runs import atomic_write_text
 from initlab.synthetic.splade import claims as splade_claims
+from initlab.synthetic.splade.ood import stage as splade_stage
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.synthetic.spt import config as spt_config
 from initlab.synthetic.spt import stage as spt_stage

@@ -72,6 +72,6 @@ def estimate(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
 
 
 #: the stage's record (:class:`initlab.experiment.stage.Stage`): in the ``quick`` and ``full`` runs (the ``default`` run
-#: decides the synthetic SPLADE's head-norm effect where it shows, in domain: :mod:`initlab.app.splade_stage`)
+#: decides the synthetic SPLADE's head-norm effect where it shows, in domain: :mod:`initlab.synthetic.splade.ood.stage`)
 STAGE = Stage("splade", splade, estimate, claims=stage_claims, presets=("quick", "full"),
               decides="`initlab synthetic splade --preset full`")

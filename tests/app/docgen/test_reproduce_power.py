@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from initlab.app import splade_stage
 from initlab.app.docgen import reproduce_power
+from initlab.synthetic.splade.ood import stage as splade_stage
 from initlab.synthetic.spt import config as spt_config
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -51,7 +51,7 @@ FAMILIES: tuple[Family, ...] = (
 )
 #: reference seconds a worker process needs to start and import transformers (``run_ood``'s own start-up figure)
 WORKER_START_SECONDS = 10.0
-#: fresh seeds (no saved run in docs/results used them; tests/app/test_splade_stage.py scans every saved config)
+#: fresh seeds (no saved run in docs/results used them; tests/synthetic/splade/ood/test_stage.py scans every saved config)
 SEEDS = (9301, 9302, 9303, 9304, 9305)
 #: the seeds the default runs: :func:`seed_plan` on :data:`SAVED_RUN` (0.9 power, family :data:`FAMILIES`); a test
 #: recomputes it

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from initlab.app import splade_stage, stages
+from initlab.app import stages
 from initlab.config import to_dict
 from initlab.synthetic.splade.ood import config as ood_config
+from initlab.synthetic.splade.ood import stage as splade_stage
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+RESULTS = Path(__file__).resolve().parents[4] / "docs" / "results"
 
 
 def _saved() -> dict:
