@@ -39,10 +39,9 @@ from initlab.experiment.stage import PRESETS, Stage, StageClaim
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
                               probe_scheduler, track_reports)
 from initlab.runs import ConfigMismatchError, RunExistsError, atomic_write_json, atomic_write_text, holds_run_folder
-from initlab.synthetic.splade.ood import stage as splade_stage
 from initlab.textio import read_json, read_text
 
-__all__ = ["PRESETS", "registry", "ROOF_STAGES", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
+__all__ = ["PRESETS", "registry", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
            "verdict_summary", "RESULTS", "confirmatory_comparison"]
 
 
@@ -170,12 +169,8 @@ def registry(records: Sequence[Experiment] = EXPERIMENTS) -> tuple[Stage, ...]:
     return tuple(s for _, s in found if not s.optional) + tuple(s for _, s in found if s.optional)
 
 
-#: every stage, the default run first and in order (:func:`registry` over every experiment's record, then the
-#: roof's own stage: the synthetic SPLADE in domain, :mod:`initlab.synthetic.splade.ood.stage`)
-#: the stages the roof itself defines (over an experiment whose package names no stage), after the records' default ones
-ROOF_STAGES: tuple[Stage, ...] = (splade_stage.STAGE,)
-REGISTRY: tuple[Stage, ...] = tuple(s for s in registry() if not s.optional) + ROOF_STAGES + tuple(
-    s for s in registry() if s.optional)
+#: every stage, the default run first and in order (:func:`registry` over every experiment's record)
+REGISTRY: tuple[Stage, ...] = registry()
 #: stage name -> record; the default run, in order.
 STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if not s.optional}
 #: stages run only when named in ``--only``.

@@ -221,7 +221,8 @@ def test_a_new_experiment_reaches_the_reproduce_registry_and_the_claims_tables(d
     demo = sys.modules["initlab.synthetic.demo"].EXPERIMENT
     records = (*EXPERIMENTS, demo)  # the one entry a new experiment adds to initlab.app.experiments
     registry = stages.registry(records)
-    assert [s.name for s in registry] == ["theory", "spt", "demo", "score_scale", "splade", "lra_listops"]
+    assert [s.name for s in registry] == ["theory", "spt", "demo", "score_scale", "splade", "splade_in_domain",
+                                          "lra_listops"]
     assert [s.name for s in stages.REGISTRY] == ["theory", "spt", "score_scale", "splade", "splade_in_domain",
                                                  "lra_listops"]  # untouched
 

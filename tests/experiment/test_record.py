@@ -42,7 +42,7 @@ def test_every_record_names_what_exists():
     import dataclasses
 
     from initlab.app.experiments import EXPERIMENTS, by_name
-    from initlab.app.stages import REGISTRY, ROOF_STAGES
+    from initlab.app.stages import REGISTRY
     from initlab.experiment.record import resolve
 
     assert [e.name for e in EXPERIMENTS] == ["theory_verify", "score_scale", "synthetic_spt", "synthetic_splade",
@@ -58,7 +58,7 @@ def test_every_record_names_what_exists():
                    "synthetic_splade_ood": "initlab.synthetic.splade.ood", "realdata_splade": "initlab.realdata.splade",
                    "lra_listops": "initlab.realdata.lra", "diagnose_validation": "initlab.synthetic.diagnose"}[exp.name]
         assert all(c.target.startswith(package + ".") and callable(resolve(c.target)) for c in exp.commands)
-    stages = [s.name for e in EXPERIMENTS for s in e.stage_records()] + [s.name for s in ROOF_STAGES]
+    stages = [s.name for e in EXPERIMENTS for s in e.stage_records()]
     assert sorted(stages) == sorted(s.name for s in REGISTRY) and len(set(stages)) == len(stages)
     assert by_name("score_scale").preset_table() is resolve("initlab.theory.score_scale.closed_form:PRESETS")
     with pytest.raises(KeyError, match="expected one of"):

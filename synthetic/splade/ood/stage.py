@@ -13,7 +13,8 @@ on 3 seeds (docs/results/synthetic_splade_ood_confirm/results.json); the seed co
 that run (:func:`seed_plan`; docs/benchmarks.md). The run's other numbers (out of domain, the k rules' regrets) are
 in its summary, descriptive: ``initlab synthetic splade-ood --preset confirm-v2k`` is the run that reports them.
 
-The stage lives in the roof, beside the stage loop, because the OOD experiment's package owns no reproduce stage.
+The OOD experiment's record (:data:`initlab.synthetic.splade.ood.EXPERIMENT`) names :data:`STAGE`; the roof's stage
+registry (:data:`initlab.app.stages.REGISTRY`) is built from the records.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The roof's ``splade_in_domain`` stage: the OOD confirmation's recipe on fresh seeds, as many as the power
+"""The ``splade_in_domain`` stage of ``initlab reproduce``: the OOD confirmation's recipe on fresh seeds, as many as the power
 computation on the saved confirmation asks, deciding the in-domain head-norm interaction in a family of its own."""
 
 from __future__ import annotations
@@ -60,3 +60,10 @@ def test_the_stage_is_in_the_default_run_and_the_phase_diagram_is_not():
     default = [n for n, s in stages.STAGES.items() if "default" in s.presets]
     assert "splade_in_domain" in default and "splade" not in default
     assert "splade" in [n for n, s in stages.STAGES.items() if "quick" in s.presets]
+
+
+def test_the_out_of_domain_record_names_the_stage():
+    from initlab.synthetic.splade import ood
+
+    assert ood.EXPERIMENT.stage_records() == [splade_stage.STAGE]
+    assert stages.STAGES["splade_in_domain"] is splade_stage.STAGE
