@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from initlab.runs import cell_file
+from initlab.runs import RunDir, cell_file
 
 __all__ = ['Cell', 'set_worker_queue', 'Progress', 'remaining_cells', 'dependency_order']
 
@@ -35,6 +35,10 @@ class Cell:
             read (a checkpoint: kept out of a repository, where the results are committed); "" for none. A finished
             cell whose artifact is missing runs again when a cell still to run needs it
             (:func:`initlab.executor.run_cells`), so a run resumed on a fresh clone rebuilds only what it still uses.
+        receives: pairs ``(argument, cell)``: the executor hands the saved result of ``cell`` (one of :attr:`needs`)
+            to this cell as ``args[argument]`` (:meth:`call_args`), so a cell gets what an earlier cell computed in
+            its arguments, never by reading a file that cell wrote. Not part of :attr:`key`: the result handed over
+            is the finished cell's, which its own key already guards.
     """
 
     name: str
@@ -46,6 +50,7 @@ class Cell:
     max_units: float | None = None
     unit_seconds: float = 1.0
     artifact: str = ""
+    receives: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -58,6 +63,25 @@ class Cell:
         if self.max_units is not None and self.max_units < self.units:
             raise ValueError(f"Cell {self.name}: max_units ({self.max_units}) < units ({self.units})")
         object.__setattr__(self, "needs", tuple(self.needs))
+        receives = tuple((str(a), str(n)) for a, n in (self.receives.items() if isinstance(self.receives, Mapping)
+                                                        else self.receives))
+        bad = [n for _, n in receives if n not in self.needs] + [a for a, _ in receives if a in self.args]
+        if bad or len({a for a, _ in receives}) != len(receives):
+            raise ValueError(f"Cell {self.name}: receives: expected (argument, cell) pairs naming cells of needs "
+                             f"{list(self.needs)}, each argument once and not already in args; got {list(receives)}")
+        object.__setattr__(self, "receives", receives)
+
+    def call_args(self, root: str) -> Mapping[str, Any]:
+        """The arguments the cell function is called with: :attr:`args` plus, for each pair of :attr:`receives`, the
+        saved result of that finished cell of the run folder ``root``.
+
+        Raises:
+            FileNotFoundError: a cell of :attr:`receives` has no saved result (it must be finished first).
+        """
+        if not self.receives:
+            return self.args
+        rd = RunDir(root, resume=True)
+        return {**self.args, **{arg: rd.load_cell(cell) for arg, cell in self.receives}}
 
     @property
     def target(self) -> str:

@@ -185,7 +185,7 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
                 if c.name in lost:
                     pending.remove(c)
                 elif all(n in ended or n not in by_name for n in c.needs):
-                    fut = client.submit(_dask_execute, root, c.name, c.target, dict(c.args), c.key, topic, pure=False,
+                    fut = client.submit(_dask_execute, root, c.name, c.target, dict(c.call_args(root)), c.key, topic, pure=False,
                                         key=f"initlab-{c.name}-{uuid.uuid4().hex[:8]}")
                     running[fut] = c
                     pending.remove(c)

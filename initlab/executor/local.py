@@ -51,7 +51,7 @@ def run_inline(root: str, todo: Sequence[Cell], bar: SweepBar, rep: ExecutionRep
                     continue
                 prog = Progress(c.name, lambda ev: bar.event(*ev))
                 try:
-                    out = execute_cell(root, c.name, c.target, c.args, c.key, prog, in_worker=False)
+                    out = execute_cell(root, c.name, c.target, c.call_args(root), c.key, prog, in_worker=False)
                 except Exception as err:  # noqa: BLE001 - handed to the on_error policy
                     lost |= handle_failure(rep, todo, c, None, err, on_error)
                     continue
@@ -96,7 +96,7 @@ def run_pool(root: str, todo: Sequence[Cell], workers: int, modules: Sequence[st
                     pending.remove(c)
                 elif len(running) < workers and all(n in ended or n not in by_name for n in c.needs):
                     with sigint_ignored_in_children():  # submit() may start a worker process
-                        fut = pool.submit(_pool_execute, root, c.name, c.target, c.args, c.key)
+                        fut = pool.submit(_pool_execute, root, c.name, c.target, c.call_args(root), c.key)
                     running[fut] = c
                     pending.remove(c)
             if not running:

@@ -31,6 +31,11 @@ def uses(root, name, args, progress):
     return {"sum": sum(got)}
 
 
+def receives(root, name, args, progress):
+    """Sums the ``square`` of the results the executor hands it in ``args["a"]`` and ``args["b"]`` (reads no file)."""
+    return {"sum": args["a"]["square"] + args["b"]["square"], "args": sorted(args)}
+
+
 def diverge(root, name, args, progress):
     raise NonFiniteError("test loop", 3, "loss", float("nan"), last_checkpoint="ckpt/x")
 

@@ -106,6 +106,30 @@ def test_cell_fields_are_checked():
     assert 1 <= ex.default_workers() <= (os.cpu_count() or 1)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cell_receives_the_results_of_the_cells_it_needs_in_its_arguments(tmp_path, cells_importable, workers):
+    """``receives`` hands a finished cell's saved result to its dependant as an argument (in this process and in a
+    pool), also when that cell finished in an earlier invocation; the plan's ``args`` and the key stay as planned."""
+    def plan():
+        return [*squares(3)[:3], Cell("both", FN + "receives", {"x": 0}, key={"both": 1}, needs=("sq1", "sq2"),
+                                       receives={"a": "sq1", "b": "sq2"})]
+
+    root = tmp_path / "run"
+    run_cells(RunDir(root), plan()[:2], workers=1, progress=False)  # sq1 finished earlier, sq2 not
+    cells = plan()
+    assert cells[3].args == {"x": 0} and cells[3].receives == (("a", "sq1"), ("b", "sq2"))
+    run_cells(RunDir(root), cells, workers=workers, progress=False)
+    got = json.loads((root / "cells" / "both.json").read_text())
+    assert got == {"sum": 1 + 4, "args": ["a", "b", "x"]}
+
+
+def test_receives_names_only_needed_cells_and_new_arguments():
+    with pytest.raises(ValueError, match="receives"):
+        Cell("a", "m:f", {}, 1, needs=("b",), receives={"x": "c"})
+    with pytest.raises(ValueError, match="receives"):
+        Cell("a", "m:f", {"x": 1}, 1, needs=("b",), receives={"x": "b"})
+
+
 def test_measure_speed_is_a_positive_factor():
     raw = ex.measure_speed(budget_s=0.1, raw=True)
     assert raw > 0 and ex.measure_speed(budget_s=0.1) > 0

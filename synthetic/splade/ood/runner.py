@@ -96,10 +96,6 @@ def mlm_step_seconds(vocab: int) -> float:
     return MLM_STEP_SECONDS[0] + MLM_STEP_SECONDS[1] * vocab / 1000
 
 
-#: the cells are named by their importable module (not ``__name__``: run as ``python -m``, this module is
-#: ``__main__``, which a worker process cannot import by that name); tests/test_architecture.py resolves the names
-
-
 def _bb(family: str, seed: int) -> str:
     return f"backbone/{family}_seed={seed}"
 
@@ -115,13 +111,15 @@ def cell_pretrain(root: str, name: str, args: dict[str, Any], progress: Progress
 
 
 def cell_train(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    """One SPLADE training cell: ``args = {config, family, k, seed, backbone}``; an imposed-norm cell also has
+    ``imposed`` (the high-norm family) and receives ``imposed_backbone``, the finished result of that family's
+    backbone cell of the same seed (:attr:`initlab.executor.Cell.receives`), whose natural head norm it imposes."""
     from initlab.synthetic.splade.ood.cell import run_cell
-    from initlab.textio import read_json
 
     cfg = from_dict(OODConfig, args["config"])
     norm = None
     if args.get("imposed"):  # the imposed-norm arm: the high-norm backbone's natural head norm, same seed
-        norm = float(read_json(Path(root) / _bb(args["imposed"], args["seed"]) / "natural_scale.json")["head_frobenius"])
+        norm = float(args["imposed_backbone"]["head_frobenius"])
     rec = run_cell(str(Path(root) / args["backbone"]), cfg, args["family"], args["k"], args["seed"],
                    str(Path(root) / "trainer_tmp" / name), progress=progress, imposed_norm=norm)
     if args.get("imposed"):
@@ -169,14 +167,14 @@ def _seed_cells(cfg: OODConfig, conf: dict[str, Any], s: int, families: Sequence
     V = cfg.corpus.vocab_size
     cells = []
     if first:
-        cells.append(Cell(f"bm25_seed={s}", "initlab.synthetic.splade.ood.runner:cell_bm25", {"config": conf, "seed": s},
+        cells.append(Cell(f"bm25_seed={s}", cell_bm25, {"config": conf, "seed": s},
                           bm25_key(cfg, s), unit_seconds=5.0))
     for f in families:
         bb = backbone_for(cfg, f)
-        cells.append(Cell(f"pretrain_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_pretrain",
+        cells.append(Cell(f"pretrain_{f}_seed={s}", cell_pretrain,
                           {"config": conf, "family": f, "seed": s, "folder": _bb(f, s)}, pretrain_key(cfg, f, s),
                           units=bb.mlm_steps, unit_seconds=mlm_step_seconds(V), artifact=_bb(f, s)))
-        cells.append(Cell(f"inspect_{f}_seed={s}", "initlab.synthetic.splade.ood.runner:cell_inspect",
+        cells.append(Cell(f"inspect_{f}_seed={s}", cell_inspect,
                           {"config": conf, "family": f, "seed": s, "backbone": _bb(f, s)},
                           {"backbone": pretrain_key(cfg, f, s), "ks": list(cfg.ks), "texts": INSPECT_TEXTS,
                            "batch": cfg.batch_size, "max_length": cfg.doc_max_len},
@@ -185,15 +183,16 @@ def _seed_cells(cfg: OODConfig, conf: dict[str, Any], s: int, families: Sequence
                    key=lambda x: (x[1] != 1.0, x[0] not in cfg.claims.high_norm, cfg.ks.index(x[1]),
                                   cfg.families.index(x[0])))
     for f, k in order:
-        cells.append(Cell(cell_name(f, k, s), "initlab.synthetic.splade.ood.runner:cell_train",
+        cells.append(Cell(cell_name(f, k, s), cell_train,
                           {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s)},
                           train_key(cfg, f, k, s), needs=(f"pretrain_{f}_seed={s}",), units=cfg.max_steps,
                           unit_seconds=step_seconds(V, cfg.engine, f) + evals))
     for k in sorted(cfg.ks, key=lambda k: (k != 1.0, cfg.ks.index(k))) if first else ():
         for f, hi in cfg.imposed:
-            cells.append(Cell(cell_name(f, k, s, hi), "initlab.synthetic.splade.ood.runner:cell_train",
+            cells.append(Cell(cell_name(f, k, s, hi), cell_train,
                               {"config": conf, "family": f, "k": k, "seed": s, "backbone": _bb(f, s), "imposed": hi},
                               train_key(cfg, f, k, s, hi), needs=(f"pretrain_{f}_seed={s}", f"pretrain_{hi}_seed={s}"),
+                              receives={"imposed_backbone": f"pretrain_{hi}_seed={s}"},
                               units=cfg.max_steps, unit_seconds=step_seconds(V, cfg.engine, f) + evals))
     return cells
 
@@ -295,15 +294,16 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
 
             seconds = read_json(rd.root / "results.json").get("sweep_seconds")
     r = rows(cfg, cells)
-    nat = {n: v for n, v in cells.items() if n.startswith("pretrain_")}
-    bm25 = {n: v for n, v in cells.items() if n.startswith("bm25_")}
+    fn = {c.name: c.fn for c in planned}  # each cell's kind is its function in the plan, never read off its name
+    nat = {n: v for n, v in cells.items() if fn[n] is cell_pretrain}
+    bm25 = {n: v for n, v in cells.items() if fn[n] is cell_bm25}
     from initlab.synthetic.splade.measure import inspect_rows
 
-    insp = inspect_rows([v for n, v in cells.items() if n.startswith("inspect_")])
+    insp = inspect_rows([v for n, v in cells.items() if fn[n] is cell_inspect])
     raw = {"rows": r, "inspect": insp, "batch": cfg.init_batch}
     complete = sc.complete_seeds(r, cfg.families, cfg.ks)  # verdicts on whole seeds only (a run cut short)
     judged = sc.on_seeds(raw, complete)
-    extra = _noise_and_anchor(cfg, r, cells, bm25)
+    extra = _noise_and_anchor(cfg, r, cells, {n: v for n, v in cells.items() if fn[n] is cell_train}, bm25)
     if cfg.holm_families == "splade_ood_v8k_imposed":  # its own preregistered claims; no word before completion
         from initlab.synthetic.splade.ood.decide import decide
 
@@ -336,14 +336,15 @@ def write_report(rd: RunDir, cfg: OODConfig, seconds: float | None = None, parti
     return rep
 
 
-def _noise_and_anchor(cfg: OODConfig, r: list[dict[str, Any]], cells: dict[str, Any], bm25: dict[str, Any]
-                      ) -> dict[str, Any]:
+def _noise_and_anchor(cfg: OODConfig, r: list[dict[str, Any]], cells: dict[str, Any], trained: dict[str, Any],
+                      bm25: dict[str, Any]) -> dict[str, Any]:
     """``best_vs_bm25``: per seed the best SPLADE cell's out-of-domain nDCG@10 (test queries) against BM25's on the
     same queries (``ndcg@10`` with ``select_k_on = "in_domain"``, the test half otherwise), descriptive (the best
     cell is picked on the test queries); ``bootstrap``: per seed the within-seed query bootstrap
     (:func:`initlab.synthetic.splade.ood.noise.seed_bootstrap`; none with ``cfg.bootstrap`` = 0); ``per_query``:
-    per training and BM25 cell, each query's nDCG@10 at the stop (``{"ood": {set: [...]}, "dev": [...]}``, in the
-    sets' query order), so the bootstrap can be redone from ``results.json`` alone."""
+    per training cell (``trained``) and BM25 cell (``bm25``), in the plan's order (``cells``), each query's nDCG@10
+    at the stop (``{"ood": {set: [...]}, "dev": [...]}``, in the sets' query order), so the bootstrap can be redone
+    from ``results.json`` alone."""
     from initlab.synthetic.splade.ood.noise import seed_bootstrap
 
     key = "ndcg@10" if cfg.select_k_on == "in_domain" else "ndcg_test"
@@ -360,12 +361,12 @@ def _noise_and_anchor(cfg: OODConfig, r: list[dict[str, Any]], cells: dict[str, 
         if cfg.bootstrap and mine:
             names = {(x["family"], float(x["k"]), x.get("imposed")): cell_name(x["family"], x["k"], s, x.get("imposed"))
                      for x in mine}
-            boot.append(seed_bootstrap(r, cells, b, s, cfg.claims.high_norm, cfg.claims.normal_norm, cfg.select_k_on,
+            boot.append(seed_bootstrap(r, trained, b, s, cfg.claims.high_norm, cfg.claims.normal_norm, cfg.select_k_on,
                                        cfg.bootstrap, names))
     per_query = {name: {"ood": {k: v["per_query"] for k, v in (ev.get("ood") or {}).items() if "per_query" in v},
                         "dev": (ev.get("dev") or {}).get("per_query")}
-                 for name, ev in ((n, (c.get("final") if not n.startswith("bm25_") else c) or {})
-                                  for n, c in cells.items() if n.startswith("bm25_") or "_k=" in n)
+                 for name, ev in (((n, c or {}) if n in bm25 else (n, c.get("final") or {}))
+                                  for n, c in cells.items() if n in bm25 or n in trained)
                  if any("per_query" in v for v in (ev.get("ood") or {}).values())}
     return {"best_vs_bm25": anchor, "bootstrap": boot, "per_query": per_query}
 
