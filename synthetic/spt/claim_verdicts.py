@@ -51,7 +51,7 @@ from initlab.evidence import families, rules
 from initlab.evidence.families import Family
 from initlab.evidence.rules import Verdict
 
-__all__ = ['Raw', 'SPTThresholds', 'spt_gain', 'spt_gain_matched', 'proximity', 'qkvo', 'qk', 'few_epochs', 'frozen_attn', 'ffn', 'depth', 'cross_data', 'causal_prior', 'causal_nopos', 'causal_nonuniform', 'causal_pooling', 'mechanism', 'ClaimSpec', 'CLAIMS', 'SPT_FAMILIES', 'evaluate_all', 'evaluate_corrected', 'seed_plan', 'by_id', 'as_raw']
+__all__ = ['Raw', 'SPTThresholds', 'spt_gain', 'spt_gain_matched', 'proximity', 'qkvo', 'qk', 'few_epochs', 'frozen_attn', 'ffn', 'depth', 'cross_data', 'causal_prior', 'causal_nopos', 'causal_nonuniform', 'causal_pooling', 'mechanism', 'ClaimSpec', 'CLAIMS', 'FAMILY_TEXT', 'spt_families', 'SPT_FAMILIES', 'evaluate_all', 'evaluate_corrected', 'seed_plan', 'by_id', 'as_raw']
 
 Raw = Mapping[str, Mapping[int, Mapping[str, float]]]
 
@@ -218,70 +218,92 @@ def mechanism(cond: str, control: str, full: str) -> Callable[[Raw, SPTThreshold
     return claim
 
 
+#: the declared Holm families of the SPT claims, in order, each with what it holds; a claim names its family in its
+#: :class:`ClaimSpec`, and :data:`SPT_FAMILIES` is built from the table
+FAMILY_TEXT: tuple[tuple[str, str], ...] = (
+    ("primary", "the SPT gain against tuned and compute-matched label training, the proximity pattern it forms, and the "
+                "two interventions on the explanation: a proximity prior without SPT, SPT without positions"),
+    ("secondary", "where the gain lives (hybrids, frozen attention, FFN), its scope (SPT epochs, depth, other data), the "
+                  "theorem's premises (a non-uniform start, last-token pooling) and the mechanism rows"),
+)
+
+
 @dataclass(frozen=True)
 class ClaimSpec:
     """One claim: ``id``, a short ``title``, the ``quote`` of the seed's claim ("-" for mechanism rows), the
-    comparison it makes (``statistic``, e.g. ``"spt − scratch"``), and its verdict function."""
+    comparison it makes (``statistic``, e.g. ``"spt − scratch"``), its verdict function and its declared Holm
+    ``family`` (a name of :data:`FAMILY_TEXT`).
+
+    Raises:
+        ValueError: ``family`` is not a declared family.
+    """
 
     id: str
     title: str
     quote: str
     statistic: str
     verdict: Callable[[Raw, SPTThresholds], Verdict]
+    family: str
+
+    def __post_init__(self) -> None:
+        names = [n for n, _ in FAMILY_TEXT]
+        if self.family not in names:
+            raise ValueError(f"ClaimSpec {self.id}: family: expected one of {names}, got {self.family!r}")
 
 
 CLAIMS: tuple[ClaimSpec, ...] = (
     ClaimSpec("spt_gain", "SPT gain at depth 1", "self-pretraining on the task's own inputs beats training from scratch, "
-              "already with one layer", "spt − scratch", spt_gain),
+              "already with one layer", "spt − scratch", spt_gain, "primary"),
     ClaimSpec("spt_gain_matched", "SPT gain against compute-matched scratch", "the gain is not the extra optimiser steps",
-              "spt − scratch_matched", spt_gain_matched),
+              "spt − scratch_matched", spt_gain_matched, "primary"),
     ClaimSpec("proximity", "SPT forms a proximity pattern; label training does not",
-              "SPT learns W_Q, W_K that turn sinusoidal positions into a proximity bias", "proximity mass", proximity),
+              "SPT learns W_Q, W_K that turn sinusoidal positions into a proximity bias", "proximity mass", proximity,
+              "primary"),
     ClaimSpec("qkvo", "attention weights recover most of the gain", "initialising only W_Q, W_K, W_V, W_O from SPT "
-              "recovers most of the gain", "share of spt − scratch", qkvo),
+              "recovers most of the gain", "share of spt − scratch", qkvo, "secondary"),
     ClaimSpec("qk", "QK alone recovers most of the gain (1 layer)", "initialising W_Q, W_K alone suffices at one layer",
-              "share of spt − scratch", qk),
+              "share of spt − scratch", qk, "secondary"),
     ClaimSpec("few_epochs", "few SPT epochs suffice", "a short SPT run already gives most of the gain",
-              "share of spt − scratch", few_epochs),
+              "share of spt − scratch", few_epochs, "secondary"),
     ClaimSpec("frozen_attn", "frozen attention ~ scratch", "label training leaves attention near its random init: "
-              "freezing it changes little", "frozen_attn − scratch", frozen_attn),
-    ClaimSpec("ffn", "FFN alone negligible", "initialising only the FFN from SPT gives nothing", "hybrid_ffn − scratch", ffn),
-    ClaimSpec("depth", "depth-independence", "the gain holds at depth 1, 2 and 4", "spt − scratch per depth", depth),
+              "freezing it changes little", "frozen_attn − scratch", frozen_attn, "secondary"),
+    ClaimSpec("ffn", "FFN alone negligible", "initialising only the FFN from SPT gives nothing", "hybrid_ffn − scratch", ffn,
+              "secondary"),
+    ClaimSpec("depth", "depth-independence", "the gain holds at depth 1, 2 and 4", "spt − scratch per depth", depth,
+              "secondary"),
     ClaimSpec("cross_data", "data-agnostic", "SPT on other inputs (count task, i.i.d. tokens) helps too",
-              "cross − scratch", cross_data),
+              "cross − scratch", cross_data, "secondary"),
     ClaimSpec("causal_prior", "a proximity prior without SPT recovers most of the gain (causal)",
               "(explanation) SPT's gain is the proximity pattern label training cannot form", "share of spt − scratch",
-              causal_prior),
+              causal_prior, "primary"),
     ClaimSpec("causal_nopos", "SPT without position codes recovers most of the gain (causal; predicted not to)",
               "(explanation) the pattern comes from W_Q, W_K acting on the positions", "share of spt − scratch",
-              causal_nopos),
+              causal_nopos, "primary"),
     ClaimSpec("causal_nonuniform", "a non-uniform random start gains (causal)", "(theorem T1) the blindness is a "
-              "property of uniform attention", "qkscale_scratch − scratch", causal_nonuniform),
+              "property of uniform attention", "qkscale_scratch − scratch", causal_nonuniform, "secondary"),
     ClaimSpec("causal_pooling", "last-token pooling gains (causal)", "(theorem T1) the blindness is a property of mean "
-              "pooling", "lastpool_scratch − scratch", causal_pooling),
+              "pooling", "lastpool_scratch − scratch", causal_pooling, "secondary"),
     ClaimSpec("mech_hybrid_qk_emb", "hybrid_qk_emb recovers most of spt's gain (mechanism)", "-", "share",
-              mechanism("hybrid_qk_emb", "scratch", "spt")),
+              mechanism("hybrid_qk_emb", "scratch", "spt"), "secondary"),
     ClaimSpec("mech_hybrid_qk_ln", "hybrid_qk_ln recovers most of spt's gain (mechanism)", "-", "share",
-              mechanism("hybrid_qk_ln", "scratch", "spt")),
+              mechanism("hybrid_qk_ln", "scratch", "spt"), "secondary"),
     ClaimSpec("mech_hybrid_qk_emb_ln", "hybrid_qk_emb_ln recovers most of spt's gain (mechanism)", "-", "share",
-              mechanism("hybrid_qk_emb_ln", "scratch", "spt")),
+              mechanism("hybrid_qk_emb_ln", "scratch", "spt"), "secondary"),
     ClaimSpec("mech_attn_qk", "attn_qk recovers most of attn_spt's gain (mechanism)", "-", "share",
-              mechanism("attn_qk", "attn_scratch", "attn_spt")),
+              mechanism("attn_qk", "attn_scratch", "attn_spt"), "secondary"),
 )
 
 
-#: the synthetic SPT claims (:mod:`initlab.synthetic.spt.claims`). Primary: the gain itself, against both
+def spt_families(claims: Sequence[ClaimSpec]) -> tuple[Family, ...]:
+    """The declared Holm families of ``claims``: one per :data:`FAMILY_TEXT` entry, holding the ids of the claims that
+    name it, in ``claims`` order."""
+    return tuple(Family(name, tuple(c.id for c in claims if c.family == name), text) for name, text in FAMILY_TEXT)
+
+
+#: the synthetic SPT claims' families (:func:`spt_families` of :data:`CLAIMS`). Primary: the gain itself, against both
 #: controls, the proximity mechanism, and the two causal predictions that decide the explanation (a proximity
 #: prior without SPT recovers the gain; SPT without position codes gives none). Secondary: everything else.
-SPT_FAMILIES: tuple[Family, ...] = (
-    Family("primary", ("spt_gain", "spt_gain_matched", "proximity", "causal_prior", "causal_nopos"),
-           "the SPT gain against tuned and compute-matched label training, the proximity pattern it forms, and the "
-           "two interventions on the explanation: a proximity prior without SPT, SPT without positions"),
-    Family("secondary", ("qkvo", "qk", "few_epochs", "frozen_attn", "ffn", "depth", "cross_data", "causal_nonuniform",
-                         "causal_pooling", "mech_hybrid_qk_emb", "mech_hybrid_qk_ln", "mech_hybrid_qk_emb_ln", "mech_attn_qk"),
-           "where the gain lives (hybrids, frozen attention, FFN), its scope (SPT epochs, depth, other data), the "
-           "theorem's premises (a non-uniform start, last-token pooling) and the mechanism rows"),
-)
+SPT_FAMILIES: tuple[Family, ...] = spt_families(CLAIMS)
 
 
 def evaluate_all(raw: Raw, th: SPTThresholds) -> dict[str, Verdict]:

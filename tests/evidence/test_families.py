@@ -160,8 +160,8 @@ def test_saved_full_runs_recomputed_under_holm():
     th = from_dict(spt_claims.SPTThresholds, s["config"]["thresholds"])
     r = spt_claims.as_raw(s["summary"]["per_seed"])
     c = spt_claims.evaluate_corrected(r, th)
-    changed = {k for k, v in c.items() if v.uncorrected and v.word != v.uncorrected}
-    assert changed == {"qk", "cross_data"}
+    changed = {k for k, v in c.items() if v.uncorrected and v.word != v.uncorrected and k in s["verdicts"]}
+    assert changed == {"qk", "cross_data"}  # of the claims the run recorded (a claim added since may change too)
     for k in ("spt_gain", "spt_gain_matched", "depth", "few_epochs", "qkvo"):
         assert c[k].word == s["verdicts"][k]["word"]
     # the record still matches its numbers, uncorrected

@@ -5,7 +5,8 @@ claims module's worth (its verdict function, its place in a family, its README r
 The arm is also added for real: one entry in a copy of the package's ``synthetic/spt/arms.py``, after which the arms
 and plan tests, run on the copy in a fresh interpreter, pass unchanged. Both are defined here, inside the test, and
 added (in memory) to the tables they belong to (``arms.ARMS``; the SPT verdicts
-module's ``CLAIMS`` and ``SPT_FAMILIES``, the claims module's ``CLAIM_ROWS``) -- no other file changes -- and they flow through the
+module's ``CLAIMS``, whose entries name their Holm family, and the claims module's ``CLAIM_ROWS``) -- no other file
+changes -- and they flow through the
 plan, a tiny run in this process, its saved arms and figures, its verdicts and the README claims table and page.
 
 A new experiment with a reproduce stage and a claim is its own package (its record, its claims module, its stage
@@ -15,7 +16,6 @@ reproduce registry and its claim in the claims tables, and the architecture test
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # -- the new arm: one entry (the same recipe as scratch, so its numbers must equal scratch's) ----------------------
 PLAIN = arms.Arm("plain_scratch")
 
-# -- the new claim: its verdict function, its spec, its family, its README row ----------------------------------------
+# -- the new claim: its verdict function, its spec (with its family), its README row -----------------------------------
 SAVED = "synthetic_spt_plain/summary.json"
 
 
@@ -58,7 +58,7 @@ def plain_matches_scratch(raw, th):
 
 
 SPEC = spt_claims.ClaimSpec("plain_matches_scratch", "a copy of scratch matches scratch", "-",
-                            "plain_scratch − scratch", plain_matches_scratch)
+                            "plain_scratch − scratch", plain_matches_scratch, "secondary")
 
 
 def _verdict(r):
@@ -81,9 +81,8 @@ def extended(monkeypatch):
     """The arm and the claim added to their tables (and nowhere else)."""
     monkeypatch.setattr(arms, "ARMS", arms.ARMS + (PLAIN,))
     monkeypatch.setattr(spt_verdicts, "CLAIMS", spt_verdicts.CLAIMS + (SPEC,))
-    fams = tuple(dataclasses.replace(f, claims=f.claims + (SPEC.id,)) if f.name == "secondary" else f
-                 for f in spt_claims.SPT_FAMILIES)
-    monkeypatch.setattr(spt_verdicts, "SPT_FAMILIES", fams)
+    # the families follow from the claims table (built once at import, so rebuilt here for the in-memory entry)
+    monkeypatch.setattr(spt_verdicts, "SPT_FAMILIES", spt_verdicts.spt_families(spt_verdicts.CLAIMS))
     monkeypatch.setattr(spt_claims, "CLAIM_ROWS", spt_claims.CLAIM_ROWS + [ROW])
 
 
@@ -263,31 +262,47 @@ def test_the_architecture_check_resolves_the_new_records_names(demo_package):
     assert len(bad) == 1 and "names STAGE, which initlab.synthetic.demo.stage does not define" in bad[0]
 
 
-# -- the same, for real: a copy of the package with one more entry in its arms table ---------------------------------
+# -- the same, for real: a copy of the package with one more entry in its arms table (or its claims table) -----------
 NEW_ARM = '    Arm("plain_scratch"),  # a new label-only arm: one entry\n'
+NEW_CLAIM = ('    ClaimSpec("mech_hybrid_qk", "hybrid_qk recovers most of spt\'s gain (mechanism)", "-", "share",\n'
+             '              mechanism("hybrid_qk", "scratch", "spt"), "secondary"),  # a new claim: one entry\n')
 
 
-def _copy_with_new_arm(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A copy of the repository's code and tests with ``NEW_ARM`` added to the copy's ``synthetic/spt/arms.py`` (the
-    real files stay as they are), and the environment whose ``python`` imports the copy's ``initlab`` (a folder
-    ``initlab`` of links laid out as the installed namespace, first on ``PYTHONPATH``)."""
+def _copy_with_entry(tmp_path: Path, module: str, table: str, entry: str) -> tuple[Path, dict[str, str]]:
+    """A copy of the repository's code, tests and docs with ``entry`` added at the end of the table that opens with
+    ``table`` in the copy's ``module`` (the real files stay as they are), and the environment whose ``python`` imports
+    the copy's ``initlab`` (a folder ``initlab`` of links laid out as the installed namespace, first on
+    ``PYTHONPATH``)."""
     copy = tmp_path / "repo"
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
     for folder in ("initlab", "synthetic", "theory", "realdata", "paper_figs", "tests"):
         shutil.copytree(ROOT / folder, copy / folder, ignore=skip)
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
-    arms_py = copy / "synthetic" / "spt" / "arms.py"
-    text = arms_py.read_text(encoding="utf-8")
-    end = text.index("\n)\n", text.index("ARMS: tuple[Arm, ...] = ("))
-    arms_py.write_text(text[:end + 1] + NEW_ARM + text[end + 1:], encoding="utf-8")
+    shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("figures", "results"))
+    (copy / "docs" / "results").symlink_to(ROOT / "docs" / "results")  # read only; large
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, copy / name)
+    path = copy / module
+    text = path.read_text(encoding="utf-8")
+    end = text.index("\n)\n", text.index(table))
+    path.write_text(text[:end + 1] + entry + text[end + 1:], encoding="utf-8")
     pkg = tmp_path / "pkg" / "initlab"
     pkg.mkdir(parents=True)
-    for entry in (copy / "initlab").iterdir():
-        (pkg / entry.name).symlink_to(entry)
+    for entry_ in (copy / "initlab").iterdir():
+        (pkg / entry_.name).symlink_to(entry_)
     for name in ("synthetic", "theory", "realdata", "paper_figs"):
         (pkg / name).symlink_to(copy / name)
     env = {**os.environ, "PYTHONPATH": str(pkg.parent), "PYTHONDONTWRITEBYTECODE": "1"}
     return copy, env
+
+
+def _copy_with_new_arm(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    return _copy_with_entry(tmp_path, "synthetic/spt/arms.py", "ARMS: tuple[Arm, ...] = (", NEW_ARM)
+
+
+def _pytest(copy: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    # -P: the copy's root is not put first on sys.path (its initlab/ alone lacks the experiment folders)
+    return subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=copy,
+                          env=env, capture_output=True, text=True)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="links")
@@ -312,3 +327,34 @@ def test_a_new_arm_is_one_entry_in_a_copy_of_the_real_files(tmp_path):
                          env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "passed" in run.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="links")
+def test_a_new_claim_is_one_entry_in_a_copy_of_the_real_files(tmp_path):
+    """Edit a copy of the real SPT claims table (one ``ClaimSpec`` entry naming its family), then, in a fresh
+    interpreter on the copy: the claim is in its declared Holm family and judged with the others, and the claims,
+    words and family tests pass unchanged, but for the two checks that docs/synthetic_spt.md shows what the code
+    prints: its declared families and its comparison table of the saved runs both gain the claim, so the page is
+    updated with it (the families test names the command whose output to paste; the table is what
+    ``initlab.synthetic.spt.claims.spt_comparison_table`` prints)."""
+    copy, env = _copy_with_entry(tmp_path, "synthetic/spt/claim_verdicts.py", "CLAIMS: tuple[ClaimSpec, ...] = (",
+                                 NEW_CLAIM)
+    probe = ("import json\nfrom initlab.synthetic.spt import claim_verdicts as v, claims as c\n"
+             "vs = c.evaluate_corrected({}, v.SPTThresholds())\n"
+             "print(json.dumps({'file': v.__file__, 'families': [f.name for f in c.SPT_FAMILIES if 'mech_hybrid_qk' in "
+             "f.claims], 'judged': vs['mech_hybrid_qk'].family}))\n")
+    got = subprocess.run([sys.executable, "-P", "-c", probe], cwd=copy, env=env, capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    seen = json.loads(got.stdout.strip().splitlines()[-1])
+    assert Path(seen["file"]).resolve().is_relative_to(copy.resolve())  # the copy, not the real files
+    assert seen == {**seen, "families": ["secondary"], "judged": "secondary"}
+    tests = ["tests/evidence/test_families.py", "tests/synthetic/spt/test_claims.py",
+             "tests/synthetic/spt/test_claim_words.py", "tests/synthetic/spt/test_reproduce_preset.py"]
+    run = _pytest(copy, env, *tests)
+    failed = sorted(line.split(" ")[1] for line in run.stdout.splitlines() if line.startswith("FAILED"))
+    assert failed == [
+        "tests/evidence/test_families.py::test_the_docs_render_the_declared_families[synthetic_spt.md-"
+        "initlab.synthetic.spt.claims-SPT_FAMILIES]",
+        "tests/synthetic/spt/test_claim_words.py::test_an_exploratory_column_carries_no_confirmatory_word"], (
+        run.stdout[-3000:] + run.stderr[-2000:])
+    assert "paste python -c" in run.stdout and "passed" in run.stdout
