@@ -69,10 +69,10 @@ def bench_splade(preset: str, tmp: Path) -> None:
 
 
 def bench_score_scale(preset: str, tmp: Path) -> None:
-    from initlab.theory.score_scale import closed_form
+    from initlab.theorycheck.score_scale import experiment as score_scale_experiment
     from initlab.theorycheck.score_scale import stage
 
-    cfg = closed_form.PRESETS[preset]
+    cfg = score_scale_experiment.PRESETS[preset]
     c0 = time.process_time()
     stage.score_scale_stage(tmp / "score_scale", preset, workers=1)
     n = len(cfg.sigmas) * len(cfg.ks)

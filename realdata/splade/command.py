@@ -1,8 +1,8 @@
 """``initlab splade train|eval|sweep``: thin argparse layers over :mod:`.train`, :mod:`.sweep`.
 
 Any config field can be overridden with ``--set FIELD=VALUE`` (VALUE parsed as JSON, else a string),
-on top of ``--preset`` (``quick``, ``default``, ``full``; ``toy`` is a deprecated alias of ``quick``; see
-:mod:`.config`). Output folders follow initlab's one rule (docs/conventions.md): a finished run (``DONE``, or a
+on top of ``--preset`` (a run's name: ``quick``, ``default``, ``full``, ``toy`` a deprecated alias of ``quick``; or
+the path of a run file; see :mod:`.config`). Output folders follow initlab's one rule (docs/conventions.md): a finished run (``DONE``, or a
 finished training) is refused unless ``--overwrite``; an interrupted one resumes under the same config only.
 Exit codes: 0 done, 1 a training diverged (NaN/inf; see ``failure.json``), 2 bad arguments or output path.
 Multi-GPU: ``torchrun --nproc_per_node N -m initlab.app.cli splade train ...``.
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from initlab.experiment.options import fail, int_at_least, positive_float
+from initlab.experiment.options import add_preset_option, fail, int_at_least, positive_float
 from initlab.config import derive, parse_overrides
 from initlab.realdata.splade.config import (BACKBONES, DEPRECATED_PRESETS, K_VALUES, PRESETS, SpladeTrainConfig,
                                             cell_config, get_preset)
@@ -27,9 +27,8 @@ __all__ = ["train_main", "eval_main", "sweep_main", "parse_overrides"]
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", choices=sorted(PRESETS) + sorted(DEPRECATED_PRESETS), default="full",
-                   help="recipe preset: quick (tiny in-process model, a few CPU steps), default (20k steps), full (the "
-                        "paper recipe, the default); toy: deprecated name of quick")
+    add_preset_option(p, PRESETS, "full", "the recipe (quick: a tiny in-process model, a few CPU steps; default: 20k "
+                      "steps; full: the paper recipe; toy: the deprecated name of quick)")
     p.add_argument("--train-source", default=None, help="ir_datasets:<id> or a local triples TSV (text or id triples)")
     p.add_argument("--train-collection", default=None, help="collection.tsv for id triples")
     p.add_argument("--train-queries", default=None, help="queries.train.tsv for id triples")

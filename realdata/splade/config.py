@@ -1,4 +1,4 @@
-"""SPLADE reproduction configs: one recipe fixed across backbones, presets as small diffs.
+"""SPLADE reproduction configs: one recipe fixed across backbones, presets as run files of small diffs.
 
 The recipe (:data:`RECIPE`) is the same for every backbone and every rescaling factor k; only
 ``backbone`` and ``k`` change across the grid (7 backbones x k in {1, 2, 4, 8, 16, 32}). Each value's
@@ -21,9 +21,11 @@ source is written beside it:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from initlab.config import check_ranges, derive, ranged
+from initlab.runfile import RunFiles
 
 __all__ = ["SpladeTrainConfig", "RECIPE", "BACKBONES", "K_VALUES", "REMOTE_CODE", "PRESETS", "DEPRECATED_PRESETS", "get_preset", "cell_config", "cell_name"]
 
@@ -84,7 +86,7 @@ class SpladeTrainConfig:
     save_steps: int = ranged(10_000, "[1, inf)")  # trainer checkpoints (resume) every save_steps
     save_total_limit: int = ranged(2, "[1, inf)")
     # Tiny in-process backbone for tests and dry runs: "" = none; "bert" builds a 1-layer BERT MLM with the
-    # tokenizer at tiny_vocab (a WordPiece vocab.txt). Never used by the paper presets.
+    # tokenizer at tiny_vocab (a WordPiece vocab.txt). Never used by the paper runs.
     tiny_model: str = ""
     tiny_vocab: str = ""
 
@@ -94,23 +96,22 @@ class SpladeTrainConfig:
 
 RECIPE = SpladeTrainConfig()
 
-PRESETS: dict[str, SpladeTrainConfig] = {
-    "full": RECIPE,
-    # A shorter schedule for a first look (same lambdas and lr; 20k steps, eval on dev + DL19 + NanoBEIR).
-    "default": derive(RECIPE, max_steps=20_000, warmup_steps=1_000, save_steps=5_000, beir=False),
-    # Quick (formerly "toy"): tiny in-process model on local fixture files, a few steps on CPU.
-    "quick": derive(RECIPE, max_steps=4, warmup_steps=0, global_batch_size=4, query_max_length=16, doc_max_length=32,
-                  learning_rate=1e-3, lambda_q=1e-2, lambda_d=1e-2, logging_steps=1, save_steps=2, beir=False,
-                  nanobeir=False, eval_sets=(), eval_batch_size=8, top_k=10, bf16=False, tiny_model="bert"),
-}
-# Preset names per grid cell are "<preset>" + backbone + k, built by cell_config.
+#: every run of ``initlab splade train|sweep``, one file each in ``runs/`` (:class:`initlab.runfile.RunFiles`;
+#: docs/runs.md lists them): ``full`` (the recipe above), ``default`` (a shorter schedule) and ``quick`` (a tiny
+#: in-process model, a few CPU steps). A grid cell's config is a run's plus backbone and k (:func:`cell_config`).
+PRESETS: RunFiles[SpladeTrainConfig] = RunFiles(SpladeTrainConfig, Path(__file__).with_name("runs"))
 #: former preset names still accepted, with a deprecation message: old name -> new name.
 DEPRECATED_PRESETS: dict[str, str] = {"toy": "quick"}
 
 
 def get_preset(name: str) -> SpladeTrainConfig:
-    """Return the named preset (``quick``, ``default``, ``full``; ``toy`` is a deprecated alias of ``quick``,
-    accepted with a ``FutureWarning``). Raises ValueError naming the choices."""
+    """The config of a run given by name (``quick``, ``default``, ``full``; ``toy`` is a deprecated alias of ``quick``,
+    accepted with a ``FutureWarning``) or by the path of a run file.
+
+    Raises:
+        initlab.runfile.RunFileError: (a ``ValueError``) an unknown name or file, naming the choices; a run file with
+            an unknown field or a value of the wrong type, naming the file and the field.
+    """
     if name in DEPRECATED_PRESETS:
         import warnings
 
@@ -118,9 +119,7 @@ def get_preset(name: str) -> SpladeTrainConfig:
         warnings.warn(f"preset {name!r} is deprecated and will be removed in the next release; use {new!r} "
                       "(the same preset)", FutureWarning, stacklevel=2)
         name = new
-    if name not in PRESETS:
-        raise ValueError(f"preset: expected one of {sorted(PRESETS)}, got {name!r}")
-    return PRESETS[name]
+    return PRESETS.resolve(name)
 
 
 def cell_config(base: SpladeTrainConfig, backbone: str, k: float) -> SpladeTrainConfig:

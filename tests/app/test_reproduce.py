@@ -99,7 +99,7 @@ def test_resumed_report_keeps_the_real_stage_times(tmp_path, monkeypatch):
 def test_theory_and_score_scale_stages_refuse_a_changed_config(tmp_path):
     from initlab.config import derive
     from initlab.runs import ConfigMismatchError, RunDir
-    from initlab.theory.score_scale import closed_form as score_scale
+    from initlab.theorycheck.score_scale import experiment as score_scale
     from initlab.theorycheck.verify import runner as verify
 
     # an interrupted stage folder (no DONE) written under another config is not resumed

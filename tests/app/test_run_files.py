@@ -46,6 +46,9 @@ def saved_runs() -> list[tuple[str, str, str, dict[str, Any]]]:
             for p in (RESULTS / "synthetic_splade_ood_regime").glob("*_*.json") if p.name.startswith(("config_", "results_"))]
     out += [("synthetic_splade_ood", name, f"{folder}/{file}", _saved(folder, file)) for folder, file, name in ood
             if (RESULTS / folder / file).exists()]
+    # the theory stage's saved report (initlab reproduce --preset default)
+    out.append(("theory_verify", "default", "theory_verify.json",
+                json.loads((RESULTS / "theory_verify.json").read_text(encoding="utf-8"))["config"]))
     return out
 
 
@@ -94,7 +97,8 @@ def test_the_saved_runs_are_found():
     names = {(e, n) for e, n, _, _ in saved_runs()}
     assert ("synthetic_spt", "full") in names and ("synthetic_spt", "causal-tuned") in names
     assert ("synthetic_splade", "imposed-s-confirm-input") in names and ("synthetic_splade_ood", "confirm-v8k-imposed") in names
-    assert ("synthetic_splade_ood", "explore-v8k-seeds") in names and len(names) >= 34
+    assert ("synthetic_splade_ood", "explore-v8k-seeds") in names and ("theory_verify", "default") in names
+    assert len(names) >= 35
 
 
 @pytest.mark.parametrize("exp, name, where, saved", saved_runs(), ids=lambda v: v if isinstance(v, str) else "")
@@ -156,18 +160,10 @@ FORMER = Path(__file__).with_name("data") / "former_presets.json"
 
 
 def _former_runs() -> list[tuple[str, str, Any, dict[str, Any]]]:
-    from initlab.realdata.lra.config import LRAConfig
-    from initlab.realdata.splade.config import SpladeTrainConfig
-    from initlab.theory.score_scale.closed_form import ScoreScaleConfig
-    from initlab.theory.verify.base import VerifyConfig
-
-    pkg = ROOT
-    folders = {"lra_listops": (LRAConfig, pkg / "realdata" / "lra" / "runs"),
-               "realdata_splade": (SpladeTrainConfig, pkg / "realdata" / "splade" / "runs"),
-               "theory_verify": (VerifyConfig, pkg / "initlab" / "theorycheck" / "verify" / "runs"),
-               "score_scale": (ScoreScaleConfig, pkg / "initlab" / "theorycheck" / "score_scale" / "runs")}
+    """``(experiment, run, its run files, the former preset's config)`` for every preset of :data:`FORMER`."""
+    runs = {exp.name: presets for exp, presets in runs_doc.run_files()}
     former = json.loads(FORMER.read_text(encoding="utf-8"))
-    return [(exp, name, RunFiles(*folders[exp]), saved) for exp, runs in former.items() for name, saved in runs.items()]
+    return [(exp, name, runs[exp], saved) for exp, by_name in former.items() for name, saved in by_name.items()]
 
 
 @pytest.mark.parametrize("exp, name, runs, former", _former_runs(), ids=lambda v: v if isinstance(v, str) else "")
@@ -176,13 +172,3 @@ def test_every_former_python_preset_is_a_run_file_with_the_same_config(exp, name
     gave, field by field (nested fields included), so every cell key stays the same."""
     assert to_dict(runs[name]) == former, f"{exp} {name}: {differences(former, to_dict(runs[name]), {})}"
 
-
-def test_the_former_presets_are_the_live_ones():
-    """Before the Python presets go: the snapshot is what they give now (so the test above compares with them)."""
-    from initlab.realdata.splade.config import PRESETS as SPLADE
-    from initlab.theory.score_scale.closed_form import PRESETS as SCORE_SCALE
-    from initlab.theory.verify.base import PRESETS as VERIFY
-
-    live = {"realdata_splade": SPLADE, "theory_verify": VERIFY, "score_scale": SCORE_SCALE}
-    former = json.loads(FORMER.read_text(encoding="utf-8"))
-    assert {e: {n: to_dict(c) for n, c in p.items()} for e, p in live.items()} == {e: former[e] for e in live}

@@ -354,12 +354,11 @@ def test_every_planned_cell_names_the_function_it_holds():
     from initlab.synthetic.splade.phase import runner as phase
     from initlab.synthetic.spt import PRESETS as SPT_PRESETS
     from initlab.synthetic.spt.plan import plan as spt_plan
-    from initlab.theory.score_scale import closed_form
     from initlab.theorycheck.score_scale import experiment as score_scale_stage
     from initlab.theorycheck.verify import runner as verify
     from initlab.theorycheck.verify import experiment as theory_stage
 
-    cells = (theory_stage.cells(verify.PRESETS["quick"]) + score_scale_stage.cells(closed_form.PRESETS["quick"], "quick")
+    cells = (theory_stage.cells(verify.PRESETS["quick"]) + score_scale_stage.cells(score_scale_stage.PRESETS["quick"], "quick")
              + spt_plan(SPT_PRESETS["quick"]) + phase.plan(phase.PRESETS["quick"]))
     assert {c.target.split(":")[1] for c in cells} >= {"statement_cell", "table_cell", "spt_cell", "finetune_cell",
                                                        "cell_pretrain", "cell_train", "cell_inspect"}

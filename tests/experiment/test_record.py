@@ -60,7 +60,7 @@ def test_every_record_names_what_exists():
         assert all(c.target.startswith(package + ".") and callable(resolve(c.target)) for c in exp.commands)
     stages = [s.name for e in EXPERIMENTS for s in e.stage_records()]
     assert sorted(stages) == sorted(s.name for s in REGISTRY) and len(set(stages)) == len(stages)
-    assert by_name("score_scale").preset_table() is resolve("initlab.theory.score_scale.closed_form:PRESETS")
+    assert by_name("score_scale").preset_table() is resolve("initlab.theorycheck.score_scale.experiment:PRESETS")
     with pytest.raises(KeyError, match="expected one of"):
         by_name("nope")
 

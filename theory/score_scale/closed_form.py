@@ -118,14 +118,6 @@ class ScoreScaleConfig:
 
 #: the theory table of ``initlab theory score-scale`` (BERT's vocabulary size).
 BASE = ScoreScaleConfig()
-#: ``reproduce`` presets: Monte Carlo draws every logit of every vocabulary entry, so the CPU presets
-#: use a smaller vocabulary (theory and Monte Carlo always use the same V; vocabulary-extensive
-#: quantities scale like V, spreads and gradient norms like sqrt(V)).
-PRESETS: dict[str, ScoreScaleConfig] = {
-    "quick": derive(BASE, sigmas=(1.0, 16.0), mc_batches=2, vocab=512),
-    "default": derive(BASE, vocab=2048, mc_batches=4),
-    "full": derive(BASE, sigmas=(0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0), mc_batches=8),
-}
 
 
 # ------------------------------------------------------------------------------------------------

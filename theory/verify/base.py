@@ -18,7 +18,7 @@ import torch
 from initlab.config import check_ranges, derive, ranged
 from initlab.theory.statements import REGISTRY
 
-__all__ = ["TOL_EXACT", "TOL_FD", "MC_SIGMAS", "STATEMENTS", "VerifyConfig", "BASE", "PRESETS", "StatementResult", "hook"]
+__all__ = ["TOL_EXACT", "TOL_FD", "MC_SIGMAS", "STATEMENTS", "VerifyConfig", "BASE", "StatementResult", "hook"]
 
 # Test-only hook: a callable ``(statement, gradient) -> gradient`` applied to every autograd gradient
 # before it is compared. Tests set it to inject a wrong gradient and check that verify reports FAIL.
@@ -63,11 +63,6 @@ class VerifyConfig:
 
 
 BASE = VerifyConfig()
-PRESETS = {
-    "quick": derive(BASE, cases=6, mc_samples=8000, symbolic=False),
-    "default": derive(BASE, cases=20, mc_samples=20000, symbolic=True),
-    "full": derive(BASE, cases=100, mc_samples=100000, symbolic=True),
-}
 
 
 @dataclass

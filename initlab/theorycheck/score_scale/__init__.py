@@ -7,7 +7,7 @@ from initlab.experiment.record import Command, Experiment
 
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`); it decides no claim
 EXPERIMENT = Experiment(
-    "score_scale", presets="initlab.theory.score_scale.closed_form:PRESETS",
+    "score_scale", presets="initlab.theorycheck.score_scale.experiment:PRESETS",
     commands=(Command("theory", "score-scale", "initlab.theorycheck.score_scale.command:score_scale_main",
                       "tabulate the SPLADE score-scale analysis against the rescaling factor k"),),
     stages=("initlab.theorycheck.score_scale.stage:STAGE",),

@@ -10,11 +10,15 @@ from typing import Any
 
 from initlab.config import to_dict
 from initlab.executor import Cell, estimate, remaining_cells
+from initlab.runfile import RunFiles
 from initlab.theory.score_scale.closed_form import ScoreScaleConfig, describe_mechanism
 from initlab.theorycheck.score_scale.table import table_cell
 
-__all__ = ["CELL_SECONDS", "WORKER_START_SECONDS", "cells", "expected_seconds", "summary_markdown"]
+__all__ = ["PRESETS", "CELL_SECONDS", "WORKER_START_SECONDS", "cells", "expected_seconds", "summary_markdown"]
 
+#: the stage's runs of ``initlab reproduce`` (``quick``, ``default``, ``full``), one file each in ``runs/``
+#: (:class:`initlab.runfile.RunFiles`; docs/runs.md lists them)
+PRESETS: RunFiles[ScoreScaleConfig] = RunFiles(ScoreScaleConfig, Path(__file__).with_name("runs"))
 #: CPU seconds per (sigma, k) cell on the reference machine, per preset: quick 0.84 and default 3.55 measured
 #: (``python benchmarks/bench_cost_model.py --preset P --stages score_scale``, load 8-10); full scaled from default by
 #: its vocabulary (30522 / 2048) and Monte Carlo batches (8 / 4), not measured

@@ -30,7 +30,7 @@ def score_scale_stage(out_dir: Path, preset: str = "default", overwrite: bool = 
 
 
 def _score_scale(out_dir: Path, preset: str, overwrite: bool, workers: int | None = None, scheduler: str | None = None) -> str:
-    cfg = score_scale.PRESETS[preset]
+    cfg = score_scale_stage_.PRESETS[preset]
     run = RunDir(out_dir, overwrite=overwrite, config=cfg)  # a resumed folder of another config is refused
     cells = score_scale_stage_.cells(cfg, preset)  # a cell of another config is never reused (its key holds the config)
     run_cells(run, cells, workers=workers, scheduler=scheduler, desc="score scale (sigma, k)",
@@ -49,7 +49,7 @@ def _score_scale(out_dir: Path, preset: str, overwrite: bool, workers: int | Non
 def estimate(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
     """``(expected, at most)`` reference seconds of the stage's remaining work in ``out_dir`` (nothing is created
     or checked)."""
-    return score_scale_stage_.expected_seconds(out_dir, score_scale.PRESETS[preset], preset, workers)
+    return score_scale_stage_.expected_seconds(out_dir, score_scale_stage_.PRESETS[preset], preset, workers)
 
 
 #: the stage's record (:class:`initlab.experiment.stage.Stage`); it decides no claim

@@ -8,7 +8,7 @@ from initlab.theorycheck.verify import claims
 
 #: the experiment's record for the roof (:class:`initlab.experiment.record.Experiment`)
 EXPERIMENT = Experiment(
-    "theory_verify", claims, presets="initlab.theory.verify.base:PRESETS",
+    "theory_verify", claims, presets="initlab.theorycheck.verify.runner:PRESETS",
     commands=(Command("theory", "verify", "initlab.theorycheck.verify.command:verify_main",
                       "check the attention-gradient statements (T1-T7) on fresh random cases"),),
     stages=("initlab.theorycheck.verify.stage:STAGE",), figures=("initlab.paper_figs.theory_figures:draw_all",),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
@@ -34,10 +35,16 @@ from initlab.config import to_dict
 from initlab.runs import torch_threads
 from initlab.theory.attention.checks import CHECKERS
 from initlab.theory.statements import REGISTRY
-from initlab.theory.verify.base import BASE, PRESETS, StatementResult, VerifyConfig
+from initlab.runfile import RunFiles
+from initlab.theory.verify.base import BASE, StatementResult, VerifyConfig
 
 __all__ = ["VerifyConfig", "StatementResult", "run_verify", "format_table", "PRESETS", "BASE", "checkers", "run_symbolic",
            "statement_cell", "merge_reports"]
+
+
+#: the theory stage's runs of ``initlab reproduce`` (``quick``, ``default``, ``full``), one file each in ``runs/``
+#: (:class:`initlab.runfile.RunFiles`; docs/runs.md lists them)
+PRESETS: RunFiles[VerifyConfig] = RunFiles(VerifyConfig, Path(__file__).with_name("runs"))
 
 
 def checkers() -> dict[str, Callable[[VerifyConfig, torch.Generator], StatementResult]]:

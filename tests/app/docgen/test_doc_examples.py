@@ -34,7 +34,7 @@ def test_the_checks_catch_stale_commands_and_modules(tmp_path):
     (tmp_path / "README.md").write_text(
         "Run `initlab mlmhead inspect --no-such-option` or `initlab.runs.NoSuchThing`.\n\n"
         "```bash\n"
-        "initlab lra finetune --preset nope --out x\n"
+        "initlab lra finetune --init-groups nope --out x\n"
         "initlab nosuch command\n"
         "initlab splade train --backbone tiny --k 1 --out x \\\n    --bogus\n"
         "python -m initlab.no_such_module --x\n"

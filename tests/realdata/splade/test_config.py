@@ -25,7 +25,7 @@ def test_remote_code_needs_explicit_flag_and_k_positive():
         cell_config(RECIPE, "gte", 1)
     with pytest.raises(ValueError, match=r"SpladeTrainConfig.k = 0.0 is outside its range \(0, inf\)"):
         cell_config(RECIPE, "bert", 0)
-    with pytest.raises(ValueError, match="preset: expected one of"):
+    with pytest.raises(ValueError, match="--preset huge: expected one of quick, default, full"):
         get_preset("huge")
     assert PRESETS["quick"].tiny_model == "bert" and PRESETS["full"] == RECIPE and "toy" not in PRESETS
 

@@ -25,8 +25,8 @@ def test_score_scale_cli_table_and_json(tmp_path, capsys):
 
 
 def test_score_scale_reproduce_stage_resumes_and_guards(tmp_path, monkeypatch):
-    tiny = derive(ss.PRESETS["quick"], sigmas=(4.0,), ks=(1.0, 8.0), vocab=64, batch=8, L_d=16)
-    monkeypatch.setitem(ss.PRESETS, "quick", tiny)
+    tiny = derive(stage.score_scale_stage_.PRESETS["quick"], sigmas=(4.0,), ks=(1.0, 8.0), vocab=64, batch=8, L_d=16)
+    monkeypatch.setitem(stage.score_scale_stage_.PRESETS, "quick", tiny)
     out = tmp_path / "stage"
     md = stage.score_scale_stage(out, "quick")
     for name in ("config.json", "score_scale.json", "score_scale.csv", "summary.md", "DONE", "score_scale_theory_vs_mc.png"):
