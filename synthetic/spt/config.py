@@ -214,19 +214,15 @@ BASE = SPTConfig()
 #: every run of the experiment, one file each in ``runs/`` (:class:`initlab.runfile.RunFiles`; docs/runs.md lists them)
 PRESETS: RunFiles[SPTConfig] = RunFiles(SPTConfig, Path(__file__).with_name("runs"))
 
-#: the preregistered run ``initlab reproduce``'s SPT stage repeats: its recipe (rates, budgets, task, model) and arms
-REPRODUCE_RECIPE = "causal"
-#: the primary claims the stage must decide (one Holm family, :data:`initlab.synthetic.spt.claims.SPT_FAMILIES`'s
-#: primary claims that its arms run)
+#: the primary claims ``initlab reproduce``'s SPT stage must decide (one Holm family: those of
+#: :data:`initlab.synthetic.spt.claims.SPT_FAMILIES`'s primary claims that the arms of ``runs/default.toml`` run). The
+#: stage runs ``runs/default.toml``: its base is the preregistered run whose recipe it repeats
+#: (:func:`reproduce_recipe`), its seeds are fresh and as many as the power computation on that run's saved per-seed
+#: numbers asks for these claims (tests/synthetic/spt/test_reproduce_preset.py checks all three)
 REPRODUCE_CLAIMS = ("spt_gain", "proximity", "causal_prior", "causal_nopos")
-#: fresh seeds of ``initlab reproduce`` (no saved run in docs/results used them; tests/synthetic/spt/test_reproduce_preset.py
-#: scans every saved file)
-REPRODUCE_SEEDS = (8301, 8302, 8303, 8304, 8305, 8306, 8307, 8308)
-#: seeds the stage runs: the power computation on the saved ``causal`` run's per-seed numbers (0.9 power at its
-#: estimates and sds, each decision at Holm's strictest step in the stage's family;
-#: :func:`initlab.synthetic.spt.claims.seed_plan`; the table in docs/benchmarks.md); a test recomputes it from
-#: docs/results
-REPRODUCE_SEED_COUNT = 4
-#: the arms of the stage: those of :data:`REPRODUCE_CLAIMS` (``runs/default.toml`` runs them on the first
-#: :data:`REPRODUCE_SEED_COUNT` of :data:`REPRODUCE_SEEDS`; tests/app/test_run_files.py checks that they agree)
-REPRODUCE_CONDITIONS = ("scratch", "spt", "alibi_scratch", "spt_nopos")
+
+
+def reproduce_recipe() -> str:
+    """The name of the preregistered run whose recipe (rates, budgets, task, model) ``initlab reproduce``'s SPT stage
+    repeats: the base of ``runs/default.toml``, the run the stage runs."""
+    return PRESETS.files()["default"].base

@@ -62,10 +62,10 @@ def _claims_of(per_seed: dict, thresholds: dict) -> list[StageClaim]:
 
 
 def confirmed(results: Path) -> dict[str, Verdict]:
-    """The words of the preregistered run the ``default`` preset repeats (its recipe,
-    :data:`initlab.synthetic.spt.config.REPRODUCE_RECIPE`), recomputed from ``results``'s saved per-seed numbers and
+    """The words of the preregistered run the ``default`` preset repeats (its recipe, the base of its run file:
+    :func:`initlab.synthetic.spt.config.reproduce_recipe`), recomputed from ``results``'s saved per-seed numbers and
     Holm-corrected as the README shows them, by :func:`stage_claims`'s titles (claims that run did not run left out)."""
-    s = read_json(Path(results) / f"synthetic_spt_{spt_config.REPRODUCE_RECIPE}" / "summary.json")
+    s = read_json(Path(results) / f"synthetic_spt_{spt_config.reproduce_recipe()}" / "summary.json")
     return {c.title: c.verdict for c in _claims_of(s["summary"]["per_seed"], s["config"]["thresholds"])
             if c.verdict.word != NOT_RUN}
 

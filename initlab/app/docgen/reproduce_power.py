@@ -3,7 +3,7 @@ preregistered run whose recipe its stage repeats, that run's per-seed sd and est
 planned at (Holm's strictest step in the stage's family), the seed count for 0.9 power and the power it reaches.
 
 The counts are computed, never typed: :func:`initlab.synthetic.spt.claims.seed_plan` on the saved SPT run of
-:data:`initlab.synthetic.spt.config.REPRODUCE_RECIPE` and :func:`initlab.synthetic.splade.ood.stage.seed_plan` on the saved
+:func:`initlab.synthetic.spt.config.reproduce_recipe` and :func:`initlab.synthetic.splade.ood.stage.seed_plan` on the saved
 OOD SPLADE confirmation, both over :func:`initlab.evidence.families.seeds_for_words`. The table is written into
 docs/benchmarks.md between :data:`BEGIN_MARK` and :data:`END_MARK`::
 
@@ -51,7 +51,7 @@ def _num(x: float, unit: str) -> str:
 def table_markdown(results: Path) -> str:
     """The power table (module docstring) from the saved runs under ``results`` (docs/results), as markdown."""
     results = Path(results)
-    spt_file = f"synthetic_spt_{spt_config.REPRODUCE_RECIPE}/summary.json"
+    spt_file = f"synthetic_spt_{spt_config.reproduce_recipe()}/summary.json"
     spt_plan = spt_claims.seed_plan(read_json(results / spt_file), spt_config.REPRODUCE_CLAIMS, POWER)
     sp_plan = splade_stage.seed_plan(read_json(results / splade_stage.SAVED_RUN), POWER)
     spt_titles = {c.id: c.title for c in spt_claims.CLAIMS}
@@ -83,7 +83,7 @@ def table_markdown(results: Path) -> str:
         "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
         *rows,
         "",
-        f"Seeds run: `spt` {n_spt} (`{spt_config.REPRODUCE_RECIPE}`'s recipe, seeds "
+        f"Seeds run: `spt` {n_spt} (`{spt_config.reproduce_recipe()}`'s recipe, seeds "
         f"{', '.join(map(str, spt_config.PRESETS['default'].seeds))}), `splade_in_domain` {n_sp} "
         f"(`{splade_stage.RECIPE}`'s recipe, seeds {', '.join(map(str, splade_stage.PRESETS['default'].seeds))}).",
         END_MARK,
