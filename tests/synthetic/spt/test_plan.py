@@ -72,3 +72,37 @@ def test_the_learning_rate_reaches_the_optimiser_as_planned(tmp_path, monkeypatc
     monkeypatch.setattr(torch.optim, "AdamW", spy)
     spt_cells.finetune_cell(str(tmp_path), c.name, c.args)
     assert seen == [0.0123]
+
+
+def test_the_default_cost_model_expects_the_epochs_its_recipes_saved_run_took():
+    """``initlab reproduce`` prints the SPT stage's duration from the plan's expected epochs: for each kind of cell the
+    default runs (SPT per source, label-only and SPT-initialised fine-tuning), their mean lies within 25 % of the
+    mean epochs the saved run of the default's recipe took in those cells (the issue's tolerance for the estimate)."""
+    import json
+    from pathlib import Path
+    from statistics import mean
+
+    from initlab.synthetic.spt.config import REPRODUCE_RECIPE, condition_spec
+
+    cfg = spt.PRESETS["default"]
+    root = Path(__file__).resolve().parents[3] / "docs" / "results" / f"synthetic_spt_{REPRODUCE_RECIPE}"
+    saved = json.loads((root / "summary.json").read_text(encoding="utf-8"))["summary"]
+    spec = condition_spec(cfg)
+    took: dict[str, list[float]] = {}
+    for r in saved["spt_runs"]:
+        took.setdefault(f"spt {r['source']}", []).append(r["stop_epoch"])
+    for cond, rows in saved["per_seed"].items():
+        if cond in cfg.conditions:
+            kind = "label-only" if spec[cond]["spt"] is None else "spt-initialised"
+            took.setdefault(f"finetune {kind}", []).extend(x["epochs_run"] for x in rows)
+    expect: dict[str, list[float]] = {}
+    for c in plan(cfg):
+        a = c.args
+        if a["kind"] == "spt":
+            expect.setdefault(f"spt {a['source']}", []).append(c.units)
+        elif a["kind"] == "finetune":
+            kind = "label-only" if spec[a["condition"]]["spt"] is None else "spt-initialised"
+            expect.setdefault(f"finetune {kind}", []).append(c.units)
+    assert set(expect) == {"spt local", "spt nopos", "finetune label-only", "finetune spt-initialised"}
+    for kind, units in expect.items():
+        assert 0.75 <= mean(units) / mean(took[kind]) <= 1.25, (kind, mean(units), mean(took[kind]))
