@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from initlab.config import from_dict, to_dict
+from initlab.config import to_dict
 from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, run_cells
 from initlab.runs import RunDir, atomic_write_text, check_input_path, holds_run_folder
 from initlab.synthetic.splade.ood.config import (OODConfig, backbone_for, cell_name, check_config, flops_weights,
@@ -100,10 +100,22 @@ def _bb(family: str, seed: int) -> str:
     return f"backbone/{family}_seed={seed}"
 
 
+def _config(args: dict[str, Any]) -> OODConfig:
+    """The run's :class:`OODConfig` a cell receives in ``args["config"]`` (the plan's object itself).
+
+    Raises:
+        TypeError: ``args["config"]`` is not an :class:`OODConfig`.
+    """
+    cfg = args["config"]
+    if not isinstance(cfg, OODConfig):
+        raise TypeError(f'args["config"]: expected an OODConfig, got {type(cfg).__name__}')
+    return cfg
+
+
 def cell_pretrain(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from initlab.synthetic.splade.ood.cell import pretrain
 
-    cfg = from_dict(OODConfig, args["config"])
+    cfg = _config(args)
     pretrain(str(Path(root) / args["folder"]), args["family"], cfg, args["seed"], on_step=lambda: progress.advance(1))
     from initlab.textio import read_json
 
@@ -116,7 +128,7 @@ def cell_train(root: str, name: str, args: dict[str, Any], progress: Progress) -
     backbone cell of the same seed (:attr:`initlab.executor.Cell.receives`), whose natural head norm it imposes."""
     from initlab.synthetic.splade.ood.cell import run_cell
 
-    cfg = from_dict(OODConfig, args["config"])
+    cfg = _config(args)
     norm = None
     if args.get("imposed"):  # the imposed-norm arm: the high-norm backbone's natural head norm, same seed
         norm = float(args["imposed_backbone"]["head_frobenius"])
@@ -130,14 +142,14 @@ def cell_train(root: str, name: str, args: dict[str, Any], progress: Progress) -
 def cell_inspect(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from initlab.synthetic.splade.ood.cell import inspect_cell
 
-    return inspect_cell(str(Path(root) / args["backbone"]), from_dict(OODConfig, args["config"]), args["family"],
+    return inspect_cell(str(Path(root) / args["backbone"]), _config(args), args["family"],
                         args["seed"])
 
 
 def cell_bm25(root: str, name: str, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from initlab.synthetic.splade.ood.cell import bm25_cell
 
-    return bm25_cell(from_dict(OODConfig, args["config"]), args["seed"])
+    return bm25_cell(_config(args), args["seed"])
 
 
 def plan(cfg: OODConfig) -> list[Cell]:
@@ -147,7 +159,7 @@ def plan(cfg: OODConfig) -> list[Cell]:
     ``cfg.late_families`` follow, seed by seed, once every seed's other cells are planned. A backbone's cell has
     its folder as its artifact: on a fresh clone holding the finished cells' results it is trained again (the same
     seed, the same backbone on the same machine) only while one of its cells is still to run."""
-    conf = to_dict(cfg)
+    conf = cfg  # every cell receives the config object itself (pickled to a worker), never a dict rebuilt per cell
     V = cfg.corpus.vocab_size
     evals = (len(cfg.checkpoints) + 1) * eval_seconds(V, cfg.engine) / cfg.max_steps
     cells = []
@@ -159,7 +171,7 @@ def plan(cfg: OODConfig) -> list[Cell]:
     return cells
 
 
-def _seed_cells(cfg: OODConfig, conf: dict[str, Any], s: int, families: Sequence[str], evals: float, first: bool
+def _seed_cells(cfg: OODConfig, conf: OODConfig, s: int, families: Sequence[str], evals: float, first: bool
                 ) -> list[Cell]:
     """The cells of seed ``s`` for ``families`` (:func:`plan`): with ``first``, BM25 and the imposed-norm arm too."""
     from initlab.synthetic.splade.ood.cell import INSPECT_TEXTS

@@ -1,6 +1,6 @@
-"""The imposed-norm arm's head norm reaches its cell as an argument: the high-norm backbone cell's result, handed over
-by the executor (:attr:`initlab.executor.Cell.receives`), is the value the cell read before from that backbone's
-``natural_scale.json`` (a file one cell wrote and another read)."""
+"""What an OOD cell needs reaches it in its arguments: the imposed-norm arm's head norm is the high-norm backbone cell's
+result, handed over by the executor (:attr:`initlab.executor.Cell.receives`), the value the cell read before from that
+backbone's ``natural_scale.json`` (a file one cell wrote and another read); the config is the run's object itself."""
 
 from __future__ import annotations
 
@@ -49,3 +49,21 @@ def test_the_imposed_cell_gets_exactly_the_scale_the_backbone_folder_records(tmp
     assert isinstance(seen[0], float) and seen == [old]
     bert = read_json(root / "backbone" / "bert_seed=0" / "natural_scale.json")["head_frobenius"]
     assert old != bert  # the high-norm family's own norm, not the cell's backbone's
+
+
+def test_every_cell_receives_the_config_object_the_former_dict_rebuilt():
+    """Each cell gets the run's config object, not ``to_dict``'s form rebuilt per cell; for every run file the object
+    is the rebuilt one field for field, types included (so the confirmation's remaining cells compute what they
+    would have), and a dict is refused."""
+    import pytest
+
+    from initlab.config import from_dict, to_dict
+    from initlab.synthetic.splade.ood.runner import cell_bm25
+
+    for name in oc.PRESETS:
+        cfg = oc.PRESETS[name]
+        assert repr(from_dict(oc.OODConfig, to_dict(cfg))) == repr(cfg), name
+    cfg = oc.PRESETS[dc.PRESET]
+    assert all(c.args["config"] is cfg for c in plan(cfg))
+    with pytest.raises(TypeError, match="OODConfig"):
+        cell_bm25("", "bm25_seed=0", {"config": to_dict(cfg), "seed": 0}, None)
