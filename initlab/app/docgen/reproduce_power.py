@@ -85,7 +85,7 @@ def table_markdown(results: Path) -> str:
         "",
         f"Seeds run: `spt` {n_spt} (`{spt_config.reproduce_recipe()}`'s recipe, seeds "
         f"{', '.join(map(str, spt_config.PRESETS['default'].seeds))}), `splade_in_domain` {n_sp} "
-        f"(`{splade_stage.RECIPE}`'s recipe, seeds {', '.join(map(str, splade_stage.PRESETS['default'].seeds))}).",
+        f"(`{splade_stage.RECIPE}`'s recipe, seeds {', '.join(map(str, splade_stage.stage_config('default').seeds))}).",
         END_MARK,
     ])
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from initlab.config import derive, from_dict
+from initlab.config import from_dict
 from initlab.evidence import families
 from initlab.evidence.families import Family, LeafPlan
 from initlab.evidence.rules import Verdict
@@ -36,11 +36,16 @@ from initlab.synthetic.splade.ood import config as ood_config
 from initlab.synthetic.splade.ood import runner as ood_runner
 from initlab.textio import read_json, read_text
 
-__all__ = ["RECIPE", "SAVED_RUN", "CLAIM", "FAMILIES", "SEEDS", "SEED_COUNT", "PRESETS", "in_domain_raw", "seed_plan",
+__all__ = ["RUNS", "RECIPE", "SAVED_RUN", "CLAIM", "FAMILIES", "stage_config", "in_domain_raw", "seed_plan",
            "splade_in_domain", "estimate", "stage_claims", "confirmed", "STAGE"]
 
-#: the preregistered run whose recipe the stage repeats (a preset of :mod:`initlab.synthetic.splade.ood.config`)
-RECIPE = "confirm-v2k"
+#: reproduce preset -> the OOD run the stage runs (a run file of :data:`initlab.synthetic.splade.ood.config.PRESETS`):
+#: ``quick`` the OOD experiment's smoke test (numbers not meaningful); ``default`` and ``full`` the recipe of the
+#: preregistered confirmation on fresh seeds, the fused head (``runs/default.toml``, ``runs/full.toml``: their seeds
+#: and count, with the reasons, are in the files)
+RUNS: dict[str, str] = {"quick": "tiny", "default": "default", "full": "full"}
+#: the preregistered run whose recipe the stage repeats: the base of ``runs/default.toml``
+RECIPE: str = ood_config.PRESETS.files()["default"].base
 #: that run's saved results (under docs/results), whose per-seed sd sets the seed count
 SAVED_RUN = "synthetic_splade_ood_confirm/results.json"
 #: the claim the stage decides (an id of :data:`initlab.synthetic.splade.claims.CLAIMS`), on the in-domain rows
@@ -52,19 +57,14 @@ FAMILIES: tuple[Family, ...] = (
 )
 #: reference seconds a worker process needs to start and import transformers (``run_ood``'s own start-up figure)
 WORKER_START_SECONDS = 10.0
-#: fresh seeds (no saved run in docs/results used them; tests/synthetic/splade/ood/test_stage.py scans every saved config)
-SEEDS = (9301, 9302, 9303, 9304, 9305)
-#: the seeds the default runs: :func:`seed_plan` on :data:`SAVED_RUN` (0.9 power, family :data:`FAMILIES`); a test
-#: recomputes it
-SEED_COUNT = 3
+def stage_config(preset: str) -> ood_config.OODConfig:
+    """The config the stage runs under the reproduce ``preset``: the OOD run :data:`RUNS` names.
 
-#: reproduce preset -> the OOD config the stage runs (``quick``: the OOD experiment's smoke test, numbers not
-#: meaningful; ``default`` and ``full``: the recipe on fresh seeds, the fused head)
-PRESETS: dict[str, ood_config.OODConfig] = {
-    "quick": ood_config.PRESETS["tiny"],
-    "default": derive(ood_config.PRESETS[RECIPE], seeds=SEEDS[:SEED_COUNT], engine="fused"),
-    "full": derive(ood_config.PRESETS[RECIPE], seeds=SEEDS, engine="fused"),
-}
+    Raises:
+        ValueError: unknown ``preset``.
+    """
+    check_preset(preset)
+    return ood_config.PRESETS[RUNS[preset]]
 
 
 def in_domain_raw(rep: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def _verdicts(rep: Mapping[str, Any]) -> dict[str, Verdict]:
 
 
 def seed_plan(rep: Mapping[str, Any], power: float = 0.9) -> list[LeafPlan]:
-    """The power computation behind :data:`SEED_COUNT`: the seeds a fresh run needs for the in-domain interaction
+    """The power computation behind the seed count of ``runs/default.toml``: the seeds a fresh run needs for the in-domain interaction
     of the saved run ``rep`` (its ``results.json``) to reach its word again with ``power``, in :data:`FAMILIES`
     (:func:`initlab.evidence.families.seeds_for_words`)."""
     return families.seeds_for_words(_verdicts(rep), FAMILIES[0].claims, power=power)
@@ -88,15 +88,14 @@ def seed_plan(rep: Mapping[str, Any], power: float = 0.9) -> list[LeafPlan]:
 
 def splade_in_domain(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,
                      scheduler: str | None = None) -> str:
-    """The ``splade_in_domain`` stage (module docstring): run :data:`PRESETS` ``[preset]`` into ``out_dir`` and
+    """The ``splade_in_domain`` stage (module docstring): run :func:`stage_config` ``(preset)`` into ``out_dir`` and
     return its summary, led by the one claim it decides.
 
     Raises:
         ValueError: unknown ``preset``.
     """
     out_dir = Path(out_dir)
-    check_preset(preset)
-    cfg = PRESETS[preset]
+    cfg = stage_config(preset)
     if finished_summary(out_dir, preset, overwrite) is None:
         ood_runner.run_ood(out_dir, cfg, workers=workers, progress=True, overwrite=overwrite, scheduler=scheduler)
     (claim,) = stage_claims(out_dir)
@@ -131,7 +130,7 @@ def _title() -> str:
 def estimate(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
     """``(expected, at most)`` reference seconds of the stage's remaining cells in ``out_dir`` from the OOD cost
     model (nothing is created or checked)."""
-    cells = ood_runner.plan(PRESETS[preset])
+    cells = ood_runner.plan(stage_config(preset))
     return executor_estimate(remaining_cells(out_dir, cells), workers, startup=WORKER_START_SECONDS)
 
 

@@ -21,7 +21,7 @@ def test_the_page_holds_the_current_table():
 def test_the_table_names_each_stage_seed_count_the_presets_run():
     table = reproduce_power.table_markdown(ROOT / "docs" / "results")
     assert f"`spt` {len(spt_config.PRESETS['default'].seeds)} (" in table
-    assert f"`splade_in_domain` {len(splade_stage.PRESETS['default'].seeds)} (" in table
+    assert f"`splade_in_domain` {len(splade_stage.stage_config('default').seeds)} (" in table
     rows = [r for r in table.splitlines() if r.startswith("| `")]
     assert len(rows) == 6 and sum("not planned" in r for r in rows) == 1
 

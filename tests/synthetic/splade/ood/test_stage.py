@@ -23,7 +23,8 @@ def _saved() -> dict:
 
 @pytest.mark.parametrize("preset", ["default", "full"])
 def test_the_stage_runs_the_recipe_of_the_saved_confirmation_on_other_seeds(preset):
-    ours = to_dict(splade_stage.PRESETS[preset])
+    assert splade_stage.RECIPE == "confirm-v2k" and splade_stage.SAVED_RUN.startswith("synthetic_splade_ood_confirm/")
+    ours = to_dict(splade_stage.stage_config(preset))
     recipe = to_dict(ood_config.PRESETS[splade_stage.RECIPE])
     # only the seeds and the head's engine (the same vectors to rounding) differ from the preregistered recipe
     assert {k for k in {**ours, **recipe} if ours.get(k) != recipe.get(k)} == {"seeds", "engine"}
@@ -34,7 +35,7 @@ def test_the_stage_runs_the_recipe_of_the_saved_confirmation_on_other_seeds(pres
 
 
 def test_the_stage_seeds_are_fresh(saved_run_seeds):
-    for cfg in (splade_stage.PRESETS["default"], splade_stage.PRESETS["full"]):
+    for cfg in (splade_stage.stage_config("default"), splade_stage.stage_config("full")):
         assert not set(cfg.seeds) & saved_run_seeds, sorted(set(cfg.seeds) & saved_run_seeds)
 
 
@@ -42,7 +43,7 @@ def test_the_seed_count_is_the_power_computation_on_the_saved_confirmation():
     (plan,) = splade_stage.seed_plan(_saved())
     assert plan.claim == "interaction" and plan.word == "reproduced" and plan.alpha == 0.05
     assert plan.achieved >= 0.9
-    assert splade_stage.SEED_COUNT == plan.seeds == len(splade_stage.PRESETS["default"].seeds)
+    assert plan.seeds == len(splade_stage.stage_config("default").seeds)
 
 
 def test_the_stage_decides_the_in_domain_interaction_of_a_saved_run_alone_in_its_family(tmp_path):
