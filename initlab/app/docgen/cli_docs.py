@@ -192,7 +192,9 @@ def parse_documented(cmd) -> argparse.Namespace:
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            return parser.parse_args(args)
+            parsed = parser.parse_args(args)
+        _check_run_name(cmd, target, getattr(parsed, "preset", None))
+        return parsed
     except SystemExit as exit_:
         message = err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else ""
         if exit_.code in (0, None) and any(a in ("-h", "--help") for a in args):
@@ -206,6 +208,27 @@ def parse_documented(cmd) -> argparse.Namespace:
                 return argparse.Namespace()
             message = f"{name} has no option {', '.join(unknown)}"
         raise ValueError(f"{cmd.where}: `{cmd.text}`: {message}") from None
+
+
+def _check_run_name(cmd, target: str, preset: object) -> None:
+    """A ``--preset NAME`` the docs show must name a run of the command's run files (a path is not checked: the docs
+    may show a file of the reader's own); argparse cannot check it, since ``--preset`` also takes a path.
+
+    Raises:
+        ValueError: naming the page, the command and the unknown run.
+    """
+    if not isinstance(preset, str) or preset.endswith(".toml") or "/" in preset:
+        return
+    from initlab.app.experiments import EXPERIMENTS
+    from initlab.experiment.record import resolve
+    from initlab.runfile import RunFiles
+
+    for exp in EXPERIMENTS:
+        if exp.presets and any(c.target == target for c in exp.commands):
+            runs = resolve(exp.presets)
+            if isinstance(runs, RunFiles) and preset not in runs and preset not in getattr(
+                    importlib.import_module(exp.presets.split(":")[0]), "DEPRECATED_PRESETS", {}):
+                raise ValueError(f"{cmd.where}: `{cmd.text}`: no run named {preset!r} (docs/runs.md lists them)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,7 @@ def test_the_checks_catch_stale_commands_and_modules(tmp_path):
         "Run `initlab mlmhead inspect --no-such-option` or `initlab.runs.NoSuchThing`.\n\n"
         "```bash\n"
         "initlab lra finetune --init-groups nope --out x\n"
+        "initlab lra finetune --preset nope --out x\n"
         "initlab nosuch command\n"
         "initlab splade train --backbone tiny --k 1 --out x \\\n    --bogus\n"
         "python -m initlab.no_such_module --x\n"
@@ -46,9 +47,10 @@ def test_the_checks_catch_stale_commands_and_modules(tmp_path):
             parse_documented(cmd)
         except ValueError as err:
             bad.append(str(err))
-    assert len(bad) == 5, bad
+    assert len(bad) == 6, bad
     assert "has no option --no-such-option" in bad[0] and "invalid choice: 'nope'" in bad[1]
-    assert "no such initlab command" in bad[2] and "unrecognized arguments: --bogus" in bad[3]
-    assert "README.md:6" in bad[3] and "no module initlab.no_such_module" in bad[4]
+    assert "no run named 'nope'" in bad[2]  # --preset takes a path too, so argparse cannot check the name
+    assert "no such initlab command" in bad[3] and "unrecognized arguments: --bogus" in bad[4]
+    assert "README.md:7" in bad[4] and "no module initlab.no_such_module" in bad[5]
     assert [n for _, n in D.named_modules(tmp_path) if not D.module_exists(n)] == ["initlab.runs.NoSuchThing",
                                                                                    "initlab.no_such_module"]
