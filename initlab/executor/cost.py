@@ -35,8 +35,8 @@ def default_workers() -> int:
 def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0, startup: float = 0.0) -> tuple[float, float]:
     """``(expected, at most)`` seconds of wall time to run ``cells`` on ``workers`` single-threaded workers.
 
-    List scheduling in the given order: each cell starts on the worker that is free first, once the
-    cells it ``needs`` (among ``cells``; others count as finished) have ended; its duration is
+    The executor's own order (:func:`makespan`): whenever a worker is free it takes the first cell, in the given order,
+    whose ``needs`` (among ``cells``; others count as finished) have ended; its duration is
     ``units * unit_seconds * speed`` (at most: ``max_units * unit_seconds * speed``). Callers pass the
     cells still to run; nothing is skipped. ``speed``: the factor of :func:`measure_speed` (1 = the
     reference machine); ``startup``: reference seconds a worker process needs before its first cell
@@ -54,15 +54,41 @@ def estimate(cells: Sequence[Cell], workers: int, *, speed: float = 1.0, startup
 
 
 def makespan(order: Sequence[Cell], workers: int, seconds: Callable[[Cell], float],
-              busy: Sequence[float] = (), ends: Mapping[str, float] | None = None) -> float:
+             busy: Sequence[float] = (), ends: Mapping[str, float] | None = None) -> float:
+    """Seconds until every cell of ``order`` has ended, handed out as the executor hands them (the local pool of
+    :mod:`initlab.executor.local`: one cell per free worker, the first in plan order whose needs have ended): whenever
+    a worker is free, it takes the first cell of ``order`` whose ``needs`` have ended by then, so a cell still waiting
+    for its needs does not hold a worker that a later, ready cell can use; a worker with no ready cell waits for the
+    next one. ``order`` is dependency-ordered (:func:`initlab.executor.cells.dependency_order`); a cell's duration is
+    ``seconds(cell)``. ``busy``: seconds until each worker already busy is free (more entries than ``workers``:
+    more running cells, all counted); ``ends``: the end times of cells already started or finished, which their
+    dependants wait for; a need in neither ``order`` nor ``ends`` counts as finished."""
     free = sorted(list(busy) + [0.0] * max(0, workers - len(busy)))[:max(workers, len(busy))]
     end: dict[str, float] = dict(ends or {})
+    todo = {c.name for c in order}
+    pending = list(order)
     span = max(free, default=0.0) if busy else 0.0
-    for c in order:
-        ready = max((end[n] for n in c.needs if n in end), default=0.0)
+
+    def ready_at(c: Cell) -> float | None:  # None: a need in ``order`` not handed out yet
+        if any(n in todo and n not in end for n in c.needs):
+            return None
+        return max((end[n] for n in c.needs if n in end), default=0.0)
+
+    while pending:
         i = min(range(len(free)), key=lambda j: free[j])
-        start = max(free[i], ready)
-        end[c.name] = free[i] = start + seconds(c)
+        first, soonest = None, math.inf
+        for k, c in enumerate(pending):
+            r = ready_at(c)
+            if r is not None and r <= free[i]:
+                first = k
+                break
+            if r is not None:
+                soonest = min(soonest, r)
+        if first is None:  # nothing ready: this worker waits for the first cell to become ready (the first pending
+            free[i] = soonest  # cell's needs are all handed out, so some cell becomes ready)
+            continue
+        c = pending.pop(first)
+        end[c.name] = free[i] = free[i] + seconds(c)
         span = max(span, end[c.name])
     return span
 

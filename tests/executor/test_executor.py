@@ -56,6 +56,21 @@ def test_estimate_is_list_scheduling_with_needs():
         estimate([a], 0)
 
 
+def test_the_estimate_lets_a_free_worker_take_a_later_ready_cell_as_the_pool_does():
+    """A cell waiting for its needs does not hold a free worker: the pool hands that worker the first ready cell in
+    plan order (the test below), and the estimate schedules it so."""
+    p1 = Cell("p1", "m:f", {}, 1, units=10, unit_seconds=1.0)
+    t1 = Cell("t1", "m:f", {}, 1, needs=("p1",), units=2, unit_seconds=1.0)
+    p2 = Cell("p2", "m:f", {}, 1, units=5, unit_seconds=1.0)
+    # p1 on one worker (0-10); p2 on the other at once (0-5), not after t1; t1 when p1 ends (10-12)
+    assert estimate([p1, t1, p2], 2) == (12.0, 12.0)
+    assert estimate([p1, t1, p2], 1) == (17.0, 17.0)
+    # a worker with nothing ready waits for the first cell that becomes ready
+    t2 = Cell("t2", "m:f", {}, 1, needs=("p2",), units=1, unit_seconds=1.0)
+    assert estimate([p1, t1, p2, t2], 2) == (12.0, 12.0)  # t2 runs 5-6 on p2's worker, t1 10-12
+    assert estimate([p1, t1, t2], 2) == (12.0, 12.0)  # t2's need is not in the plan: finished, so it runs at once
+
+
 def test_a_pool_runs_a_ready_cell_in_plan_order_before_later_independent_ones(tmp_path, cells_importable):
     """A cell whose needs just finished goes before independent cells later in the plan (a seed's training before the
     next seed's backbone): the pool is handed one cell per free worker, never the whole ready list at once."""
