@@ -186,13 +186,17 @@ def spt_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None
     return _spt_result(root, cfg, src, variant, depth, s, r)
 
 
-def matched_epochs(root: str | Path, seed: int) -> int:
-    """Fine-tuning epochs of ``scratch_matched`` for ``seed``: the seed's SPT epochs (to the stopping rule's
-    epoch, local source, depth 1) plus the epochs of its ``spt`` fine-tuning (one epoch = the same number of
-    optimiser steps in both)."""
-    rd = RunDir(root, resume=True)
-    return int(rd.load_cell(spt_cell_name("local", "full", 1, seed))["stop_epoch"]) + int(
-        rd.load_cell(ft_cell_name("spt", seed))["epochs_run"])
+def matched_epochs(spt_run: Mapping[str, Any], spt_finetune: Mapping[str, Any]) -> int:
+    """Fine-tuning epochs of ``scratch_matched`` for a seed: the seed's SPT epochs (to the stopping rule's epoch, local
+    source, depth 1; ``spt_run``, that SPT cell's result) plus the epochs of its ``spt`` fine-tuning (``spt_finetune``,
+    that cell's result; one epoch = the same number of optimiser steps in both). The cell receives both results in its
+    arguments (:attr:`initlab.executor.Cell.receives`)."""
+    return int(spt_run["stop_epoch"]) + int(spt_finetune["epochs_run"])
+
+
+def _no_matched(seed: int) -> int:
+    raise KeyError(f"seed {seed}: the compute-matched budget needs the seed's SPT and spt fine-tuning results in the "
+                   "cell's arguments ('spt_run', 'spt_finetune'; the plan has the executor hand them over)")
 
 
 def _ft_where(cond: str, s: int, lr: float) -> str:
@@ -264,7 +268,9 @@ def finetune_cell(root: str, name: str, args: Mapping[str, Any], progress: Any =
     fine-tuning start and end."""
     cfg = cell_config(args)
     cond, s, lr = args["condition"], int(args["seed"]), float(args["lr"])
-    su = _ft_setup(root, cfg, cond, s, lambda seed: matched_epochs(root, seed))
+    matched = ((lambda seed: matched_epochs(args["spt_run"], args["spt_finetune"])) if "spt_run" in args
+               else _no_matched)
+    su = _ft_setup(root, cfg, cond, s, matched)
     try:
         r, trained = finetune(su["model"], su["data"], su["gen"], lr=lr, weight_decay=cfg.weight_decay,
                               batch_size=cfg.batch_size, max_epochs=su["max_epochs"], patience=su["patience"],
@@ -340,7 +346,7 @@ def finetune_seeds(root: str | Path, cfg: SPTConfig, condition: str, seeds: Sequ
     (:func:`initlab.synthetic.spt.batched.finetune_batched`): ``{ft_cell_name: result}``, each in
     :func:`finetune_cell`'s format (names with the rate when ``lr_sweep``). Each model's data, initialisation,
     SPT checkpoint, frozen groups, generator, budget and schedule are :func:`finetune_cell`'s; ``matched(seed)`` gives
-    the compute-matched arm's budget (default: :func:`matched_epochs` of ``root``).
+    the compute-matched arm's budget (needed for that arm only).
 
     Raises:
         ValueError: ``seeds`` and ``lrs`` of different lengths, or no pair.
@@ -351,7 +357,7 @@ def finetune_seeds(root: str | Path, cfg: SPTConfig, condition: str, seeds: Sequ
     if len(seeds) != len(lrs) or not seeds:
         raise ValueError(f"seeds, lrs: expected lists of one length >= 1, got {len(seeds)} and {len(lrs)}")
     root = str(root)
-    matched = matched or (lambda seed: matched_epochs(root, seed))
+    matched = matched or _no_matched
     setups = [_ft_setup(root, cfg, condition, s, matched) for s in seeds]
     rs = finetune_batched([u["model"] for u in setups], [u["data"] for u in setups], [u["gen"] for u in setups],
                           lrs=list(lrs), weight_decay=cfg.weight_decay, batch_size=cfg.batch_size,
@@ -390,15 +396,14 @@ def spt_group_cell(root: str, name: str, args: Mapping[str, Any], progress: Any 
 def finetune_group_cell(root: str, name: str, args: Mapping[str, Any], progress: Any = None) -> dict[str, Any]:
     """The executor cell of :func:`finetune_seeds`: ``args = {condition, seeds, lrs, lr_sweep, matched_from}``
     (``matched_from``: for the compute-matched arm, the names of the group cells holding each seed's SPT and ``spt``
-    fine-tuning results); returns ``{"kind": "group", "cells": {ft_cell_name: result}}``."""
+    fine-tuning results, each received as the argument of its name); returns ``{"kind": "group", "cells": {ft_cell_name: result}}``."""
     cfg = cell_config(args)
     found: dict[str, Any] = {}
-    for g in args.get("matched_from", ()):
-        found.update(RunDir(root, resume=True).load_cell(g)["cells"])
+    for g in args.get("matched_from", ()):  # each group's result, handed over by the executor under its name
+        found.update(args[g]["cells"])
 
     def matched(seed: int) -> int:
-        return int(found[spt_cell_name("local", "full", 1, seed)]["stop_epoch"]) + int(
-            found[ft_cell_name("spt", seed)]["epochs_run"])
+        return matched_epochs(found[spt_cell_name("local", "full", 1, seed)], found[ft_cell_name("spt", seed)])
 
     cells = finetune_seeds(root, cfg, args["condition"], [int(s) for s in args["seeds"]],
                            [float(x) for x in args["lrs"]], lr_sweep=bool(args["lr_sweep"]),

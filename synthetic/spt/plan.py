@@ -191,15 +191,18 @@ def plan(cfg: SPTConfig) -> list[Cell]:
                     cells.append(_cell(cfg, sname, spt_cell, a, units=exp, max_units=cap,
                                        unit_seconds=sec("spt", sp["variant"], sp["depth"])))
                     placed.add(sname)
-            if sp["budget"] == "matched":
-                needs += [spt_cell_name("local", "full", 1, s), ft_cell_name("spt", s)]
+            receives: dict[str, str] = {}
+            if sp["budget"] == "matched":  # its budget is the seed's SPT run and spt fine-tuning: their results
+                receives = {"spt_run": spt_cell_name("local", "full", 1, s), "spt_finetune": ft_cell_name("spt", s)}
+                needs += list(receives.values())
             for lr in lrs:
                 a = {"kind": "finetune", "condition": n, "seed": s, "lr": label_lr(cfg, n) if lr is None else lr}
                 if lr is not None:
                     a["lr_sweep"] = True
                 exp, cap = expected_epochs(cfg, "finetune", n)
                 cells.append(_cell(cfg, ft_cell_name(n, s, lr), finetune_cell, a, needs=tuple(needs), units=exp,
-                                   max_units=cap, unit_seconds=sec("finetune", sp["variant"], sp["depth"])))
+                                   max_units=cap, unit_seconds=sec("finetune", sp["variant"], sp["depth"]),
+                                   receives=receives))
     return grouped(cfg, cells) if cfg.engine == "batched" else cells
 
 
@@ -243,7 +246,8 @@ def grouped(cfg: SPTConfig, cells: list[Cell]) -> list[Cell]:
                  "lrs": [float(c.args["lr"]) for c in group], "lr_sweep": any("lr_sweep" in c.args for c in group),
                  "matched_from": list(needs) if condition_spec(cfg)[key[1]]["budget"] == "matched" else []}
             fn = finetune_group_cell
-        out.append(_cell(cfg, name, fn, a, needs=needs, units=units, max_units=max_units, unit_seconds=first.unit_seconds))
+        out.append(_cell(cfg, name, fn, a, needs=needs, units=units, max_units=max_units, unit_seconds=first.unit_seconds,
+                         receives={g: g for g in a.get("matched_from", ())}))
     return out
 
 

@@ -106,3 +106,24 @@ def test_the_default_cost_model_expects_the_epochs_its_recipes_saved_run_took():
     assert set(expect) == {"spt local", "spt nopos", "finetune label-only", "finetune spt-initialised"}
     for kind, units in expect.items():
         assert 0.75 <= mean(units) / mean(took[kind]) <= 1.25, (kind, mean(units), mean(took[kind]))
+
+
+def test_the_compute_matched_arm_receives_its_budget_s_results_not_files(tmp_path):
+    """scratch_matched's budget is its seed's SPT epochs plus its spt fine-tuning's: the executor hands it those two
+    cells' results (one seed per cell, or the groups of the batched engine), and a cell called without them says so
+    instead of reading the run folder."""
+    cfg = derive(TINY, conditions=("scratch", "spt", "scratch_matched"))
+    for c in plan(cfg):
+        if c.args.get("condition") == "scratch_matched":
+            s = c.args["seed"]
+            assert dict(c.receives) == {"spt_run": spt_cells.spt_cell_name("local", "full", 1, s),
+                                        "spt_finetune": spt_cells.ft_cell_name("spt", s)}
+            assert set(dict(c.receives).values()) <= set(c.needs)
+        else:
+            assert c.receives == ()
+    (group,) = [c for c in plan(derive(cfg, engine="batched")) if c.args.get("condition") == "scratch_matched"]
+    assert dict(group.receives) == {g: g for g in group.args["matched_from"]} and group.args["matched_from"]
+    assert spt_cells.matched_epochs({"stop_epoch": 7}, {"epochs_run": 5}) == 12
+    c = next(c for c in plan(cfg) if c.name == "ft_scratch_matched__seed0")
+    with pytest.raises(KeyError, match="spt_run"):
+        spt_cells.finetune_cell(str(tmp_path), c.name, c.args)
