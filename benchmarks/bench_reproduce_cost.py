@@ -1,0 +1,139 @@
+"""Benchmark: the cost of ``initlab reproduce``'s default cells in reference seconds, robust to the load (the
+check of the per-cell reference seconds its expected-duration line is built from).
+
+Every timed piece (CPU seconds) is divided by the CPU seconds of :func:`initlab.executor.measure_speed`'s workload
+(one repetition: 4 steps of a (8, 100, 64) batch, the median of 15) timed right before and after it in the same
+process, and multiplied by ``REFERENCE_SPEED_SECONDS`` (what that repetition takes on the reference core), so the
+load of a shared machine cancels in the ratio. One torch thread.
+
+  spt: per round, one epoch of SPT (full, depth 1), one of fine-tuning (full, depth 1) and one of fine-tuning with
+       the alibi_scratch arm's distance bias, each bracketed by probes (default preset's sizes); median over rounds.
+       With ``FT_EPOCHS=N``: fine-tuning (plain and alibi) for 1 and N epochs, so the per-epoch cost is the
+       difference over N - 1 (the fixed cost of a fine-tuning call: its test-set passes, cancels).
+  ood: the splade_in_domain default's cells of its first seed (bm25, bert backbone, its inspect, bert k=1, k=4),
+       each bracketed by probes, against the cost model's expected seconds of the cell.
+
+Usage: ``python benchmarks/bench_reproduce_cost.py spt ood``; ``FT_EPOCHS=6 python benchmarks/bench_reproduce_cost.py spt``.
+"""
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from initlab.executor import REFERENCE_SPEED_SECONDS as REF
+from initlab.runs import torch_threads
+
+torch.set_num_threads(1)
+g = torch.Generator().manual_seed(0)
+x = torch.randn(8, 100, 64, generator=g)
+w = [(torch.randn(64, 64, generator=g) * 0.1).requires_grad_() for _ in range(3)]
+f1 = (torch.randn(64, 256, generator=g) * 0.1).requires_grad_()
+f2 = (torch.randn(256, 64, generator=g) * 0.1).requires_grad_()
+
+
+def _step():
+    q, k, v = (x @ wi for wi in w)
+    a = torch.softmax(q @ k.transpose(1, 2) / 8.0, dim=-1) @ v
+    h = torch.nn.functional.layer_norm(x + a, (64,))
+    out = torch.nn.functional.gelu(h @ f1) @ f2
+    out.square().mean().backward()
+
+
+def probe(reps=15):
+    """Median CPU seconds of one repetition (4 steps) of measure_speed's workload."""
+    ts = []
+    for _ in range(reps):
+        c = time.process_time()
+        for _ in range(4):
+            _step()
+        ts.append(time.process_time() - c)
+    return statistics.median(ts)
+
+
+def timed(fn):
+    p0 = probe()
+    c = time.process_time()
+    out = fn()
+    cpu = time.process_time() - c
+    p1 = probe()
+    return cpu, (p0 + p1) / 2, out
+
+
+def spt(rounds=6):
+    from initlab.synthetic.spt import PRESETS, training
+    from initlab.synthetic.spt.cells import fresh_model, seed_data, spt_inputs
+    from initlab.synthetic.spt.config import condition_spec
+    from initlab.synthetic.spt.tasks import MASK_ID
+
+    cfg = PRESETS["default"]
+    d = seed_data(cfg, 0)
+    xs, xv = spt_inputs(cfg, "local", 0)
+    alibi = condition_spec(cfg)["alibi_scratch"]["model"]
+
+    def ft(epochs=1, **model):
+        def run():
+            m = fresh_model(cfg, 1, "full", 0, **model)
+            training.finetune(m, d, torch.Generator().manual_seed(1), lr=cfg.lr, weight_decay=0.0,
+                              batch_size=cfg.batch_size, max_epochs=epochs, patience=0)
+        return run
+
+    def sp():
+        m = fresh_model(cfg, 1, "full", 0)
+        training.pretrain(m, xs, xv, torch.Generator().manual_seed(1), 5, lr=cfg.lr, weight_decay=0.0,
+                          batch_size=cfg.batch_size, mask_rate=cfg.mask_rate, mask_id=MASK_ID, window=10 ** 6,
+                          min_rel=0.0, max_epochs=1)
+
+    if os.environ.get("FT_EPOCHS"):
+        n = int(os.environ["FT_EPOCHS"])
+        pieces = {"finetune 1 epoch": ft(1), f"finetune {n} epochs": ft(n), "finetune alibi 1 epoch": ft(1, **alibi),
+                  f"finetune alibi {n} epochs": ft(n, **alibi)}
+    else:
+        pieces = {"spt epoch (+ model build)": sp, "finetune epoch (+ build, test passes)": ft(),
+                  "finetune alibi epoch (+ build, test passes)": ft(**alibi)}
+    for fn in pieces.values():
+        fn()  # warm-up
+    got = {k: [] for k in pieces}
+    for r in range(rounds):
+        for k, fn in pieces.items():
+            cpu, p, _ = timed(fn)
+            got[k].append((cpu, p))
+    print(f"spt pieces (default preset sizes, {rounds} rounds; probe rep CPU s median {statistics.median(p for v in got.values() for _, p in v):.4f}):")
+    for k, v in got.items():
+        ratios = [c / p for c, p in v]
+        print(f"  {k:<45} cpu median {statistics.median(c for c, _ in v):.3f} s; reference s "
+              f"{statistics.median(ratios) * REF:.3f} (range {min(ratios) * REF:.3f}-{max(ratios) * REF:.3f})", flush=True)
+
+
+def ood():
+    from initlab.executor import run_cells
+    from initlab.runs import RunDir
+    from initlab.synthetic.splade.ood import runner, stage
+
+    cfg = stage.PRESETS["default"]
+    s = cfg.seeds[0]
+    names = [f"bm25_seed={s}", f"pretrain_bert_seed={s}", f"inspect_bert_seed={s}", f"bert_k=1_seed={s}",
+             f"bert_k=4_seed={s}"]
+    cells = {c.name: c for c in runner.plan(cfg)}
+    with tempfile.TemporaryDirectory() as tmp:
+        rd = RunDir(Path(tmp) / "ood", config={"bench": "ood"})
+        print("ood cells (splade_in_domain default, seed %d):" % s)
+        for n in names:
+            c = cells[n]
+            cpu, p, rep = timed(lambda: run_cells(rd, [c], workers=1, progress=False))
+            r = rd.load_cell(n)
+            units = r["training"]["steps"] if "training" in r else c.units
+            ref = cpu / p * REF
+            print(f"  {n:<28} cpu {cpu:6.1f} s  probe {p:.4f}  reference s {ref:6.1f} (model {c.expected_seconds:6.1f}); "
+                  f"per unit {ref / units:.4f} (model {c.unit_seconds:.4f}, {units} units)", flush=True)
+
+
+if __name__ == "__main__":
+    print(f"load {os.getloadavg()}", flush=True)
+    with torch_threads(1):
+        for what in sys.argv[1:]:
+            {"spt": spt, "ood": ood}[what]()
+    print(f"load {os.getloadavg()}", flush=True)
