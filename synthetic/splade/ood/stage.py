@@ -9,8 +9,11 @@ its own, with the fused SPLADE head (the same vectors to rounding, :mod:`initlab
 in-domain dev queries (:func:`initlab.synthetic.splade.claims.interaction` on the in-domain rows: the high-norm
 family's nDCG@10 gain from its best k over k = 1, minus the control's), alone in its Holm family
 (:data:`FAMILIES`), declared before any of its seeds ran. The confirmation measured it at +0.212 [+0.167, +0.258]
-on 3 seeds (docs/results/synthetic_splade_ood_confirm/results.json); the seed count is the power computation's on
-that run (:func:`seed_plan`; docs/benchmarks.md). The run's other numbers (out of domain, the k rules' regrets) are
+on 3 seeds (docs/results/synthetic_splade_ood_confirm/results.json). The seed count is the power computation's
+(:func:`seed_plan`; docs/benchmarks.md) at the per-seed sd of every saved seed of the recipe and the smallest estimate
+they measured: the default's first run, sized on the confirmation's sd alone (3 seeds), measured +0.196 [+0.042,
++0.350] on seeds 9301-9303 (inconclusive; its sd 0.062 against the confirmation's 0.018), so it joined the sizing
+runs (:data:`SIZING_RUNS`) and the default moved to fresh seeds. The run's other numbers (out of domain, the k rules' regrets) are
 in its summary, descriptive: ``initlab synthetic splade-ood --preset confirm-v2k`` is the run that reports them.
 
 The OOD experiment's record (:data:`initlab.synthetic.splade.ood.EXPERIMENT`) names :data:`STAGE`; the roof's stage
@@ -19,8 +22,9 @@ registry (:data:`initlab.app.stages.REGISTRY`) is built from the records.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from initlab.config import from_dict
 from initlab.evidence import families
@@ -36,7 +40,8 @@ from initlab.synthetic.splade.ood import config as ood_config
 from initlab.synthetic.splade.ood import runner as ood_runner
 from initlab.textio import read_json, read_text
 
-__all__ = ["RUNS", "RECIPE", "SAVED_RUN", "CLAIM", "FAMILIES", "stage_config", "in_domain_raw", "seed_plan",
+__all__ = ["RUNS", "RECIPE", "SAVED_RUN", "SIZING_RUNS", "CLAIM", "FAMILIES", "stage_config", "in_domain_raw", "pooled",
+           "seed_plan",
            "splade_in_domain", "estimate", "stage_claims", "confirmed", "STAGE"]
 
 #: reproduce preset -> the OOD run the stage runs (a run file of :data:`initlab.synthetic.splade.ood.config.PRESETS`):
@@ -46,8 +51,12 @@ __all__ = ["RUNS", "RECIPE", "SAVED_RUN", "CLAIM", "FAMILIES", "stage_config", "
 RUNS: dict[str, str] = {"quick": "tiny", "default": "default", "full": "full"}
 #: the preregistered run whose recipe the stage repeats: the base of ``runs/default.toml``
 RECIPE: str = ood_config.PRESETS.files()["default"].base
-#: that run's saved results (under docs/results), whose per-seed sd sets the seed count
+#: that run's saved results (under docs/results): the confirmation whose word the stage repeats
 SAVED_RUN = "synthetic_splade_ood_confirm/results.json"
+#: every saved run of the recipe (under docs/results) whose per-seed values size the stage (:func:`seed_plan`): the
+#: confirmation (seeds 9201-9203) and the default's first run (seeds 9301-9303, 2026-12-06 at 7dfeb52: +0.196
+#: [+0.042, +0.350], inconclusive; sized on the confirmation's sd alone, 0.018, against its own 0.062)
+SIZING_RUNS = (SAVED_RUN, "synthetic_splade_ood_reproduce_first/results.json")
 #: the claim the stage decides (an id of :data:`initlab.synthetic.splade.claims.CLAIMS`), on the in-domain rows
 CLAIM = "interaction"
 #: the stage's Holm family: the one claim it decides
@@ -79,11 +88,43 @@ def _verdicts(rep: Mapping[str, Any]) -> dict[str, Verdict]:
     return {CLAIM: splade_claims.evaluate_all(in_domain_raw(rep), th)[CLAIM]}
 
 
-def seed_plan(rep: Mapping[str, Any], power: float = 0.9) -> list[LeafPlan]:
-    """The power computation behind the seed count of ``runs/default.toml``: the seeds a fresh run needs for the in-domain interaction
-    of the saved run ``rep`` (its ``results.json``) to reach its word again with ``power``, in :data:`FAMILIES`
-    (:func:`initlab.evidence.families.seeds_for_words`)."""
-    return families.seeds_for_words(_verdicts(rep), FAMILIES[0].claims, power=power)
+def pooled(reps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The saved runs ``reps`` (``results.json`` records of the recipe, disjoint seeds) as one: their rows, BM25
+    cells and complete seeds together, the first run's config (the recipe).
+
+    Raises:
+        ValueError: two runs share a seed, or their configs differ in a field both record, other than the seeds and
+            the head's engine.
+    """
+    first = reps[0]["config"]
+    seen: set[int] = set()
+    for r in reps:
+        s = {int(x) for x in r["complete_seeds"]}
+        if s & seen:
+            raise ValueError(f"reps: seeds {sorted(s & seen)} appear in two runs; expected disjoint seeds")
+        # fields both configs record (a field added later is absent from older records, at its default)
+        if any(r["config"][k] != first[k] for k in set(first) & set(r["config"]) - {"seeds", "engine"}):
+            raise ValueError("reps: the runs differ in more than their seeds and engine; expected one recipe")
+        seen |= s
+    return {**reps[0], "rows": [x for r in reps for x in r["rows"]],
+            "bm25": {k: v for r in reps for k, v in r.get("bm25", {}).items()},
+            "complete_seeds": [s for r in reps for s in r["complete_seeds"]]}
+
+
+def seed_plan(reps: Sequence[Mapping[str, Any]], power: float = 0.9) -> list[LeafPlan]:
+    """The power computation behind the seed count of ``runs/default.toml``: the seeds a fresh run needs for the
+    in-domain interaction to reach the confirmation's word with ``power``, in :data:`FAMILIES`, at the per-seed sd of
+    every saved seed of the recipe (``reps``: the ``results.json`` of :data:`SIZING_RUNS`, pooled) and at the
+    smallest estimate any of them measured (never a hoped-for one): :func:`initlab.evidence.families.seeds_for_words`
+    on the pooled verdict with its estimate replaced by that smallest one.
+
+    Raises:
+        ValueError: as :func:`pooled`.
+    """
+    v = _verdicts(pooled(reps))[CLAIM]
+    smallest = min(_verdicts(r)[CLAIM].estimate for r in reps)
+    return families.seeds_for_words({CLAIM: dataclasses.replace(v, estimate=smallest)}, FAMILIES[0].claims,
+                                    power=power)
 
 
 def splade_in_domain(out_dir: Path, preset: str = "default", overwrite: bool = False, *, workers: int | None = None,

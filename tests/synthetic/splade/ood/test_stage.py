@@ -39,11 +39,36 @@ def test_the_stage_seeds_are_fresh(saved_run_seeds):
         assert not set(cfg.seeds) & saved_run_seeds, sorted(set(cfg.seeds) & saved_run_seeds)
 
 
-def test_the_seed_count_is_the_power_computation_on_the_saved_confirmation():
-    (plan,) = splade_stage.seed_plan(_saved())
+def _sizing() -> list[dict]:
+    return [json.loads((RESULTS / f).read_text(encoding="utf-8")) for f in splade_stage.SIZING_RUNS]
+
+
+def test_the_seed_count_is_the_power_computation_on_every_saved_seed_of_the_recipe():
+    (plan,) = splade_stage.seed_plan(_sizing())
     assert plan.claim == "interaction" and plan.word == "reproduced" and plan.alpha == 0.05
     assert plan.achieved >= 0.9
     assert plan.seeds == len(splade_stage.stage_config("default").seeds)
+    # planned at the smallest estimate any sizing run measured, never at a larger pooled one
+    ests = [splade_stage.seed_plan([r])[0].estimate for r in _sizing()]
+    assert plan.estimate == pytest.approx(min(ests)) and min(ests) < max(ests)
+
+
+def test_the_sizing_sd_pools_every_seed_of_the_sizing_runs():
+    (plan,) = splade_stage.seed_plan(_sizing())
+    rep = splade_stage.pooled(_sizing())
+    assert sorted(rep["complete_seeds"]) == sorted(s for r in _sizing() for s in r["complete_seeds"])
+    assert len(rep["complete_seeds"]) == 6
+    (alone,) = splade_stage.seed_plan(_sizing()[:1])
+    assert plan.sd > alone.sd  # the first default run's spread widened the sd the count is planned at
+
+
+def test_pooling_refuses_shared_seeds_and_other_recipes():
+    a, b = _sizing()
+    with pytest.raises(ValueError, match="two runs"):
+        splade_stage.pooled([a, a])
+    other = {**b, "config": {**b["config"], "ks": [1.0, 2.0]}}
+    with pytest.raises(ValueError, match="one recipe"):
+        splade_stage.pooled([a, other])
 
 
 def test_the_stage_decides_the_in_domain_interaction_of_a_saved_run_alone_in_its_family(tmp_path):
