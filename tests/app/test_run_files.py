@@ -172,3 +172,13 @@ def test_every_former_python_preset_is_a_run_file_with_the_same_config(exp, name
     gave, field by field (nested fields included), so every cell key stays the same."""
     assert to_dict(runs[name]) == former, f"{exp} {name}: {differences(former, to_dict(runs[name]), {})}"
 
+
+
+def test_the_saved_lra_run_names_its_run_file():
+    """The saved CPU ListOps summary records its run by name only (no config): that name is a run file, whose config is
+    the former preset's (the test above)."""
+    from initlab.realdata.lra.config import PRESETS
+
+    preset = json.loads((RESULTS / "lra_listops_summary.json").read_text(encoding="utf-8"))["preset"]
+    assert preset == "cpu-listops-plateau" and PRESETS.files()[preset].kind == "named"
+    assert preset in json.loads(FORMER.read_text(encoding="utf-8"))["lra_listops"]
