@@ -40,7 +40,8 @@ def saved_runs() -> list[tuple[str, str, str, dict[str, Any]]]:
                     _saved(f"synthetic_splade_{folder}", "phase.json")))
     ood = [("synthetic_splade_ood_confirm", "results.json", "confirm-v2k"),
            ("synthetic_splade_ood_map", "results_v2k.json", "map-v2k"),
-           ("synthetic_splade_ood_confirm_v8k_imposed", "config.json", "confirm-v8k-imposed")]
+           ("synthetic_splade_ood_confirm_v8k_imposed", "config.json", "confirm-v8k-imposed"),
+           ("synthetic_splade_ood_reproduce_first", "config.json", "reproduce-first")]
     ood += [("synthetic_splade_ood_map_axes", p.name, p.stem) for p in (RESULTS / "synthetic_splade_ood_map_axes").glob("map-*.json")]
     ood += [("synthetic_splade_ood_regime", p.name, p.stem.split("_", 1)[1])
             for p in (RESULTS / "synthetic_splade_ood_regime").glob("*_*.json") if p.name.startswith(("config_", "results_"))]
@@ -98,6 +99,7 @@ def test_the_saved_runs_are_found():
     assert ("synthetic_spt", "full") in names and ("synthetic_spt", "causal-tuned") in names
     assert ("synthetic_splade", "imposed-s-confirm-input") in names and ("synthetic_splade_ood", "confirm-v8k-imposed") in names
     assert ("synthetic_splade_ood", "explore-v8k-seeds") in names and ("theory_verify", "default") in names
+    assert ("synthetic_splade_ood", "reproduce-first") in names
     assert len(names) >= 35
 
 
