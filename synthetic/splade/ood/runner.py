@@ -8,11 +8,7 @@ read (primary metric: out-of-domain nDCG@10, mean over the held-out domains; ``i
 (:func:`initlab.synthetic.splade.ood.command.splade_ood_main`; ``python -m initlab.synthetic.splade.ood.runner`` is the
 same for a checkout without the console script).
 
-Cost model (:data:`STEP_SECONDS`, :func:`step_seconds`, :func:`eval_seconds`, :func:`mlm_step_seconds`,
-:func:`cell_seconds`): CPU seconds of one SPLADE training step (per head engine and family), one evaluation (per
-engine) and one MLM step on one core, each linear in the vocabulary V (the head's ``V x d`` projection, and on the
-dense engine the ``(tokens, V)`` logits, dominate), measured with ``python benchmarks/bench_ood_cost.py``
-(docs/synthetic_splade_ood.md#cost).
+Cost model: :mod:`initlab.synthetic.splade.ood.cost`.
 """
 
 from __future__ import annotations
@@ -28,73 +24,10 @@ from initlab.executor import Cell, Progress, check_scheduler, probe_scheduler, r
 from initlab.runs import RunDir, atomic_write_text, check_input_path, holds_run_folder
 from initlab.synthetic.splade.ood.config import (OODConfig, backbone_for, cell_name, check_config, flops_weights,
                                                  bm25_key, config_record, pretrain_key, train_key)
+from initlab.synthetic.splade.ood.cost import eval_seconds, mlm_step_seconds, step_seconds
 from initlab.synthetic.splade.ood.decide import id_rows
 
-__all__ = ["run_ood", "plan", "rows", "summary_markdown", "step_seconds", "mlm_step_seconds", "eval_seconds",
-           "cell_seconds", "report_partial"]
-
-#: cost model (module docstring), fitted to ``python benchmarks/bench_ood_cost.py --vocab 2048,8192,30000 --families
-#: bert,modernbert --steps 5 --rounds 2 --sparse-mlm`` (2026-12-02, 2 shared cores at load 7-10, one torch thread; the
-#: measured points are in docs/synthetic_splade_ood.md#cost): CPU seconds per SPLADE step (batch 32, documents of
-#: 60-100 words) = a + b V / 1000 for each head engine and family (families not measured use bert's line: roberta
-#: has its shape, albert a narrower head); per evaluation of every set (1600 documents) a + b V / 1000 per engine;
-#: per MLM step (head at the masked positions only) a + b V / 1000
-STEP_SECONDS: dict[str, dict[str, tuple[float, float]]] = {
-    "dense": {"bert": (0.146, 0.0833), "modernbert": (0.138, 0.0799)},
-    "fused": {"bert": (0.115, 0.0112), "modernbert": (0.109, 0.0113)},
-}
-EVAL_SECONDS: dict[str, tuple[float, float]] = {"dense": (2.97, 1.108), "fused": (1.55, 0.408)}
-MLM_STEP_SECONDS = (0.064, 0.0056)
-
-
-def _engine(engine: str) -> str:
-    if engine not in STEP_SECONDS:
-        raise ValueError(f"engine: expected one of {sorted(STEP_SECONDS)}, got {engine!r}")
-    return engine
-
-
-def step_seconds(vocab: int, engine: str = "dense", family: str = "bert") -> float:
-    """Cost model: CPU seconds of one SPLADE training step (batch 32, documents of 60-100 words) at vocabulary V with
-    head ``engine`` (``"dense"`` or ``"fused"``) for ``family`` (bert's line for a family not measured).
-
-    Raises:
-        ValueError: an unknown ``engine``.
-    """
-    lines = STEP_SECONDS[_engine(engine)]
-    a, b = lines.get(family, lines["bert"])
-    return a + b * vocab / 1000
-
-
-def eval_seconds(vocab: int, engine: str = "dense") -> float:
-    """Cost model: CPU seconds of one evaluation of every set (1600 documents) at vocabulary V with head ``engine``.
-
-    Raises:
-        ValueError: an unknown ``engine``.
-    """
-    a, b = EVAL_SECONDS[_engine(engine)]
-    return a + b * vocab / 1000
-
-
-def cell_seconds(cfg: OODConfig) -> dict[str, float]:
-    """Cost model: CPU seconds of each backbone (``pretrain_<family>``, on ``mlm_text_multiplier`` times the text:
-    the steps, not the text, set the cost), of one SPLADE cell of each family at the cap with its evaluations
-    (``train_<family>``, with ``cfg.engine``; the same for every k, a plateau stop only shortens it; an imposed-norm
-    arm's cell costs its normal-norm family's; BM25 hard negatives not costed), and the whole grid of one seed with
-    the imposed-norm arm's cells (``seed_total``), for ``cfg``."""
-    V = cfg.corpus.vocab_size
-    out = {f"pretrain_{f}": backbone_for(cfg, f).mlm_steps * mlm_step_seconds(V) for f in cfg.families}
-    for f in cfg.families:
-        out[f"train_{f}"] = (cfg.max_steps * step_seconds(V, cfg.engine, f)
-                             + (len(cfg.checkpoints) + 1) * eval_seconds(V, cfg.engine))
-    out["seed_total"] = (sum(out[f"pretrain_{f}"] + len(cfg.ks) * out[f"train_{f}"] for f in cfg.families)
-                         + sum(len(cfg.ks) * out[f"train_{f}"] for f, _ in cfg.imposed))
-    return out
-
-
-def mlm_step_seconds(vocab: int) -> float:
-    """Cost model: CPU seconds of one MLM pretraining step (batch 32, head at the masked positions) at vocabulary V."""
-    return MLM_STEP_SECONDS[0] + MLM_STEP_SECONDS[1] * vocab / 1000
-
+__all__ = ["run_ood", "plan", "rows", "summary_markdown", "report_partial"]
 
 def _bb(family: str, seed: int) -> str:
     return f"backbone/{family}_seed={seed}"

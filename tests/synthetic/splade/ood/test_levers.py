@@ -276,7 +276,8 @@ def test_tiny_run_with_every_lever(tmp_path):
 def test_confirm_v8k_is_the_preregistered_design():
     """The preset docs/synthetic_splade_ood.md preregisters (8192 ids, 12 fresh seeds, four families and the
     imposed arm, cap 1200, 600 test queries, in-domain selection, the fused head, the v8k Holm families)."""
-    from initlab.synthetic.splade.ood.runner import cell_seconds, plan
+    from initlab.synthetic.splade.ood.cost import cell_seconds
+    from initlab.synthetic.splade.ood.runner import plan
 
     c = oc.PRESETS["confirm-v8k"]
     oc.check_config(c)

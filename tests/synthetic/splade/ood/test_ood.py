@@ -11,6 +11,7 @@ import pytest
 from initlab.config import derive
 from initlab.synthetic.splade import claims as sc
 from initlab.synthetic.splade.domains import EvalSet
+from initlab.synthetic.splade.ood import cost
 from initlab.synthetic.splade.ood import config as oc
 from initlab.synthetic.splade.ood.bm25 import bm25_run, bm25_scores
 from initlab.synthetic.splade.ood.evaluate import ndcg_of_run
@@ -358,19 +359,19 @@ def test_the_cost_model_follows_the_engine_and_the_family():
 
     for V in (2048, 8192, 30000):
         for f in ("bert", "modernbert"):
-            assert runner.step_seconds(V, "fused", f) < runner.step_seconds(V, "dense", f)
-        assert runner.eval_seconds(V, "fused") < runner.eval_seconds(V, "dense")
-    assert runner.STEP_SECONDS["fused"]["bert"][1] < runner.STEP_SECONDS["dense"]["bert"][1]
-    assert runner.step_seconds(8192, "fused", "roberta") == runner.step_seconds(8192, "fused", "bert")
+            assert cost.step_seconds(V, "fused", f) < cost.step_seconds(V, "dense", f)
+        assert cost.eval_seconds(V, "fused") < cost.eval_seconds(V, "dense")
+    assert cost.STEP_SECONDS["fused"]["bert"][1] < cost.STEP_SECONDS["dense"]["bert"][1]
+    assert cost.step_seconds(8192, "fused", "roberta") == cost.step_seconds(8192, "fused", "bert")
     with pytest.raises(ValueError, match="engine"):
-        runner.step_seconds(2048, "sparse")
+        cost.step_seconds(2048, "sparse")
     c = oc.PRESETS["v30k"]
     assert c.engine == "fused"
-    est = runner.cell_seconds(c)
+    est = cost.cell_seconds(c)
     V = c.corpus.vocab_size
-    assert est["train_bert"] == pytest.approx(c.max_steps * runner.step_seconds(V, "fused", "bert")
-                                              + (len(c.checkpoints) + 1) * runner.eval_seconds(V, "fused"))
-    dense = runner.cell_seconds(derive(c, engine="dense"))
+    assert est["train_bert"] == pytest.approx(c.max_steps * cost.step_seconds(V, "fused", "bert")
+                                              + (len(c.checkpoints) + 1) * cost.eval_seconds(V, "fused"))
+    dense = cost.cell_seconds(derive(c, engine="dense"))
     assert est["train_modernbert"] < dense["train_modernbert"] and est["pretrain_bert"] == dense["pretrain_bert"]
     assert est["seed_total"] == pytest.approx(sum(est[f"pretrain_{f}"] + len(c.ks) * est[f"train_{f}"] for f in c.families))
     units = {x.name: x.unit_seconds for x in runner.plan(c)}
