@@ -98,7 +98,7 @@ def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
     _common(p)
     args = p.parse_args(argv)
     from initlab.realdata.splade.sweep import resolve_eval_sets, run_cell
-    from initlab.realdata.splade.train import train_splade
+    from initlab.realdata.splade.train import leave_process_group, train_splade
 
     try:
         check_output_path(args.out, flag="--out", kind="folder", overwrite=args.overwrite)
@@ -112,6 +112,7 @@ def train_main(argv: Sequence[str] | None = None, prog: str | None = None) -> in
         else:
             res = train_splade(cfg, args.out, overwrite=args.overwrite, progress=not args.no_progress)
             res = {k: v for k, v in res.items() if k != "config"}
+        leave_process_group()  # torchrun: every rank leaves the group together before exiting
     except NonFiniteError as err:
         return _diverged(p, err)
     except (ValueError, TypeError, OSError) as err:  # OSError: missing file, no network, existing run

@@ -43,7 +43,7 @@ from initlab.textio import read_json
 from .config import SpladeTrainConfig
 from .losses import make_loss, regularizer_weight
 
-__all__ = ["NonFiniteGuard", "check_backbone", "check_lengths", "last_complete_checkpoint", "check_resume_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
+__all__ = ["leave_process_group", "NonFiniteGuard", "check_backbone", "check_lengths", "last_complete_checkpoint", "check_resume_checkpoint", "load_training_triples", "train_splade", "detect_collapse", "tiny_texts"]
 
 
 def load_training_triples(cfg: SpladeTrainConfig) -> dict[str, list]:
@@ -279,6 +279,17 @@ def train_splade(cfg: SpladeTrainConfig, out: str | Path, *, overwrite: bool = F
     if not trainer.is_world_process_zero():
         return {}
     return _write_results(cfg, out, model, trainer, loss, reg_cb, last, world, text_cut)
+
+
+def leave_process_group() -> None:
+    """Under torchrun: wait for every rank, then tear the process group down, once a process's last training run is
+    done (the end of ``initlab splade train``). Without it each rank exits with the group's communication threads
+    still running, and a rank can abort at interpreter exit ("terminate called without an active exception",
+    SIGABRT), failing the whole launch after a finished run. Nothing happens in a single process.
+    """
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()  # rank 0 has written the results the other ranks skipped
+        torch.distributed.destroy_process_group()
 
 
 def training_truncation(model, columns: dict[str, list]) -> dict[str, Any] | None:

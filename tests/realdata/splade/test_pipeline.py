@@ -313,3 +313,18 @@ def test_eval_cache_is_keyed_by_checkpoint(toy_run, tmp_path):
         eval_checkpoint(other, ["scifact"], out, data_root=str(FIX), top_k=10)
     with pytest.raises(RunExistsError, match="top_k"):
         eval_checkpoint(toy_run / "model", ["scifact"], out, data_root=str(FIX), top_k=5)
+
+
+def test_leave_process_group_tears_down_the_group(tmp_path):
+    """A torchrun rank leaves the process group before exiting (a rank that exits with the group's threads running
+    can abort at interpreter exit and fail the launch); in a single process it does nothing."""
+    import torch.distributed as dist
+
+    from initlab.realdata.splade.train import leave_process_group
+
+    leave_process_group()  # no group: nothing to do
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    assert dist.is_initialized()
+    leave_process_group()
+    assert not dist.is_initialized()
