@@ -4,21 +4,9 @@ defaults (512 tokens, 64 sequences) fit the model and the data, and say what the
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
-from initlab.app import cli
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
+from initlab.app.testing import run_cli as _run
 
 
 def _data(tmp_path, n=6, words=8):

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import io
 import socket
 import threading
 
 import pytest
 
-from initlab.app import cli
 from initlab.executor import cluster
+from initlab.app.testing import run_cli as _run
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -42,16 +41,6 @@ def closed_port():
         yield s.getsockname()[1]
     finally:
         s.close()
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(autouse=True)

@@ -5,37 +5,19 @@ tensor(s), before anything is measured or written: ``mlmhead inspect`` (not NaN 
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 import torch
 
-from initlab.app import cli
 from initlab.mlmhead import tiny_masked_lm, tiny_tokenizer
 from initlab.mlmhead.checkpoint import check_checkpoint_weights, load_masked_lm
 from initlab.runs import NonFiniteCheckpointError
+from initlab.app.testing import run_cli as _run, one_line as _one_line
 
 FIX = Path(__file__).parents[1] / "realdata" / "fixtures" / "splade"
 TRIPLES = str(FIX / "msmarco" / "triples.train.small.tsv")
 BAD = "bert.encoder.layer.0.attention.self.query.weight"
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
-
-
-def _one_line(err: str) -> str:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def nan_checkpoint(folder: Path, value: float = float("nan"), names: tuple[str, ...] = (BAD,)) -> Path:

@@ -7,28 +7,16 @@ in-process models (no download)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
 import pytest
 
-from initlab.app import cli
 from initlab.mlmhead import tiny_masked_lm, tiny_tokenizer
+from initlab.app.testing import run_cli as _run, one_line as _one_line
 
 FIX = Path(__file__).parents[1] / "realdata" / "fixtures" / "splade"
 TRIPLES = str(FIX / "msmarco" / "triples.train.small.tsv")
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
 
 
 def _save(folder: Path, family: str = "bert", **save_kw) -> Path:
@@ -68,12 +56,6 @@ def tied_saved_untied_config(folder: Path, family: str = "bert") -> None:
     assert cfg.get("tie_word_embeddings", True) is True
     cfg["tie_word_embeddings"] = False
     (folder / "config.json").write_text(json.dumps(cfg))
-
-
-def _one_line(err: str) -> str:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_stale_index_is_refused_by_inspect_naming_missing_tensors(tmp_path):

@@ -4,26 +4,14 @@ ordinary word: ``--pretrained`` is refused, fresh weights mask with an id no seq
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
-from initlab.app import cli
 from initlab.mlmhead import tiny_masked_lm, tiny_tokenizer
+from initlab.app.testing import run_cli as _run, one_line as _line
 
 FIX = Path(__file__).parents[1] / "realdata" / "fixtures" / "splade"
 TRIPLES = str(FIX / "msmarco" / "triples.train.small.tsv")
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
 
 
 def _checkpoint(folder: Path, *, pad: bool = True, mask: bool = True) -> Path:
@@ -35,12 +23,6 @@ def _checkpoint(folder: Path, *, pad: bool = True, mask: bool = True) -> Path:
         tok.mask_token = None
     tok.save_pretrained(folder)
     return folder
-
-
-def _line(err: str) -> str:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_inspect_names_the_checkpoint_and_the_pad_fix(tmp_path):

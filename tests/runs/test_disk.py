@@ -4,9 +4,7 @@ os/tempfile functions (the tests run as root, where a chmod-ed folder stays writ
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import io
 import os
 import tempfile
 from pathlib import Path
@@ -14,23 +12,11 @@ from pathlib import Path
 import pytest
 
 from initlab import runs
-from initlab.app import cli
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
+from initlab.app.testing import run_cli as _run, one_line
 
 
 def _line(err: str) -> str:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip() and not ln.startswith(("UserWarning", "RuntimeWarning"))]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+    return one_line(err, skip=("UserWarning", "RuntimeWarning"))
 
 
 def _read_only(monkeypatch):

@@ -6,7 +6,6 @@ holds the lock on its stdout and releases it when its stdin gets a line."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import signal
@@ -20,6 +19,7 @@ import pytest
 
 from initlab import runs
 from initlab.app import cli
+from initlab.app.testing import run_cli as _run, one_line as _one_line
 
 HOLDER = ("import sys\nfrom initlab.runs import run_lock\nwith run_lock(sys.argv[1]):\n"
           "    print('locked', flush=True)\n    sys.stdin.readline()\n")
@@ -39,22 +39,6 @@ def held_by_another_process(folder: Path):
         p.stdin.write("\n")
         p.stdin.flush()
         assert p.wait(timeout=120) == 0
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
-
-
-def _one_line(err: str) -> str:
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_lock_records_pid_host_start_and_is_removed_on_release(tmp_path):

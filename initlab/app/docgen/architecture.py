@@ -120,6 +120,7 @@ SUBLAYERS: dict[str, list[list[tuple[str, ...]]]] = {
         [("stages",)],
         [("commands",)],
         [("cli",)],
+        [("testing",)],
         [("docgen",)],
     ],
     "initlab.app.docgen": [
@@ -162,6 +163,7 @@ SUBLAYER_NOTES: dict[str, list[str]] = {
                     "saved): the stage loop, the report, the verdict lines",
                     "one module per CLI group, thin over the library and the stages; the bad-input rules",
                     "the console script: the command table (built from the records and the roof's own commands) and dispatch",
+                    "the console script called in-process, its exit code and output captured (tests, notebooks)",
                     "the one home of generated documents (it reads the registry and runs commands' code)"],
     "initlab.app.docgen": ["the command line the template-rendered pages share",
                            "the pieces and pages that stand alone",

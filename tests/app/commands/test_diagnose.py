@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import numpy as np
 import pytest
 
-from initlab.app import cli
-
-
-def _run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = cli.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return int(rc or 0), out.getvalue(), err.getvalue()
+from initlab.app.testing import run_cli as _run
 
 
 @pytest.fixture(scope="module")
