@@ -155,6 +155,14 @@ def _dask_client(scheduler: str):
     return distributed.Client(scheduler, timeout=f"{SCHEDULER_TIMEOUT:g}s"), None
 
 
+def _slots(info: dict[str, Any], n_workers: int) -> int:
+    """How many cells Dask is handed at once: its workers' threads (a worker without a count: one), at least one.
+    Handing it every ready cell would let Dask's own order, not the plan's, decide what runs next (a later seed's
+    backbone before this seed's training)."""
+    threads = sum(int(w.get("nthreads", 1) or 1) for w in info.get("workers", {}).values())
+    return max(1, threads or n_workers)
+
+
 def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep: ExecutionReport, on_error: str) -> None:
     client, cluster = _dask_client(scheduler)
     events: queue.Queue = queue.Queue()
@@ -179,12 +187,13 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
         info = client.scheduler_info(n_workers=-1)
         rep.workers = max(1, int(info.get("n_workers", len(info.get("workers", {})))))
         bar.workers = rep.workers
+        slots = _slots(info, rep.workers)
         checked, empty_since = time.monotonic(), None
         while pending or running:
-            for c in list(pending):
+            for c in list(pending):  # in plan order, one cell per free worker thread (as the local pool does)
                 if c.name in lost:
                     pending.remove(c)
-                elif all(n in ended or n not in by_name for n in c.needs):
+                elif len(running) < slots and all(n in ended or n not in by_name for n in c.needs):
                     fut = client.submit(_dask_execute, root, c.name, c.target, dict(c.call_args(root)), c.key, topic, pure=False,
                                         key=f"initlab-{c.name}-{uuid.uuid4().hex[:8]}")
                     running[fut] = c
@@ -200,8 +209,9 @@ def run_dask(root: str, todo: Sequence[Cell], scheduler: str, bar: SweepBar, rep
             now = time.monotonic()
             if running and now - checked >= 1.0:  # Dask holds a cell without a word while no worker is left
                 checked = now
-                info = client.scheduler_info(n_workers=1)  # a count, and at most one worker's details
+                info = client.scheduler_info(n_workers=-1)  # a count, and the workers' threads
                 n = int(info.get("n_workers", len(info.get("workers", {}))))
+                slots = _slots(info, n)
                 empty_since = None if n > 0 else (empty_since or now)
                 if empty_since is not None and now - empty_since > SCHEDULER_TIMEOUT:
                     raise NoWorkersError(

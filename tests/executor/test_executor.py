@@ -84,6 +84,22 @@ def test_a_pool_runs_a_ready_cell_in_plan_order_before_later_independent_ones(tm
     assert sorted(order) == ["p1", "p2", "p3", "t1"] and order.index("t1") < order.index("p3")
 
 
+def test_dask_runs_a_ready_cell_in_plan_order_before_later_independent_ones(tmp_path, cells_importable):
+    """The same plan order on a Dask LocalCluster (one worker, one thread): Dask is handed one cell per free thread,
+    so t1, ready when p1 ends, runs before p3 (handed every ready cell at once, Dask ran p3 first)."""
+    distributed = pytest.importorskip("distributed")
+    cells = [Cell("p1", FN + "writes_artifact", {"x": 1}, key={"p": 1}, units=1),
+             Cell("p2", FN + "writes_artifact", {"x": 2}, key={"p": 2}, units=1),
+             Cell("t1", FN + "reads_artifact", {"of": "p1"}, key={"t": 1}, needs=("p1",), units=1),
+             Cell("p3", FN + "writes_artifact", {"x": 3}, key={"p": 3}, units=1)]
+    root = tmp_path / "run"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+                                  host="127.0.0.1", protocol="tcp://") as lc:
+        run_cells(RunDir(root), cells, scheduler=lc.scheduler_address, progress=False)
+    order = (root / "runs.txt").read_text().split()
+    assert sorted(order) == ["p1", "p2", "p3", "t1"] and order.index("t1") < order.index("p3")
+
+
 def test_a_missing_artifact_is_rebuilt_only_while_a_cell_needs_it(tmp_path, cells_importable):
     """A fresh clone holds the committed cell results but no checkpoint: the producing cell runs again only when a
     cell still to run needs its artifact; with every dependent finished, nothing runs."""
