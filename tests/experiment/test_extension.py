@@ -305,6 +305,17 @@ def _pytest(copy: Path, env: dict[str, str], *args: str) -> subprocess.Completed
                           env=env, capture_output=True, text=True)
 
 
+def _probe(copy: Path, env: dict, code: str) -> dict:
+    """Run ``code`` in a fresh interpreter on the copy and return the JSON its last line prints; its ``file`` (a module
+    it imported) must lie in the copy, not in the real files. ``-P``: the copy's root is not put first on sys.path
+    (its initlab/ alone lacks the experiment folders)."""
+    got = subprocess.run([sys.executable, "-P", "-c", code], cwd=copy, env=env, capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    seen = json.loads(got.stdout.strip().splitlines()[-1])
+    assert Path(seen["file"]).resolve().is_relative_to(copy.resolve())  # the copy, not the real files
+    return seen
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="links")
 def test_a_new_arm_is_one_entry_in_a_copy_of_the_real_files(tmp_path):
     """Edit a copy of the real arms table (one entry), then, in a fresh interpreter on the copy: the arm is a condition
@@ -316,11 +327,7 @@ def test_a_new_arm_is_one_entry_in_a_copy_of_the_real_files(tmp_path):
              "print(json.dumps({'file': arms.__file__, 'spec': spec.get('plain_scratch') == spec['scratch'],"
              " 'label_only': 'plain_scratch' in config.LABEL_ONLY,"
              " 'colour': [a.colour for a in arms.ARMS if a.name == 'plain_scratch']}))\n")
-    # -P: the copy's root is not put first on sys.path (its initlab/ alone lacks the experiment folders)
-    got = subprocess.run([sys.executable, "-P", "-c", probe], cwd=copy, env=env, capture_output=True, text=True)
-    assert got.returncode == 0, got.stderr
-    seen = json.loads(got.stdout.strip().splitlines()[-1])
-    assert Path(seen["file"]).resolve().is_relative_to(copy.resolve())  # the copy, not the real files
+    seen = _probe(copy, env, probe)
     assert seen == {**seen, "spec": True, "label_only": True, "colour": [arms.GREY]}
     tests = ["tests/synthetic/spt/test_arms.py", "tests/synthetic/spt/test_plan.py"]
     run = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *tests], cwd=copy,
@@ -343,10 +350,7 @@ def test_a_new_claim_is_one_entry_in_a_copy_of_the_real_files(tmp_path):
              "vs = c.evaluate_corrected({}, v.SPTThresholds())\n"
              "print(json.dumps({'file': v.__file__, 'families': [f.name for f in c.SPT_FAMILIES if 'mech_hybrid_qk' in "
              "f.claims], 'judged': vs['mech_hybrid_qk'].family}))\n")
-    got = subprocess.run([sys.executable, "-P", "-c", probe], cwd=copy, env=env, capture_output=True, text=True)
-    assert got.returncode == 0, got.stderr
-    seen = json.loads(got.stdout.strip().splitlines()[-1])
-    assert Path(seen["file"]).resolve().is_relative_to(copy.resolve())  # the copy, not the real files
+    seen = _probe(copy, env, probe)
     assert seen == {**seen, "families": ["secondary"], "judged": "secondary"}
     tests = ["tests/evidence/test_families.py", "tests/synthetic/spt/test_claims.py",
              "tests/synthetic/spt/test_claim_words.py", "tests/synthetic/spt/test_reproduce_preset.py"]
