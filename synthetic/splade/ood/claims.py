@@ -231,8 +231,7 @@ def load_confirm(r: Results) -> Confirmation | None:
         return None
     th = from_dict(SPLADEThresholds, rep["config"]["claims"])
     raw = on_seeds(as_raw(rep), seeds)
-    raw_id = on_seeds(as_raw({**rep, "rows": [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"])
-                                                    for x in rep["rows"]]}), seeds)
+    raw_id = on_seeds(as_raw({**rep, "rows": v8k.id_rows(rep["rows"])}), seeds)
     check_record(rep["verdicts"], raw, th, f"docs/results/{CONFIRM} (verdicts)")
     check_record(rep["verdicts_in_domain"], raw_id, th, f"docs/results/{CONFIRM} (verdicts_in_domain)")
     v = families.corrected(evaluate_all(raw, th), SPLADE_OOD_FAMILIES)

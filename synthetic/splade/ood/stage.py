@@ -38,6 +38,7 @@ from initlab.synthetic.splade import claims as splade_claims
 from initlab.synthetic.splade.ood import claims as ood_claims
 from initlab.synthetic.splade.ood import config as ood_config
 from initlab.synthetic.splade.ood import runner as ood_runner
+from initlab.synthetic.splade.ood.decide import id_rows
 from initlab.textio import read_json, read_text
 
 __all__ = ["RUNS", "RECIPE", "SAVED_RUN", "SIZING_RUNS", "CLAIM", "FAMILIES", "stage_config", "in_domain_raw", "pooled",
@@ -79,8 +80,7 @@ def stage_config(preset: str) -> ood_config.OODConfig:
 def in_domain_raw(rep: Mapping[str, Any]) -> dict[str, Any]:
     """The claim functions' ``raw`` of an OOD ``results.json`` with the in-domain dev nDCG@10 as the metric, on its
     complete seeds (:func:`initlab.synthetic.splade.claims.on_seeds`)."""
-    rows = [dict(x, ndcg_select=x["id_select"], ndcg_test=x["id_test"]) for x in rep["rows"]]
-    return splade_claims.on_seeds(splade_claims.as_raw({**rep, "rows": rows}), [int(s) for s in rep["complete_seeds"]])
+    return splade_claims.on_seeds(splade_claims.as_raw({**rep, "rows": id_rows(rep["rows"])}), [int(s) for s in rep["complete_seeds"]])
 
 
 def _verdicts(rep: Mapping[str, Any]) -> dict[str, Verdict]:
