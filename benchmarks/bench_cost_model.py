@@ -4,7 +4,7 @@ Runs the cells of the chosen stages in this process, one torch thread, into a te
 :func:`initlab.executor.run_cells`, and prints for each kind of cell its CPU seconds per unit: the numbers
 ``initlab.theorycheck.verify.experiment.THEORY_SECONDS``, ``initlab.synthetic.splade.phase.runner.STEP_SECONDS`` /
 ``MLM_STEP_SECONDS``, ``initlab.theorycheck.score_scale.experiment.CELL_SECONDS`` and
-``initlab.synthetic.spt.plan.REFERENCE_EPOCH_SECONDS`` (``--stages spt``: a few epochs of SPT and of fine-tuning
+``initlab.synthetic.spt.runner.REFERENCE_EPOCH_SECONDS`` (``--stages spt``: a few epochs of SPT and of fine-tuning
 per model shape, CPU seconds per epoch) hold. CPU seconds, not wall seconds:
 on shared cores the wall time of a cell depends on the load, its CPU time much less. Also prints
 :func:`initlab.executor.measure_speed` (the fastest and the median repetition) before and after, and the
@@ -84,7 +84,7 @@ def bench_spt(preset: str, tmp: Path, epochs: int = 4) -> None:
 
     from initlab.runs import torch_threads
     from initlab.synthetic import spt
-    from initlab.synthetic.spt import plan, training
+    from initlab.synthetic.spt import runner, training
     from initlab.synthetic.spt.cells import fresh_model, seed_data, spt_inputs
     from initlab.synthetic.spt.tasks import MASK_ID
 
@@ -92,9 +92,9 @@ def bench_spt(preset: str, tmp: Path, epochs: int = 4) -> None:
     d = seed_data(cfg, 0)
     x, xv = spt_inputs(cfg, "local", 0)
     print(f"spt: CPU s per epoch ({epochs} epochs after one warm-up epoch; n_train {cfg.n_train}, n_val {cfg.n_val}); "
-          "the table in initlab.synthetic.spt.plan beside it")
+          "the table in initlab.synthetic.spt.runner beside it")
     with torch_threads(1):
-        for kind, variant, depth in sorted(plan.REFERENCE_EPOCH_SECONDS):
+        for kind, variant, depth in sorted(runner.REFERENCE_EPOCH_SECONDS):
             def once(n: int) -> float:
                 m = fresh_model(cfg, depth, variant, 0)
                 c0 = time.process_time()
@@ -108,7 +108,7 @@ def bench_spt(preset: str, tmp: Path, epochs: int = 4) -> None:
                 return time.process_time() - c0
             once(1)
             per = (once(epochs + 1) - once(1)) / epochs  # the fixed per-cell cost (test passes) cancels
-            print(f"  {kind:<8} {variant:<9} depth {depth}: {per:6.3f} s/epoch   table {plan.REFERENCE_EPOCH_SECONDS[(kind, variant, depth)]:.3f}")
+            print(f"  {kind:<8} {variant:<9} depth {depth}: {per:6.3f} s/epoch   table {runner.REFERENCE_EPOCH_SECONDS[(kind, variant, depth)]:.3f}")
 
 
 def main() -> None:

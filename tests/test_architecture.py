@@ -461,8 +461,8 @@ def test_no_test_or_benchmark_uses_private_names():
 
 @pytest.mark.parametrize("source,expected", [
     ("from initlab.executor.core import Cell, _dependency_order\n", "imports initlab.executor.core._dependency_order"),
-    ("def test_x():\n    from initlab.synthetic.spt import plan\n    assert plan._NOT_IN_KEY\n",
-     "uses initlab.synthetic.spt.plan._NOT_IN_KEY"),
+    ("def test_x():\n    from initlab.synthetic.spt import runner\n    assert runner._NOT_IN_KEY\n",
+     "uses initlab.synthetic.spt.runner._NOT_IN_KEY"),
     ("import initlab.executor as ex\nprint(ex._SPEED.get())\n", "uses initlab.executor._SPEED"),
 ])
 def test_the_check_catches_a_test_using_a_private_name(tmp_path, source, expected):

@@ -384,7 +384,7 @@ def test_every_planned_cell_names_the_function_it_holds():
     from initlab.executor.core import resolve_target
     from initlab.synthetic.splade.phase import runner as phase
     from initlab.synthetic.spt import PRESETS as SPT_PRESETS
-    from initlab.synthetic.spt.plan import plan as spt_plan
+    from initlab.synthetic.spt.runner import plan as spt_plan
     from initlab.theorycheck.score_scale import experiment as score_scale_stage
     from initlab.theorycheck.verify import runner as verify
     from initlab.theorycheck.verify import experiment as theory_stage

@@ -35,7 +35,7 @@ from initlab.synthetic import spt
 from initlab.synthetic.spt import arms
 from initlab.synthetic.spt import claims as spt_claims
 from initlab.synthetic.spt import claim_verdicts as spt_verdicts
-from initlab.synthetic.spt.plan import plan
+from initlab.synthetic.spt.runner import plan
 from initlab.synthetic.spt.tasks import TaskConfig
 from initlab.textio import read_json
 

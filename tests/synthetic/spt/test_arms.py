@@ -10,7 +10,7 @@ import pytest
 
 from initlab.config import derive
 from initlab.nn.encoder import ModelConfig
-from initlab.synthetic.spt import arms, config, plan
+from initlab.synthetic.spt import arms, config, runner
 from initlab.synthetic.spt.config import BASE, PRESETS, SPTConfig, condition_names, condition_spec, label_lr
 
 ODD = derive(BASE, spt_sweep_epochs=(3, 10), depths=(1, 3), alibi_slope=0.7, qk_init_scale=2.5)
@@ -55,7 +55,7 @@ def test_every_arm_has_a_colour_and_a_place_in_the_claim_order():
     curves = [a.curve_colour for a in table if a.curve_colour]
     assert len(curves) == len(set(curves))
     full = PRESETS["full"]
-    order = list(dict.fromkeys(c.args["condition"] for c in plan.plan(full) if c.args["kind"] == "finetune"))
+    order = list(dict.fromkeys(c.args["condition"] for c in runner.plan(full) if c.args["kind"] == "finetune"))
     rank = {n: (arms.CLAIM_ORDER.index(n) if n in arms.CLAIM_ORDER else len(arms.CLAIM_ORDER)) for n in order}
     assert order == sorted(order, key=rank.get)
     assert order[:3] == ["scratch", "spt", "scratch_matched"]

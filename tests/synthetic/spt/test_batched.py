@@ -190,7 +190,7 @@ def test_a_non_finite_model_is_taken_out_alone():
 
 # -- the cells: the batched engine returns the one-seed cells' results ------------------------------------------------
 from initlab.synthetic.spt import cells as spt_cells  # noqa: E402
-from initlab.synthetic.spt.plan import expand_groups, plan  # noqa: E402
+from initlab.synthetic.spt.runner import expand_groups, plan  # noqa: E402
 
 CELLS_CFG = derive(TINY, seeds=(0, 1, 2), n_train=32, n_val=16, n_test=32, finetune_max_epochs=3, finetune_patience=1,
                    spt_max_epochs=4, spt_window=2, spt_sweep_epochs=(1,), depths=(1,))

@@ -7,7 +7,7 @@ import pytest
 from initlab.config import derive, to_dict
 from initlab.synthetic import spt
 from initlab.synthetic.spt import cells as spt_cells
-from initlab.synthetic.spt.plan import NOT_IN_KEY, plan
+from initlab.synthetic.spt.runner import NOT_IN_KEY, plan
 from initlab.synthetic.spt.tasks import TaskConfig
 
 TINY = derive(
