@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from initlab.experiment.options import add_executor_options, checked_run, fail, preset_config, preset_name, preset_parser
+from initlab.experiment.options import add_executor_options, fail, preset_name, preset_parser
 from initlab.paper_figs import spt_figures
-from initlab.runs import NonFiniteError, RunExistsError, check_input_path
+from initlab.runs import NonFiniteError, RunExistsError, check_input_path, check_output_path
 from initlab.synthetic import spt as synthetic_spt
 from initlab.synthetic.spt.config import PRESETS
 from initlab.synthetic.spt.runner import partial_report, run
@@ -30,22 +30,21 @@ def spt_main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--partial-report", action="store_true",
                         help="only write report_partial.md from the cells an unfinished run has finished (trains nothing)")
     args = parser.parse_args(argv)
-    cfg = preset_config(parser, PRESETS, args.preset)
     out = args.out or Path("results/synthetic_spt") / preset_name(args.preset)
-    if args.partial_report:
-        try:  # a report of a run that exists: never a fresh folder with an empty report
+    try:  # a bad run file or path is one line and exit 2, before anything is written
+        cfg = PRESETS.resolve(args.preset)
+        if args.partial_report:  # a report of a run that exists: never a fresh folder with an empty report
             check_input_path(out, flag="--out", kind="folder", what="the folder of an unfinished initlab synthetic spt run")
             print(partial_report(cfg, out))
-        except (ValueError, RunExistsError) as err:
-            fail(parser, err)
-        return 0
-    try:
-        md = checked_run(parser, out, args.overwrite, lambda: run(
-            cfg, out, overwrite=args.overwrite, progress=not args.no_progress,
-            workers=args.workers, scheduler=args.scheduler, draw=spt_figures.make_figures), (ValueError, RunExistsError))
+            return 0
+        check_output_path(out, flag="--out", kind="folder", overwrite=args.overwrite)
+        md = run(cfg, out, overwrite=args.overwrite, progress=not args.no_progress, workers=args.workers,
+                 scheduler=args.scheduler, draw=spt_figures.make_figures)
     except NonFiniteError as err:  # training diverged: no DONE was written; say so without a traceback
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 1
+    except (ValueError, RunExistsError) as err:  # RunFileError is a ValueError
+        fail(parser, err)
     print(md)
     print(f"results: {out}")
     return 0

@@ -191,3 +191,23 @@ def test_mlmhead_inspect_default_length_fits_the_model(tmp_path, positions, expe
     assert json.loads((tmp_path / "r.json").read_text())["max_length"] == expected
     rc, err = _run(["mlmhead", "inspect", str(folder), "--max-length", str(positions)])  # asked for, too long: refused
     assert rc == 2 and "usable length" in err
+
+
+#: run files a command refuses, and what its one line must name besides the file: an unknown field, a value of the
+#: wrong type, a change without its reason
+BAD_RUN_FILES = [
+    ('purpose = "p"\nbase = "quick"\n[no_such_field]\nwhy = "w"\nvalue = 1\n', "no_such_field"),
+    ('purpose = "p"\nbase = "quick"\n[seeds]\nwhy = "w"\nvalue = "zero"\n', "seeds"),
+    ('purpose = "p"\nbase = "quick"\n[seeds]\nvalue = [0]\n', "seeds"),
+]
+
+
+@pytest.mark.parametrize("command", [["synthetic", "spt"]])
+@pytest.mark.parametrize("text,field", BAD_RUN_FILES)
+def test_a_bad_run_file_given_by_path_is_one_line_and_exit_2(paths, command, text, field):
+    (paths / "bad.toml").write_text(text)
+    for preset, words in (("bad.toml", ("bad.toml", field)), ("missing.toml", ("--preset missing.toml", "no such run file"))):
+        rc, err = _run([*command, "--preset", preset, "--out", "o"])
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert all(w in err for w in words), err
+        assert not (paths / "o").exists()

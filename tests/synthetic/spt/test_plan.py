@@ -128,3 +128,45 @@ def test_the_compute_matched_arm_receives_its_budget_s_results_not_files(tmp_pat
     c = next(c for c in plan(cfg) if c.name == "ft_scratch_matched__seed0")
     with pytest.raises(KeyError, match="spt_run"):
         spt_cells.finetune_cell(str(tmp_path), c.name, c.args)
+
+
+def _saved_spt_runs() -> list[str]:
+    """The runs whose results are saved in docs/results (``synthetic_spt_NAME/summary.json``) and that have a run file."""
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[3] / "docs" / "results"
+    return sorted(p.parent.name.removeprefix("synthetic_spt_") for p in results.glob("synthetic_spt_*/summary.json")
+                  if p.parent.name.removeprefix("synthetic_spt_") in spt.PRESETS)
+
+
+@pytest.mark.parametrize("name", _saved_spt_runs())
+def test_the_plan_of_a_saved_run_has_the_keys_its_saved_cells_were_computed_under(name):
+    """A saved run resumes only if today's plan of its run file keys its cells as they were: every cell's config part
+    is the saved config without :data:`NOT_IN_KEY` (a field the config gained since at its default), and the
+    fine-tuning cells are the saved ones, each with the condition, seed and learning rate it was trained at (a
+    learning-rate selection: each rate of each condition on as many seeds as the saved selection rows; a partial run:
+    the saved rows plus the cells it names missing)."""
+    import json
+    from collections import Counter
+    from pathlib import Path
+
+    saved = json.loads((Path(__file__).resolve().parents[3] / "docs" / "results" / f"synthetic_spt_{name}"
+                        / "summary.json").read_text(encoding="utf-8"))
+    cfg = spt.PRESETS[name]
+    defaults = to_dict(spt.SPTConfig())
+    training = {k: v for k, v in saved["config"].items() if k not in NOT_IN_KEY}
+    cells = plan(cfg)
+    for c in cells:
+        assert {k: v for k, v in c.key["config"].items() if k in training} == training, c.name
+        assert {k: v for k, v in c.key["config"].items() if k not in training} == \
+            {k: defaults[k] for k in c.key["config"] if k not in training}, c.name
+    missing = set(saved["missing"])
+    assert missing <= {c.name for c in cells}
+    ft = [c.key["cell"] for c in cells if c.key["cell"]["kind"] == "finetune" and c.name not in missing]
+    summary = saved["summary"]
+    if cfg.lr_sweep:
+        assert Counter((k["condition"], k["lr"]) for k in ft) == {
+            (cond, float(lr)): row["n"] for cond, sel in summary["lr_selection"].items() for lr, row in sel["rows"].items()}
+    else:
+        assert sorted((k["condition"], k["seed"], k["lr"]) for k in ft) == sorted(
+            (cond, r["seed"], r["lr"]) for cond, rows in summary["per_seed"].items() for r in rows)
