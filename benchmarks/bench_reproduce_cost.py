@@ -13,7 +13,16 @@ load of a shared machine cancels in the ratio. One torch thread.
   ood: the splade_in_domain default's cells of its first seed (bm25, bert backbone, its inspect, bert k=1, k=4),
        each bracketed by probes, against the cost model's expected seconds of the cell.
 
-Usage: ``python benchmarks/bench_reproduce_cost.py spt ood``; ``FT_EPOCHS=6 python benchmarks/bench_reproduce_cost.py spt``.
+  tokens: the splade_in_domain default's training cells bert k = 1 and k = 16 of its first seed (the whole cell:
+       rescale, initial InfoNCE, 300 steps with the plateau checks, the checkpoint evaluations) with each text
+       tokenised once (``token_cache``, :class:`initlab.synthetic.splade.train.TokenCache`) and without, in
+       ``ROUNDS`` rounds (default 1) of the four, the order rotated; CPU seconds of each, bracketed by probes, and a
+       check that the two records are the same (a short untimed cell first: the first cell of a process imports the
+       trainer). The bert backbone is pretrained first (37 CPU s), or read from
+       ``BACKBONES=<a splade_in_domain run's backbone folder>`` (read only).
+
+Usage: ``python benchmarks/bench_reproduce_cost.py spt ood``; ``FT_EPOCHS=6 python benchmarks/bench_reproduce_cost.py spt``;
+``BACKBONES=results/reproduce/splade_in_domain/backbone python benchmarks/bench_reproduce_cost.py tokens``.
 """
 import os
 import statistics
@@ -131,9 +140,47 @@ def ood():
                   f"per unit {ref / units:.4f} (model {c.unit_seconds:.4f}, {units} units)", flush=True)
 
 
+def tokens():
+    from initlab.synthetic.splade.ood import stage
+    from initlab.synthetic.splade.ood.cell import corpus_for, pretrain, run_cell, shift_sets_for
+
+    cfg = stage.stage_config("default")
+    s = cfg.seeds[0]
+    corpus_for(cfg, s), shift_sets_for(cfg, s)  # generated once per process, as in a worker
+    rounds = int(os.environ.get("ROUNDS", "1"))
+    with tempfile.TemporaryDirectory() as tmp:
+        bb = Path(os.environ["BACKBONES"]) / f"bert_seed={s}" if os.environ.get("BACKBONES") else Path(tmp) / "bb"
+        if not (bb / "natural_scale.json").exists():
+            pretrain(str(bb), "bert", cfg, s)
+        from initlab.config import derive
+
+        warm = derive(cfg, max_steps=25, checkpoints=(25,))  # the first cell of a process imports the trainer: untimed
+        run_cell(str(bb), warm, "bert", 1.0, s, str(Path(tmp) / "work"))
+        cases = [(k, c) for k in (1.0, 16.0) for c in (False, True)]
+        got = {x: [] for x in cases}
+        recs = {}
+        for r in range(rounds):
+            for i in range(len(cases)):
+                k, c = cases[(i + r) % len(cases)]
+                cpu, p, rec = timed(lambda: run_cell(str(bb), cfg, "bert", k, s, str(Path(tmp) / "work"), token_cache=c))
+                got[(k, c)].append((cpu, p, rec["training"]["steps"]))
+                recs[(k, c)] = {n: v for n, v in rec.items() if n not in ("seconds", "cpu_seconds", "cpu_seconds_per_step")}
+        print(f"splade_in_domain default, bert cells of seed {s}, {rounds} round(s); token_cache off -> on:")
+        for k in (1.0, 16.0):
+            same = recs[(k, False)] == recs[(k, True)]
+            off = statistics.median(c for c, _, _ in got[(k, False)])
+            on = statistics.median(c for c, _, _ in got[(k, True)])
+            steps = got[(k, True)][0][2]
+            ref = statistics.median((a[0] / a[1] - b[0] / b[1]) * REF for a, b in zip(got[(k, False)], got[(k, True)]))
+            print(f"  bert k={k:g}: cpu {off:6.1f} s -> {on:6.1f} s ({100 * (off - on) / off:4.1f} % less; {steps} steps); "
+                  f"saved {ref:5.2f} reference s ({ref / steps * 1000:.1f} ms per step); same record: {same}", flush=True)
+            if not same:
+                raise SystemExit("the token cache changed a cell's record")
+
+
 if __name__ == "__main__":
     print(f"load {os.getloadavg()}", flush=True)
     with torch_threads(1):
         for what in sys.argv[1:]:
-            {"spt": spt, "ood": ood}[what]()
+            {"spt": spt, "ood": ood, "tokens": tokens}[what]()
     print(f"load {os.getloadavg()}", flush=True)

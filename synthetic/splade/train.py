@@ -22,7 +22,7 @@ import torch
 from initlab.synthetic.splade.config import TrainingRecipe
 from initlab.synthetic.splade.data import SyntheticCorpus
 
-__all__ = ["quiet", "load_encoder", "finite_guard_callback", "train_cell"]
+__all__ = ["quiet", "TokenCache", "load_encoder", "finite_guard_callback", "train_cell"]
 
 
 @contextlib.contextmanager
@@ -48,12 +48,75 @@ def quiet():
         st_logger.setLevel(old_st)
 
 
-def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int, engine: str = "dense"):
+class TokenCache:
+    """A text tokenised once per encoder, not once per batch: the ``preprocess`` of a sentence-transformers model
+    (``model``, a ``SparseEncoder``: what its trainer's collator and its ``encode`` call) with each plain text's token
+    rows kept and a batch assembled from them; ``module`` is the model's ``Transformer`` input module (its tokenizer
+    and ``max_seq_length``; default ``model[0]``).
+
+    A training cell of the OOD synthetic SPLADE tokenises the same few thousand texts over and over (each training
+    pair about four times in 300 steps, the evaluation documents at every checkpoint, the dev pairs at every
+    plateau check); the rows are the tokenizer's own (``module.preprocess`` on the texts not seen yet, padding
+    stripped by their attention mask) and the batch is padded as the tokenizer pads (right, ``pad_token_id``,
+    attention 0, ``pad_token_type_id``), so every batch is the same tensors, bit for bit, as ``model.preprocess``
+    gives (tested). A row is kept per (text, ``max_seq_length``, keyword arguments): the truncation length is part
+    of the row. Anything else (a prompt, inputs that are not all ``str``, a tokenizer padding left, an output with
+    keys other than ``input_ids`` / ``attention_mask`` / ``token_type_ids`` and ``modality = "text"``) goes to
+    ``model.preprocess`` unchanged (a text seen before is not inferred a modality again: it was plain text). ``hits`` / ``misses`` count the texts served from the rows and tokenised.
+    """
+
+    _ROWS = ("input_ids", "token_type_ids", "attention_mask")
+
+    def __init__(self, model, module=None) -> None:
+        self.module = model[0] if module is None else module
+        self.inner = model.preprocess
+        self.rows: dict[tuple, dict[str, torch.Tensor]] = {}
+        self.hits = self.misses = 0
+        self.off = False  # set once an output this cache does not rebuild was seen
+
+    def __call__(self, inputs, prompt=None, **kwargs):
+        tok = getattr(self.module, "tokenizer", None)
+        if (self.off or prompt is not None or tok is None or getattr(tok, "padding_side", "right") != "right"
+                or not isinstance(inputs, (list, tuple)) or not inputs or not all(type(t) is str for t in inputs)):
+            return self.inner(inputs, prompt=prompt, **kwargs)
+        try:
+            ctx = (self.module.max_seq_length, tuple(sorted(kwargs.items())))
+            hash(ctx)
+        except TypeError:  # an unhashable keyword argument: nothing to key a row on
+            return self.inner(inputs, prompt=prompt, **kwargs)
+        missing = list(dict.fromkeys(t for t in inputs if (ctx, t) not in self.rows))
+        if missing:
+            out = self.inner(missing, prompt=None, **kwargs)
+            if (out.get("modality") != "text" or "attention_mask" not in out or "input_ids" not in out
+                    or set(out) - {"modality", *self._ROWS}
+                    or any(out[k].dim() != 2 for k in self._ROWS if k in out)):
+                self.off = True
+                return self.inner(inputs, prompt=prompt, **kwargs)
+            n = out["attention_mask"].sum(1).tolist()
+            for i, t in enumerate(missing):
+                self.rows[(ctx, t)] = {k: out[k][i, :n[i]].clone() for k in out if k != "modality"}
+        self.misses += len(missing)
+        self.hits += len(inputs) - len(missing)
+        rows = [self.rows[(ctx, t)] for t in inputs]
+        T = max(len(r["input_ids"]) for r in rows)
+        pad = {"input_ids": tok.pad_token_id, "attention_mask": 0, "token_type_ids": tok.pad_token_type_id}
+        batch: dict[str, object] = {}
+        for k, first in rows[0].items():
+            x = torch.full((len(rows), T), pad[k], dtype=first.dtype)
+            for i, r in enumerate(rows):
+                x[i, :len(r[k])] = r[k]
+            batch[k] = x
+        batch["modality"] = "text"
+        return batch
+
+
+def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int, engine: str = "dense", token_cache: bool = False):
     """The SparseEncoder of a cell: ``Transformer(fill-mask)`` over the saved backbone in ``backbone_dir`` (its head
     tied again) + ``SpladePooling("max")``, in float32 whatever the saved config records
     (:mod:`initlab.mlmhead.precision`), ``max_seq_length`` tokens, on the CPU; ``torch.manual_seed(seed)`` first.
     ``engine``: the SPLADE head's engine (:func:`initlab.mlmhead.splade_encoder.use_engine`: ``"dense"``,
     sentence-transformers' own path, or ``"fused"``, the same vectors without the ``(B, T, V)`` logits).
+    ``token_cache``: each text tokenised once for this encoder (:class:`TokenCache`; the same batches, bit for bit).
 
     Raises:
         ValueError: a damaged saved backbone (:func:`initlab.mlmhead.checkpoint.check_checkpoint_weights`), refused
@@ -77,7 +140,10 @@ def load_encoder(backbone_dir: Path, max_seq_length: int, seed: int, engine: str
         tr = Transformer(str(backbone_dir), transformer_task="fill-mask", max_seq_length=max_seq_length,
                          model_kwargs=dtype_kwargs(torch.float32))
         tr.auto_model.tie_weights()
-        return use_engine(SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu"), engine)
+        enc = use_engine(SparseEncoder(modules=[tr, SpladePooling(pooling_strategy="max")], device="cpu"), engine)
+    if token_cache:  # an instance attribute: the trainer's collator and encode() both call model.preprocess
+        enc.preprocess = TokenCache(enc, tr)
+    return enc
 
 
 def finite_guard_callback(where: str):

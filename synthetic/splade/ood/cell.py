@@ -131,11 +131,13 @@ def initial_infonce(model, corpus: DomainCorpus, cfg: OODConfig) -> float:
 
 
 def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int, work_dir: str,
-             progress: Any = None, imposed_norm: float | None = None) -> dict[str, Any]:
+             progress: Any = None, imposed_norm: float | None = None, token_cache: bool = True) -> dict[str, Any]:
     """Train and evaluate ``family``'s backbone with its tied head divided by ``k``; the JSON-ready record.
     ``imposed_norm``: the imposed-norm arm instead: the head untied and scaled to this Frobenius norm
     (:func:`impose_head_norm`), then divided by ``k`` (head only, :func:`initlab.mlmhead.rescale_mlm_head`); the
-    record adds ``imposed_s`` (the factor s).
+    record adds ``imposed_s`` (the factor s). ``token_cache``: each text tokenised once in the cell
+    (:class:`initlab.synthetic.splade.train.TokenCache`: the same batches bit for bit, so the same record; off only to
+    measure or test it).
 
     Keys: ``family``, ``k``, ``seed``, ``init_infonce``, ``head_frobenius`` (after dividing by k), ``training`` (the
     result of :func:`train_to_plateau`: steps, stopped_by, dev losses, per-checkpoint evaluations), ``final`` (the
@@ -151,7 +153,7 @@ def run_cell(backbone_dir: str, cfg: OODConfig, family: str, k: float, seed: int
     rec: dict[str, Any] = {"family": family, "k": float(k), "seed": seed, "failed": None}
     with torch_threads(cfg.torch_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, seed, cfg.engine)
+        model = load_encoder(Path(backbone_dir), cfg.doc_max_len, seed, cfg.engine, token_cache=token_cache)
         hf = model[0].auto_model
         if imposed_norm is None:
             rescale_mlm_head(hf, k)  # tied: the one shared tensor, as `initlab mlmhead rescale` does
