@@ -175,7 +175,11 @@ class RunFiles(Mapping[str, C], Generic[C]):
             path = Path(text)
             if not path.is_file():
                 raise RunFileError(f"--preset {text}: no such run file")
-            return self._config(read_run_file(path, "file"), ())
+            try:
+                return self._config(read_run_file(path, "file"), ())
+            except RunFileError as err:  # the message names the argument, then the file and the field
+                msg = str(err)
+                raise RunFileError(f"--preset {msg}" if msg.startswith(f"{path}: ") else f"--preset {text}: {msg}") from None
         if text in self._set:
             return self._set[text]
         run = self.files().get(text)

@@ -8,17 +8,18 @@ stage's cells can run on Dask) go to :func:`initlab.executor.run_cells`. Each st
 machine (the experiment's own cost model; ``initlab reproduce`` scales it by this machine's measured speed and
 prints it before anything runs). :data:`REGISTRY` is built from the experiments' records (each names its
 stages), in their reading order (:func:`initlab.app.experiments.reading_order`). A finished stage (``out_dir/DONE`` beside its ``summary.md``) is not redone unless
-``overwrite`` (then the old folder is moved aside), and its saved summary is returned. Presets, the one
-vocabulary of every CLI: ``quick`` (a smoke test: minutes on a laptop CPU), ``default`` (the CPU
-reproduction), ``full`` (larger grids and more seeds, still CPU).
+``overwrite`` (then the old folder is moved aside), and its saved summary is returned. Each run of ``initlab
+reproduce`` is a file of ``initlab/app/runs/`` (:data:`RUNS`, :class:`ReproduceConfig`): the size every stage runs at,
+one of the presets every CLI shares (``quick``: a smoke test, minutes on a laptop CPU; ``default``: the CPU
+reproduction; ``full``: larger grids and more seeds, still CPU), and the default stages it skips.
 
 * ``theory``      -- attention-gradient theorems checked on fresh random cases (:mod:`initlab.theorycheck.verify.stage`);
 * ``spt``         -- synthetic length-100 self-pretraining experiments (:mod:`initlab.synthetic.spt.stage`);
 * ``score_scale`` -- SPLADE score-scale analysis against k, theory vs Monte Carlo (:mod:`initlab.theorycheck.score_scale.stage`);
 * ``splade``      -- synthetic SPLADE phase diagram: four families, head scale s x rescale k (:mod:`initlab.synthetic.splade.phase.stage`;
-  presets ``quick`` and ``full``);
+  skipped by ``runs/default.toml``);
 * ``splade_in_domain`` -- synthetic SPLADE's head-norm effect in domain, the OOD confirmation's recipe on fresh seeds
-  (:mod:`initlab.synthetic.splade.ood.stage`; presets ``default`` and ``full``);
+  (:mod:`initlab.synthetic.splade.ood.stage`; skipped by ``runs/quick.toml``);
 * ``lra_listops`` -- optional: generated ListOps on CPU, self-pretraining vs from scratch (:mod:`initlab.realdata.lra.stage`).
 """
 
@@ -28,20 +29,23 @@ import re
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from initlab.app.experiments import EXPERIMENTS, reading_order
 from initlab.evidence.rules import INCONCLUSIVE, NOT, NOT_RUN, PARTLY, Verdict
 from initlab.experiment import text as verdict_text
+from initlab.experiment.options import preset_name
 from initlab.experiment.record import Experiment
 from initlab.experiment.stage import PRESETS, Stage, StageClaim
 from initlab.executor import (check_scheduler, default_workers, format_seconds, machine_speed, measure_speed,
                               probe_scheduler, track_reports)
+from initlab.runfile import RunFiles
 from initlab.runs import ConfigMismatchError, RunExistsError, atomic_write_json, atomic_write_text, holds_run_folder
 from initlab.textio import read_json, read_text
 
-__all__ = ["PRESETS", "registry", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
+__all__ = ["PRESETS", "ReproduceConfig", "RUNS", "registry", "REGISTRY", "STAGES", "OPTIONAL_STAGES", "run_reproduce", "expected_durations", "stage_figures",
            "verdict_summary", "RESULTS", "confirmatory_comparison"]
 
 
@@ -177,6 +181,40 @@ STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if not s.optional}
 OPTIONAL_STAGES: dict[str, Stage] = {s.name: s for s in REGISTRY if s.optional}
 
 
+# ------------------------------------------------------------------------------------------------
+# the runs: one file each
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReproduceConfig:
+    """What one ``initlab reproduce`` run runs: ``size``, the run every stage runs (its experiment's ``quick``,
+    ``default`` or ``full``, :data:`initlab.experiment.stage.PRESETS`), and ``skip``, the default stages
+    (:data:`STAGES`) it leaves out when ``--only`` does not name the stages (every other default stage runs, in
+    registry order, so a new stage runs in every run that does not skip it).
+
+    Raises:
+        ValueError: a ``size`` not in PRESETS, or ``skip`` naming a stage that is not a default stage, or one twice.
+    """
+
+    size: str = "default"
+    skip: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.size not in PRESETS:
+            raise ValueError(f"ReproduceConfig.size: expected one of {', '.join(PRESETS)}, got {self.size!r}")
+        default = [s.name for s in REGISTRY if not s.optional]
+        if any(n not in default for n in self.skip) or len(set(self.skip)) != len(self.skip):
+            raise ValueError(f"ReproduceConfig.skip: expected distinct names from {', '.join(default)}, got {list(self.skip)}")
+
+    def stages(self) -> list[str]:
+        """The stages this run runs when ``--only`` does not name them: :data:`STAGES` but ``skip``, in order."""
+        return [n for n in STAGES if n not in self.skip]
+
+
+#: every run of ``initlab reproduce``, one file each in ``initlab/app/runs/`` (``--preset`` takes a name or a path;
+#: :class:`initlab.runfile.RunFiles`; docs/runs.md lists them)
+RUNS: RunFiles[ReproduceConfig] = RunFiles(ReproduceConfig, Path(__file__).with_name("runs"))
+
+
 def expected_durations(out: Path, preset: str, stages: Sequence[str], workers: int, speed: float = 1.0) -> dict[str, tuple[float, float]]:
     """Stage -> (expected, at most) seconds of its remaining work on this machine: each :class:`Stage`'s
     ``estimate`` times ``speed`` (:func:`initlab.executor.measure_speed`); an unknown name is left out."""
@@ -271,8 +309,9 @@ def relink(md: str, stage: str) -> str:
 @holds_run_folder("out")
 def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | None = None, overwrite: bool = False,
                   *, workers: int | None = None, scheduler: str | None = None, speed: float | None = None) -> Path:
-    """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path. ``stages`` None:
-    the stages whose :attr:`~initlab.experiment.stage.Stage.presets` hold ``preset``, in registry order.
+    """Run the selected stages into ``out`` and write ``out/report.md``; returns the report path. ``preset``: a run's
+    name or the path of a run file (:data:`RUNS`); every stage runs at its ``size``. ``stages`` None: the run's
+    stages (:meth:`ReproduceConfig.stages`), in registry order.
 
     Before anything runs, the expected duration is printed: :func:`expected_durations` over every stage's
     remaining cells, scaled by this machine's speed (``speed``; None: :func:`initlab.executor.measure_speed`,
@@ -289,13 +328,14 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     the finished ones.
 
     Raises:
-        ValueError: unknown ``preset`` or stage name, no stage, or ``workers < 1``.
-        ConfigMismatchError: a requested stage was finished under another preset (see ``stage_times.json``).
+        ValueError: unknown stage name, no stage, or ``workers < 1``; :class:`initlab.runfile.RunFileError` (a
+            ValueError): an unknown ``preset``, a missing or bad run file (naming the file and the field).
+        ConfigMismatchError: a requested stage was finished at another size (see ``stage_times.json``).
         RunExistsError: every requested stage of ``out`` is finished, its report exists, and ``overwrite`` is false.
     """
-    if preset not in PRESETS:
-        raise ValueError(f"preset: expected one of {PRESETS}, got {preset!r}")
-    stages = [n for n, st in STAGES.items() if preset in st.presets] if stages is None else list(stages)
+    run = RUNS.resolve(preset)
+    name, size = preset_name(str(preset)), run.size
+    stages = run.stages() if stages is None else list(stages)
     known = {**STAGES, **OPTIONAL_STAGES}
     if not stages:
         raise ValueError(f"--only: no stage names given; expected a comma-separated list from {list(known)}")
@@ -312,7 +352,8 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     sections = [
         "# initlab reproduce report",
         "",
-        f"preset `{preset}`, stages {', '.join(stages)}; started {time.strftime('%Y-%m-%d %H:%M:%S')}; "
+        f"preset `{name}`" + (f" (stages at size `{size}`)" if size != name else "")
+        + f", stages {', '.join(stages)}; started {time.strftime('%Y-%m-%d %H:%M:%S')}; "
         f"{cores} worker processes" + (f", Dask scheduler {scheduler}" if scheduler else "") + ".",
         "",
     ]
@@ -320,16 +361,16 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
     # is reported with the time it took then, not the second it takes to read its summary.
     times_path = out / "stage_times.json"
     times: dict[str, Any] = read_json(times_path) if times_path.is_file() else {}
-    _check_stage_presets(out, stages, times, preset, overwrite)
+    _check_stage_presets(out, stages, times, size, overwrite)
     if not overwrite and (out / "report.md").is_file() and all((out / n / "DONE").exists() for n in stages):
         raise RunExistsError(
             f"--out {out}: a finished initlab reproduce (stages {', '.join(stages)} all done; its report: "
             f"{out / 'report.md'}); use --overwrite to redo it (the old stage folders are moved aside), or another --out")
     if speed is None:
         speed = measure_speed()
-    plan = expected_durations(out if not overwrite else out / ".none", preset, stages, cores, speed)
+    plan = expected_durations(out if not overwrite else out / ".none", size, stages, cores, speed)
     exp, most = sum(e for e, _ in plan.values()), sum(m for _, m in plan.values())
-    print(f"initlab reproduce --preset {preset}: expected duration about {format_seconds(exp)} (at most "
+    print(f"initlab reproduce --preset {name}: expected duration about {format_seconds(exp)} (at most "
           f"{format_seconds(most)}) on {cores} worker processes; this machine measured {speed:.2f}x the reference "
           "machine's time (> 1: slower or loaded); by stage: "
           + ", ".join(f"{n} {format_seconds(e)}" for n, (e, _) in plan.items()), flush=True)
@@ -337,7 +378,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
                     f"machine speed {speed:.2f}x the reference's time).")
     out.mkdir(parents=True, exist_ok=True)
     with machine_speed(speed):
-        _run_stages(out, stages, known, preset, overwrite, workers, scheduler, cores, plan, times, times_path, sections)
+        _run_stages(out, stages, known, size, overwrite, workers, scheduler, cores, plan, times, times_path, sections)
     report = out / "report.md"
     compared = confirmatory_comparison(out, stages)
     if compared:
@@ -347,7 +388,7 @@ def run_reproduce(out: Path, preset: str = "default", stages: Sequence[str] | No
                           "(recomputed from docs/results, Holm-corrected as the README shows it):\n\n"
                           + "\n".join(compared) + "\n")
     print(f"\nreport: {report}")
-    print(f"\nverdicts of this run (preset {preset}; its report's words, Holm-corrected; the README's confirmatory "
+    print(f"\nverdicts of this run (preset {name}; its report's words, Holm-corrected; the README's confirmatory "
           "words come from docs/results):")
     for line in verdict_summary(out, stages):
         print(f"  {line}")

@@ -77,15 +77,12 @@ class Stage:
     remaining work from the experiment's own cost model (nothing is created or checked; None: no estimate, the
     stage is left out of the printed duration); ``optional`` stages run only when named in ``--only``;
     ``claims(out_dir) -> [StageClaim]`` reads a finished stage's claims for the closing verdict summary (None: the
-    stage decides no claim); ``presets`` the presets whose run includes the stage when ``--only`` does not name the
-    stages (``--only`` runs it under any preset); ``decides`` the command that decides the claims this stage's
+    stage decides no claim); a default stage runs in every ``initlab reproduce`` run whose run file does not skip it;
+    ``decides`` the command that decides the claims this stage's
     ``default`` leaves undecided (the console's closing line names it); ``confirmed(results) -> {title: Verdict}``
     the words the preregistered runs behind this stage's claims gave them, recomputed (Holm-corrected, as the
     README shows them) from the saved runs under ``results`` (docs/results), keyed by the titles ``claims`` uses
     (None: nothing to compare with).
-
-    Raises:
-        ValueError: a preset of ``presets`` not in :data:`PRESETS`.
     """
 
     name: str
@@ -93,11 +90,5 @@ class Stage:
     estimate: Callable[[Path, str, int], tuple[float, float]] | None = None
     optional: bool = False
     claims: Callable[[Path], list[StageClaim]] | None = None
-    presets: tuple[str, ...] = PRESETS
     decides: str = ""
     confirmed: Callable[[Path], dict[str, Verdict]] | None = None
-
-    def __post_init__(self) -> None:
-        bad = [p for p in self.presets if p not in PRESETS]
-        if bad:
-            raise ValueError(f"Stage {self.name!r}: presets {bad}: expected names from {list(PRESETS)}")

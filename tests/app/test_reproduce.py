@@ -141,6 +141,46 @@ def test_a_folder_of_one_preset_refuses_another(tmp_path, monkeypatch):
     assert "made by default" in stages.run_reproduce(tmp_path / "out", preset="default", overwrite=True, speed=1.0).read_text()
 
 
+#: what each named preset chose when the presets were names in code (each stage's former ``presets``): the size every
+#: stage runs at and the default stages, in order
+FORMER_CHOICES = {
+    "quick": ("quick", ["theory", "spt", "score_scale", "splade"]),
+    "default": ("default", ["theory", "spt", "score_scale", "splade_in_domain"]),
+    "full": ("full", ["theory", "spt", "score_scale", "splade", "splade_in_domain"]),
+}
+
+
+def test_the_named_run_files_choose_what_the_presets_chose():
+    assert stages.RUNS.named() == ("quick", "default", "full")
+    assert {n: (stages.RUNS[n].size, stages.RUNS[n].stages()) for n in stages.RUNS.named()} == FORMER_CHOICES
+    for name, f in stages.RUNS.files().items():  # every value with its reason
+        assert f.purpose and all(why.strip() for _, _, why in f.changes), name
+
+
+def test_a_run_file_given_by_path_runs_its_stages_at_its_size(tmp_path, monkeypatch):
+    """``--preset PATH``: a file from anywhere, based on a named run; its stages run at its size, its name in the report."""
+    calls = []
+
+    def stage(name):
+        def run(out_dir, preset, overwrite, **kw):
+            calls.append((name, preset))
+            return f"## {name}"
+        return run
+
+    monkeypatch.setattr(stages, "STAGES", _stages(theory=stage("theory"), splade=stage("splade")))
+    (tmp_path / "mine.toml").write_text('purpose = "p"\nbase = "default"\n[size]\nwhy = "w"\nvalue = "quick"\n')
+    report = stages.run_reproduce(tmp_path / "out", preset=str(tmp_path / "mine.toml"), speed=1.0).read_text()
+    assert calls == [("theory", "quick")]  # default's skip (splade) kept, at the file's size
+    assert "preset `mine` (stages at size `quick`), stages theory;" in report
+
+
+def test_reproduce_help_offers_the_named_runs_and_a_path(capsys):
+    with pytest.raises(SystemExit):
+        reproduce.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--preset NAME|FILE" in text and "one of quick, default, full (default: default), or the path of a run file" in text
+
+
 def test_report_links_point_into_the_stage_folders():
     md = "![acc](spt_accuracy.png) [cfg](config.json) [web](https://x.org/a.png) Figures: `spt_accuracy.png`"
     assert stages.relink(md, "spt") == ("![acc](spt/spt_accuracy.png) [cfg](spt/config.json) "

@@ -1,7 +1,7 @@
 """``python -m initlab.app.docgen.runs_doc --docs docs/runs.md``: the page that lists every run file with its purpose.
 
-Every experiment whose record's presets are run files (:class:`initlab.runfile.RunFiles`) gets a section: its
-command, then one table per kind of run (named choices, exploratory, archived, bases), each row the run's name, its
+Every experiment whose record's presets are run files (:class:`initlab.runfile.RunFiles`) gets a section, and
+``initlab reproduce``'s runs (:data:`initlab.app.stages.RUNS`) the last: its command, then one table per kind of run (named choices, exploratory, archived, bases), each row the run's name, its
 base, its one-line purpose and its file. ``--check`` writes nothing and exits 1 when the page is stale; a test
 fails when the committed page differs from this generator's output, so after adding or changing a run file, rerun
 the command.
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from initlab.app.experiments import EXPERIMENTS
+from initlab.app.stages import RUNS as REPRODUCE_RUNS
 from initlab.experiment.record import Experiment, resolve
 from initlab.runfile import KINDS, RunFiles
 from initlab.runs import atomic_write_text
@@ -58,9 +59,10 @@ def render_page(records: Sequence[Experiment] = EXPERIMENTS) -> str:
              "the values it changes, each with its reason (`why`) beside it (the format: `initlab.runfile`). `--preset` "
              "takes a run's name or the path of such a file; `--help`, the README and docs/commands.md list the named "
              "choices only. Where a new run goes: [conventions.md](conventions.md#runs-arms-claims-and-options).", ""]
-    for exp, presets in run_files(records):
-        command = next((f"initlab {c.group} {c.name}".strip() for c in exp.commands), exp.name)
-        lines += [f"## `{command}` ({exp.name})", "", f"Folder: `{_show(presets.folder)}/`.", ""]
+    sections = [(next((f"initlab {c.group} {c.name}".strip() for c in exp.commands), exp.name), exp.name, presets)
+                for exp, presets in run_files(records)]
+    for command, name, presets in [*sections, ("initlab reproduce", "the reproduction over every stage", REPRODUCE_RUNS)]:
+        lines += [f"## `{command}` ({name})", "", f"Folder: `{_show(presets.folder)}/`.", ""]
         files = presets.files()
         for kind in KINDS:
             names = presets.named() if kind == "named" else presets.of_kind(kind)

@@ -175,6 +175,6 @@ def estimate(out_dir: Path, preset: str, workers: int) -> tuple[float, float]:
     return executor_estimate(remaining_cells(out_dir, cells), workers, startup=WORKER_START_SECONDS)
 
 
-#: the stage's record (:class:`initlab.experiment.stage.Stage`); it runs by default in ``default`` and ``full``
-STAGE = Stage("splade_in_domain", splade_in_domain, estimate, claims=stage_claims, presets=("default", "full"),
+#: the stage's record (:class:`initlab.experiment.stage.Stage`); ``initlab reproduce``'s ``quick`` run skips it
+STAGE = Stage("splade_in_domain", splade_in_domain, estimate, claims=stage_claims,
               decides=f"`initlab synthetic splade-ood --preset {RECIPE}`", confirmed=confirmed)

@@ -193,21 +193,21 @@ def test_mlmhead_inspect_default_length_fits_the_model(tmp_path, positions, expe
     assert rc == 2 and "usable length" in err
 
 
-#: run files a command refuses, and what its one line must name besides the file: an unknown field, a value of the
-#: wrong type, a change without its reason
-BAD_RUN_FILES = [
-    ('purpose = "p"\nbase = "quick"\n[no_such_field]\nwhy = "w"\nvalue = 1\n', "no_such_field"),
-    ('purpose = "p"\nbase = "quick"\n[seeds]\nwhy = "w"\nvalue = "zero"\n', "seeds"),
-    ('purpose = "p"\nbase = "quick"\n[seeds]\nvalue = [0]\n', "seeds"),
-]
+#: commands that take ``--preset FILE``, and a field of their config with a list value
+RUN_FILE_COMMANDS = [(["synthetic", "spt"], "seeds"), (["reproduce"], "skip")]
 
 
-@pytest.mark.parametrize("command", [["synthetic", "spt"]])
-@pytest.mark.parametrize("text,field", BAD_RUN_FILES)
-def test_a_bad_run_file_given_by_path_is_one_line_and_exit_2(paths, command, text, field):
-    (paths / "bad.toml").write_text(text)
-    for preset, words in (("bad.toml", ("bad.toml", field)), ("missing.toml", ("--preset missing.toml", "no such run file"))):
+@pytest.mark.parametrize("command,field", RUN_FILE_COMMANDS)
+@pytest.mark.parametrize("change,words", [
+    ("[no_such_field]\nwhy = \"w\"\nvalue = 1\n", ("no_such_field",)),  # an unknown field
+    ("[{field}]\nwhy = \"w\"\nvalue = \"zero\"\n", ("{field}", "expected")),  # a value of the wrong type
+    ("[{field}]\nvalue = []\n", ("{field}", "why")),  # a change without its reason
+])
+def test_a_bad_run_file_given_by_path_is_one_line_and_exit_2(paths, command, field, change, words):
+    (paths / "bad.toml").write_text('purpose = "p"\nbase = "quick"\n' + change.format(field=field))
+    for preset, want in (("bad.toml", ("--preset bad.toml", *(w.format(field=field) for w in words))),
+                         ("missing.toml", ("--preset missing.toml", "no such run file"))):
         rc, err = _run([*command, "--preset", preset, "--out", "o"])
         assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-        assert all(w in err for w in words), err
+        assert all(w in err for w in want), err
         assert not (paths / "o").exists()

@@ -83,9 +83,9 @@ def test_the_stage_decides_the_in_domain_interaction_of_a_saved_run_alone_in_its
 
 
 def test_the_stage_is_in_the_default_run_and_the_phase_diagram_is_not():
-    default = [n for n, s in stages.STAGES.items() if "default" in s.presets]
+    default = stages.RUNS["default"].stages()
     assert "splade_in_domain" in default and "splade" not in default
-    assert "splade" in [n for n, s in stages.STAGES.items() if "quick" in s.presets]
+    assert "splade" in stages.RUNS["quick"].stages()
 
 
 def test_the_out_of_domain_record_names_the_stage():
