@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from initlab.synthetic.splade.ood.config import OODConfig, backbone_for
 
-__all__ = ["STEP_SECONDS", "EVAL_SECONDS", "MLM_STEP_SECONDS", "step_seconds", "eval_seconds", "mlm_step_seconds",
-           "cell_seconds"]
+__all__ = ["STEP_SECONDS", "EVAL_SECONDS", "MLM_STEP_SECONDS", "TOKEN_CACHE_STEP_SECONDS", "step_seconds", "eval_seconds",
+           "mlm_step_seconds", "cell_seconds"]
 
 #: cost model, fitted to ``python benchmarks/bench_ood_cost.py --vocab 2048,8192,30000 --families
 #: bert,modernbert --steps 5 --rounds 2 --sparse-mlm`` (2026-12-02, 2 shared cores at load 7-10, one torch thread; the
@@ -24,6 +24,12 @@ STEP_SECONDS: dict[str, dict[str, tuple[float, float]]] = {
 }
 EVAL_SECONDS: dict[str, tuple[float, float]] = {"dense": (2.97, 1.108), "fused": (1.55, 0.408)}
 MLM_STEP_SECONDS = (0.064, 0.0056)
+#: CPU seconds per SPLADE step that a cell's token cache takes off the step lines above (each text tokenised once in
+#: a cell, :class:`initlab.synthetic.splade.train.TokenCache`; ``bench_ood_cost.py`` times steps without it): the
+#: tokenising of the training batches, plateau checks and checkpoint evaluations a 300-step cell of the default no
+#: longer does, per step (``BACKBONES=<backbone folder> python benchmarks/bench_reproduce_cost.py tokens``,
+#: 2026-12-06, docs/benchmarks.md)
+TOKEN_CACHE_STEP_SECONDS = 0.008
 
 
 def _engine(engine: str) -> str:
@@ -34,14 +40,15 @@ def _engine(engine: str) -> str:
 
 def step_seconds(vocab: int, engine: str = "dense", family: str = "bert") -> float:
     """Cost model: CPU seconds of one SPLADE training step (batch 32, documents of 60-100 words) at vocabulary V with
-    head ``engine`` (``"dense"`` or ``"fused"``) for ``family`` (bert's line for a family not measured).
+    head ``engine`` (``"dense"`` or ``"fused"``) for ``family`` (bert's line for a family not measured), less what the
+    cell's token cache saves per step (:data:`TOKEN_CACHE_STEP_SECONDS`).
 
     Raises:
         ValueError: an unknown ``engine``.
     """
     lines = STEP_SECONDS[_engine(engine)]
     a, b = lines.get(family, lines["bert"])
-    return a + b * vocab / 1000
+    return a + b * vocab / 1000 - TOKEN_CACHE_STEP_SECONDS
 
 
 def eval_seconds(vocab: int, engine: str = "dense") -> float:
