@@ -98,14 +98,10 @@ class TokenCache:
         self.misses += len(missing)
         self.hits += len(inputs) - len(missing)
         rows = [self.rows[(ctx, t)] for t in inputs]
-        T = max(len(r["input_ids"]) for r in rows)
         pad = {"input_ids": tok.pad_token_id, "attention_mask": 0, "token_type_ids": tok.pad_token_type_id}
-        batch: dict[str, object] = {}
-        for k, first in rows[0].items():
-            x = torch.full((len(rows), T), pad[k], dtype=first.dtype)
-            for i, r in enumerate(rows):
-                x[i, :len(r[k])] = r[k]
-            batch[k] = x
+        batch: dict[str, object] = {k: torch.nn.utils.rnn.pad_sequence([r[k] for r in rows], batch_first=True,
+                                                                        padding_value=pad[k])
+                                    for k in rows[0]}
         batch["modality"] = "text"
         return batch
 
