@@ -23,6 +23,13 @@ load of a shared machine cancels in the ratio. One torch thread.
        trainer). The bert backbone is pretrained first (37 CPU s), or read from
        ``BACKBONES=<a splade_in_domain run's backbone folder>`` (read only).
 
+  attention: ``MLM_STEPS`` (default 30) MLM pretraining steps of the splade_in_domain default's bert and modernbert
+       backbones (their recipes' batch and masking, the head at the masked positions) with each of transformers'
+       attention implementations, ``eager`` and ``sdpa`` (``set_attn_implementation``; the recipes build bert with
+       ``sdpa``, transformers' default, and modernbert with ``eager``), in ``ROUNDS`` rounds (default 6), the order
+       rotated; per round the ratio of CPU seconds per step, sdpa / eager (median and range over rounds), and the
+       largest difference of the per-step losses over 20 steps from the same initialisation (float rounding only).
+
 Usage: ``python benchmarks/bench_reproduce_cost.py spt ood``; ``FT_EPOCHS=6 python benchmarks/bench_reproduce_cost.py spt``;
 ``BACKBONES=results/reproduce/splade_in_domain/backbone python benchmarks/bench_reproduce_cost.py tokens``.
 """
@@ -200,9 +207,48 @@ def tokens():
                 raise SystemExit("the token cache changed a cell's record")
 
 
+def attention():
+    import dataclasses
+
+    from initlab.synthetic.splade.families import build_family_model, family_tokenizer
+    from initlab.synthetic.splade.model import pretrain_mlm
+    from initlab.synthetic.splade.ood import cell as ood_cell
+    from initlab.synthetic.splade.ood import config as ood_config
+    from initlab.synthetic.splade.ood import stage
+
+    cfg = stage.stage_config("default")
+    s = cfg.seeds[0]
+    text = ood_cell.mlm_texts(cfg, s)
+    docs = list(text.docs.values())
+    rounds, steps = int(os.environ.get("ROUNDS", "6")), int(os.environ.get("MLM_STEPS", "30"))
+    impls = ("eager", "sdpa")
+    print(f"splade_in_domain default, MLM pretraining of seed {s}'s backbones, {rounds} rounds of {steps} steps:")
+    for fam in ("bert", "modernbert"):
+        bc = ood_config.backbone_for(cfg, fam)
+        tok = family_tokenizer(fam, text.vocab)
+        models = {}
+        for impl in impls:
+            models[impl] = build_family_model(fam, len(text.vocab), bc, s)
+            models[impl].set_attn_implementation(impl)
+        first = {impl: pretrain_mlm(m, tok, docs, dataclasses.replace(bc, mlm_steps=20), s, sparse=True)
+                 for impl, m in models.items()}  # also the warm-up
+        diff = max(abs(a - b) for a, b in zip(*first.values()))
+        ratios = []
+        for r in range(rounds):
+            per = {}
+            for impl in (impls if r % 2 == 0 else impls[::-1]):
+                c = time.process_time()
+                pretrain_mlm(models[impl], tok, docs, dataclasses.replace(bc, mlm_steps=steps), s + 1 + r, sparse=True)
+                per[impl] = (time.process_time() - c) / steps
+            ratios.append(per["sdpa"] / per["eager"])
+        print(f"  {fam:<10} sdpa / eager CPU s per step: median {statistics.median(ratios):.3f} "
+              f"(range {min(ratios):.3f}-{max(ratios):.3f}); last round eager {per['eager'] * 1000:.1f} ms, "
+              f"sdpa {per['sdpa'] * 1000:.1f} ms; largest loss difference over 20 steps {diff:.1e}", flush=True)
+
+
 if __name__ == "__main__":
     print(f"load {os.getloadavg()}", flush=True)
     with torch_threads(1):
         for what in sys.argv[1:]:
-            {"spt": spt, "ood": ood, "tokens": tokens}[what]()
+            {"spt": spt, "ood": ood, "tokens": tokens, "attention": attention}[what]()
     print(f"load {os.getloadavg()}", flush=True)
