@@ -292,7 +292,7 @@ def degradation_row(r: Results) -> str:
     """Row "A large MLM-head norm degrades SPLADE ...": from the OOD confirmation when present (:func:`load_confirm`;
     its interaction out of domain, the per-family gains, the high-norm claim, in domain as secondary), then the
     ``full`` run's (kept beside it), else the ``full`` run's alone."""
-    c, lead = load_confirm(r), v8k.readme_lead(r, ("family_interaction", "imposed_loss"))
+    c, lead = load_confirm(r), v8k.readme_lead(r, ("family_interaction", "imposed_loss"), ("four_family_interaction",))
     if c is None:
         return lead + full_degradation(r)
     fams = "; ".join(describe_claim(g, with_word=False) for g in family_gains(c.raw, c.th).values())

@@ -263,7 +263,6 @@ def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapp
     finished (or, with failed cells, at least :data:`MIN_COMPLETE` seeds): ``primary`` (the Holm-corrected
     verdicts of the primary family, as dicts), ``share``, ``sensitivity`` and ``gate``; once every cell is:
     ``secondary``. Otherwise those keys hold None: no claim word before the seeds are complete."""
-    th = from_dict(SPLADEThresholds, cfg["claims"])
     seeds = [int(s) for s in cfg["seeds"]]
     failed = {int(r["seed"]) for r in rows if r.get("failed")}
     p_seeds, a_seeds = primary_complete(cfg, rows), all_complete(cfg, rows)
@@ -280,13 +279,26 @@ def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapp
         out["share"] = head_norm_share(raw)
         out["sensitivity"] = oracle_k_sensitivity(raw)
         out["gate"] = regime_gate(raw["rows"], bm25, p_seeds)
-    if _ready(seeds, a_seeds, failed):
-        raw = _raw(rows, a_seeds, raw_all["batch"])
-        raw_id = {**raw, "rows": id_rows(raw["rows"])}
-        v = {"four_family_interaction": four_family_interaction(raw, th),
-             **{f"in_domain/{c}": _CLAIMS[c](raw_id, th) for c in _CLAIMS}}
-        out["secondary"] = {k: x.to_dict() for k, x in families.corrected(v, FAMILIES[1:]).items()}
+    v2 = secondary_verdicts(cfg, rows)
+    if v2 is not None:
+        out["secondary"] = {k: x.to_dict() for k, x in v2.items()}
     return out
+
+
+def secondary_verdicts(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Verdict] | None:
+    """The secondary family's Holm-corrected verdicts (the four-family interaction, and the primary claims in
+    domain) on the seeds where every cell is finished, or None while they are not complete (:func:`decide`'s rule)."""
+    th = from_dict(SPLADEThresholds, cfg["claims"])
+    seeds = [int(s) for s in cfg["seeds"]]
+    failed = {int(r["seed"]) for r in rows if r.get("failed")}
+    done = all_complete(cfg, rows)
+    if not _ready(seeds, done, failed):
+        return None
+    raw = _raw(rows, done, cfg.get("init_batch", 32))
+    raw_id = {**raw, "rows": id_rows(raw["rows"])}
+    v = {"four_family_interaction": four_family_interaction(raw, th),
+         **{f"in_domain/{c}": _CLAIMS[c](raw_id, th) for c in _CLAIMS}}
+    return families.corrected(v, FAMILIES[1:])
 
 
 def _ready(seeds: Sequence[int], done: Sequence[int], failed: set[int]) -> bool:
@@ -314,7 +326,8 @@ def readme_words(r: Mapping[str, Any]) -> dict[str, Any] | None:
     """What the README's SPLADE rows take from this run, or None while they must not change (the preregistration's
     "What decides the README"): ``r[RESULTS]`` loaded, its primary words computable, the regime gate "in the seed's
     regime" and the cap rule holding. Everything is recomputed from the saved rows and BM25 cells, never read from
-    a saved word: ``{"v": primary verdicts, "share", "gate", "seeds", "vocab"}``."""
+    a saved word: ``{"v": primary verdicts, "share", "gate", "seeds", "vocab", "secondary": the secondary
+    family's verdicts, None until every cell is finished}``."""
     if RESULTS not in r:
         return None
     rep = r[RESULTS]
@@ -328,12 +341,13 @@ def readme_words(r: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     raw = _raw(rows, done)
     return {"v": v, "share": head_norm_share(raw), "gate": gate, "seeds": done,
-            "vocab": cfg["corpus"]["vocab_size"]}
+            "vocab": cfg["corpus"]["vocab_size"], "secondary": secondary_verdicts(cfg, rows)}
 
 
-def readme_lead(r: Mapping[str, Any], claims: tuple[str, ...]) -> str:
+def readme_lead(r: Mapping[str, Any], claims: tuple[str, ...], secondary: tuple[str, ...] = ()) -> str:
     """A README row's lead from this run when it takes its words (:func:`readme_words`): the words of ``claims``,
-    the gate's interval and the share, then "Earlier confirmation, kept beside it: "; '' otherwise."""
+    the gate's interval and the share, the words of the ``secondary`` claims once every cell is finished, then
+    "Earlier confirmation, kept beside it: "; '' otherwise."""
     from initlab.experiment import text
     from initlab.experiment.rows import seeds_text
 
@@ -346,7 +360,10 @@ def readme_lead(r: Mapping[str, Any], claims: tuple[str, ...]) -> str:
             f"in-domain dev queries; dev-selected best cell {g['estimate']:.2f} of BM25 [{g['lo']:.2f}, "
             f"{g['hi']:.2f}]): {words}; share of the family interaction carried by the head norm alone "
             f"{text.number(sh['estimate'], 'share')} [{sh['lo']:.2f}, {sh['hi']:.2f}] (no word). "
-            "Earlier confirmation, kept beside it: ")
+            + (f"Secondary (Holm within its family): " + "; ".join(
+                f"{c.replace('_', ' ')} " + sc.describe_claim(w["secondary"][c]) for c in secondary) + ". "
+               if secondary and w["secondary"] is not None else "")
+            + "Earlier confirmation, kept beside it: ")
 
 
 def readme_headline(r: Mapping[str, Any], claims: tuple[str, ...], earlier: Any) -> Any:

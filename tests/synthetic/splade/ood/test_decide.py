@@ -185,6 +185,10 @@ def test_the_readme_rows_take_the_words_only_when_complete_in_the_regime_and_con
     assert row.startswith("8192-id confirmation with the imposed-norm arm (seeds 9821-9828")
     assert "family interaction **reproduced**" in row and "imposed loss **partly**" in row
     assert row.endswith(before[0])  # the earlier confirmation kept beside it
+    assert "Secondary (Holm within its family): four family interaction" in row
+    # every primary cell finished, roberta and albert not yet: the primary words, no secondary word
+    primary_only = oclaims.degradation_row(with_run(_rows(CFG.seeds[:7]) + _rows(CFG.seeds[7:], ("bert", "modernbert"))))
+    assert "family interaction **reproduced**" in primary_only and "Secondary" not in primary_only
     assert "imposed recovery **partly**" in oclaims.fix_row(done)
     h = oclaims.degradation_headline(done)
     assert h.word.endswith("(8192-id confirmation)") and h.estimate.endswith(f"earlier: {before[2].word}")
