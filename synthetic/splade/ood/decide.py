@@ -326,8 +326,7 @@ def readme_words(r: Mapping[str, Any]) -> dict[str, Any] | None:
     """What the README's SPLADE rows take from this run, or None while they must not change (the preregistration's
     "What decides the README"): ``r[RESULTS]`` loaded, its primary words computable, the regime gate "in the seed's
     regime" and the cap rule holding. Everything is recomputed from the saved rows and BM25 cells, never read from
-    a saved word: ``{"v": primary verdicts, "share", "gate", "seeds", "vocab", "secondary": the secondary
-    family's verdicts, None until every cell is finished}``."""
+    a saved word: ``{"v": primary verdicts, "share", "gate", "seeds", "vocab"}``."""
     if RESULTS not in r:
         return None
     rep = r[RESULTS]
@@ -341,7 +340,7 @@ def readme_words(r: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     raw = _raw(rows, done)
     return {"v": v, "share": head_norm_share(raw), "gate": gate, "seeds": done,
-            "vocab": cfg["corpus"]["vocab_size"], "secondary": secondary_verdicts(cfg, rows)}
+            "vocab": cfg["corpus"]["vocab_size"]}
 
 
 def readme_lead(r: Mapping[str, Any], claims: tuple[str, ...], secondary: tuple[str, ...] = ()) -> str:
@@ -356,14 +355,15 @@ def readme_lead(r: Mapping[str, Any], claims: tuple[str, ...], secondary: tuple[
         return ""
     g, sh = w["gate"], w["share"]
     words = "; ".join(f"{c.replace('_', ' ')} " + sc.describe_claim(w["v"][c]) for c in claims)
+    v2 = secondary_verdicts(r[RESULTS]["config"], r[RESULTS]["rows"]) if secondary else None
+    later = ("Secondary (Holm within its family): "
+             + "; ".join(f"{c.replace('_', ' ')} " + sc.describe_claim(v2[c]) for c in secondary) + ". "
+             if v2 is not None else "")
     return (f"{w['vocab']}-id confirmation with the imposed-norm arm ({seeds_text(w['seeds'])}; every k chosen on "
             f"in-domain dev queries; dev-selected best cell {g['estimate']:.2f} of BM25 [{g['lo']:.2f}, "
             f"{g['hi']:.2f}]): {words}; share of the family interaction carried by the head norm alone "
-            f"{text.number(sh['estimate'], 'share')} [{sh['lo']:.2f}, {sh['hi']:.2f}] (no word). "
-            + (f"Secondary (Holm within its family): " + "; ".join(
-                f"{c.replace('_', ' ')} " + sc.describe_claim(w["secondary"][c]) for c in secondary) + ". "
-               if secondary and w["secondary"] is not None else "")
-            + "Earlier confirmation, kept beside it: ")
+            f"{text.number(sh['estimate'], 'share')} [{sh['lo']:.2f}, {sh['hi']:.2f}] (no word). {later}"
+            "Earlier confirmation, kept beside it: ")
 
 
 def readme_headline(r: Mapping[str, Any], claims: tuple[str, ...], earlier: Any) -> Any:
