@@ -30,6 +30,14 @@ load of a shared machine cancels in the ratio. One torch thread.
        rotated; per round the ratio of CPU seconds per step, sdpa / eager (median and range over rounds), and the
        largest difference of the per-step losses over 20 steps from the same initialisation (float rounding only).
 
+  batch: MLM pretraining steps of the splade_in_domain default's bert and modernbert backbones (their recipes, the
+       head at the masked positions, batches padded to the recipe's 104 tokens) at batch sizes 8, 32 and 128, each
+       over the same ``MLM_STEPS`` (default 6) batches per size, in ``ROUNDS`` rounds (default 4), the sizes' order
+       rotated; the median CPU seconds per step at each size and the least-squares line ``a + b * B`` through them.
+       ``a`` is the part of a step that does not grow with the batch (Python, dispatch, the optimiser): the most a
+       batched model of n seeds could save is ``(n - 1) * a`` per n steps, ``a / step(32)`` of the recipe's step
+       (its batch is 32).
+
 Usage: ``python benchmarks/bench_reproduce_cost.py spt ood``; ``FT_EPOCHS=6 python benchmarks/bench_reproduce_cost.py spt``;
 ``BACKBONES=results/reproduce/splade_in_domain/backbone python benchmarks/bench_reproduce_cost.py tokens``.
 """
@@ -246,9 +254,59 @@ def attention():
               f"sdpa {per['sdpa'] * 1000:.1f} ms; largest loss difference over 20 steps {diff:.1e}", flush=True)
 
 
+def batch():
+    from transformers import DataCollatorForLanguageModeling
+
+    from initlab.synthetic.splade.families import build_family_model, family_tokenizer
+    from initlab.synthetic.splade.model import mlm_param_groups, sparse_mlm_loss
+    from initlab.synthetic.splade.ood import cell as ood_cell
+    from initlab.synthetic.splade.ood import config as ood_config
+    from initlab.synthetic.splade.ood import stage
+
+    cfg = stage.stage_config("default")
+    s = cfg.seeds[0]
+    text = ood_cell.mlm_texts(cfg, s)
+    rounds, steps, sizes = int(os.environ.get("ROUNDS", "4")), int(os.environ.get("MLM_STEPS", "6")), (8, 32, 128)
+    print(f"splade_in_domain default, MLM steps of seed {s}'s backbones by batch size, {rounds} rounds of {steps} "
+          "steps per size:")
+    for fam in ("bert", "modernbert"):
+        bc = ood_config.backbone_for(cfg, fam)
+        tok = family_tokenizer(fam, text.vocab)
+        model = build_family_model(fam, len(text.vocab), bc, s).train()
+        opt = torch.optim.AdamW(mlm_param_groups(model, bc), lr=bc.mlm_lr)
+        coll = DataCollatorForLanguageModeling(tok, mlm_probability=bc.mlm_probability, return_tensors="pt",
+                                               pad_to_multiple_of=bc.max_len)
+        ids = tok(list(text.docs.values()), truncation=True, max_length=bc.max_len)["input_ids"]
+        gen = torch.Generator().manual_seed(s)
+        batches = {n: [coll([{"input_ids": ids[i]} for i in torch.randint(len(ids), (n,), generator=gen).tolist()])
+                       for _ in range(steps)] for n in sizes}
+
+        def run(n):
+            c = time.process_time()
+            for b in batches[n]:
+                loss = sparse_mlm_loss(model, b["input_ids"], b["attention_mask"], b["labels"])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+            return (time.process_time() - c) / steps
+
+        run(8)  # warm-up
+        per = {n: [] for n in sizes}
+        for r in range(rounds):
+            for n in (sizes if r % 2 == 0 else sizes[::-1]):
+                per[n].append(run(n))
+        med = {n: statistics.median(v) for n, v in per.items()}
+        xm, ym = statistics.mean(sizes), statistics.mean(med.values())
+        b = sum((n - xm) * (med[n] - ym) for n in sizes) / sum((n - xm) ** 2 for n in sizes)
+        a = ym - b * xm
+        print(f"  {fam:<10} CPU ms per step: " + ", ".join(f"B={n} {med[n] * 1000:.1f}" for n in sizes)
+              + f"; fit a + b*B: a = {a * 1000:.1f} ms, b = {b * 1000:.2f} ms per sequence; a / step(32) = "
+              f"{a / med[32]:.3f}", flush=True)
+
+
 if __name__ == "__main__":
     print(f"load {os.getloadavg()}", flush=True)
     with torch_threads(1):
         for what in sys.argv[1:]:
-            {"spt": spt, "ood": ood, "tokens": tokens, "attention": attention}[what]()
+            {"spt": spt, "ood": ood, "tokens": tokens, "attention": attention, "batch": batch}[what]()
     print(f"load {os.getloadavg()}", flush=True)
