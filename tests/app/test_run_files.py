@@ -42,7 +42,8 @@ def saved_runs() -> list[tuple[str, str, str, dict[str, Any]]]:
            ("synthetic_splade_ood_map", "results_v2k.json", "map-v2k"),
            ("synthetic_splade_ood_confirm_v8k_imposed", "config.json", "confirm-v8k-imposed"),
            ("synthetic_splade_ood_reproduce_first", "config.json", "reproduce-first"),
-           ("synthetic_splade_ood_confirm_cap100", "config.json", "confirm-v2k-cap100")]
+           ("synthetic_splade_ood_confirm_cap100", "config.json", "confirm-v2k-cap100"),
+           ("synthetic_splade_ood_reproduce_cap100", "config.json", "reproduce-cap100")]
     ood += [("synthetic_splade_ood_map_axes", p.name, p.stem) for p in (RESULTS / "synthetic_splade_ood_map_axes").glob("map-*.json")]
     ood += [("synthetic_splade_ood_regime", p.name, p.stem.split("_", 1)[1])
             for p in (RESULTS / "synthetic_splade_ood_regime").glob("*_*.json") if p.name.startswith(("config_", "results_"))]

@@ -16,7 +16,7 @@ def splade_ood_main(argv: Sequence[str] | None = None, prog: str | None = None) 
     from initlab.synthetic.splade.ood import runner as ood
 
     parser = preset_parser(prog or "initlab synthetic splade-ood", ood.__doc__.split("\n\n")[0], ood_config.PRESETS, "tiny",
-                            "the run (tiny: smoke test; default, full: confirm-v2k-cap100's recipe on fresh seeds, what "
+                            "the run (tiny: smoke test; default, full: confirm-v2k's recipe on fresh seeds, what "
                             "initlab reproduce runs; confirm-v2k, confirm-v2k-cap100, confirm-v8k-imposed: the "
                             "preregistered confirmations; the exploratory map and regime runs are in docs/runs.md)",
                             "output folder (default: results/synthetic_splade_ood/PRESET)")
