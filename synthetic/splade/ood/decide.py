@@ -264,7 +264,6 @@ def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapp
     verdicts of the primary family, as dicts), ``share``, ``sensitivity`` and ``gate``; once every cell is:
     ``secondary``. Otherwise those keys hold None: no claim word before the seeds are complete."""
     seeds = [int(s) for s in cfg["seeds"]]
-    failed = {int(r["seed"]) for r in rows if r.get("failed")}
     p_seeds, a_seeds = primary_complete(cfg, rows), all_complete(cfg, rows)
     raw_all = {"rows": list(rows), "inspect": [], "batch": cfg.get("init_batch", 32)}
     numbers = {name: {str(s): v for s, v in zip(*values(raw_all))}
@@ -273,8 +272,8 @@ def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapp
                            "numbers": numbers, "cap": cap_rule(rows), "primary": None, "share": None,
                            "sensitivity": None, "gate": None, "secondary": None}
 
-    if _ready(seeds, p_seeds, failed):
-        raw = _raw(rows, p_seeds, raw_all["batch"])
+    raw = _ready_raw(cfg, rows, p_seeds)
+    if raw is not None:
         out["primary"] = {k: x.to_dict() for k, x in primary_verdicts(cfg, rows).items()}
         out["share"] = head_norm_share(raw)
         out["sensitivity"] = oracle_k_sensitivity(raw)
@@ -288,13 +287,10 @@ def decide(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], bm25: Mapp
 def secondary_verdicts(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Verdict] | None:
     """The secondary family's Holm-corrected verdicts (the four-family interaction, and the primary claims in
     domain) on the seeds where every cell is finished, or None while they are not complete (:func:`decide`'s rule)."""
-    th = from_dict(SPLADEThresholds, cfg["claims"])
-    seeds = [int(s) for s in cfg["seeds"]]
-    failed = {int(r["seed"]) for r in rows if r.get("failed")}
-    done = all_complete(cfg, rows)
-    if not _ready(seeds, done, failed):
+    raw = _ready_raw(cfg, rows, all_complete(cfg, rows))
+    if raw is None:
         return None
-    raw = _raw(rows, done, cfg.get("init_batch", 32))
+    th = from_dict(SPLADEThresholds, cfg["claims"])
     raw_id = {**raw, "rows": id_rows(raw["rows"])}
     v = {"four_family_interaction": four_family_interaction(raw, th),
          **{f"in_domain/{c}": _CLAIMS[c](raw_id, th) for c in _CLAIMS}}
@@ -306,14 +302,21 @@ def _ready(seeds: Sequence[int], done: Sequence[int], failed: set[int]) -> bool:
     return len(done) == len(seeds) or (set(seeds) - set(done) <= failed and len(done) >= MIN_COMPLETE)
 
 
+def _ready_raw(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], done: Sequence[int]) -> Raw | None:
+    """The claim functions' input on the ``done`` seeds (:func:`_raw`), or None while :func:`_ready` says no word may
+    be computed on them (a seed missing that did not fail)."""
+    seeds = [int(s) for s in cfg["seeds"]]
+    if not _ready(seeds, done, {int(r["seed"]) for r in rows if r.get("failed")}):
+        return None
+    return _raw(rows, done, cfg.get("init_batch", 32))
+
+
 def primary_verdicts(cfg: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Verdict] | None:
     """The primary family's Holm-corrected verdicts on the primary-complete seeds, or None while the seeds are not
     complete (:func:`decide`'s rule)."""
-    seeds = [int(s) for s in cfg["seeds"]]
-    done = primary_complete(cfg, rows)
-    if not _ready(seeds, done, {int(r["seed"]) for r in rows if r.get("failed")}):
+    raw = _ready_raw(cfg, rows, primary_complete(cfg, rows))
+    if raw is None:
         return None
-    raw = _raw(rows, done, cfg.get("init_batch", 32))
     th = from_dict(SPLADEThresholds, cfg["claims"])
     return families.corrected({c: _CLAIMS[c](raw, th) for c in FAMILIES[0].claims}, FAMILIES[:1])
 
