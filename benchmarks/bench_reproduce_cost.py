@@ -27,13 +27,15 @@ load of a shared machine cancels in the ratio. One torch thread.
        backbones (their recipes' batch and masking, the head at the masked positions) with each of transformers'
        attention implementations, ``eager`` and ``sdpa`` (``set_attn_implementation``; the recipes build bert with
        ``sdpa``, transformers' default, and modernbert with ``eager``), in ``ROUNDS`` rounds (default 6), the order
-       rotated; per round the ratio of CPU seconds per step, sdpa / eager (median and range over rounds), and the
-       largest difference of the per-step losses over 20 steps from the same initialisation (float rounding only).
+       rotated (``_timing.interleaved``, CPU seconds); per round the ratio of CPU seconds per step, sdpa / eager
+       (median and range over rounds), and the largest difference of the per-step losses over 20 steps from the
+       same initialisation (float rounding only).
 
   batch: MLM pretraining steps of the splade_in_domain default's bert and modernbert backbones (their recipes, the
        head at the masked positions, batches padded to the recipe's 104 tokens) at batch sizes 8, 32 and 128, each
-       over the same ``MLM_STEPS`` (default 6) batches per size, in ``ROUNDS`` rounds (default 4), the sizes' order
-       rotated; the median CPU seconds per step at each size and the least-squares line ``a + b * B`` through them.
+       over the same ``MLM_STEPS`` (default 6) batches per size, in ``ROUNDS`` rounds (default 4) after one untimed
+       round, the sizes' order rotated (``_timing.interleaved``, CPU seconds); the median CPU seconds per step at
+       each size and the least-squares line ``a + b * B`` through them (``statistics.linear_regression``).
        ``a`` is the part of a step that does not grow with the batch (Python, dispatch, the optimiser): the most a
        batched model of n seeds could save is ``(n - 1) * a`` per n steps, ``a / step(32)`` of the recipe's step
        (its batch is 32).
@@ -50,8 +52,11 @@ from pathlib import Path
 
 import torch
 
-from initlab.executor import REFERENCE_SPEED_SECONDS as REF
-from initlab.runs import torch_threads
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import interleaved  # noqa: E402
+
+from initlab.executor import REFERENCE_SPEED_SECONDS as REF  # noqa: E402
+from initlab.runs import torch_threads  # noqa: E402
 
 torch.set_num_threads(1)
 g = torch.Generator().manual_seed(0)
@@ -215,11 +220,10 @@ def tokens():
                 raise SystemExit("the token cache changed a cell's record")
 
 
-def attention():
-    import dataclasses
-
-    from initlab.synthetic.splade.families import build_family_model, family_tokenizer
-    from initlab.synthetic.splade.model import pretrain_mlm
+def _default_backbones():
+    """``(seed, its MLM text, family, the family's recipe, its tokenizer)`` for the splade_in_domain default's bert
+    and modernbert backbones, on the default's first seed."""
+    from initlab.synthetic.splade.families import family_tokenizer
     from initlab.synthetic.splade.ood import cell as ood_cell
     from initlab.synthetic.splade.ood import config as ood_config
     from initlab.synthetic.splade.ood import stage
@@ -227,13 +231,22 @@ def attention():
     cfg = stage.stage_config("default")
     s = cfg.seeds[0]
     text = ood_cell.mlm_texts(cfg, s)
-    docs = list(text.docs.values())
+    for fam in ("bert", "modernbert"):
+        yield s, text, fam, ood_config.backbone_for(cfg, fam), family_tokenizer(fam, text.vocab)
+
+
+def attention():
+    import dataclasses
+    import itertools
+
+    from initlab.synthetic.splade.families import build_family_model
+    from initlab.synthetic.splade.model import pretrain_mlm
+
     rounds, steps = int(os.environ.get("ROUNDS", "6")), int(os.environ.get("MLM_STEPS", "30"))
     impls = ("eager", "sdpa")
-    print(f"splade_in_domain default, MLM pretraining of seed {s}'s backbones, {rounds} rounds of {steps} steps:")
-    for fam in ("bert", "modernbert"):
-        bc = ood_config.backbone_for(cfg, fam)
-        tok = family_tokenizer(fam, text.vocab)
+    print(f"splade_in_domain default, MLM pretraining of the first seed's backbones, {rounds} rounds of {steps} steps:")
+    for s, text, fam, bc, tok in _default_backbones():
+        docs = list(text.docs.values())
         models = {}
         for impl in impls:
             models[impl] = build_family_model(fam, len(text.vocab), bc, s)
@@ -241,37 +254,31 @@ def attention():
         first = {impl: pretrain_mlm(m, tok, docs, dataclasses.replace(bc, mlm_steps=20), s, sparse=True)
                  for impl, m in models.items()}  # also the warm-up
         diff = max(abs(a - b) for a, b in zip(*first.values()))
-        ratios = []
-        for r in range(rounds):
-            per = {}
-            for impl in (impls if r % 2 == 0 else impls[::-1]):
-                c = time.process_time()
-                pretrain_mlm(models[impl], tok, docs, dataclasses.replace(bc, mlm_steps=steps), s + 1 + r, sparse=True)
-                per[impl] = (time.process_time() - c) / steps
-            ratios.append(per["sdpa"] / per["eager"])
+
+        def case(impl):  # round r trains on seed s + 1 + r, for both implementations
+            seeds = itertools.count(s + 1)
+            return lambda: pretrain_mlm(models[impl], tok, docs, dataclasses.replace(bc, mlm_steps=steps), next(seeds),
+                                        sparse=True)
+
+        cmp = interleaved({impl: case(impl) for impl in impls}, baseline="eager", repeats=rounds, warmup=0,
+                          clock=time.process_time)
+        ratios = cmp.ratios["sdpa"]
+        last = {impl: cmp.seconds[impl][-1] / steps for impl in impls}
         print(f"  {fam:<10} sdpa / eager CPU s per step: median {statistics.median(ratios):.3f} "
-              f"(range {min(ratios):.3f}-{max(ratios):.3f}); last round eager {per['eager'] * 1000:.1f} ms, "
-              f"sdpa {per['sdpa'] * 1000:.1f} ms; largest loss difference over 20 steps {diff:.1e}", flush=True)
+              f"(range {min(ratios):.3f}-{max(ratios):.3f}); last round eager {last['eager'] * 1000:.1f} ms, "
+              f"sdpa {last['sdpa'] * 1000:.1f} ms; largest loss difference over 20 steps {diff:.1e}", flush=True)
 
 
 def batch():
     from transformers import DataCollatorForLanguageModeling
 
-    from initlab.synthetic.splade.families import build_family_model, family_tokenizer
+    from initlab.synthetic.splade.families import build_family_model
     from initlab.synthetic.splade.model import mlm_param_groups, sparse_mlm_loss
-    from initlab.synthetic.splade.ood import cell as ood_cell
-    from initlab.synthetic.splade.ood import config as ood_config
-    from initlab.synthetic.splade.ood import stage
 
-    cfg = stage.stage_config("default")
-    s = cfg.seeds[0]
-    text = ood_cell.mlm_texts(cfg, s)
     rounds, steps, sizes = int(os.environ.get("ROUNDS", "4")), int(os.environ.get("MLM_STEPS", "6")), (8, 32, 128)
-    print(f"splade_in_domain default, MLM steps of seed {s}'s backbones by batch size, {rounds} rounds of {steps} "
-          "steps per size:")
-    for fam in ("bert", "modernbert"):
-        bc = ood_config.backbone_for(cfg, fam)
-        tok = family_tokenizer(fam, text.vocab)
+    print(f"splade_in_domain default, MLM steps of the first seed's backbones by batch size, {rounds} rounds of "
+          f"{steps} steps per size:")
+    for s, text, fam, bc, tok in _default_backbones():
         model = build_family_model(fam, len(text.vocab), bc, s).train()
         opt = torch.optim.AdamW(mlm_param_groups(model, bc), lr=bc.mlm_lr)
         coll = DataCollatorForLanguageModeling(tok, mlm_probability=bc.mlm_probability, return_tensors="pt",
@@ -282,23 +289,16 @@ def batch():
                        for _ in range(steps)] for n in sizes}
 
         def run(n):
-            c = time.process_time()
             for b in batches[n]:
                 loss = sparse_mlm_loss(model, b["input_ids"], b["attention_mask"], b["labels"])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-            return (time.process_time() - c) / steps
 
-        run(8)  # warm-up
-        per = {n: [] for n in sizes}
-        for r in range(rounds):
-            for n in (sizes if r % 2 == 0 else sizes[::-1]):
-                per[n].append(run(n))
-        med = {n: statistics.median(v) for n, v in per.items()}
-        xm, ym = statistics.mean(sizes), statistics.mean(med.values())
-        b = sum((n - xm) * (med[n] - ym) for n in sizes) / sum((n - xm) ** 2 for n in sizes)
-        a = ym - b * xm
+        cmp = interleaved({n: (lambda n=n: run(n)) for n in sizes}, baseline=32, repeats=rounds, warmup=1,
+                          clock=time.process_time)
+        med = {n: statistics.median(cmp.seconds[n]) / steps for n in sizes}
+        b, a = statistics.linear_regression(sizes, [med[n] for n in sizes])
         print(f"  {fam:<10} CPU ms per step: " + ", ".join(f"B={n} {med[n] * 1000:.1f}" for n in sizes)
               + f"; fit a + b*B: a = {a * 1000:.1f} ms, b = {b * 1000:.2f} ms per sequence; a / step(32) = "
               f"{a / med[32]:.3f}", flush=True)
